@@ -1,0 +1,68 @@
+"""The ``jaxq`` command line.
+
+Each subcommand is a module of this package with ``register(subparsers)``; the parser it adds sets
+``func`` to a function ``run(args) -> dict``. The dictionary is printed as one JSON object with
+``--json`` and as a readable table otherwise (a module may supply ``render(result) -> str``).
+Bad input raises :class:`jaxq.InputError`: one line on stderr, exit code 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from jaxq.cli.output import emit
+from jaxq.errors import InputError
+
+# Subcommand modules, in the order ``jaxq --help`` lists them.
+COMMANDS = ("demo", "analyze", "simulate", "sde", "tune", "fastslow", "network", "run", "bench")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error message and exit code 2."""
+
+    def error(self, message: str):  # noqa: D102
+        sys.stderr.write(f"jaxq: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="jaxq", description="Heavy-traffic studies of parallel server systems in JAX.")
+    from jaxq import __version__
+
+    parser.add_argument("--version", action="version", version=f"jaxq {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"jaxq.cli.{name}")
+        except ModuleNotFoundError as e:  # a command whose module is not installed is simply absent
+            if e.name != f"jaxq.cli.{name}":
+                raise
+            continue
+        mod.register(sub)
+    return parser
+
+
+def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
+    """Options every command shares: ``--json`` and, for random commands, ``--seed``."""
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        result = args.func(args)
+        if result is not None:
+            mod = sys.modules[args.func.__module__]
+            emit(result, as_json=getattr(args, "json", False), render=getattr(mod, "render", None))
+    except InputError as e:
+        sys.stderr.write(f"jaxq: error: {e}\n")
+        return 2
+    return 0

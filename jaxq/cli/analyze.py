@@ -1,0 +1,52 @@
+"""``jaxq analyze SYSTEM.toml``: the exact limit objects of a 2x2 system."""
+
+from __future__ import annotations
+
+from jaxq.cli import add_common
+from jaxq.cli.output import to_jsonable
+from jaxq.diffusion.workload import analyze
+from jaxq.errors import InputError
+from jaxq.model import load
+
+
+def load_pss2x2(path):
+    """Load a configuration and insist on ``kind = "pss2x2"``."""
+    system = load(path)
+    if type(system).__name__ != "PSS2x2":
+        raise InputError("system.kind", "this command needs a 'pss2x2' system (use 'jaxq network ...' for networks)")
+    return system
+
+
+def register(sub) -> None:
+    p = sub.add_parser("analyze", help="LP, modes, workload diffusion, HJB, switching point and lower bound")
+    p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2')")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> dict:
+    return analyze(load_pss2x2(args.system)).to_dict()
+
+
+def render(r: dict) -> str:
+    r = to_jsonable(r)
+    lines = [
+        f"LP (2.7): rho* = {r['rho_star']:.10g}   alpha = {r['alpha']}   beta = {r['beta']}",
+        f"modes are {r['switching']}-switched",
+    ]
+    for m, xi in enumerate(r["modes"]):
+        lines.append(
+            f"  mode {m + 1}: xi = {xi}   b = {r['b'][m]:.6g}   sigma = {r['sigma'][m]:.6g}   "
+            f"single-activity class {r['single_activity_class'][m]}, server {r['single_activity_server'][m]}"
+        )
+    lines.append(f"high-priority class p = {r['hpc']}")
+    if r["case"] == "single":
+        lines.append(f"single-mode case (2.19): active mode {r['active_mode']}")
+    else:
+        lines.append(
+            f"dual-mode case (2.20): lower mode {r['lower_mode']}, higher mode {r['higher_mode']}, "
+            f"switching point z* = {r['z_star']:.10g}"
+        )
+    lines.append(f"V_WCP(0) = {r['V_wcp0']:.10g}   lower bound V0 = {r['V0']:.10g}")
+    lines.append(f"policy (Theorem 2.11): {r['policy']}")
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""Printing results: one JSON object (``--json``) or a readable table."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+
+def to_jsonable(x: Any) -> Any:
+    """Plain Python types for ``json``: arrays become (nested) lists, numpy scalars Python numbers."""
+    if isinstance(x, dict):
+        return {str(k): to_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_jsonable(v) for v in x]
+    if hasattr(x, "__array__") and not isinstance(x, (str, bytes)):
+        a = np.asarray(x)
+        return to_jsonable(a.tolist()) if a.ndim else to_jsonable(a.item())
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        v = float(x)
+        if not math.isfinite(v):
+            raise ValueError(f"refusing to print a non-finite number ({v})")
+        return v
+    return x
+
+
+def dumps(result: dict) -> str:
+    return json.dumps(to_jsonable(result), allow_nan=False)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items()) + "}"
+    return "-" if v is None else str(v)
+
+
+def table(result: dict) -> str:
+    """A two-column table of the top-level keys."""
+    res = to_jsonable(result)
+    width = max((len(k) for k in res), default=0)
+    return "\n".join(f"{k:<{width}}  {_fmt(v)}" for k, v in res.items())
+
+
+def emit(result: dict, as_json: bool, render: Callable[[dict], str] | None = None) -> None:
+    text = dumps(result) if as_json else (render or table)(result)
+    print(text, flush=True)

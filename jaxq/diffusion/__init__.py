@@ -1,0 +1,1 @@
+"""Diffusion limits: workload coefficients, the HJB equation of the WCP, spare capacity."""

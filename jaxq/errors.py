@@ -1,0 +1,13 @@
+"""The one exception type for bad input.
+
+The command line turns an ``InputError`` into one line on stderr and exit code 2.
+"""
+
+
+class InputError(ValueError):
+    """Bad input: names the offending key and the reason."""
+
+    def __init__(self, key: str, reason: str):
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{key}: {reason}")

@@ -1,0 +1,144 @@
+"""The 2x2 parallel server system of seed 000 (two classes i, two servers k, four activities).
+
+Arrays are indexed as in the paper: ``lam[i]``, ``mu[i, k]`` (class i row, server k column).
+The n-th system has ``lambda_n = n lambda + sqrt(n) lambda_hat`` and
+``mu_n = n mu + sqrt(n) mu_hat``; one server per pool.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import numpy as np
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from jaxq.errors import InputError
+from jaxq.model import pydantic_error, read_toml
+from jaxq.model.distributions import Dist, parse
+
+Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Real = Annotated[float, Field(allow_inf_nan=False)]
+Pair = Annotated[list[Pos], Field(min_length=2, max_length=2)]
+RealPair = Annotated[list[Real], Field(min_length=2, max_length=2)]
+StrPair = Annotated[list[str], Field(min_length=2, max_length=2)]
+
+
+class _System(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    kind: Literal["pss2x2"]
+    lam: Pair = Field(alias="lambda")
+    mu: Annotated[list[Pair], Field(min_length=2, max_length=2)]
+    lambda_hat: RealPair = [0.0, 0.0]
+    mu_hat: Annotated[list[RealPair], Field(min_length=2, max_length=2)] = [[0.0, 0.0], [0.0, 0.0]]
+    interarrival: StrPair = ["exponential", "exponential"]
+    service: Annotated[list[StrPair], Field(min_length=2, max_length=2)] = [
+        ["exponential", "exponential"],
+        ["exponential", "exponential"],
+    ]
+
+
+class _Cost(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    h: Annotated[list[Annotated[float, Field(gt=0, allow_inf_nan=False)]], Field(min_length=2, max_length=2)]
+    gamma: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    system: _System
+    cost: _Cost
+
+
+@dataclass(frozen=True, eq=False)
+class PSS2x2:
+    """First- and second-order data of the 2x2 system, its primitives and its cost (2.6)."""
+
+    lam: np.ndarray  # lambda_i, shape (2,)
+    mu: np.ndarray  # mu_ik, shape (2, 2)
+    lambda_hat: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    mu_hat: np.ndarray = field(default_factory=lambda: np.zeros((2, 2)))
+    interarrival: tuple[Dist, Dist] = (Dist("exponential", 1.0), Dist("exponential", 1.0))
+    service: tuple[tuple[Dist, Dist], tuple[Dist, Dist]] = (
+        (Dist("exponential", 1.0), Dist("exponential", 1.0)),
+        (Dist("exponential", 1.0), Dist("exponential", 1.0)),
+    )
+    h: np.ndarray = field(default_factory=lambda: np.ones(2))
+    gamma: float = 1.0
+
+    @property
+    def ca2(self) -> np.ndarray:
+        """SCV of the interarrival times, per class."""
+        return np.array([d.scv for d in self.interarrival])
+
+    @property
+    def cs2(self) -> np.ndarray:
+        """SCV of the service times, per activity (i, k)."""
+        return np.array([[d.scv for d in row] for row in self.service])
+
+    @property
+    def exponential(self) -> bool:
+        """True when every primitive is exponential (the system is a CTMC)."""
+        dists = list(self.interarrival) + [d for row in self.service for d in row]
+        return all(d.name == "exponential" for d in dists)
+
+    def rates(self, n: float) -> tuple[np.ndarray, np.ndarray]:
+        """Arrival and service rates of the n-th system; refuses n where a rate is not positive."""
+        rn = math.sqrt(n)
+        lam_n = n * self.lam + rn * self.lambda_hat
+        mu_n = n * self.mu + rn * self.mu_hat
+        if np.any(lam_n <= 0):
+            raise InputError("n", f"n = {n:g} gives a non-positive arrival rate {lam_n.tolist()}")
+        if np.any(mu_n <= 0):
+            raise InputError("n", f"n = {n:g} gives a non-positive service rate {mu_n.tolist()}")
+        return lam_n, mu_n
+
+    def to_dict(self) -> dict:
+        """The configuration as a TOML-shaped dictionary (``from_dict`` inverts it)."""
+        return {
+            "system": {
+                "kind": "pss2x2",
+                "lambda": self.lam.tolist(),
+                "mu": self.mu.tolist(),
+                "lambda_hat": self.lambda_hat.tolist(),
+                "mu_hat": self.mu_hat.tolist(),
+                "interarrival": [str(d) for d in self.interarrival],
+                "service": [[str(d) for d in row] for row in self.service],
+            },
+            "cost": {"h": self.h.tolist(), "gamma": self.gamma},
+        }
+
+
+def from_dict(data: dict) -> PSS2x2:
+    """Validate a TOML-shaped dictionary (sections ``system`` and ``cost``)."""
+    if "cost" not in data:
+        raise InputError("cost", "missing [cost] table")
+    try:
+        f = _File.model_validate(data)
+    except pydantic.ValidationError as e:
+        raise pydantic_error(e) from None
+    s = f.system
+    inter = tuple(parse(d, f"system.interarrival[{i}]") for i, d in enumerate(s.interarrival))
+    serv = tuple(
+        tuple(parse(d, f"system.service[{i}][{k}]") for k, d in enumerate(row)) for i, row in enumerate(s.service)
+    )
+    return PSS2x2(
+        lam=np.array(s.lam, dtype=float),
+        mu=np.array(s.mu, dtype=float),
+        lambda_hat=np.array(s.lambda_hat, dtype=float),
+        mu_hat=np.array(s.mu_hat, dtype=float),
+        interarrival=inter,
+        service=serv,
+        h=np.array(f.cost.h, dtype=float),
+        gamma=float(f.cost.gamma),
+    )
+
+
+def load(path) -> PSS2x2:
+    """Load a ``kind = "pss2x2"`` configuration file."""
+    data = read_toml(path)
+    if data.get("system", {}).get("kind") != "pss2x2":
+        raise InputError("system.kind", "expected 'pss2x2'")
+    return from_dict(data)

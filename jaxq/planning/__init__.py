@@ -1,0 +1,1 @@
+"""Static planning: the linear programs of the papers, their solutions, modes and trees."""
