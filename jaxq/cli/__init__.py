@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from jaxq.cli.output import emit
@@ -51,7 +52,27 @@ def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
         p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
 
 
+def enable_compile_cache() -> None:
+    """Keep compiled XLA programs on disk so repeated commands do not recompile.
+
+    ``$JAXQ_CACHE_DIR`` (default ``~/.cache/jaxq/xla``); ``off`` disables it.
+    """
+    path = os.environ.get("JAXQ_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "jaxq", "xla"))
+    if path.lower() == "off":
+        return
+    import jax
+
+    try:
+        os.makedirs(path, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    except (OSError, AttributeError):  # read-only home or an old jax: compile every time
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    enable_compile_cache()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

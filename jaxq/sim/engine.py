@@ -72,6 +72,19 @@ def _run_batch(engine: Engine, keys: jax.Array, params: Params, block: int, max_
     return jax.vmap(lambda k: run_one(engine, k, params, block, max_events))(keys)
 
 
+def replication_sharding(devices=None):
+    """A sharding that splits the replication axis over ``devices`` (default: all local devices).
+
+    Returns None on a single device. Replications are independent, so XLA partitions the vmapped
+    driver along this axis with no communication until results are gathered.
+    """
+    devices = jax.local_devices() if devices is None else list(devices)
+    if len(devices) <= 1:
+        return None
+    mesh = jax.sharding.Mesh(np.array(devices), ("reps",))
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("reps"))
+
+
 def simulate(
     engine: Engine,
     params: Params,
@@ -83,6 +96,7 @@ def simulate(
     max_events: int | None = None,
     start: int = 0,
     progress: Callable[[int], None] | None = None,
+    devices=None,
 ) -> State:
     """Run replications ``start .. start+reps-1`` and return their final states (stacked on axis 0).
 
@@ -96,14 +110,21 @@ def simulate(
       max_events: optional safety cap on events per replication.
       start: index of the first replication (used by resumable runners).
       progress: called with the number of replications finished after each chunk.
+      devices: devices to shard each chunk's replications over (default: all local devices).
     """
     chunk = reps if chunk is None else max(1, min(chunk, reps))
+    sharding = replication_sharding(devices)
+    if sharding is not None:  # every device gets the same number of replications
+        nd = sharding.mesh.size
+        chunk = -(-chunk // nd) * nd
     outs = []
     for lo in range(0, reps, chunk):  # loop over chunks, not replications
         n = min(chunk, reps - lo)
         keys = replication_keys(seed, start + lo, n)
         if n < chunk:  # pad to the compiled shape so a ragged last chunk does not recompile
             keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], chunk - n, axis=0)])
+        if sharding is not None:
+            keys = jax.device_put(keys, sharding)
         out = _run_batch(engine, keys, params, block, max_events)
         outs.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[:n], out))
         if progress is not None:

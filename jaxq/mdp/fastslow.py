@@ -1,0 +1,300 @@
+"""One fast and K slow servers (seed 002): the optimal policy, its thresholds and its structure.
+
+Model (seed 002, Section 3): Poisson arrivals at rate ``lam``, one fast server (rate ``mu1``) and K
+slow servers (rate ``mu2``; the paper has K = 2; a vector ``mu2`` gives heterogeneous slow
+servers), nonpreemptive assignment of queued jobs right after each arrival or departure, holding
+cost one per job per unit time. Post-decision state ``(x, y)``: x = queue + job at the fast server
+(which is never idle while jobs wait, Lemma 1), y = jobs at the slow servers (or, heterogeneous, the
+set of busy slow servers). Uniformisation rate ``gamma = lam + mu1 + sum(mu2)``.
+
+:func:`solve` runs value iteration (13) / relative value iteration (181) in JAX on a truncated box
+``x <= N``, with N chosen automatically from a power-of-two bucket and verified by doubling it, then
+reads off the policy (14), its thresholds and the inequalities (K1)-(K6) (see
+:mod:`jaxq.mdp.structure` for the precise threshold definitions). :func:`solve_many` solves many
+parameter sets at once with ``vmap``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxq.errors import InputError
+from jaxq.mdp import structure as st
+from jaxq.mdp.policy import greedy_policy
+from jaxq.mdp.layout import Layout, heterogeneous, identical
+from jaxq.mdp.value_iteration import VIParams, solver
+
+BUCKETS = tuple(2**k - 1 for k in range(5, 14))  # truncations N: 31, 63, ..., 8191
+TOL = 1e-10  # relative stopping tolerance of (relative) value iteration
+MAX_ITER = 500_000
+VERIFY_RTOL = 1e-8  # value change allowed when the truncation doubles
+TIE = 1e-10  # relative tie tolerance of policy (14) and of the thresholds
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A validated fast/slow control problem.
+
+    Attributes:
+      lam, mu1: arrival rate, fast service rate.
+      mu2: slow service rates, shape (J,) (J = 1: K identical servers).
+      K: number of slow servers.
+      alpha: discount rate, or None for the average cost.
+      layout: slow-server configurations (:mod:`jaxq.mdp.layout`).
+    """
+
+    lam: float
+    mu1: float
+    mu2: np.ndarray
+    K: int
+    alpha: float | None
+    layout: Layout
+
+    @property
+    def average(self) -> bool:
+        return self.alpha is None
+
+    @property
+    def capacity(self) -> float:
+        return self.mu1 + (self.K * self.mu2[0] if self.layout.kind == "identical" else float(self.mu2.sum()))
+
+
+def _positive(key: str, v) -> float:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        raise InputError(key, f"must be a number, got {v!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise InputError(key, f"must be a positive finite number, got {v}")
+    return v
+
+
+def problem(lam, mu1, mu2, *, discount=None, slow_servers: int | None = None) -> Problem:
+    """Validate the inputs (raises :class:`jaxq.InputError`) and build a :class:`Problem`.
+
+    Args:
+      lam, mu1: arrival rate and fast service rate (> 0).
+      mu2: slow service rate (scalar: identical servers) or a sequence of rates (heterogeneous);
+        every slow rate must be below ``mu1`` (assumption (1)).
+      discount: discount rate alpha > 0, or None for the average cost (needs
+        ``lam < mu1 + sum of slow rates``).
+      slow_servers: K (default 2, or ``len(mu2)``).
+    """
+    lam, mu1 = _positive("lam", lam), _positive("mu1", mu1)
+    rates = np.atleast_1d(np.asarray(mu2, dtype=object))
+    if rates.ndim != 1 or rates.size == 0:
+        raise InputError("mu2", "must be a rate or a list of rates")
+    rates = np.array([_positive("mu2", r) for r in rates])
+    if np.any(rates >= mu1):
+        raise InputError("mu2", f"slow servers must be slower than the fast one (mu2 < mu1 = {mu1:g})")
+    if slow_servers is not None and (int(slow_servers) != slow_servers or slow_servers < 1):
+        raise InputError("slow_servers", f"must be a positive integer, got {slow_servers}")
+    if rates.size > 1:
+        if slow_servers is not None and slow_servers != rates.size:
+            raise InputError("slow_servers", f"{slow_servers} does not match the {rates.size} rates in mu2")
+        K = rates.size
+        if K > 6:
+            raise InputError("mu2", "at most 6 heterogeneous slow servers (2^K configurations)")
+        layout = identical(K) if np.all(rates == rates[0]) else heterogeneous(rates)
+        if layout.kind == "identical":
+            rates = rates[:1]
+    else:
+        K = 2 if slow_servers is None else int(slow_servers)
+        if K > 64:
+            raise InputError("slow_servers", "at most 64 slow servers")
+        layout = identical(K)
+    alpha = None if discount is None else _positive("discount", discount)
+    p = Problem(lam, mu1, rates, K, alpha, layout)
+    if alpha is None and lam >= p.capacity:
+        raise InputError("lam", f"unstable for the average cost: need lam < mu1 + sum(mu2) = {p.capacity:g}")
+    return p
+
+
+def suggest_truncation(p: Problem) -> int:
+    """A first truncation N (a bucket): room for the thresholds plus a geometric tail.
+
+    The thresholds scale like ``K mu1 / mu2``; above them the queue is an M/M/1 queue with service
+    rate ``mu1 + sum(mu2)`` whose tail decays like ``rho^x``; with discounting, reaching level x from
+    0 costs at least ``(lam / (lam + alpha))^x``. The tail length makes these about ``e^-25``;
+    the doubling check in :func:`solve` is what guarantees the truncation.
+    """
+    thr = (p.K + 1) * (p.mu1 / float(p.mu2.min()) + 1.0)
+    tails = []
+    if p.lam < p.capacity:
+        tails.append(25.0 / -math.log(p.lam / p.capacity))
+    if not p.average:  # arrivals alone; or drift plus five standard deviations over time 25 / alpha
+        t = 25.0 / p.alpha
+        tails.append(25.0 / math.log1p(p.alpha / p.lam))
+        tails.append(max(p.lam - p.capacity, 0.0) * t + 5.0 * math.sqrt((p.lam + p.capacity) * t))
+    need = thr + min(tails)
+    return next((b for b in BUCKETS if b >= need), BUCKETS[-1])
+
+
+@dataclass(frozen=True, eq=False)
+class Solution:
+    """The optimal policy of a :class:`Problem` and what is known about it.
+
+    Attributes:
+      problem: the problem solved.
+      N: truncation of the solve reported (``x <= N``); the solve at ``(N-1)/2`` gave the same
+        thresholds, value and policy (``verified``). X = N // 2: region of the reported policy,
+        thresholds, structure test and inequalities (``x <= X``).
+      value: ``(alpha+gamma) V*`` (discounted, the paper's scaling of (13)) or the relative value h
+        (average), shape (N+1, C).
+      value_empty: discounted cost (6) from the empty system, ``V*(0, 0)`` (None for average cost).
+      average_cost: optimal long-run average number of jobs in the system (None when discounted).
+      bounds: McQueen / relative value iteration bounds on value_empty or average_cost.
+      policy: policy (14) as a table of post-decision configurations, shape (N+1, C).
+      population_thresholds: ``n_m`` (identical: from the value function, (38)-(39); heterogeneous:
+        read off the policy); ``INF`` when not used on ``x <= X``.
+      structure: :func:`jaxq.mdp.structure.structure` on ``x <= X``, plus ``matches_thresholds``: the
+        policy equals the threshold policy of ``population_thresholds`` on ``x <= X``.
+      margins: worst margins of (K1)-(K6) on ``x <= X`` (identical slow servers only).
+      iterations, converged: value iteration count and whether it met the tolerance.
+      verified: whether the doubling check passed.
+    """
+
+    problem: Problem
+    N: int
+    X: int
+    value: np.ndarray
+    value_empty: float | None
+    average_cost: float | None
+    bounds: tuple[float, float]
+    policy: np.ndarray
+    population_thresholds: np.ndarray
+    structure: dict
+    margins: dict
+    iterations: int
+    converged: bool
+    verified: bool
+
+    @property
+    def queue_thresholds(self) -> list[int | None]:
+        """``q_m = n_m - 1`` (K = 2: ``[q_L, q_H]``); None = infinite."""
+        return [None if n >= st.INF else int(n) - 1 for n in self.population_thresholds]
+
+    @property
+    def ineq_tol(self) -> float:
+        """Margins above ``-ineq_tol`` count as holding (round-off and the VI tolerance)."""
+        return 1e-8 * (1.0 + float(np.abs(self.value[: self.X + 1]).max()))
+
+    @property
+    def inequalities_hold(self) -> dict[str, bool | None]:
+        return {k: (None if v is None else bool(v >= -self.ineq_tol)) for k, v in self.margins.items()}
+
+
+def _params(p: Problem, tol: float, max_iter: int) -> VIParams:
+    f = jnp.float64
+    return VIParams(f(p.lam), f(p.mu1), jnp.asarray(p.mu2, dtype=jnp.float64), f(p.alpha or 1.0), f(tol), jnp.int64(max_iter))
+
+
+def _run(p: Problem, N: int, tol: float, max_iter: int):
+    r = solver(p.layout, N, p.average)(_params(p, tol, max_iter))
+    return {k: np.asarray(v) for k, v in r._asdict().items()}
+
+
+def _read(p: Problem, r: dict, N: int, X: int):
+    value = r["value"]
+    tie = TIE * (1.0 + float(np.abs(value[: X + 1]).max()))
+    policy = greedy_policy(p.layout, N, value, tie=tie)
+    if p.layout.kind == "identical":
+        n_thr = st.population_thresholds(value, p.K, X, tie=tie)
+    else:
+        n_thr = st.thresholds_from_policy(p.layout, policy, X)
+    return policy, n_thr
+
+
+def solve(lam, mu1, mu2, *, discount=None, slow_servers=None, truncation: int | None = None,
+          verify: bool = True, tol: float = TOL, max_iter: int = MAX_ITER) -> Solution:
+    """Optimal policy of the fast/slow system by (relative) value iteration.
+
+    Args:
+      lam, mu1, mu2, discount, slow_servers: see :func:`problem` (discount None: average cost).
+      truncation: first N to try (default :func:`suggest_truncation`); rounded up to a bucket.
+      verify: check that halving N (to H = (N-1)/2) changes neither the thresholds, nor the policy
+        on ``x <= (H-1)/2``, nor the value (relative ``VERIFY_RTOL``); double N until it does not.
+      tol: relative stopping tolerance of value iteration.
+    Returns:
+      a :class:`Solution`.
+    Raises:
+      InputError: bad parameters, or no truncation up to 8191 passes the doubling check.
+    """
+    p = problem(lam, mu1, mu2, discount=discount, slow_servers=slow_servers)
+    N = suggest_truncation(p) if truncation is None else next((b for b in BUCKETS if b >= truncation), BUCKETS[-1])
+    r = _run(p, N, tol, max_iter)
+    verified = False
+    if verify:  # the solve at H = (N-1)/2 and the one at N must agree on x <= (H-1)/2
+        H = (N - 1) // 2
+        rh = _run(p, H, tol, max_iter)
+        while True:
+            X = (H - 1) // 2
+            (pol_h, thr_h), (pol_n, thr_n) = _read(p, rh, H, X), _read(p, r, N, X)
+            mid_h, mid_n = 0.5 * (rh["lo"] + rh["hi"]), 0.5 * (r["lo"] + r["hi"])
+            if (np.array_equal(thr_h, thr_n) and np.array_equal(pol_h[: X + 1], pol_n[: X + 1])
+                    and abs(mid_h - mid_n) <= VERIFY_RTOL * abs(mid_n)):
+                verified = True
+                break
+            if N >= BUCKETS[-1]:
+                raise InputError("truncation", "thresholds or value still change at x = 8191; parameters too extreme")
+            H, rh, N = N, r, 2 * N + 1
+            r = _run(p, N, tol, max_iter)
+    X = N // 2
+    pol, thr = _read(p, r, N, X)
+    g = float(r["gamma"])
+    mid = 0.5 * (float(r["lo"]) + float(r["hi"]))
+    scale = 1.0 if p.average else 1.0 / (p.alpha + g)
+    margins = st.inequalities(r["value"], p.K, X) if p.layout.kind == "identical" else {}
+    shape = st.structure(p.layout, pol, X)
+    shape["matches_thresholds"] = bool(np.array_equal(st.threshold_policy(p.layout, X, thr), pol[: X + 1]))
+    return Solution(
+        problem=p, N=N, X=X, value=r["value"],
+        value_empty=None if p.average else mid * scale,
+        average_cost=mid if p.average else None,
+        bounds=(float(r["lo"]) * scale, float(r["hi"]) * scale),
+        policy=pol, population_thresholds=thr, structure=shape, margins=margins,
+        iterations=int(r["iterations"]), converged=bool(r["converged"]), verified=verified,
+    )
+
+
+def solve_many(lam, mu1, mu2, discount=None, *, slow_servers: int = 2, truncation: int | None = None,
+               tol: float = 1e-10, max_iter: int = MAX_ITER) -> dict:
+    """Solve many identical-slow-server problems at once (``vmap`` over the parameter sets).
+
+    Args:
+      lam, mu1, mu2: arrays of equal length B (broadcast).
+      discount: array of discount rates (B,), or None for the average cost of every set.
+      truncation: common N (default: the largest suggested one; not verified by doubling).
+    Returns:
+      dict of arrays over the B sets: ``q_thresholds`` (B, K) with -1 for infinite, ``value_empty``
+      or ``average_cost``, ``iterations``, ``converged``, ``threshold`` (structure test), and ``N``.
+    """
+    lam, mu1, mu2 = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (lam, mu1, mu2)))
+    alpha = None if discount is None else np.broadcast_to(np.asarray(discount, dtype=float), lam.shape)
+    probs = [problem(lam[i], mu1[i], mu2[i], discount=None if alpha is None else alpha[i], slow_servers=slow_servers)
+             for i in range(lam.size)]
+    N = max(suggest_truncation(q) for q in probs) if truncation is None else next(b for b in BUCKETS if b >= truncation)
+    layout = identical(slow_servers)
+    f = lambda a: jnp.asarray(a, dtype=jnp.float64)  # noqa: E731
+    params = VIParams(f(lam), f(mu1), f(mu2)[:, None], f(np.ones_like(lam) if alpha is None else alpha),
+                      f(np.full(lam.shape, tol)), jnp.full(lam.shape, max_iter, dtype=jnp.int64))
+    r = {k: np.asarray(v) for k, v in solver(layout, N, alpha is None, batched=True)(params)._asdict().items()}
+    X = N // 2
+    q = np.empty((lam.size, slow_servers), dtype=np.int64)
+    thr_ok = np.empty(lam.size, dtype=bool)
+    for i, pb in enumerate(probs):
+        ri = {k: v[i] for k, v in r.items()}
+        pol, n_thr = _read(pb, ri, N, X)
+        q[i] = np.where(n_thr >= st.INF, -1, n_thr - 1)
+        thr_ok[i] = st.structure(layout, pol, X)["threshold"]
+    mid = 0.5 * (r["lo"] + r["hi"])
+    out = {"q_thresholds": q, "iterations": r["iterations"], "converged": r["converged"], "threshold": thr_ok, "N": N}
+    if alpha is None:
+        out["average_cost"] = mid
+    else:
+        out["value_empty"] = mid / (alpha + r["gamma"])
+    return out

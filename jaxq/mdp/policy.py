@@ -1,0 +1,42 @@
+"""Policy tables of the fast/slow MDP (numpy only, no scipy: the command line imports this).
+
+A *policy table* ``policy[x, c]`` gives the post-decision slow configuration chosen at the
+pre-decision state ``(x, c)`` (the state just after an event, before assigning jobs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxq.mdp.layout import Layout
+from jaxq.mdp.operators import assignment_tables
+
+
+def post_state(layout: Layout, N: int, policy: np.ndarray) -> np.ndarray:
+    """Flat post-decision index of every pre-decision state under ``policy`` (N+1, C) -> (n,)."""
+    x = np.arange(N + 1)[:, None]
+    add = layout.count[policy] - layout.count[None, :]
+    if np.any(add < 0) or np.any(add > np.maximum(x - 1, 0)):
+        raise ValueError("policy removes slow jobs or assigns more jobs than are queued")
+    return ((x - add) * layout.C + policy).reshape(-1)
+
+
+def greedy_policy(layout: Layout, N: int, value: np.ndarray, tie: float = 0.0, current: np.ndarray | None = None):
+    """Policy (14): the first minimiser of ``value`` over the allowed actions (fewer slow jobs first).
+
+    Args:
+      value: value function on post-decision states, (N+1, C).
+      tie: actions within ``tie`` of the minimum count as minimisers.
+      current: if given, keep its action wherever it is a minimiser (policy iteration cannot cycle).
+    Returns:
+      the post-decision configuration table, (N+1, C), int.
+    """
+    idx, ok = assignment_tables(layout, N)
+    vals = np.where(ok, np.asarray(value).reshape(-1)[idx], np.inf)
+    best = vals.min(axis=-1, keepdims=True)
+    arg = np.argmax(vals <= best + tie, axis=-1)
+    pol = np.take_along_axis(np.broadcast_to(layout.act_to, vals.shape), arg[..., None], -1)[..., 0]
+    if current is not None:
+        cur_val = np.asarray(value).reshape(-1)[post_state(layout, N, current)].reshape(pol.shape)
+        pol = np.where(cur_val <= best[..., 0] + tie, current, pol)
+    return pol
