@@ -1,0 +1,192 @@
+"""Many-server parallel server networks (seeds 001 and 003): classes i, pools j, activities (i, j).
+
+Arrays are indexed as in the papers, 0-based: ``lam[i]``, ``mu[i, j]`` (class i row, pool j column),
+``nu[j]`` (servers per unit of n in pool j). An activity (i, j) exists where ``mu[i, j] > 0``.
+
+Two scalings of the n-th (or r-th) system:
+
+* ``"halfin-whitt"`` (seed 001, (2.2)): ``lambda_n = n lambda + sqrt(n) lambda_hat``,
+  ``mu_n = mu + mu_hat / sqrt(n)``, ``N_n = round(n nu + sqrt(n) nu_hat)``; LP (2.3) must be critical.
+* ``"underloaded"`` (seed 003): ``lambda_r = r lambda``, ``N_r = round(r beta)`` with ``beta = nu``,
+  ``mu`` fixed; the static planning problem must have value rho < 1.
+
+The default ``scaling = "auto"`` picks Halfin-Whitt when the LP value is 1 and underloaded when it is
+below 1 (the analysis modules decide; this module only validates shapes and signs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import numpy as np
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from jaxq.errors import InputError
+from jaxq.model import pydantic_error, read_toml
+
+Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Real = Annotated[float, Field(allow_inf_nan=False)]
+Pair = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_length=2)]
+
+
+class _System(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    kind: Literal["network"]
+    lam: Annotated[list[Pos], Field(min_length=1, alias="lambda")]
+    mu: Annotated[list[list[NonNeg]], Field(min_length=1)]
+    pool_size: Annotated[list[Pos], Field(min_length=1)]
+    lambda_hat: list[Real] | None = None
+    mu_hat: list[list[Real]] | None = None
+    pool_size_hat: list[Real] | None = None
+    scaling: Literal["auto", "halfin-whitt", "underloaded"] = "auto"
+    lap_order: list[Pair] | None = None  # optional user-given LAP activity priority order, 1-based
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    system: _System
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """First- and second-order data of a parallel server network.
+
+    Attributes:
+      lam: lambda_i, shape (I,).
+      mu: mu_ij, shape (I, J); 0 where pool j cannot serve class i.
+      nu: pool sizes per unit of n (nu_j of seed 001, beta_j of seed 003), shape (J,).
+      lambda_hat, mu_hat, nu_hat: Halfin-Whitt second-order terms (zeros when absent).
+      scaling: ``"auto"``, ``"halfin-whitt"`` or ``"underloaded"``.
+      lap_order: optional user-given LAP activity order, 0-based pairs, or None.
+    """
+
+    lam: np.ndarray
+    mu: np.ndarray
+    nu: np.ndarray
+    lambda_hat: np.ndarray
+    mu_hat: np.ndarray
+    nu_hat: np.ndarray
+    scaling: str = "auto"
+    lap_order: tuple[tuple[int, int], ...] | None = None
+
+    @property
+    def num_classes(self) -> int:
+        return self.lam.shape[0]
+
+    @property
+    def num_pools(self) -> int:
+        return self.nu.shape[0]
+
+    @property
+    def edges(self) -> np.ndarray:
+        """Boolean (I, J) activity graph: True where ``mu[i, j] > 0``."""
+        return self.mu > 0
+
+    @property
+    def has_second_order(self) -> bool:
+        return bool(np.any(self.lambda_hat) or np.any(self.mu_hat) or np.any(self.nu_hat))
+
+    def rates(self, n: float, scaling: str = "halfin-whitt") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Arrival rates, service rates and pool sizes (integers) of the n-th (r-th) system.
+
+        Args:
+          n: scale parameter (n of seed 001, r of seed 003), positive.
+          scaling: ``"halfin-whitt"`` (2.2) or ``"underloaded"`` (seed 003).
+
+        Returns:
+          ``(lam_n, mu_n, N_n)`` with shapes (I,), (I, J), (J,); ``N_n`` is an int array.
+        """
+        if not (n > 0 and math.isfinite(n)):
+            raise InputError("n", f"must be positive, got {n}")
+        if scaling == "underloaded":
+            lam_n, mu_n, size = n * self.lam, self.mu.copy(), n * self.nu
+        else:
+            rn = math.sqrt(n)
+            lam_n = n * self.lam + rn * self.lambda_hat
+            mu_n = np.where(self.edges, self.mu + self.mu_hat / rn, 0.0)
+            size = n * self.nu + rn * self.nu_hat
+        big_n = np.rint(size).astype(np.int64)
+        if np.any(lam_n <= 0):
+            raise InputError("n", f"n = {n:g} gives a non-positive arrival rate {lam_n.tolist()}")
+        if np.any(mu_n[self.edges] <= 0):
+            raise InputError("n", f"n = {n:g} gives a non-positive service rate")
+        if np.any(big_n < 1):
+            raise InputError("n", f"n = {n:g} gives an empty server pool {big_n.tolist()}")
+        return lam_n, mu_n, big_n
+
+    def to_dict(self) -> dict:
+        """The configuration as a TOML-shaped dictionary (``from_dict`` inverts it)."""
+        s = {
+            "kind": "network",
+            "lambda": self.lam.tolist(),
+            "mu": self.mu.tolist(),
+            "pool_size": self.nu.tolist(),
+            "lambda_hat": self.lambda_hat.tolist(),
+            "mu_hat": self.mu_hat.tolist(),
+            "pool_size_hat": self.nu_hat.tolist(),
+            "scaling": self.scaling,
+        }
+        if self.lap_order is not None:
+            s["lap_order"] = [[i + 1, j + 1] for i, j in self.lap_order]
+        return {"system": s}
+
+
+def _matrix(rows: list[list[float]], shape: tuple[int, int], key: str) -> np.ndarray:
+    if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
+        raise InputError(key, f"expected a {shape[0]}x{shape[1]} matrix (classes x pools)")
+    return np.array(rows, dtype=float).reshape(shape)
+
+
+def from_dict(data: dict) -> Network:
+    """Validate a TOML-shaped dictionary with a ``[system]`` table of ``kind = "network"``.
+
+    Checks shapes, signs, that every class has a pool and every pool a class, that the second-order
+    terms vanish off the activity graph, and the user's LAP order (pairs must be activities).
+    """
+    try:
+        s = _File.model_validate(data).system
+    except pydantic.ValidationError as e:
+        raise pydantic_error(e) from None
+    num_i, num_j = len(s.lam), len(s.pool_size)
+    lam = np.array(s.lam, dtype=float)
+    nu = np.array(s.pool_size, dtype=float)
+    mu = _matrix(s.mu, (num_i, num_j), "system.mu")
+    edges = mu > 0
+    for i in range(num_i):
+        if not edges[i].any():
+            raise InputError("system.mu", f"class {i + 1} has no pool that can serve it (row {i + 1} is zero)")
+    for j in range(num_j):
+        if not edges[:, j].any():
+            raise InputError("system.mu", f"pool {j + 1} serves no class (column {j + 1} is zero)")
+    lambda_hat = np.zeros(num_i) if s.lambda_hat is None else np.array(s.lambda_hat, dtype=float)
+    if lambda_hat.shape != (num_i,):
+        raise InputError("system.lambda_hat", f"expected {num_i} values, one per class")
+    nu_hat = np.zeros(num_j) if s.pool_size_hat is None else np.array(s.pool_size_hat, dtype=float)
+    if nu_hat.shape != (num_j,):
+        raise InputError("system.pool_size_hat", f"expected {num_j} values, one per pool")
+    mu_hat = np.zeros((num_i, num_j)) if s.mu_hat is None else _matrix(s.mu_hat, (num_i, num_j), "system.mu_hat")
+    if np.any(mu_hat[~edges] != 0):
+        raise InputError("system.mu_hat", "must be 0 where mu is 0 (no activity)")
+    if s.scaling == "underloaded" and (np.any(lambda_hat) or np.any(mu_hat) or np.any(nu_hat)):
+        raise InputError("system.scaling", "second-order terms (lambda_hat, mu_hat, pool_size_hat) need 'halfin-whitt'")
+    order = None
+    if s.lap_order is not None:
+        order = tuple((i - 1, j - 1) for i, j in s.lap_order)
+        for i, j in order:
+            if i >= num_i or j >= num_j or not edges[i, j]:
+                raise InputError("system.lap_order", f"[{i + 1}, {j + 1}] is not an activity")
+        if len(set(order)) != len(order):
+            raise InputError("system.lap_order", "an activity appears twice")
+    return Network(lam, mu, nu, lambda_hat, mu_hat, nu_hat, s.scaling, order)
+
+
+def load(path) -> Network:
+    """Load a ``kind = "network"`` configuration file."""
+    data = read_toml(path)
+    if data.get("system", {}).get("kind") != "network":
+        raise InputError("system.kind", "expected 'network'")
+    return from_dict(data)
