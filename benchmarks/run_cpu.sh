@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Full CPU benchmark: jaxq engines beside numba and Ciw, written to benchmarks/results/cpu.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install -q -e ".[bench]"
+mkdir -p benchmarks/results
+jaxq bench --json > benchmarks/results/cpu.json
+python3 -c "import json,sys; from jaxq.cli.bench import render; print(render(json.load(open('benchmarks/results/cpu.json'))))"

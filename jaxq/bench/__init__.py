@@ -1,0 +1,64 @@
+"""Benchmarks behind ``jaxq bench``: throughput of every engine beside its baselines, in one run.
+
+Each section is a module of this package with ``bench(quick: bool) -> list[dict]``. Rows report a
+throughput (events, path-steps or state-updates per second, the median of repeats), the compile
+time separately, and, where the section has one, the ratio to a baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import resource
+import time
+
+import jax
+
+SECTIONS = ("pss2x2", "mmc", "network", "sde", "fastslow")
+
+
+def machine() -> dict:
+    """What the figures were measured on."""
+    dev = jax.devices()[0]
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "device": getattr(dev, "device_kind", str(dev)),
+        "device_count": jax.device_count(),
+    }
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (MB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def available() -> list[str]:
+    """Sections whose module is present."""
+    out = []
+    for name in SECTIONS:
+        try:
+            importlib.import_module(f"jaxq.bench.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"jaxq.bench.{name}":
+                raise
+            continue
+        out.append(name)
+    return out
+
+
+def run(sections: list[str] | None = None, quick: bool = False, progress=None) -> dict:
+    """Run the given sections (default: all available) and return ``{"machine", "sections"}``."""
+    names = available() if sections is None else sections
+    out = {"machine": machine(), "quick": quick, "sections": {}}
+    for name in names:
+        if progress:
+            progress(name)
+        t0 = time.perf_counter()
+        rows = importlib.import_module(f"jaxq.bench.{name}").bench(quick)
+        out["sections"][name] = {"rows": rows, "wall_s": time.perf_counter() - t0, "peak_rss_mb": peak_rss_mb()}
+    return out

@@ -1,0 +1,50 @@
+"""``jaxq bench``: throughput of each simulator on this machine, side by side with its baselines."""
+
+from __future__ import annotations
+
+import sys
+
+from jaxq.cli import add_common
+from jaxq.cli.output import to_jsonable
+from jaxq.errors import InputError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="events per second of each engine beside Ciw and a numba baseline")
+    p.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    p.add_argument("--only", default=None, help="comma-separated sections (default: all)")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> dict:
+    from jaxq import bench
+
+    sections = None
+    if args.only:
+        sections = [s.strip() for s in args.only.split(",") if s.strip()]
+        unknown = [s for s in sections if s not in bench.available()]
+        if unknown:
+            raise InputError("--only", f"unknown section(s) {unknown}; choose from {bench.available()}")
+    return bench.run(sections, quick=args.quick, progress=lambda name: print(f"bench: {name} ...", file=sys.stderr))
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return "-" if v is None else str(v)
+
+
+def render(r: dict) -> str:
+    r = to_jsonable(r)
+    m = r["machine"]
+    lines = [f"machine: {m['processor']}, {m['cpu_count']} cpus, jax {m['jax']} on {m['backend']} ({m['device']} x{m['device_count']})"]
+    for name, sec in r["sections"].items():
+        rows = sec["rows"]
+        lines.append(f"\n[{name}]  ({sec['wall_s']:.1f} s, peak RSS {sec['peak_rss_mb']:.0f} MB)")
+        keys = list(dict.fromkeys(k for row in rows for k in row))
+        widths = {k: max(len(k), *(len(_fmt(row.get(k))) for row in rows)) for k in keys}
+        lines.append("  ".join(k.ljust(widths[k]) for k in keys))
+        for row in rows:
+            lines.append("  ".join(_fmt(row.get(k)).ljust(widths[k]) for k in keys))
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Tuning policy parameters by gradient descent (optax): switching levels and thresholds."""
