@@ -29,7 +29,7 @@ def test_kslow_small(tmp_path):
 
 
 def test_bench_rows():
-    rows = _load("benchmarks/bench_fastslow.py").bench(quick=True)
+    rows = importlib.import_module("jaxq.bench.fastslow").bench(quick=True)
     assert {r["engine"] for r in rows} == {"fastslow_vi", "fastslow_ctmc"}
     for r in rows:
         assert set(r) >= {"engine", "size", "reps", "updates_per_s", "compile_s"} and r["updates_per_s"] > 0

@@ -36,7 +36,7 @@ def test_lap_concentration_small(tmp_path):
 
 
 def test_bench_quick():
-    rows = _load("benchmarks/bench_network.py").bench(quick=True)
+    rows = importlib.import_module("jaxq.bench.network").bench(quick=True)
     assert rows and all(r["events_per_s"] > 0 and {"engine", "n", "reps", "compile_s"} <= set(r) for r in rows)
 
 
