@@ -1,0 +1,154 @@
+"""The six policies of seed 000 for the 2x2 system (Definitions 2.7-2.10), as pure JAX functions.
+
+Every function acts on one replication's state and is written with ``jnp.where`` (no Python branching
+on traced values) so that it can be ``vmap``-ed. Indices are 0-based: class i, server k, mode m.
+
+The state the policies see:
+
+* ``x`` (2,) int: jobs of each class in the system (queue + service; the paper's "queue length");
+* ``serving`` (2,) int: the class server k is serving, ``-1`` when idle;
+* ``mode`` int: the current mode (an index into the two LP modes).
+
+A mode m fixes the roles of Definition 2.8: single-activity class ``i1[m]`` and server ``k1[m]``
+(the non-basic activity is (i1, k1)), dual-activity class ``i2[m]`` and server ``k2[m]``. The
+single-activity server k1 is dedicated to the dual-activity class i2; the dual-activity server k2
+prioritises a class chosen by the rule (P, T1 or T2) that the policy assigns to the current mode.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+# Rules of Definition 2.8.
+RULE_P, RULE_T1, RULE_T2 = 0, 1, 2
+RULE_NAMES = ("P", "T1", "T2")
+
+# Sampling times of the current mode (Definition 2.10).
+SAMPLE_NEVER = 0  # single-mode and fixed-mode policies: the mode never changes
+SAMPLE_K1_COMPLETION = 1  # PP, T2T2: service completions of the current mode's single-activity server
+SAMPLE_EVERY_EVENT = 2  # T1T2, T2T1: every arrival and every service completion
+
+IDLE = -1
+
+
+class PolicyRules(NamedTuple):
+    """A policy as data: the rule in the lower / higher mode and when the current mode is sampled."""
+
+    lower: int
+    higher: int
+    sampling: int
+    dual: bool
+
+
+POLICIES: dict[str, PolicyRules] = {
+    # Definition 2.9 (single mode): one rule at all times, w.r.t. the active mode.
+    "P": PolicyRules(RULE_P, RULE_P, SAMPLE_NEVER, False),
+    "T2": PolicyRules(RULE_T2, RULE_T2, SAMPLE_NEVER, False),
+    # Definition 2.10 (dual mode).
+    "PP": PolicyRules(RULE_P, RULE_P, SAMPLE_K1_COMPLETION, True),
+    "T2T2": PolicyRules(RULE_T2, RULE_T2, SAMPLE_K1_COMPLETION, True),
+    "T1T2": PolicyRules(RULE_T1, RULE_T2, SAMPLE_EVERY_EVENT, True),
+    "T2T1": PolicyRules(RULE_T2, RULE_T1, SAMPLE_EVERY_EVENT, True),
+}
+
+# Fixed-mode baselines "RULE@m": rule P, T1 or T2 w.r.t. mode m (1-based) at all times.
+FIXED = {f"{r}@{m}": (rule, m - 1) for rule, r in enumerate(RULE_NAMES) for m in (1, 2)}
+
+
+def uses_threshold(rules: PolicyRules) -> bool:
+    """True when the policy's rules involve the threshold Theta_n (T1 or T2 in some mode)."""
+    return rules.lower != RULE_P or rules.higher != RULE_P
+
+
+def priority_class(rule, x, i1, i2, theta):
+    """Definition 2.8: the class the dual-activity server prioritises under ``rule``.
+
+    P rule (2.8.1): the single-activity class i1. T1 rule (2.8.2): i1 when ``x[i1] >= theta``, else i2.
+    T2 rule (2.8.3): i2 when ``x[i2] >= theta``, else i1.
+
+    Args:
+      rule: RULE_P, RULE_T1 or RULE_T2 (int, may be traced).
+      x: jobs of each class in the system, shape (2,).
+      i1, i2: single- and dual-activity class of the current mode.
+      theta: the threshold level Theta_n = ceil(n^a_bar) (2.29).
+
+    Returns:
+      The prioritised class (int).
+    """
+    t1 = jnp.where(x[i1] >= theta, i1, i2)
+    t2 = jnp.where(x[i2] >= theta, i2, i1)
+    return jnp.where(rule == RULE_P, i1, jnp.where(rule == RULE_T1, t1, t2))
+
+
+def queues(x, serving):
+    """Jobs waiting (not in service) per class: ``x_i - #{k: serving_k = i}``."""
+    cls = jnp.arange(2)
+    in_service = jnp.sum(serving[None, :] == cls[:, None], axis=1)
+    return x - in_service
+
+
+def dispatch(x, serving, k1, i2, prio):
+    """Definition 2.7: every available (idle) server admits a job according to its role.
+
+    The single-activity server k1 is dedicated to class i2 (2.7.1): if idle it admits a waiting
+    class-i2 job (a new class-i2 arrival is waiting at this point). The dual-activity server
+    k2 = 1 - k1 prioritises ``prio`` (2.7.2): if idle it admits a waiting job of class ``prio``,
+    otherwise one of the other class. k1 decides first, which is the arrival rule of 2.7.2: an idle
+    prioritising server leaves a new arrival to the other server when that one is free and dedicated
+    to the arrival's class. Busy servers are not interrupted (non-preemptive).
+
+    Args:
+      x: jobs of each class in the system (after the current event), shape (2,).
+      serving: class served by each server or IDLE, shape (2,).
+      k1: the single-activity (dedicated) server; i2: the class it is dedicated to.
+      prio: the class the dual-activity server prioritises (:func:`priority_class`).
+
+    Returns:
+      ``(serving, started)``: the new assignment and a bool (2,) marking servers that start a job.
+    """
+    ks = jnp.arange(2)
+    q = queues(x, serving)
+    s1 = serving[k1]
+    start1 = (s1 == IDLE) & (q[i2] > 0)
+    q = q - jnp.where(start1 & (ks == i2), 1, 0)
+    k2 = 1 - k1
+    s2 = serving[k2]
+    other = 1 - prio
+    take_p = q[prio] > 0
+    take_o = q[other] > 0
+    start2 = (s2 == IDLE) & (take_p | take_o)
+    c2 = jnp.where(take_p, prio, other)
+    new1 = jnp.where(start1, i2, s1)
+    new2 = jnp.where(start2, c2, s2)
+    serving = jnp.where(ks == k1, new1, new2).astype(serving.dtype)
+    started = jnp.where(ks == k1, start1, start2)
+    return serving, started
+
+
+def sample_mode(mode, sampling, is_arrival, completed_server, k1, workload, level, lower, higher):
+    """Definition 2.10: the current mode after an event.
+
+    At a sampling time the workload W = X_1/alpha_1 + X_2/alpha_2 (2.10) is compared with the level
+    ``sqrt(n) z*``: below it the current mode becomes the lower mode, otherwise the higher mode. The
+    sampling times are the service completions of the current mode's single-activity server (PP,
+    T2T2: 2.10.1-2) or every arrival and service completion (T1T2, T2T1: 2.10.3-4); single-mode
+    policies never sample.
+
+    Args:
+      mode: the current mode before the event.
+      sampling: SAMPLE_NEVER, SAMPLE_K1_COMPLETION or SAMPLE_EVERY_EVENT.
+      is_arrival: whether the event is an arrival; completed_server: the server that completed
+        (meaningful when not an arrival).
+      k1: single-activity server of each mode, shape (2,).
+      workload: W after the event (unscaled); level: sqrt(n) z (unscaled workload units).
+      lower, higher: the lower and higher modes.
+
+    Returns:
+      The new current mode.
+    """
+    at_k1 = jnp.logical_not(is_arrival) & (completed_server == k1[mode])
+    sampled = (sampling == SAMPLE_EVERY_EVENT) | ((sampling == SAMPLE_K1_COMPLETION) & at_k1)
+    target = jnp.where(workload < level, lower, higher)
+    return jnp.where(sampled, target, mode)

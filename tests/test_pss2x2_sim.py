@@ -1,0 +1,205 @@
+"""Simulator of the n-th 2x2 system against the exact CTMC solve (4 stderr), invariants, chunking, CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from jaxq.cli import main
+from jaxq.diffusion.workload import analyze
+from jaxq.examples import path
+from jaxq.model import load
+from jaxq.policies import pss2x2 as pol
+from jaxq.sim import exact_ctmc
+from jaxq.sim.pss2x2 import VIOLATIONS, build_params, default_horizon, simulate_cost, theta_level
+
+N = 16
+REPS = 4000
+T = 25.0
+# Record W_hat at (0, 1, horizon): one recorder shape for all exponential runs, hence one compilation.
+CASES = ("pss_P", "pss_T2", "pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1")
+
+
+@pytest.fixture(scope="module")
+def systems():
+    return {name: load(path(name)) for name in CASES + ("pss_spec",)}
+
+
+def _exact(system, mode, rule, theta=0):
+    ex = exact_ctmc.discounted_cost(system, N, mode, rule, theta=theta, cap=40)
+    assert ex["truncation_change"] < 1e-6
+    return ex["J"]
+
+
+def _sim(system, policy, horizon=T, seed=0):
+    return simulate_cost(
+        system, N, REPS, policy=policy, seed=seed, horizon=horizon, record_times=(0.0, 1.0, horizon), debug=True
+    )
+
+
+def _no_violations(r):
+    assert set(r["violations"]) == set(VIOLATIONS)
+    assert sum(r["violations"].values()) == 0, r["violations"]
+
+
+@pytest.mark.parametrize(
+    "name,policy,rule,mode_of",
+    [
+        ("pss_P", "auto", "P", "active"),  # Theorem 2.11 1(a)
+        ("pss_T2", "auto", "T2", "active"),  # Theorem 2.11 1(b)
+        ("pss_P", "T1@1", "T1", 0),  # the T1 rule, w.r.t. a fixed mode
+        ("pss_T2", "P@2", "P", 1),
+    ],
+)
+def test_matches_exact_ctmc(systems, name, policy, rule, mode_of):
+    sy = systems[name]
+    an = analyze(sy)
+    mode = an.active if mode_of == "active" else mode_of
+    theta = theta_level(N, 5 / 12)
+    exact = _exact(sy, mode, rule, theta)
+    r = _sim(sy, policy)
+    assert r["policy"] == (an.policy if policy == "auto" else policy)
+    assert theta == 4 and r["theta"] == (None if rule == "P" else theta)
+    assert r["truncation_bound"] < 0.1 * r["stderr"]
+    assert abs(r["J_hat"] - exact) <= 4 * r["stderr"]
+    assert r["stderr"] < 0.02 * exact
+    _no_violations(r)
+    # Path recorders: W_hat(0) = 0 and W_hat(T) from X_hat(T); sup over [0, T] dominates X_hat(T).
+    alpha = an.modes.alpha
+    assert np.all(r["W_hat_t"][:, 0] == 0.0)
+    np.testing.assert_allclose(r["W_hat_t"][:, 2], r["X_hat_T"] @ (1 / alpha), rtol=1e-12)
+    assert np.all(r["sup_X_hat"] >= r["X_hat_T"])
+    assert r["J"].shape == (REPS,)
+
+
+@pytest.mark.parametrize(
+    "name,policy,rules,sampling",
+    [
+        ("pss_P", "PP", ("P", "P"), "k1"),  # server-switched modes: k1 changes with the mode
+        ("pss_P", "T2T2", ("T2", "T2"), "k1"),
+        ("pss_T2", "T1T2", ("T1", "T2"), "every"),  # class-switched modes
+        ("pss_T2", "T2T1", ("T2", "T1"), "every"),
+    ],
+)
+def test_switching_policies_match_exact_ctmc(systems, name, policy, rules, sampling):
+    """Definition 2.10 forced on an exponential system (active mode below z, the other above)."""
+    sy = systems[name]
+    lo = analyze(sy).active
+    ex = exact_ctmc.discounted_cost(
+        sy, N, lo, rules[0], theta=4, cap=30, higher=1 - lo, rule_higher=rules[1], sampling=sampling, switch_at=0.5
+    )
+    assert ex["truncation_change"] < 1e-4
+    r = simulate_cost(
+        sy, N, REPS, policy=policy, seed=3, switch_at=0.5, horizon=T, record_times=(0.0, 1.0, T), debug=True
+    )
+    assert r["switch_at"] == 0.5 and r["switches"].mean() > 10
+    assert abs(r["J_hat"] - ex["J"]) <= 4 * r["stderr"]
+    _no_violations(r)
+
+
+def test_truncation_bound_is_an_upper_bound(systems):
+    """A short horizon: J_T <= J <= J_T + bound, both within 4 standard errors."""
+    sy = systems["pss_P"]
+    exact = _exact(sy, analyze(sy).active, "P")
+    r = _sim(sy, "P", horizon=T / 8, seed=1)
+    assert r["truncation_bound"] > 0.1
+    assert r["J_hat"] - 4 * r["stderr"] <= exact
+    assert exact <= r["J_hat"] + r["truncation_bound"] + 4 * r["stderr"]
+    assert r["J_hat"] < exact - 4 * r["stderr"]  # the short horizon really cuts something off
+
+
+def test_default_horizon_makes_tail_negligible(systems):
+    sy = systems["pss_P"]
+    an = analyze(sy)
+    T0 = default_horizon(sy, N, scale=an.V0)
+    params, *_ = build_params(sy, N)
+    assert float(params["horizon"]) == pytest.approx(T0)
+    lam_n, _ = sy.rates(N)
+    state_free = math.exp(-sy.gamma * T0) * float(sy.h @ (lam_n / sy.gamma**2 + 2 / sy.gamma)) / math.sqrt(N)
+    assert state_free == pytest.approx(1e-4 * an.V0, rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def six_by_six(systems):
+    out = {}
+    for name in CASES:
+        for policy in ("auto",) + tuple(pol.POLICIES):
+            out[name, policy] = simulate_cost(systems[name], N, 5, policy=policy, seed=3, debug=True)
+    return out
+
+
+def test_all_policies_run_on_all_cases(systems, six_by_six):
+    for (name, policy), r in six_by_six.items():
+        an = analyze(systems[name])
+        assert r["policy"] == (an.policy if policy == "auto" else policy)
+        assert np.isfinite(r["J_hat"]) and r["J_hat"] > 0 and r["events"] > 0
+        _no_violations(r)
+        uses_theta = pol.uses_threshold(pol.POLICIES[r["policy"]])
+        assert (r["theta"] is not None) == uses_theta
+        if an.case == "dual" and pol.POLICIES[r["policy"]].dual:
+            assert r["switch_at"] == pytest.approx(an.z_star)
+            assert r["switches"].sum() > 0  # the current mode does change
+        else:
+            assert np.all(r["switches"] == 0)
+
+
+def test_mode_sampling_times(systems, six_by_six):
+    """PP/T2T2 sample only at k1 completions: far fewer switches than T1T2/T2T1 (every event)."""
+    for name in ("pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1"):
+        few = six_by_six[name, "PP"]["switches"].sum() + six_by_six[name, "T2T2"]["switches"].sum()
+        many = six_by_six[name, "T1T2"]["switches"].sum() + six_by_six[name, "T2T1"]["switches"].sum()
+        assert few < many
+
+
+def test_identical_for_any_chunk_size(systems, six_by_six):
+    a = six_by_six["pss_T2T2", "auto"]
+    b = simulate_cost(systems["pss_T2T2"], N, 5, seed=3, debug=True, chunk=2)
+    for k in ("J", "sup_X_hat", "X_hat_T", "switches"):
+        np.testing.assert_array_equal(a[k], b[k])
+    assert a["events"] == b["events"]
+
+
+def test_switch_at_is_honoured(systems):
+    sy = systems["pss_T2T1"]
+    params, _, info, _ = build_params(sy, 100.0, switch_at=0.25)
+    assert info["switch_at"] == 0.25 and float(params["level"]) == pytest.approx(10 * 0.25)
+    params, _, info, _ = build_params(sy, 100.0, policy="P")
+    assert info["switch_at"] is None and info["modes_used"] == [analyze(sy).lower + 1]
+
+
+def test_theta_levels():
+    assert theta_level(16, 5 / 12) == 4
+    assert theta_level(10**6, 5 / 12) == 317
+    assert theta_level(2**12, 5 / 12) == 32  # exact power: no spurious round-up
+
+
+def test_cli_done_when(systems, capsys):
+    """`jaxq simulate` at n = 16, 4000 replications: within 4 stderr of the exact value, stderr < 2%."""
+    for name, rule in (("pss_P", "P"), ("pss_T2", "T2")):
+        sy = systems[name]
+        exact = _exact(sy, analyze(sy).active, rule, theta=4)
+        assert main(["simulate", str(path(name)), "--n", "16", "--reps", str(REPS), "--json", "--seed", "2"]) == 0
+        r = json.loads(capsys.readouterr().out)
+        for k in ("n", "reps", "policy", "theta", "J_hat", "stderr", "ci95", "V0", "horizon"):
+            assert k in r
+        for k in ("truncation_bound", "events", "wall_s", "events_per_s"):
+            assert k in r
+        assert r["theta"] == (None if rule == "P" else 4)
+        assert abs(r["J_hat"] - exact) <= 4 * r["stderr"] and r["stderr"] < 0.02 * exact
+
+
+@pytest.mark.parametrize(
+    "argv,key",
+    [
+        (["--n", "0.5"], "n"),
+        (["--n", "16", "--reps", "1"], "reps"),
+        (["--n", "16", "--theta-exponent", "1.5"], "theta_exponent"),
+        (["--n", "16", "--switch-at", "-1"], "switch_at"),
+        (["--n", "16", "--horizon", "-3"], "horizon"),
+    ],
+)
+def test_cli_bad_input(argv, key, capsys):
+    assert main(["simulate", str(path("pss_T2"))] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"jaxq: error: {key}:") and err.count("\n") == 1
