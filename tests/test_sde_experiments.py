@@ -1,0 +1,43 @@
+"""The SDE convergence study (--small) and the SDE benchmark run and produce sane output."""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_fit_order_recovers_a_known_slope():
+    mod = _load("experiments/sde_convergence.py", "sde_convergence")
+    dts = np.array([0.1, 0.05, 0.025, 0.0125])
+    err = 0.3 * dts**0.5
+    slope, sd, n = mod.fit_order(dts, err, 1e-4 * np.ones(4))
+    assert n == 4 and abs(slope - 0.5) < 1e-9 and sd < 1e-2
+    assert mod.fit_order(dts, 1e-5 * np.ones(4), np.ones(4))[2] == 0  # all within noise: no fit
+
+
+def test_small_study_writes_csv_and_png(tmp_path):
+    mod = _load("experiments/sde_convergence.py", "sde_convergence")
+    res = mod.main(["--small", "--out", str(tmp_path)])
+    assert (tmp_path / "errors.csv").exists() and (tmp_path / "orders.csv").exists()
+    assert (tmp_path / "sde_convergence.png").stat().st_size < 200_000
+    assert len(res["rows"]) == 6 and all(math.isfinite(r["V_hat"]) for r in res["rows"])
+
+
+def test_bench_rows():
+    import jaxq.bench.sde as mod
+
+    rows = mod.bench(quick=True)
+    assert {r["scheme"] for r in rows} == {"euler", "exact", "skew"}
+    assert all(r["path_steps_per_s"] > 0 and r["compile_s"] >= 0 for r in rows)
