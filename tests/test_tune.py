@@ -1,5 +1,7 @@
 """Tuning the switching level on the exact cost: L-BFGS finds the smooth-fit z* and V0."""
 
+import math
+
 import pytest
 
 from jaxq.cli import main
@@ -35,3 +37,69 @@ def test_tune_refuses_single_mode_and_bad_start(capsys):
     assert "single-mode" in capsys.readouterr().err
     assert main(["tune", str(path("pss_PP")), "--z-init", "-1"]) == 2
     assert "--z-init" in capsys.readouterr().err
+
+
+def test_smoothed_gradient_in_c_against_exact_solves():
+    """The antithetic Gaussian-smoothing estimate of d/dc E J_n(ceil((c + tau eps) n^a)) on an exponential
+    system, against the same derivative computed from exact sparse solves at every threshold."""
+    import math
+
+    import numpy as np
+    from scipy.stats import norm
+
+    from jaxq.sim.exact_ctmc import discounted_cost
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
+    from jaxq.tuning.prelimit import smoothed_gradient
+
+    s = load(path("pss_T2"))
+    a = analyze(s)
+    n, c, tau = 16, 1.0, 0.3
+    scale = n**DEFAULT_THETA_EXPONENT
+    ks = np.arange(0, 13)
+    J = np.array([discounted_cost(s, n, a.active, "T2", theta=int(k), cap=40, check=False)["J"] for k in ks])
+    # P(Theta = k) for Theta = max(ceil(c scale + tau scale eps), 0), and its derivative in c
+    up = norm.cdf((ks - c * scale) / (tau * scale))
+    lo = np.where(ks == 0, 0.0, norm.cdf((ks - 1 - c * scale) / (tau * scale)))
+    dup = -norm.pdf((ks - c * scale) / (tau * scale)) / tau
+    dlo = np.where(ks == 0, 0.0, -norm.pdf((ks - 1 - c * scale) / (tau * scale)) / tau)
+    assert (up - lo).sum() > 1 - 1e-9
+    exact_grad = float(np.sum(J * (dup - dlo)))
+    g, se, _ = smoothed_gradient(s, n, None, c, 2000, 5, (0.2, tau), "T2", DEFAULT_THETA_EXPONENT, a)
+    assert abs(g[1] - exact_grad) <= 4 * se[1], (g[1], exact_grad, se[1])
+    assert abs(g[0]) <= 4 * se[0]  # J does not depend on z in a single-mode policy: the z-estimate has mean 0
+    assert math.isfinite(exact_grad) and se[1] < 0.02 * J.mean()  # a sharp comparison
+
+
+def test_prelimit_tuning_reports_intervals(capsys):
+    import json
+
+    assert main(["tune", str(path("pss_T2T1")), "--target", "prelimit", "--n", "16", "--reps", "16", "--chains", "2",
+                 "--iterations", "3", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["z_ci"][0] <= r["z_tuned"] <= r["z_ci"][1] and r["c_ci"][0] <= r["c_tuned"] <= r["c_ci"][1]
+    for k in ("cost_tuned", "cost_theory", "difference", "V0"):
+        assert math.isfinite(r[k])
+
+
+def test_sde_tuning_close_to_z_star():
+    from jaxq.tuning.sde import tune_sde
+
+    a = analyze(load(path("pss_T2T1")))
+    r = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=400, dt=0.05, chains=2, iterations=5, taus=(0.3, 0.1))
+    assert r.z_ci[0] <= r.z <= r.z_ci[1]
+    # the hard policy at the tuned level costs within 2% of V_WCP(0) (the cost is flat near z*)
+    assert a.wcp_cost(0.0, switch_at=r.z) <= 1.02 * a.V_wcp0
+    assert abs(r.smoothing_bias_at_z_star) < 0.1 * a.V_wcp0
+
+
+def test_tune_experiment_small(tmp_path):
+    import importlib.util
+    import os
+
+    file = os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments", "tune_prelimit.py")
+    spec = importlib.util.spec_from_file_location("tune_prelimit", file)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = mod.run(small=True, out=str(tmp_path))
+    assert len(rows) == 2 and (tmp_path / "tune_prelimit.png").exists()
+    assert all(math.isfinite(r["J_tuned"]) and math.isfinite(r["difference"]) for r in rows)

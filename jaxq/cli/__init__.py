@@ -86,4 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         sys.stderr.write(f"jaxq: error: {e}\n")
         return 2
+    except BrokenPipeError:  # e.g. piped into head: not an error of ours
+        sys.stderr.close()
+        return 0
     return 0

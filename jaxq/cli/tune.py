@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import sys
+
 from jaxq.cli import add_common
 from jaxq.cli.analyze import load_pss2x2
 from jaxq.diffusion.workload import analyze
 from jaxq.errors import InputError
 
-TARGETS = ("exact",)
+TARGETS = ("exact", "sde", "prelimit")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("tune", help="tune the switching level z by gradient descent (optax)")
+    p = sub.add_parser("tune", help="tune the switching level z (and threshold constant c) by gradients (optax)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2', dual-mode case)")
     p.add_argument("--target", choices=TARGETS, default="exact", help="cost to minimise (default: exact)")
     p.add_argument("--z-init", type=float, default=None, help="starting switching level (workload units)")
-    p.add_argument("--max-iter", type=int, default=200, help="iteration cap")
+    p.add_argument("--max-iter", type=int, default=200, help="iteration cap (exact target)")
+    p.add_argument("--n", type=float, default=100.0, help="index of the prelimit system (prelimit target)")
+    p.add_argument("--policy", default="auto", help="policy whose parameters are tuned (prelimit target)")
+    p.add_argument("--chains", type=int, default=4, help="independent chains for the confidence interval")
+    p.add_argument("--iterations", type=int, default=None, help="optimiser iterations (per stage for sde)")
+    p.add_argument("--reps", type=int, default=256, help="antithetic pairs per gradient (prelimit target)")
+    p.add_argument("--paths", type=int, default=2000, help="paths per evaluation (sde target)")
+    p.add_argument("--dt", type=float, default=0.02, help="time step (sde target)")
     p.add_argument("--figure", default=None, help="write the optimisation trajectory to this PNG file")
     add_common(p, seed=True)
     p.set_defaults(func=run)
@@ -54,31 +63,118 @@ def trajectory_figure(path: str, trajectory, z_star: float, v0: float, scale: fl
     plt.close(fig)
 
 
-def run(args) -> dict:
-    from jaxq.tuning.exact import tune_exact
+def _positive_ints(args, names):
+    for name in names:
+        v = getattr(args, name)
+        if v is not None and v < 2:
+            raise InputError(f"--{name}", f"must be at least 2, got {v}")
 
-    a = dual_analysis(args.system)
+
+def _progress(total: int, desc: str):
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, file=sys.stderr, disable=total < 4, leave=False)
+    return bar, bar.update
+
+
+def run(args) -> dict:
+    _positive_ints(args, ("chains", "iterations", "reps", "paths"))
     check_z_init(args.z_init)
-    res = tune_exact(*a.mode_coefficients(), a.system.gamma, z_init=args.z_init, max_iter=args.max_iter)
+    if args.target == "prelimit":
+        return run_prelimit(args)
+    a = dual_analysis(args.system)
     scale = a.cost_scale()
-    out = {
-        "target": args.target,
-        "z_tuned": res.z,
-        "z_star": a.z_star,
-        "z_rel_error": abs(res.z / a.z_star - 1),
-        "cost_tuned": res.cost * scale,
-        "V0": a.V0,
-        "iterations": res.iterations,
-        "trajectory": [[z, c * scale] for z, c in res.trajectory],
-    }
+    out = {"target": args.target, "z_star": a.z_star, "V0": a.V0}
+    if args.target == "exact":
+        from jaxq.tuning.exact import tune_exact
+
+        res = tune_exact(*a.mode_coefficients(), a.system.gamma, z_init=args.z_init, max_iter=args.max_iter)
+        traj = res.trajectory
+        out.update(z_tuned=res.z, z_ci=None, cost_tuned=res.cost * scale, iterations=res.iterations)
+    else:
+        from jaxq.tuning.sde import tune_sde
+
+        if not (0 < args.dt < 1):
+            raise InputError("--dt", f"must lie in (0, 1), got {args.dt}")
+        its = args.iterations or 12
+        bar, tick = _progress(args.chains * 3 * its, "tune sde")
+        res = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=args.paths, dt=args.dt, chains=args.chains,
+                       seed=args.seed, z_init=args.z_init, iterations=its, progress=tick)
+        bar.close()
+        cost = a.wcp_cost(0.0, switch_at=res.z) * scale  # the exact cost of the hard policy at the tuned level
+        traj = [(float(z), a.wcp_cost(0.0, switch_at=float(z))) for z in res.chains[0, 1:]]
+        out.update(z_tuned=res.z, z_ci=list(res.z_ci), cost_tuned=cost, iterations=int(res.chains.shape[1] - 1),
+                   chains=res.chains, smoothing_bias_at_z_star=res.smoothing_bias_at_z_star * scale,
+                   smoothing_bias_stderr=res.smoothing_bias_stderr * scale, paths=args.paths, dt=args.dt)
+    out["z_rel_error"] = abs(out["z_tuned"] / a.z_star - 1)
+    out["trajectory"] = [[z, c * scale] for z, c in traj]
     if args.figure:
-        trajectory_figure(args.figure, res.trajectory, a.z_star, a.V0, scale, f"L-BFGS on J(0; z), {args.target}")
+        trajectory_figure(args.figure, traj, a.z_star, a.V0, scale, f"tuning z, target {args.target}")
         out["figure"] = args.figure
     return out
 
 
+def run_prelimit(args) -> dict:
+    from jaxq.tuning.prelimit import tunable, tune_prelimit
+
+    system = load_pss2x2(args.system)
+    a = analyze(system)
+    tunable(a, args.policy)  # refuse before any output
+    system.rates(args.n)
+    its = args.iterations or 20
+    bar, tick = _progress(args.chains * its, f"tune prelimit n={args.n:g}")
+    res = tune_prelimit(system, args.n, policy=args.policy, iterations=its, reps=args.reps, chains=args.chains,
+                        seed=args.seed, z_init=args.z_init, progress=tick, analysis=a)
+    bar.close()
+    ev = res.evaluation
+    out = {
+        "target": "prelimit", "n": args.n, "z_tuned": res.z, "z_ci": res.z_ci and list(res.z_ci), "z_star": a.z_star,
+        "c_tuned": res.c, "c_ci": res.c_ci and list(res.c_ci), "cost_tuned": ev["J_tuned"],
+        "cost_tuned_stderr": ev["J_tuned_stderr"], "cost_theory": ev["J_theory"],
+        "cost_theory_stderr": ev["J_theory_stderr"], "difference": ev["difference"],
+        "difference_stderr": ev["difference_stderr"], "theta_tuned": ev["theta_tuned"],
+        "theta_theory": ev["theta_theory"], "V0": a.V0, "iterations": its, "chains": res.chains,
+    }
+    if args.figure:
+        prelimit_figure(args.figure, res, a, args.n)
+        out["figure"] = args.figure
+    return out
+
+
+def prelimit_figure(path: str, res, a, n: float) -> None:
+    """The chains of (z, c) against the iteration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(8, 3), dpi=100)
+    for m in range(res.chains.shape[0]):
+        ax[0].plot(res.chains[m, :, 0], lw=1)
+        ax[1].plot(res.chains[m, :, 1], lw=1)
+    if a.z_star is not None:
+        ax[0].axhline(a.z_star, color="k", ls="--", label="z*")
+        ax[0].legend()
+    ax[0].set(xlabel="iteration", ylabel="z", title=f"prelimit n = {n:g}")
+    ax[1].axhline(1.0, color="k", ls="--")
+    ax[1].set(xlabel="iteration", ylabel="c in ceil(c n^a)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def render(r: dict) -> str:
-    return (
-        f"target {r['target']}: z_tuned = {r['z_tuned']:.10g}  (z* = {r['z_star']:.10g}, rel. error {r['z_rel_error']:.2e})\n"
-        f"cost_tuned = {r['cost_tuned']:.10g}  V0 = {r['V0']:.10g}  after {r['iterations']} iterations"
-    )
+    ci = f" (95% CI {r['z_ci'][0]:.6g} .. {r['z_ci'][1]:.6g})" if r.get("z_ci") else ""
+    z = "-" if r["z_tuned"] is None else f"{r['z_tuned']:.10g}"
+    zs = "-" if r["z_star"] is None else f"{r['z_star']:.10g}"
+    lines = [f"target {r['target']}: z_tuned = {z}{ci}  (z* = {zs})"]
+    if r["target"] == "prelimit":
+        if r["c_tuned"] is not None:
+            lines.append(f"c_tuned = {r['c_tuned']:.6g} (95% CI {r['c_ci'][0]:.6g} .. {r['c_ci'][1]:.6g}), "
+                         f"Theta_n {r['theta_theory']} -> {r['theta_tuned']}")
+        lines.append(f"J_n tuned = {r['cost_tuned']:.6g} +- {r['cost_tuned_stderr']:.2g}, theory = {r['cost_theory']:.6g} "
+                     f"+- {r['cost_theory_stderr']:.2g}, difference {r['difference']:.4g} +- {r['difference_stderr']:.2g}, "
+                     f"V0 = {r['V0']:.6g}")
+    else:
+        lines.append(f"cost_tuned = {r['cost_tuned']:.10g}  V0 = {r['V0']:.10g}  after {r['iterations']} iterations")
+    return "\n".join(lines)

@@ -63,13 +63,17 @@ def service_stream(i, k):
 
 
 # ------------------------------------------------------------------------------------------- engine
-def _init(key, p, spec):
+def _init(key, p, spec, perturb=False):
     f64 = jnp.float64
     v = sampling.sample(jax.random.fold_in(key, 0), spec, p["table"], jnp.arange(2))
     m = p["t_rec"].shape[0]
     level = p["level"]
+    extra = {}
+    if perturb:  # this replication's policy parameters (see perturbed_parameters)
+        level, theta, eps = perturbed_parameters(key, p)
+        extra = {"level": level, "theta": theta, "eps": eps}
     mode0 = jnp.where(0.0 < level, p["lower"], p["higher"]).astype(jnp.int32)
-    return {
+    return extra | {
         "key": key,
         "step": jnp.zeros((), jnp.uint32),
         "t": jnp.zeros((), f64),
@@ -93,7 +97,7 @@ def _done(s, p):
     return s["t"] >= p["horizon"]
 
 
-def _step(s, p, spec, debug):
+def _step(s, p, spec, debug, perturb=False):
     ks = jnp.arange(2)
     x, serving, mode = s["x"], s["serving"], s["mode"]
     clocks = jnp.concatenate([s["ta"], s["tc"]])
@@ -124,11 +128,11 @@ def _step(s, p, spec, debug):
     # Definition 2.10: resample the current mode.
     workload = jnp.dot(p["alpha_inv"], x.astype(jnp.float64))
     mode = pol.sample_mode(
-        mode, p["sampling"], is_arr, k_done, p["k1"], workload, p["level"], p["lower"], p["higher"]
+        mode, p["sampling"], is_arr, k_done, p["k1"], workload, s["level"] if perturb else p["level"], p["lower"], p["higher"]
     ).astype(jnp.int32)
     switched = (mode != s["mode"]) & (t1 <= horizon)
     i1, i2, k1 = p["i1"][mode], p["i2"][mode], p["k1"][mode]
-    prio = pol.priority_class(p["rule"][mode], x, i1, i2, p["theta"])
+    prio = pol.priority_class(p["rule"][mode], x, i1, i2, s["theta"] if perturb else p["theta"])
     serving, started = pol.dispatch(x, serving_before, k1, i2, prio)
 
     # Fresh clocks: at most two draws (the arrival's next interarrival and/or up to two starts).
@@ -184,16 +188,41 @@ def _violations(x, before, after, started, k1, i2, prio, is_arr):
     return jnp.stack([v0, v1, v2, v3, v4, v5])
 
 
+def perturbed_parameters(key, p):
+    """Gaussian smoothing of the policy parameters, one draw per replication (for gradients).
+
+    With ``eps ~ N(0, I_2)`` drawn from the replication's key, the replication runs the policy with
+    switching level ``z + sign tau_z eps_1`` (scaled workload) and threshold
+    ``ceil(c n^a_bar + sign tau_c n^a_bar eps_2)``. Two runs with ``sign = +1`` and ``-1`` and the
+    same seed are antithetic and use common random numbers; ``(J+ - J-) eps / (2 tau)`` is then an
+    unbiased estimate of the gradient of the smoothed cost ``E_eps J(theta + tau eps)`` in
+    ``theta = (z, c)`` (the likelihood ratio of the Gaussian perturbation: its score is eps/tau).
+    The smoothed cost tends to J as tau -> 0 and is differentiable even though J is not.
+
+    Returns:
+      ``(level, theta, eps)``: the unscaled switching level, the integer threshold and eps.
+    """
+    eps = jax.random.normal(jax.random.fold_in(key, 0xE95), (2,), dtype=jnp.float64)
+    level = p["level"] + p["sign"] * p["tau_level"] * eps[0]
+    theta = jnp.ceil(p["theta_real"] + p["sign"] * p["tau_theta"] * eps[1]).astype(jnp.int32)
+    return level, jnp.maximum(theta, 0), eps
+
+
 @lru_cache(maxsize=None)
-def engine_for(spec: sampling.Spec, debug: bool = False) -> Engine:
-    """The (cached, hence hashable and compiled once) Engine for a static sampler spec."""
-    return Engine(partial(_init, spec=spec), partial(_step, spec=spec, debug=debug), _done)
+def engine_for(spec: sampling.Spec, debug: bool = False, perturb: bool = False) -> Engine:
+    """The (cached, hence hashable and compiled once) Engine for a static sampler spec.
+
+    ``perturb``: per-replication Gaussian perturbation of z and c (:func:`perturbed_parameters`).
+    """
+    return Engine(
+        partial(_init, spec=spec, perturb=perturb), partial(_step, spec=spec, debug=debug, perturb=perturb), _done
+    )
 
 
 # ------------------------------------------------------------------------------------ configuration
-def theta_level(n: float, exponent: float) -> int:
-    """Threshold Theta_n = ceil(n^a_bar) (2.29)."""
-    return int(math.ceil(round(n**exponent, 9)))
+def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:
+    """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1)."""
+    return int(math.ceil(round(constant * n**exponent, 9)))
 
 
 def resolve_policy(an: Analysis, policy: str, switch_at: float | None):
@@ -241,8 +270,12 @@ def build_params(
     horizon: float | None = None,
     record_times=(),
     analysis: Analysis | None = None,
+    theta_constant: float = 1.0,
 ):
-    """Parameters (pytree of arrays), sampler spec and a description of the policy actually used."""
+    """Parameters (pytree of arrays), sampler spec and a description of the policy actually used.
+
+    The threshold is ``Theta_n = ceil(c n^a_bar)`` with ``c = theta_constant`` (c = 1 in (2.29)).
+    """
     if not (isinstance(n, (int, float)) and n >= 1 and math.isfinite(n)):
         raise InputError("n", f"n must be a number >= 1, got {n!r}")
     if not (0.0 <= theta_exponent <= 1.0):
@@ -262,7 +295,9 @@ def build_params(
     rec = np.asarray(record_times, dtype=np.float64).reshape(-1)
     if np.any(rec < 0) or np.any(rec > horizon):
         raise InputError("record_times", f"must lie in [0, horizon = {horizon:g}]")
-    theta = theta_level(n, theta_exponent) if pol.uses_threshold(rules) else None
+    if not (theta_constant > 0 and math.isfinite(theta_constant)):
+        raise InputError("theta_constant", f"must be a positive number, got {theta_constant}")
+    theta = theta_level(n, theta_exponent, theta_constant) if pol.uses_threshold(rules) else None
     md = an.modes
     rule = np.zeros(2, np.int32)
     rule[lo] = rules.lower
@@ -335,6 +370,8 @@ def simulate_cost(
     debug: bool = False,
     progress: Callable[[int], None] | None = None,
     analysis: Analysis | None = None,
+    theta_constant: float = 1.0,
+    perturb: tuple[float, float, float] | None = None,
 ) -> dict:
     """Monte Carlo estimate of the discounted cost J_n (2.6) of the n-th system under a policy.
 
@@ -350,6 +387,9 @@ def simulate_cost(
       chunk, block: replications per compiled call, events per scan block.
       debug: accumulate the Definition 2.7 invariant counters (``violations``).
       progress: called with the number of replications finished after each chunk.
+      theta_constant: c in Theta_n = ceil(c n^a_bar) (default 1, the paper's (2.29)).
+      perturb: ``(sign, tau_z, tau_c)``: run every replication with Gaussian-perturbed z and c
+        (:func:`perturbed_parameters`); the result then has the per-replication ``eps`` (reps, 2).
 
     Returns:
       dict with ``J_hat``, ``stderr``, ``ci95``, ``V0``, ``theta``, ``horizon``, ``truncation_bound``,
@@ -370,8 +410,16 @@ def simulate_cost(
         horizon=horizon,
         record_times=record_times,
         analysis=analysis,
+        theta_constant=theta_constant,
     )
-    eng = engine_for(spec, bool(debug))
+    if perturb is not None:
+        sign, tau_z, tau_c = perturb
+        if not (tau_z >= 0 and tau_c >= 0 and sign in (1, -1)):
+            raise InputError("perturb", f"need sign +-1 and tau >= 0, got {perturb}")
+        scale = float(n) ** theta_exponent
+        params = dict(params, sign=jnp.float64(sign), tau_level=jnp.float64(tau_z * math.sqrt(n)),
+                      theta_real=jnp.float64(theta_constant * scale), tau_theta=jnp.float64(tau_c * scale))
+    eng = engine_for(spec, bool(debug), perturb is not None)
     t_start = time.perf_counter()
     compile_s = compile_engine(eng, params, int(reps), chunk, block)
     out = simulate(eng, params, int(reps), seed, chunk=chunk, block=block, progress=progress)
@@ -407,6 +455,8 @@ def simulate_cost(
         "switches": np.asarray(out["switches"]),
         "hpc": an.p,
     }
+    if perturb is not None:
+        res["eps"] = np.asarray(out["eps"])
     if debug:
         res["violations"] = dict(zip(VIOLATIONS, np.asarray(out["viol"]).sum(axis=0).tolist()))
     return res
