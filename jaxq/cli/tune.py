@@ -6,7 +6,6 @@ import sys
 
 from jaxq.cli import add_common
 from jaxq.cli.analyze import load_pss2x2
-from jaxq.diffusion.workload import analyze
 from jaxq.errors import InputError
 
 TARGETS = ("exact", "sde", "prelimit")
@@ -32,6 +31,8 @@ def register(sub) -> None:
 
 def dual_analysis(path):
     """The analysis of a dual-mode system; a single-mode one has no switching level to tune."""
+    from jaxq.diffusion.workload import analyze
+
     a = analyze(load_pss2x2(path))
     if a.case != "dual":
         raise InputError("system", "single-mode case (2.19): the optimal policy never switches, so there is no z to tune")
@@ -115,6 +116,7 @@ def run(args) -> dict:
 
 
 def run_prelimit(args) -> dict:
+    from jaxq.diffusion.workload import analyze
     from jaxq.tuning.prelimit import tunable, tune_prelimit
 
     system = load_pss2x2(args.system)

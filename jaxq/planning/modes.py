@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
 
 from jaxq.errors import InputError
 
@@ -53,6 +52,7 @@ def solve_lp(lam: np.ndarray, mu: np.ndarray) -> tuple[float, np.ndarray, np.nda
     Returns ``(rho_star, xi_min, xi_max)`` where ``xi_min``/``xi_max`` minimise/maximise ``xi_11``
     over the optimal face (equal when the solution is unique).
     """
+    from scipy.optimize import linprog  # imported here: the command line starts faster without it
     # Variables: xi_11, xi_12, xi_21, xi_22, rho.
     a_eq = np.array([[mu[0, 0], mu[0, 1], 0, 0, 0], [0, 0, mu[1, 0], mu[1, 1], 0]], dtype=float)
     a_ub = np.array([[1, 0, 1, 0, -1], [0, 1, 0, 1, -1]], dtype=float)
