@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from jaxq.cli.output import progress
 from jaxq.errors import InputError
 
 
@@ -89,24 +90,18 @@ def _run_simulate(args) -> dict:
     if not (args.n > 0 and math.isfinite(args.n)):
         raise InputError("n", "must be positive")
     st = network_ctmc.setup(net)
-    bar = None
-    if args.reps >= 256 and not args.json:
-        from tqdm import tqdm
-
-        bar = tqdm(total=args.reps, desc="replications", file=__import__("sys").stderr)
-    res = network_ctmc.run(
-        st,
-        args.n,
-        args.policy,
-        reps=args.reps,
-        warmup=args.warmup,
-        horizon=args.horizon,
-        seed=args.seed,
-        chunk=args.chunk,
-        progress=None if bar is None else bar.update,
-    )
-    if bar is not None:
-        bar.close()
+    with progress(args.reps, "replications", enabled=args.reps >= 256) as tick:
+        res = network_ctmc.run(
+            st,
+            args.n,
+            args.policy,
+            reps=args.reps,
+            warmup=args.warmup,
+            horizon=args.horizon,
+            seed=args.seed,
+            chunk=args.chunk,
+            progress=tick,
+        )
     keys = ["mean_in_system", "mean_queue", "mean_idle", "mean_busy", "p_wait", "p_wait_class", "mean_idle_total"]
     out = {k: res[k] for k in ("n", "reps", "policy", "scaling", "warmup", "horizon")}
     out["pool_sizes"] = res["pool_sizes"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+from contextlib import contextmanager
 from typing import Any, Callable
 
 import numpy as np
@@ -54,3 +56,18 @@ def table(result: dict) -> str:
 def emit(result: dict, as_json: bool, render: Callable[[dict], str] | None = None) -> None:
     text = dumps(result) if as_json else (render or table)(result)
     print(text, flush=True)
+
+
+@contextmanager
+def progress(total: int, desc: str, enabled: bool = True):
+    """A tqdm bar on stderr for long runs; yields its ``update`` (or None when disabled)."""
+    if not enabled:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
+    try:
+        yield bar.update
+    finally:
+        bar.close()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import sys
 
 from jaxq.cli import add_common
 from jaxq.cli.analyze import load_pss2x2
+from jaxq.cli.output import progress
 from jaxq.errors import InputError
 
 _KEYS = (
@@ -67,12 +67,7 @@ def run(args) -> dict:
         raise InputError("chunk", f"must be >= 1, got {args.chunk}")
     n = int(args.n) if float(args.n).is_integer() else args.n
     chunk = args.chunk if args.chunk is not None else min(args.reps, 2048)
-    bar = None
-    if args.reps > chunk:  # several compiled calls: a long run, show progress
-        from tqdm import tqdm
-
-        bar = tqdm(total=args.reps, desc="replications", file=sys.stderr)
-    try:
+    with progress(args.reps, "replications", enabled=args.reps > chunk) as tick:  # several compiled calls
         res = simulate_cost(
             system,
             n,
@@ -84,11 +79,8 @@ def run(args) -> dict:
             switch_at=args.switch_at,
             chunk=chunk,
             debug=args.check_invariants,
-            progress=None if bar is None else bar.update,
+            progress=tick,
         )
-    finally:
-        if bar is not None:
-            bar.close()
     out = {k: res[k] for k in _KEYS}
     out["J_hat_stderr"] = res["stderr"]
     if args.check_invariants:

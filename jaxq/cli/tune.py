@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from jaxq.cli import add_common
+from jaxq.cli.output import progress
 from jaxq.cli.analyze import load_pss2x2
 from jaxq.errors import InputError
 
@@ -71,13 +70,6 @@ def _positive_ints(args, names):
             raise InputError(f"--{name}", f"must be at least 2, got {v}")
 
 
-def _progress(total: int, desc: str):
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=desc, file=sys.stderr, disable=total < 4, leave=False)
-    return bar, bar.update
-
-
 def run(args) -> dict:
     _positive_ints(args, ("chains", "iterations", "reps", "paths"))
     check_z_init(args.z_init)
@@ -98,10 +90,9 @@ def run(args) -> dict:
         if not (0 < args.dt < 1):
             raise InputError("--dt", f"must lie in (0, 1), got {args.dt}")
         its = args.iterations or 12
-        bar, tick = _progress(args.chains * 3 * its, "tune sde")
-        res = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=args.paths, dt=args.dt, chains=args.chains,
-                       seed=args.seed, z_init=args.z_init, iterations=its, progress=tick)
-        bar.close()
+        with progress(args.chains * 3 * its, "tune sde") as tick:
+            res = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=args.paths, dt=args.dt, chains=args.chains,
+                           seed=args.seed, z_init=args.z_init, iterations=its, progress=tick)
         cost = a.wcp_cost(0.0, switch_at=res.z) * scale  # the exact cost of the hard policy at the tuned level
         traj = [(float(z), a.wcp_cost(0.0, switch_at=float(z))) for z in res.chains[0, 1:]]
         out.update(z_tuned=res.z, z_ci=list(res.z_ci), cost_tuned=cost, iterations=int(res.chains.shape[1] - 1),
@@ -124,10 +115,9 @@ def run_prelimit(args) -> dict:
     tunable(a, args.policy)  # refuse before any output
     system.rates(args.n)
     its = args.iterations or 20
-    bar, tick = _progress(args.chains * its, f"tune prelimit n={args.n:g}")
-    res = tune_prelimit(system, args.n, policy=args.policy, iterations=its, reps=args.reps, chains=args.chains,
-                        seed=args.seed, z_init=args.z_init, progress=tick, analysis=a)
-    bar.close()
+    with progress(args.chains * its, f"tune prelimit n={args.n:g}") as tick:
+        res = tune_prelimit(system, args.n, policy=args.policy, iterations=its, reps=args.reps, chains=args.chains,
+                            seed=args.seed, z_init=args.z_init, progress=tick, analysis=a)
     ev = res.evaluation
     out = {
         "target": "prelimit", "n": args.n, "z_tuned": res.z, "z_ci": res.z_ci and list(res.z_ci), "z_star": a.z_star,
