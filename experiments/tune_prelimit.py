@@ -66,6 +66,8 @@ def figure(rows, file):
                 label="tuned (z, c)", capsize=3)
     ax.axhline(rows[0]["V0"], color="k", lw=1, label="V0")
     ax.set(xscale="log", xlabel="n", ylabel="J_n", title=f"{rows[0]['system']} ({rows[0]['policy']})")
+    ax.set_xticks(n, [str(v) for v in n])
+    ax.minorticks_off()
     ax.legend()
     fig.tight_layout()
     fig.savefig(file)
