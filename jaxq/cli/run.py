@@ -1,0 +1,106 @@
+"""``jaxq run EXPERIMENT.toml [--out DIR] [--resume] [--distributed]``: run a study from an experiment file.
+
+Writes under DIR (default ``results/<experiment name>``): ``records.csv`` (one row per grid point and
+replication), the study's tables (``summary.csv``, ...; Parquet too when pyarrow is installed), its
+figures (PNG), ``run.json`` (versions, devices, seeds, wall time, tables) and ``chunks/`` (one file per
+finished chunk: the unit of ``--resume``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jaxq.cli import add_common
+from jaxq.cli.output import to_jsonable
+from jaxq.errors import InputError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run a study from an experiment file (resumable, sharded over devices)")
+    p.add_argument("experiment", help="experiment file (TOML, see experiments/)")
+    p.add_argument("--out", default=None, help="output directory (default: results/<experiment name>)")
+    p.add_argument("--resume", action="store_true", help="keep finished chunks of an interrupted run")
+    p.add_argument("--devices", type=int, default=None, help="use the first K local devices (default: all)")
+    p.add_argument("--distributed", action="store_true",
+                   help="call jax.distributed.initialize() (SLURM etc. auto-detected) and split chunks over processes")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> dict | None:
+    import jax
+
+    from jaxq.studies.experiment import load_experiment
+    from jaxq.studies.runner import run as run_experiment
+
+    if args.distributed:
+        try:  # cross-process barriers on CPU hosts need gloo; GPU and TPU backends ignore this option
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        except (AttributeError, ValueError):
+            pass
+        jax.distributed.initialize()  # coordinator, process count and id from SLURM (or JAX_* variables)
+    exp = load_experiment(args.experiment)  # validates everything before anything is written
+    devices = None
+    if args.devices is not None:
+        local = jax.local_devices()
+        if not 1 <= args.devices <= len(local):
+            raise InputError("--devices", f"must be between 1 and {len(local)} (local devices)")
+        devices = local[: args.devices]
+    out = Path(args.out) if args.out else Path("results") / exp.name
+    rec = run_experiment(exp, out, resume=args.resume, devices=devices, distributed=args.distributed,
+                         progress=False if args.no_progress else None)
+    if rec is None:  # not process 0: process 0 reports
+        return None
+    return {
+        "experiment": exp.name,
+        "study": exp.study.name,
+        "out": str(out),
+        "files": rec["files"],
+        "chunks": rec["chunks"],
+        "chunks_computed": rec["chunks_computed_this_session"],
+        "chunks_reused": rec["chunks_reused"],
+        "replications": rec["replications"],
+        "events": rec["events"],
+        "wall_s": rec["wall_s"],
+        "compute_s": rec["compute_s"],
+        "devices": rec["devices"],
+        "tables": rec["tables"],
+    }
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.5g}"
+    return str(v)
+
+
+def format_table(rows: list[dict], cols: list[str] | None = None) -> str:
+    """A plain fixed-width table of ``rows`` (all keys, or ``cols``)."""
+    if not rows:
+        return "(empty)"
+    cols = cols or list(dict.fromkeys(k for r in rows for k in r))
+    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
+    w = [max(len(c), *(len(row[j]) for row in cells)) for j, c in enumerate(cols)]
+    lines = ["  ".join(c.rjust(w[j]) for j, c in enumerate(cols))]
+    lines += ["  ".join(x.rjust(w[j]) for j, x in enumerate(row)) for row in cells]
+    return "\n".join(lines)
+
+
+SHOWN = ("system", "policy", "policy_used", "switch_at", "n", "dt", "t", "reps", "paths", "J_hat", "J_hat_stderr", "V0", "gap",
+         "sup_X_hat_p", "sup_X_hat_p_stderr", "excess_over_baseline", "excess_over_baseline_stderr", "V_limit", "ks",
+         "ks_noise_95", "V_hat", "V_hat_stderr", "V_exact", "bias", "rate", "rate_stderr", "ks_rate", "weak_order")
+
+
+def render(r: dict) -> str:
+    r = to_jsonable(r)
+    lines = [f"{r['experiment']} (study {r['study']}): {r['replications']} replications, {r['events']} events, "
+             f"{r['chunks_computed']} chunks computed, {r['chunks_reused']} reused, {r['wall_s']:.1f} s"]
+    for name, rows in r["tables"].items():
+        cols = [c for c in SHOWN if any(c in row for row in rows)]
+        lines += ["", f"{name}:", format_table(rows, cols)]
+    lines += ["", f"wrote {len(r['files'])} files under {r['out']}/:"]
+    lines += [f"  {Path(f).name}" for f in r["files"]]
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""Studies: the experiment runner, its registry of studies, and their figures.
+
+A study is data plus four pure-ish functions (:class:`Study`): a pydantic model of its ``[grid]`` table,
+``points`` (the grid points of an experiment), ``run_chunk`` (per-replication records of one grid point
+for replications ``start .. start+count-1``), and ``aggregate`` + ``figure`` (tables and PNG files from
+all records). :mod:`jaxq.studies.runner` does the rest (chunks on disk, resume, devices, processes).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from jaxq.errors import InputError
+
+
+class Study(NamedTuple):
+    """One registered study.
+
+    Attributes:
+      name: the value of ``experiment.study`` that selects it.
+      describe: one line for ``--help`` and the run record.
+      Grid: pydantic model of the experiment's ``[grid]`` table (extra keys forbidden).
+      points: ``points(exp) -> list[dict]``: grid points (JSON scalars; optional ``reps``/``chunk``
+        override the experiment's replications and chunk size for that point). Must raise InputError
+        on anything it cannot run, so that nothing is written before the run starts.
+      run_chunk: ``run_chunk(exp, point, start, count, devices) -> dict[str, ndarray]``: per-replication
+        records (each of length ``count``) of replications ``start .. start+count-1``; an ``events``
+        column, when present, feeds the progress bar.
+      aggregate: ``aggregate(exp, points, records) -> dict[str, list[dict]]``: named tidy tables.
+      figure: ``figure(exp, points, records, tables, out_dir) -> list[str]``: PNG paths written.
+    """
+
+    name: str
+    describe: str
+    Grid: type
+    points: Callable[[Any], list[dict]]
+    run_chunk: Callable[..., dict[str, np.ndarray]]
+    aggregate: Callable[..., dict[str, list[dict]]]
+    figure: Callable[..., list[str]]
+
+
+REGISTRY: dict[str, Study] = {}
+_BUILTIN = ("jaxq.studies.pss", "jaxq.studies.sde")
+
+
+def register(study: Study) -> Study:
+    """Add a study to the registry (a later registration of the same name replaces it)."""
+    REGISTRY[study.name] = study
+    return study
+
+
+def get(name: str) -> Study:
+    """The registered study ``name``; an InputError naming the known studies otherwise."""
+    for mod in _BUILTIN:
+        importlib.import_module(mod)
+    if name not in REGISTRY:
+        raise InputError("experiment.study", f"unknown study {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]

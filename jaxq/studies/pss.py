@@ -1,0 +1,346 @@
+"""Studies of the 2x2 system of seed 000: J_n -> V0, weak convergence, state-space collapse, policies.
+
+All four share one grid (systems x policies x n) and one per-chunk record (``engines.pss_chunk``):
+``J`` (discounted cost (2.6) up to the horizon, with a rigorous ``tail_bound``), ``sup_X_hat_i`` over
+[0, T] and the scaled workload ``W_hat@t`` at fixed times; they differ in what they aggregate and draw.
+
+* ``convergence``: J_n against n with 95% intervals and the lower bound V0 (Theorem 2.11), and
+  |J_n - V0| against n on log-log axes with a fitted rate.
+* ``weak``: the law of W_hat^n(t) against the law of Z(t), Z the optimally controlled reflected SDE
+  (2.24)-(2.25) started at 0: quantile-quantile plots and the two-sample Kolmogorov-Smirnov distance.
+* ``collapse``: E sup_[0,T] X_hat_p^n of the high-priority class p (2.12), which vanishes as n grows.
+* ``policies``: all policies (and naive ones: fixed modes ``RULE@m``, wrong switching levels
+  ``POLICY:z``) on the same systems at the same n, with common random numbers, against V0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from jaxq.errors import InputError
+from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
+from jaxq.studies import Study, register
+from jaxq.studies import engines, figures
+from jaxq.studies.stats import ks_distance, ks_noise_level, loglog_rate, mean_stderr
+
+PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
+
+
+class Grid(BaseModel):
+    """``[grid]`` of the 2x2 studies."""
+
+    model_config = ConfigDict(extra="forbid")
+    n: Annotated[list[NValue], Field(min_length=1)]
+    policies: Annotated[list[str], Field(min_length=1)] = ["auto"]
+    horizon: PosFloat | None = None  # default: the simulator's tail-bound horizon (cost) or the study's
+    theta_exponent: Annotated[float, Field(ge=0, le=1)] = DEFAULT_THETA_EXPONENT
+    times: list[PosFloat] = []  # fixed times at which W_hat(t) is recorded
+
+
+class CollapseGrid(Grid):
+    horizon: PosFloat = 10.0  # T of sup_[0, T]
+
+
+class WeakGrid(Grid):
+    times: Annotated[list[PosFloat], Field(min_length=1)] = [2.0]
+    sde_paths: Annotated[int, Field(ge=2)] = 20000
+    sde_chunk: Annotated[int, Field(ge=1)] = 5000
+    sde_dt: PosFloat = 1e-3
+
+
+def _system(exp, label):
+    ref = exp.system(label)
+    if type(ref.model).__name__ != "PSS2x2":
+        raise InputError("experiment.systems", f"{label}: study {exp.study.name!r} needs a 'pss2x2' system")
+    return engines.system_and_analysis(ref.path)
+
+
+def _horizon(exp):
+    g = exp.grid
+    if isinstance(g, WeakGrid):
+        return g.horizon if g.horizon is not None else max(g.times)
+    return g.horizon
+
+
+def _num(n: float):
+    return int(n) if float(n).is_integer() else float(n)
+
+
+def points(exp) -> list[dict]:
+    """systems x policies x n (weak: x n plus one SDE reference point per system). Checks each point."""
+    g = exp.grid
+    out = []
+    policies = ["auto"] if isinstance(g, WeakGrid) else g.policies
+    for s in exp.systems:
+        system, an = _system(exp, s.label)
+        for pol in policies:
+            for n in g.n:
+                try:
+                    engines.pss_params(system, an, n, pol, _horizon(exp), g.times, g.theta_exponent)
+                except InputError as e:
+                    raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
+                out.append({"system": s.label, "engine": "pss", "policy": pol, "n": _num(n)})
+        if isinstance(g, WeakGrid):
+            out.append({"system": s.label, "engine": "sde", "policy": "auto", "n": None, "reps": g.sde_paths,
+                        "chunk": g.sde_chunk})
+    return out
+
+
+def run_chunk(exp, pt, start, count, devices=None):
+    """Records of replications ``start .. start+count-1`` of one grid point."""
+    g = exp.grid
+    path = exp.system(pt["system"]).path
+    if pt["engine"] == "sde":
+        return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], start, count, pt["chunk"], times=g.times,
+                                 devices=devices)
+    return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], start, count, pt["chunk"], horizon=_horizon(exp),
+                             record_times=g.times, theta_exponent=g.theta_exponent, devices=devices)
+
+
+def _point_rows(exp, pts, records):
+    """The per-point summary shared by the studies (cost, its stderr, the bound, the policy used)."""
+    rows = []
+    for i, (pt, rec) in enumerate(zip(pts, records)):
+        if pt["engine"] != "pss":
+            continue
+        system, an = _system(exp, pt["system"])
+        _, _, info, _ = engines.pss_params(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times,
+                                           exp.grid.theta_exponent)
+        J, se = mean_stderr(rec["J"])
+        p = an.p
+        sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"])
+        sq, sq_se = mean_stderr(rec[f"sup_X_hat_{2 - p}"])
+        rows.append({
+            "point": i, "system": pt["system"], "policy": pt["policy"], "policy_used": info["policy"],
+            "theta": info["theta"], "switch_at": info["switch_at"], "n": pt["n"], "seed": pt["seed"],
+            "reps": int(rec["J"].shape[0]), "J_hat": J, "J_hat_stderr": se, "ci95_lo": J - 1.96 * se,
+            "ci95_hi": J + 1.96 * se, "V0": an.V0, "gap": J - an.V0, "horizon": info["horizon"],
+            "truncation_bound": float(np.mean(rec["tail_bound"])), "hpc": p + 1,
+            "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
+            "events": int(np.sum(rec["events"])),
+        })
+    return rows
+
+
+def _groups(rows, keys):
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return out
+
+
+# ------------------------------------------------------------------------------------ convergence
+def aggregate_convergence(exp, pts, records):
+    rows = _point_rows(exp, pts, records)
+    fits = []
+    for (system, policy, seed), rs in _groups(rows, ("system", "policy", "seed")).items():
+        rs = sorted(rs, key=lambda r: r["n"])
+        n = [r["n"] for r in rs]
+        rate, rate_se, C = loglog_rate(n, [abs(r["gap"]) for r in rs], [r["J_hat_stderr"] for r in rs])
+        fits.append({"system": system, "policy": policy, "policy_used": rs[0]["policy_used"], "seed": seed,
+                     "n_min": min(n), "n_max": max(n), "rate": rate, "rate_stderr": rate_se, "C": C,
+                     "gap_at_n_max": rs[-1]["gap"], "gap_stderr_at_n_max": rs[-1]["J_hat_stderr"]})
+    return {"summary": rows, "fits": fits}
+
+
+def figure_convergence(exp, pts, records, tables, out):
+    rows, fits = tables["summary"], tables["fits"]
+    groups = _groups(rows, ("system", "policy", "seed"))
+    fig, axes = figures.grid_figure(len(groups))
+    for ax, ((system, policy, seed), rs) in zip(axes, groups.items()):
+        rs = sorted(rs, key=lambda r: r["n"])
+        n = np.array([r["n"] for r in rs], dtype=float)
+        J = np.array([r["J_hat"] for r in rs])
+        ci = 1.96 * np.array([r["J_hat_stderr"] for r in rs])
+        ax.errorbar(n, J, yerr=ci, fmt="o-", ms=4, capsize=3, label=r"$J_n$ (95% CI)")
+        ax.axhline(rs[0]["V0"], color="k", ls="--", lw=1, label=r"$V_0$")
+        ax.set_xscale("log")
+        ax.set_title(f"{system}: {rs[0]['policy_used']}", fontsize=10)
+        ax.set_xlabel("n")
+        ax.legend(fontsize=8)
+    paths = [figures.save(fig, out, "J_n.png")]
+    fig, ax = figures.single_figure()
+    for (system, policy, seed), rs in groups.items():
+        rs = sorted(rs, key=lambda r: r["n"])
+        n = np.array([r["n"] for r in rs], dtype=float)
+        gap = np.abs([r["gap"] for r in rs])
+        se = np.array([r["J_hat_stderr"] for r in rs])
+        fit = next(f for f in fits if (f["system"], f["policy"], f["seed"]) == (system, policy, seed))
+        rate = "-" if fit["rate"] is None else f"{fit['rate']:.2f}"
+        line = ax.errorbar(n, gap, yerr=1.96 * se, fmt="o", ms=4, capsize=2,
+                           label=f"{system} ({rs[0]['policy_used']}): rate {rate}")
+        if fit["rate"] is not None:
+            ax.plot(n, fit["C"] * n ** fit["rate"], "-", color=line[0].get_color(), lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n")
+    ax.set_ylabel(r"$|J_n - V_0|$")
+    ax.legend(fontsize=7)
+    paths.append(figures.save(fig, out, "gap_loglog.png"))
+    return paths
+
+
+# ------------------------------------------------------------------------------------------- weak
+def aggregate_weak(exp, pts, records):
+    ref = {(pt["system"], pt["seed"]): rec for pt, rec in zip(pts, records) if pt["engine"] == "sde"}
+    rows = []
+    for i, (pt, rec) in enumerate(zip(pts, records)):
+        if pt["engine"] != "pss":
+            continue
+        z = ref[(pt["system"], pt["seed"])]
+        for t in exp.grid.times:
+            w, zt = rec[f"W_hat@{t:g}"], z[f"Z@{t:g}"]
+            d, pval = ks_distance(w, zt)
+            mw, mw_se = mean_stderr(w)
+            mz, mz_se = mean_stderr(zt)
+            rows.append({"point": i, "system": pt["system"], "n": pt["n"], "seed": pt["seed"], "t": t,
+                         "reps": int(w.size), "sde_paths": int(zt.size), "ks": d, "ks_pvalue": pval,
+                         "ks_noise_95": ks_noise_level(w.size, zt.size), "mean_W_hat": mw,
+                         "mean_W_hat_stderr": mw_se, "mean_Z": mz, "mean_Z_stderr": mz_se})
+    fits = []
+    for (system, t, seed), rs in _groups(rows, ("system", "t", "seed")).items():
+        rate, rate_se, C = loglog_rate([r["n"] for r in rs], [r["ks"] for r in rs])
+        fits.append({"system": system, "t": t, "seed": seed, "ks_rate": rate, "ks_rate_stderr": rate_se})
+    return {"summary": rows, "fits": fits}
+
+
+def figure_weak(exp, pts, records, tables, out):
+    rows = tables["summary"]
+    t = max(exp.grid.times)
+    seed = pts[0]["seed"]
+    labels = [s.label for s in exp.systems]
+    fig, axes = figures.grid_figure(len(labels))
+    qs = np.linspace(0.01, 0.99, 99)
+    for ax, label in zip(axes, labels):
+        z = next(r for p, r in zip(pts, records) if p["system"] == label and p["engine"] == "sde" and p["seed"] == seed)
+        zq = np.quantile(z[f"Z@{t:g}"], qs)
+        for p, r in zip(pts, records):
+            if p["system"] == label and p["engine"] == "pss" and p["seed"] == seed:
+                ax.plot(zq, np.quantile(r[f"W_hat@{t:g}"], qs), ".-", ms=2, lw=0.8, label=f"n={p['n']}")
+        ax.plot([0, zq[-1]], [0, zq[-1]], "k--", lw=1, label="Z(t)")
+        ax.set_title(f"{label}: quantiles at t={t:g}", fontsize=10)
+        ax.set_xlabel("Z(t) quantile")
+        ax.set_ylabel(r"$\hat W^n(t)$ quantile")
+        ax.legend(fontsize=7)
+    paths = [figures.save(fig, out, "qq.png")]
+    fig, ax = figures.single_figure()
+    for (system, tt, s), rs in _groups(rows, ("system", "t", "seed")).items():
+        if tt != t or s != seed:
+            continue
+        ax.plot([r["n"] for r in rs], [r["ks"] for r in rs], "o-", ms=4, label=system)
+    noise = [r["ks_noise_95"] for r in rows if r["t"] == t]
+    ax.axhline(max(noise), color="gray", ls=":", lw=1, label="95% sampling noise")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n")
+    ax.set_ylabel(f"KS distance of " + r"$\hat W^n$" + f"({t:g}) to Z({t:g})")
+    ax.legend(fontsize=7)
+    paths.append(figures.save(fig, out, "ks.png"))
+    return paths
+
+
+# --------------------------------------------------------------------------------------- collapse
+def aggregate_collapse(exp, pts, records):
+    rows = _point_rows(exp, pts, records)
+    keep = ("point", "system", "policy", "policy_used", "theta", "n", "seed", "reps", "hpc", "horizon",
+            "sup_X_hat_p", "sup_X_hat_p_stderr", "sup_X_hat_q", "sup_X_hat_q_stderr", "events")
+    rows = [{k: r[k] for k in keep} for r in rows]
+    for r in rows:
+        r["theta_over_sqrt_n"] = None if r["theta"] is None else r["theta"] / math.sqrt(r["n"])
+    fits = []
+    for (system, policy, seed), rs in _groups(rows, ("system", "policy", "seed")).items():
+        rate, rate_se, C = loglog_rate([r["n"] for r in rs], [r["sup_X_hat_p"] for r in rs],
+                                       [r["sup_X_hat_p_stderr"] for r in rs])
+        fits.append({"system": system, "policy": policy, "policy_used": rs[0]["policy_used"], "seed": seed,
+                     "rate": rate, "rate_stderr": rate_se, "C": C})
+    return {"summary": rows, "fits": fits}
+
+
+def figure_collapse(exp, pts, records, tables, out):
+    fig, ax = figures.single_figure()
+    for (system, policy, seed), rs in _groups(tables["summary"], ("system", "policy", "seed")).items():
+        n = np.array([r["n"] for r in rs], dtype=float)
+        y = np.array([r["sup_X_hat_p"] for r in rs])
+        se = np.array([r["sup_X_hat_p_stderr"] for r in rs])
+        ax.errorbar(n, y, yerr=1.96 * se, fmt="o-", ms=4, capsize=2, label=f"{system} ({rs[0]['policy_used']})")
+    th = sorted({(r["n"], r["theta_over_sqrt_n"]) for r in tables["summary"] if r["theta_over_sqrt_n"] is not None})
+    if th:  # the threshold level (2.29) the T-rules keep the HPC near, in diffusion scale
+        ax.plot([a for a, _ in th], [b for _, b in th], "k:", lw=1, label=r"$\Theta_n/\sqrt{n}$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n")
+    ax.set_ylabel(r"$E\,\sup_{[0,T]} \hat X^n_p$" + f"  (T = {exp.grid.horizon:g})")
+    ax.legend(fontsize=7)
+    return [figures.save(fig, out, "collapse.png")]
+
+
+# --------------------------------------------------------------------------------------- policies
+def aggregate_policies(exp, pts, records):
+    rows = _point_rows(exp, pts, records)
+    by_point = dict(zip(range(len(pts)), records))
+    for (system, n, seed), rs in _groups(rows, ("system", "n", "seed")).items():
+        base = next((r for r in rs if r["policy"] == "auto"), rs[0])
+        Jb = by_point[base["point"]]["J"]
+        for r in rs:
+            d, d_se = mean_stderr(by_point[r["point"]]["J"] - Jb)  # paired: common random numbers
+            r["baseline"] = base["policy"]
+            r["excess_over_baseline"] = d
+            r["excess_over_baseline_stderr"] = d_se
+            r["excess_over_V0_pct"] = 100.0 * r["gap"] / r["V0"]
+            r["V_limit"] = _switching_limit(exp, r)
+    return {"summary": rows}
+
+
+def _switching_limit(exp, r):
+    """h_q alpha_q V_WCP^z(0): the diffusion-limit cost of switching modes at the level z the variant uses.
+
+    Defined for the theory's policy of a dual-mode system at any level z; None for the others, whose
+    limit depends on more than the switching level.
+    """
+    _, an = _system(exp, r["system"])
+    if an.case != "dual" or r["switch_at"] is None or r["policy_used"] != an.policy:
+        return None
+    return an.cost_scale() * an.wcp_cost(0.0, r["switch_at"])
+
+
+def _policy_label(r):
+    used = r["policy_used"]
+    if r["policy"] == "auto":
+        return f"auto = {used}" + ("" if r["switch_at"] is None else f" (z*={r['switch_at']:.2f})")
+    if r["switch_at"] is not None:
+        return f"{used} (z={r['switch_at']:.2f})"
+    return used
+
+
+def figure_policies(exp, pts, records, tables, out):
+    groups = _groups(tables["summary"], ("system", "n", "seed"))
+    fig, axes = figures.grid_figure(len(groups), width=4.6, height=0.35 * max(len(g) for g in groups.values()) + 1.2,
+                                    max_cols=2)
+    for ax, ((system, n, seed), rs) in zip(axes, groups.items()):
+        y = np.arange(len(rs))
+        J = np.array([r["J_hat"] for r in rs])
+        ci = 1.96 * np.array([r["J_hat_stderr"] for r in rs])
+        colors = ["tab:green" if r["policy"] == "auto" else "tab:blue" for r in rs]
+        ax.barh(y, J, xerr=ci, color=colors, capsize=2)
+        ax.axvline(rs[0]["V0"], color="k", ls="--", lw=1, label=r"$V_0$")
+        ax.set_yticks(y, [_policy_label(r) for r in rs], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel(r"$J_n$ (95% CI)")
+        ax.set_title(f"{system}, n = {n}", fontsize=10)
+        ax.legend(fontsize=7)
+    return [figures.save(fig, out, "policies.png")]
+
+
+register(Study("convergence", "J_n against n with the lower bound V0 (Theorem 2.11)", Grid, points, run_chunk,
+               aggregate_convergence, figure_convergence))
+register(Study("weak", "law of W_hat^n(t) against the controlled reflected SDE Z(t)", WeakGrid, points, run_chunk,
+               aggregate_weak, figure_weak))
+register(Study("collapse", "E sup_[0,T] X_hat_p^n of the high-priority class", CollapseGrid, points, run_chunk,
+               aggregate_collapse, figure_collapse))
+register(Study("policies", "the six policies and naive ones on the same systems at the same n", Grid, points,
+               run_chunk, aggregate_policies, figure_policies))

@@ -1,0 +1,237 @@
+"""The experiment runner: chunks on disk, resume, devices, processes, tables, figures, run record.
+
+A run is a list of tasks (grid point i, chunk c); chunk c of a point covers replications
+``[c * chunk, min((c + 1) * chunk, reps))`` and replication r always uses the key
+``fold_in(PRNGKey(seed), r)``, so a chunk's numbers do not depend on which process or device computed
+it, nor on when. Each finished chunk is written at once, atomically (:mod:`jaxq.studies.storage`);
+``resume=True`` keeps the chunk files of an earlier run of the same experiment (same fingerprint) and
+computes only the missing ones, so a killed and resumed run ends with the same bytes as an
+uninterrupted one.
+
+With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
+writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
+draws. Within a process each chunk's replications are sharded over all local devices (a mesh over the
+replication axis, :func:`jaxq.sim.engine.replication_sharding`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from jaxq.errors import InputError
+from jaxq.studies import storage
+from jaxq.studies.experiment import Experiment
+
+MANIFEST = "manifest.json"
+FAIL_AFTER_ENV = "JAXQ_RUN_FAIL_AFTER"  # test hook: raise after this many chunks were written
+
+
+class SimulatedKill(RuntimeError):
+    """Raised by the ``JAXQ_RUN_FAIL_AFTER`` test hook to imitate a run killed between chunks."""
+
+
+def tasks(exp: Experiment) -> list[tuple[int, int, int, int]]:
+    """All ``(point, chunk, start, count)`` of the experiment, point-major."""
+    out = []
+    for i, pt in enumerate(exp.points):
+        reps, size = pt["reps"], pt["chunk"]
+        for c, lo in enumerate(range(0, reps, size)):
+            out.append((i, c, lo, min(size, reps - lo)))
+    return out
+
+
+def versions() -> dict:
+    """Versions of the software that produced the numbers."""
+    import jax
+    import jaxlib
+
+    import jaxq
+
+    return {
+        "jaxq": jaxq.__version__,
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
+    """Create the output directory and manifest; keep (resume) or clear earlier chunk files."""
+    fp = exp.fingerprint()
+    man = out / MANIFEST
+    if resume and man.is_file():
+        import json
+
+        old = json.loads(man.read_text())
+        if old.get("fingerprint") != fp:
+            raise InputError("--resume", f"{out} holds a run of a different experiment (or different systems)")
+    if not is_main:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    chunks = out / storage.CHUNKS
+    if not resume and chunks.is_dir():
+        shutil.rmtree(chunks)
+    chunks.mkdir(exist_ok=True)
+    storage.atomic_write(chunks / ".gitignore", b"*\n")  # chunk files are a cache, never committed
+    storage.write_json(man, {"fingerprint": fp, "experiment": exp.to_dict(), "points": list(exp.points)})
+
+
+def _progress_bar(total: int, name: str, enabled: bool | None):
+    """tqdm on stderr: replications done, chunks done and events per second (auto: only on a terminal)."""
+    from tqdm.auto import tqdm
+
+    disable = None if enabled is None else not enabled
+    return tqdm(total=total, unit="rep", desc=name, file=sys.stderr, disable=disable, dynamic_ncols=True)
+
+
+def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progress: bool | None = None) -> dict:
+    """Compute this process's missing chunks; returns counts of computed and reused chunks."""
+    p, P = process
+    mine = [t for k, t in enumerate(tasks(exp)) if k % P == p]
+    todo, reused = [], 0
+    for i, c, lo, count in mine:
+        if storage.load_chunk(storage.chunk_path(out, i, c), count) is None:
+            todo.append((i, c, lo, count))
+        else:
+            reused += 1
+    fail_after = int(os.environ.get(FAIL_AFTER_ENV, "-1"))
+    bar = _progress_bar(sum(t[3] for t in todo), exp.name, progress)
+    events = 0
+    t_start = time.perf_counter()
+    try:
+        for k, (i, c, lo, count) in enumerate(todo):
+            if k == fail_after:
+                raise SimulatedKill(f"{FAIL_AFTER_ENV}={fail_after}: stopping after {k} chunks")
+            pt = exp.points[i]
+            t0 = time.perf_counter()
+            cols = exp.study.run_chunk(exp, pt, lo, count, devices)
+            wall = time.perf_counter() - t0
+            cols = {k2: np.asarray(v) for k2, v in cols.items()}
+            cols["rep"] = np.arange(lo, lo + count, dtype=np.int64)
+            ev = int(np.sum(cols["events"])) if "events" in cols else 0
+            storage.save_chunk(storage.chunk_path(out, i, c), cols, {"wall_s": wall, "events": ev, "process": p})
+            events += ev
+            bar.update(count)
+            el = time.perf_counter() - t_start
+            bar.set_postfix(chunks=f"{k + 1}/{len(todo)}", ev_per_s=f"{events / el:.3g}" if el > 0 else "-")
+    finally:
+        bar.close()
+    return {"computed": len(todo), "reused": reused, "events": events, "wall_s": time.perf_counter() - t_start}
+
+
+def gather(exp: Experiment, out: Path) -> tuple[list[dict], dict]:
+    """All records, point by point (columns concatenated over chunks), and totals from chunk metadata."""
+    per_point: list[list] = [[] for _ in exp.points]
+    compute_s, events = 0.0, 0
+    for i, c, lo, count in tasks(exp):
+        got = storage.load_chunk(storage.chunk_path(out, i, c), count)
+        if got is None:
+            raise InputError("--out", f"chunk {c} of grid point {i} is missing in {out} (run again with --resume)")
+        cols, meta = got
+        per_point[i].append(cols)
+        compute_s += meta["wall_s"]
+        events += meta["events"]
+    records = [{k: np.concatenate([ch[k] for ch in chs]) for k in chs[0]} for chs in per_point]
+    return records, {"compute_s": compute_s, "events": events}
+
+
+def tidy_records(exp: Experiment, records: list[dict]) -> list[dict]:
+    """One row per (grid point, replication): the point's keys, ``rep`` and its record columns."""
+    rows = []
+    for i, (pt, rec) in enumerate(zip(exp.points, records)):
+        keys = [k for k in rec if k != "rep"]
+        base = {"point": i, **{k: v for k, v in pt.items() if k not in ("reps", "chunk")}}
+        for j in range(rec["rep"].shape[0]):
+            rows.append({**base, "rep": int(rec["rep"][j]), **{k: rec[k][j].item() for k in keys}})
+    return rows
+
+
+def finish(exp: Experiment, out: Path, session: dict, devices_used, process=(0, 1)) -> dict:
+    """Aggregate all chunks into tables and figures and write ``run.json`` (process 0 only)."""
+    import jax
+
+    records, totals = gather(exp, out)
+    files = []
+    if exp.records:
+        files += storage.write_table(out, "records", tidy_records(exp, records))
+    else:  # a stale table of an earlier run must not pass for this one's
+        for ext in ("csv", "parquet"):
+            (out / f"records.{ext}").unlink(missing_ok=True)
+    tables = {name: [{k: _finite_or_none(v) for k, v in row.items()} for row in rows]
+              for name, rows in exp.study.aggregate(exp, list(exp.points), records).items()}
+    for name, rows in tables.items():
+        files += storage.write_table(out, name, rows)
+    files += exp.study.figure(exp, list(exp.points), records, tables, out)
+    record = {
+        "experiment": exp.to_dict(),
+        "fingerprint": exp.fingerprint(),
+        "versions": versions(),
+        "devices": [str(d) for d in (devices_used or jax.local_devices())],
+        "backend": jax.default_backend(),
+        "processes": process[1],
+        "seeds": list(exp.seeds),
+        "points": len(exp.points),
+        "chunks": len(tasks(exp)),
+        "chunks_computed_this_session": session["computed"],
+        "chunks_reused": session["reused"],
+        "replications": int(sum(pt["reps"] for pt in exp.points)),
+        "events": totals["events"],
+        "compute_s": totals["compute_s"],
+        "wall_s": session["wall_s"],
+        "tables": tables,
+    }
+    files.append(str(out / "run.json"))
+    record["files"] = files
+    storage.write_json(out / "run.json", record)
+    return record
+
+
+def _finite_or_none(v):
+    """Tables hold no NaN or infinity (JSON refuses them): an undefined statistic is None (empty cell)."""
+    if isinstance(v, (float, np.floating)) and not np.isfinite(v):
+        return None
+    return v
+
+
+def run(exp: Experiment, out: str | Path, *, resume: bool = False, devices=None, distributed: bool = False,
+        progress: bool | None = None) -> dict | None:
+    """Run an experiment into ``out``; returns the run record (None on processes other than 0).
+
+    Args:
+      exp: a validated experiment (:func:`jaxq.studies.experiment.load_experiment`).
+      out: output directory (created now, after validation).
+      resume: keep the chunk files of an earlier run of the same experiment and compute the rest.
+      devices: devices to shard each chunk over (default: all local devices).
+      distributed: this is one of several ``jax.distributed`` processes sharing ``out``.
+      progress: show the tqdm bar (default: only on a terminal).
+    """
+    import jax
+
+    out = Path(out)
+    t0 = time.perf_counter()
+    p, P = (jax.process_index(), jax.process_count()) if distributed else (0, 1)
+    _prepare(exp, out, resume, is_main=p == 0)
+    if P > 1:
+        _barrier("jaxq-run-prepared")
+    session = compute(exp, out, devices=devices, process=(p, P), progress=progress)
+    if P > 1:
+        _barrier("jaxq-run-computed")
+    if p != 0:
+        return None
+    session["wall_s"] = time.perf_counter() - t0
+    return finish(exp, out, session, devices, (p, P))
+
+
+def _barrier(name: str) -> None:
+    from jax.experimental import multihost_utils
+
+    multihost_utils.sync_global_devices(name)

@@ -1,0 +1,58 @@
+"""Small statistics for the studies: means with standard errors, KS distances, log-log rates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+
+def mean_stderr(x) -> tuple[float, float]:
+    """Sample mean and its standard error (``std(ddof=1)/sqrt(m)``)."""
+    x = np.asarray(x, dtype=np.float64)
+    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+
+
+def ks_distance(a, b) -> tuple[float, float]:
+    """Two-sample Kolmogorov-Smirnov distance ``sup_x |F_a(x) - F_b(x)|`` and its p-value."""
+    r = sps.ks_2samp(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    return float(r.statistic), float(r.pvalue)
+
+
+def ks_noise_level(m: int, m2: int, level: float = 0.05) -> float:
+    """The KS distance two samples of sizes m and m2 of one law exceed with probability ``level``.
+
+    Asymptotic Kolmogorov critical value ``c(level) sqrt((m + m2) / (m m2))``, c(0.05) = 1.358.
+    """
+    c = math.sqrt(-0.5 * math.log(level / 2.0))
+    return c * math.sqrt((m + m2) / (m * m2))
+
+
+def loglog_rate(n, y, y_stderr=None) -> tuple[float, float, float]:
+    """Least-squares fit ``log y = log C + rate * log n``; returns ``(rate, rate_stderr, C)``.
+
+    Points are weighted by ``y / y_stderr`` when standard errors are given (the delta method:
+    ``sd(log y) ~ y_stderr / y``). Needs at least two positive y; with two points the stderr is nan.
+    """
+    n = np.asarray(n, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    ok = (y > 0) & np.isfinite(y)
+    n, y = n[ok], y[ok]
+    if y.size < 2:
+        return math.nan, math.nan, math.nan
+    w = np.ones_like(y)
+    if y_stderr is not None:
+        se = np.asarray(y_stderr, dtype=np.float64)[ok]
+        w = np.where(se > 0, y / np.maximum(se, 1e-300), 1.0)
+    X = np.stack([np.ones_like(n), np.log(n)], axis=1) * w[:, None]
+    Y = np.log(y) * w
+    coef, res, *_ = np.linalg.lstsq(X, Y, rcond=None)
+    dof = y.size - 2
+    if dof > 0:
+        s2 = float(np.sum((Y - X @ coef) ** 2)) / dof
+        cov = s2 * np.linalg.inv(X.T @ X)
+        se_rate = float(math.sqrt(cov[1, 1]))
+    else:
+        se_rate = math.nan
+    return float(coef[1]), se_rate, float(math.exp(coef[0]))

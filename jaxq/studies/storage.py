@@ -1,0 +1,132 @@
+"""Files of a run: atomic writes, chunk files, tidy tables (CSV, Parquet when pyarrow is installed).
+
+Every file is written to a temporary file in the same directory, flushed, ``fsync``-ed and renamed
+over its final name (``os.replace`` is atomic on POSIX), so a killed run never leaves a half-written
+chunk or table: a chunk file either exists complete or not at all.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+CHUNKS = "chunks"
+
+
+def atomic_write(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same directory, fsync, rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    try:  # make the rename itself durable
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def write_json(path: str | Path, obj) -> None:
+    """Atomically write one JSON object (sorted keys, indented)."""
+    from jaxq.cli.output import to_jsonable
+
+    atomic_write(path, (json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
+
+
+def chunk_path(out: Path, point: int, chunk: int) -> Path:
+    """File of chunk ``chunk`` of grid point ``point``."""
+    return out / CHUNKS / f"p{point:04d}" / f"c{chunk:06d}.npz"
+
+
+def save_chunk(path: Path, columns: dict[str, np.ndarray], meta: dict) -> None:
+    """Atomically save one chunk's per-replication columns and its metadata (wall time, events)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.savez(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **columns)
+    atomic_write(path, buf.getvalue())
+
+
+def load_chunk(path: Path, count: int) -> tuple[dict[str, np.ndarray], dict] | None:
+    """A saved chunk (columns, meta), or None if it is missing or does not hold ``count`` replications."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path) as z:
+            cols = {k: z[k] for k in z.files if k != "__meta__"}
+            meta = json.loads(bytes(z["__meta__"]).decode())
+    except (OSError, ValueError, KeyError):
+        return None
+    if "rep" not in cols or cols["rep"].shape[0] != count:
+        return None
+    return cols, meta
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        return repr(v) if math.isfinite(v) else ""
+    if isinstance(v, (np.integer,)):
+        return str(int(v))
+    if isinstance(v, (list, tuple)):
+        return json.dumps(v)
+    return str(v)
+
+
+def columns_of(rows: Iterable[dict]) -> list[str]:
+    """Union of the keys of ``rows`` in first-seen order."""
+    cols: dict[str, None] = {}
+    for r in rows:
+        for k in r:
+            cols.setdefault(k, None)
+    return list(cols)
+
+
+def write_table(out: Path, name: str, rows: list[dict]) -> list[str]:
+    """Write ``rows`` as ``name.csv`` (floats written exactly, with ``repr``) and ``name.parquet``.
+
+    Parquet is written only when pyarrow is installed. Returns the paths written.
+    """
+    cols = columns_of(rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in cols])
+    paths = [out / f"{name}.csv"]
+    atomic_write(paths[0], buf.getvalue().encode())
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return [str(p) for p in paths]
+    data = {c: [_parquet_cell(r.get(c)) for r in rows] for c in cols}
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(data), sink)
+    paths.append(out / f"{name}.parquet")
+    atomic_write(paths[1], sink.getvalue().to_pybytes())
+    return [str(p) for p in paths]
+
+
+def _parquet_cell(v):
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, (list, tuple)):
+        return json.dumps(v)
+    return v

@@ -1,0 +1,22 @@
+"""The notebooks (jupytext percent format, valid Python) execute at their CI size."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.py"))
+
+
+def test_there_are_notebooks():
+    assert {p.stem for p in NOTEBOOKS} >= {"convergence", "weak_convergence"}
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_executes_at_small_size(nb, tmp_path):
+    env = dict(os.environ, JAXQ_NOTEBOOK_SMALL="1", JAXQ_NOTEBOOK_OUT=str(tmp_path), MPLBACKEND="Agg")
+    r = subprocess.run([sys.executable, str(nb)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert any(tmp_path.rglob("run.json"))

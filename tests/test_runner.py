@@ -1,0 +1,251 @@
+"""The experiment runner: validation, bit-identical resume, devices/processes/chunking invariance, studies."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxq.cli import main
+from jaxq.errors import InputError
+from jaxq.studies import experiment as ex
+from jaxq.studies import runner, stats
+
+TINY = """
+[experiment]
+study = "convergence"
+systems = ["pss_P", "pss_PP"]
+replications = 5
+chunk = 2
+seeds = [3]
+[grid]
+n = [9, 16]
+horizon = 2.0
+times = [1.0]
+"""
+
+
+def tiny(text=TINY, file="/tmp/tiny.toml", **exp_overrides):
+    data = tomllib.loads(text)
+    data["experiment"].update(exp_overrides)
+    return ex.from_dict(data, Path(file))
+
+
+def read(out, name):
+    return (Path(out) / name).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref")
+    rec = runner.run(tiny(), out, progress=False)
+    return out, rec
+
+
+def test_tables_figures_and_record(reference):
+    out, rec = reference
+    for f in ("records.csv", "summary.csv", "fits.csv", "J_n.png", "gap_loglog.png", "run.json", "manifest.json"):
+        assert (out / f).is_file(), f
+    run_json = json.loads(read(out, "run.json"))
+    assert run_json["chunks"] == 12 and run_json["replications"] == 20 and run_json["seeds"] == [3]
+    assert {"jaxq", "jax", "numpy"} <= set(run_json["versions"]) and run_json["devices"]
+    rows = read(out, "records.csv").decode().splitlines()
+    assert len(rows) == 1 + 20  # header + one row per (point, replication)
+    assert (out / "chunks" / ".gitignore").read_text() == "*\n"
+
+
+def test_runner_matches_the_simulator_api(reference):
+    """Chunk c of a point is replications [c*chunk, ...) of the simulator's own estimate (same keys)."""
+    from jaxq.examples import path
+    from jaxq.model import load
+    from jaxq.sim.pss2x2 import simulate_cost
+
+    out, rec = reference
+    direct = simulate_cost(load(path("pss_PP")), 16, 5, seed=3, horizon=2.0, record_times=(1.0,))
+    row = next(r for r in rec["tables"]["summary"] if r["system"] == "pss_PP" and r["n"] == 16)
+    assert row["J_hat"] == direct["J_hat"] and row["J_hat_stderr"] == direct["stderr"]
+
+
+def test_killed_run_resumes_bit_identical(reference, tmp_path, monkeypatch):
+    out_ref, _ = reference
+    out = tmp_path / "killed"
+    monkeypatch.setenv(runner.FAIL_AFTER_ENV, "5")
+    with pytest.raises(runner.SimulatedKill):
+        runner.run(tiny(), out, progress=False)
+    assert not (out / "run.json").exists() and not (out / "summary.csv").exists()
+    assert len(list((out / "chunks").rglob("*.npz"))) == 5
+    assert not list(out.rglob(".*.tmp-*"))  # nothing half-written
+    monkeypatch.delenv(runner.FAIL_AFTER_ENV)
+    rec = runner.run(tiny(), out, resume=True, progress=False)
+    assert (rec["chunks_computed_this_session"], rec["chunks_reused"]) == (7, 5)
+    for f in ("records.csv", "summary.csv", "fits.csv"):
+        assert read(out, f) == read(out_ref, f), f
+    # resuming a finished run computes nothing and changes nothing
+    rec = runner.run(tiny(), out, resume=True, progress=False)
+    assert rec["chunks_computed_this_session"] == 0 and read(out, "records.csv") == read(out_ref, "records.csv")
+
+
+def test_chunk_size_and_process_split_do_not_change_the_numbers(reference, tmp_path):
+    out_ref, _ = reference
+    exp = tiny(chunk=3)
+    out = tmp_path / "split"
+    runner._prepare(exp, out, resume=False, is_main=True)
+    s = [runner.compute(exp, out, process=(p, 3), progress=False) for p in range(3)]  # round-robin tasks
+    assert sum(x["computed"] for x in s) == len(runner.tasks(exp))
+    runner.finish(exp, out, {"computed": 0, "reused": 0, "wall_s": 0.0}, None)
+    assert read(out, "records.csv") == read(out_ref, "records.csv")
+    assert read(out, "summary.csv") == read(out_ref, "summary.csv")
+
+
+def test_resume_refuses_a_different_experiment(reference, tmp_path):
+    out = tmp_path / "other"
+    runner._prepare(tiny(), out, resume=False, is_main=True)
+    with pytest.raises(InputError, match="different experiment"):
+        runner.run(tiny(replications=6), out, resume=True, progress=False)
+
+
+@pytest.mark.parametrize(
+    "patch, key",
+    [
+        (("experiment", "study", "nope"), "experiment.study"),
+        (("experiment", "replications", 1), "experiment.replications"),
+        (("experiment", "colour", 1), "experiment.colour"),
+        (("experiment", "systems", ["no_such_system"]), "experiment.systems"),
+        (("grid", "n", [0.5]), "grid.n.0"),
+        (("grid", "policies", ["XY"]), "grid.policy"),
+        (("grid", "policies", ["PP:abc"]), "grid.policy"),
+    ],
+)
+def test_bad_experiment_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, patch, key):
+    data = tomllib.loads(TINY)
+    table, k, v = patch
+    data[table][k] = v
+    lines = []
+    for tab, d in data.items():
+        lines.append(f"[{tab}]")
+        lines += [f"{kk} = {json.dumps(vv)}" for kk, vv in d.items()]
+    f = tmp_path / "bad.toml"
+    f.write_text("\n".join(lines))
+    out = tmp_path / "out"
+    assert main(["run", str(f), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"jaxq: error: {key}") and "\n" not in err
+    assert not out.exists()
+
+
+def test_cli_run_json(tmp_path, capsys):
+    f = tmp_path / "exp.toml"
+    f.write_text(TINY.replace("[9, 16]", "[9]").replace('"pss_P", "pss_PP"', '"pss_P", "../sys/my.toml"'))
+    (tmp_path.parent / "sys").mkdir(exist_ok=True)
+    from jaxq.examples import path
+
+    (tmp_path.parent / "sys" / "my.toml").write_text(path("pss_T2").read_text())  # a path relative to the file
+    assert main(["run", str(f), "--out", str(tmp_path / "o"), "--json", "--no-progress"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["chunks"] == 6 and {row["system"] for row in r["tables"]["summary"]} == {"pss_P", "my"}
+
+
+def test_sde_study_against_exact_wcp_value(tmp_path):
+    """Single mode: the skew-exact scheme reflects exactly; V_hat within 4 stderr of V_WCP(0)."""
+    exp = tiny(
+        '[experiment]\nstudy = "sde"\nsystem = "pss_P"\nreplications = 3000\nchunk = 3000\n'
+        "[grid]\ndt = [0.01]\nhorizon = 24.0\n"
+    )
+    row = runner.run(exp, tmp_path, progress=False)["tables"]["summary"][0]
+    assert abs(row["V_hat"] - row["V_exact"]) <= 4 * row["V_hat_stderr"]
+
+
+def test_stats_helpers():
+    n = np.array([10.0, 100.0, 1000.0])
+    rate, se, C = stats.loglog_rate(n, 3.0 * n**-0.25)
+    assert math.isclose(rate, -0.25, rel_tol=1e-12) and math.isclose(C, 3.0, rel_tol=1e-12) and se < 1e-10
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=400)
+    d, _ = stats.ks_distance(a, a + 10)
+    assert d == 1.0 and stats.ks_distance(a, a)[0] == 0.0
+    assert math.isclose(stats.ks_noise_level(100, 100), 1.3581 * math.sqrt(0.02), rel_tol=1e-3)
+
+
+DEVICES_SCRIPT = textwrap.dedent(
+    """
+    import sys, tomllib, jax, numpy as np
+    from pathlib import Path
+    from jaxq.studies import experiment as ex, runner
+    assert len(jax.local_devices()) == 4
+    text = sys.argv[1]
+    outs = []
+    for d, chunk, sde_chunk in ((1, 5, 6), (2, 2, 4), (4, 3, 5)):
+        data = tomllib.loads(text)
+        data["experiment"]["chunk"] = chunk
+        data["grid"]["sde_chunk"] = sde_chunk
+        exp = ex.from_dict(data, Path("/tmp/x.toml"))
+        out = Path(sys.argv[2]) / f"d{d}"
+        runner.run(exp, out, devices=jax.local_devices()[:d], progress=False)
+        outs.append((out / "records.csv").read_bytes())
+    assert outs[0] == outs[1] == outs[2], "results depend on devices or chunk size"
+    print("identical")
+    """
+)
+
+WEAK_TINY = """
+[experiment]
+study = "weak"
+system = "pss_PP"
+replications = 5
+chunk = 5
+[grid]
+n = [9]
+times = [0.5]
+sde_paths = 6
+sde_chunk = 6
+sde_dt = 0.05
+"""
+
+
+def test_one_two_four_devices_and_any_chunk_give_identical_results(tmp_path):
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAXQ_CACHE_DIR="off")
+    r = subprocess.run([sys.executable, "-c", DEVICES_SCRIPT, WEAK_TINY, str(tmp_path)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "identical" in r.stdout
+
+
+DISTRIBUTED_SCRIPT = textwrap.dedent(
+    """
+    import sys, tomllib, jax
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    pid, port, out, text = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=pid)
+    from pathlib import Path
+    from jaxq.studies import experiment as ex, runner
+    exp = ex.from_dict(tomllib.loads(text), Path("/tmp/x.toml"))
+    runner.run(exp, Path(out), distributed=True, progress=False)
+    """
+)
+
+
+@pytest.mark.slow
+def test_two_jax_distributed_processes_share_the_chunks(reference, tmp_path):
+    """Two real jax.distributed processes (gloo on CPU) split the chunks round-robin; same bytes."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = str(s.getsockname()[1])
+    out = tmp_path / "dist"
+    env = dict(os.environ, JAXQ_CACHE_DIR="off")
+    procs = [subprocess.Popen([sys.executable, "-c", DISTRIBUTED_SCRIPT, str(p), port, str(out), TINY], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in (0, 1)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+    for f in ("records.csv", "summary.csv"):
+        assert read(out, f) == read(reference[0], f)
+    writers = {json.loads(np.load(f)["__meta__"].tobytes())["process"] for f in (out / "chunks").rglob("*.npz")}
+    assert writers == {0, 1}
