@@ -13,9 +13,6 @@ from pathlib import Path
 
 from jaxq.cli import add_common
 from jaxq.cli.output import to_jsonable
-from jaxq.diffusion.workload import analyze
-from jaxq.examples import path
-from jaxq.model import load
 
 CASES = ("pss_P", "pss_T2", "pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1")
 DEMO_SYSTEMS = ("pss_P", "pss_PP", "pss_T2T1")
@@ -45,6 +42,10 @@ def register(sub) -> None:
 
 def analysis_rows() -> list[dict]:
     """One row per bundled case: policy, case, switching, HPC, z*, V0."""
+    from jaxq.diffusion.workload import analyze
+    from jaxq.examples import path
+    from jaxq.model import load
+
     rows = []
     for name in CASES:
         a = analyze(load(path(name)))
