@@ -8,6 +8,7 @@ time separately, and, where the section has one, the ratio to a baseline measure
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import platform
 import resource
@@ -52,6 +53,11 @@ def available() -> list[str]:
     return out
 
 
+def _finite(row: dict) -> dict:
+    """A row with non-finite numbers (e.g. the standard error of a single replication) as None."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+
 def run(sections: list[str] | None = None, quick: bool = False, progress=None) -> dict:
     """Run the given sections (default: all available) and return ``{"machine", "sections"}``."""
     names = available() if sections is None else sections
@@ -60,6 +66,6 @@ def run(sections: list[str] | None = None, quick: bool = False, progress=None) -
         if progress:
             progress(name)
         t0 = time.perf_counter()
-        rows = importlib.import_module(f"jaxq.bench.{name}").bench(quick)
+        rows = [_finite(r) for r in importlib.import_module(f"jaxq.bench.{name}").bench(quick)]
         out["sections"][name] = {"rows": rows, "wall_s": time.perf_counter() - t0, "peak_rss_mb": peak_rss_mb()}
     return out

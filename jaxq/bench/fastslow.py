@@ -7,6 +7,7 @@ import time
 import jax
 import jax.numpy as jnp
 
+from jaxq.bench.sizes import tiny
 from jaxq.mdp.layout import identical
 from jaxq.mdp.value_iteration import VIParams, solver
 from jaxq.sim.fastslow_ctmc import simulate_costs
@@ -44,6 +45,7 @@ def _ctmc_row(reps: int, steps: int) -> dict:
 def bench(quick: bool) -> list[dict]:
     """State updates per second of value iteration (states x Bellman updates) and of the simulator
     (uniformised steps x replications); ``compile_s`` is the first-call overhead."""
+    quick = quick or tiny()  # JAXQ_BENCH_TINY=1: a dry run
     return [_vi_row(255 if quick else 1023, 2 if quick else 5),
             _ctmc_row(32 if quick else 256, 2_000 if quick else 20_000)]
 

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from jaxq.bench.sizes import grid
 from jaxq.bench.timing import median_rate
 
 
@@ -143,18 +144,19 @@ def bench(quick: bool) -> list[dict]:
     two-class priority queue has the same servers and total load. ``jaxq_ratio`` is the uniformised
     jaxq engine's rate divided by the row's rate.
     """
+    g = grid(quick)
     n = 100
-    reps = 1000 if quick else 10_000
-    horizon = 20.0 if quick else 100.0
+    reps, horizon, ciw_h = g["mmc_reps"], g["mmc_horizon"], g["ciw_horizon"]
     repeats = 3
     j = jaxq_mmc(n, reps, horizon, repeats)
     rows = [
         {"engine": "mmc", "impl": "jaxq (uniformised, lockstep)", "n": n, "reps": reps, **j},
         {"engine": "mmc", "impl": "jaxq (network CTMC, event-driven)", "n": n, "reps": min(reps, 1000),
          **jaxq_network_mmc(n, min(reps, 1000), horizon / 2, repeats)},
-        {"engine": "mmc", "impl": "numba (all cores)", "n": n, "reps": reps, **numba_mmc(n, reps, horizon, repeats)},
-        {"engine": "mmc", "impl": "ciw", "n": n, "reps": 1, **ciw_mmc(n, 2.0 if quick else 10.0, repeats)},
-        {"engine": "priority2", "impl": "ciw", "n": n, "reps": 1, **ciw_mmc(n, 2.0 if quick else 10.0, repeats, True)},
+        {"engine": "mmc", "impl": "numba (all cores)", "n": n, "reps": min(reps, 10_000),
+         **numba_mmc(n, min(reps, 10_000), horizon, repeats)},
+        {"engine": "mmc", "impl": "ciw", "n": n, "reps": 1, **ciw_mmc(n, ciw_h, repeats)},
+        {"engine": "priority2", "impl": "ciw", "n": n, "reps": 1, **ciw_mmc(n, ciw_h, repeats, True)},
     ]
     for row in rows[1:]:
         other = row["events_per_s"]

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import jaxq
+from jaxq.bench.sizes import tiny
 from jaxq.model import load
 from jaxq.sim import network_ctmc as C
 
@@ -14,6 +15,7 @@ EX = Path(jaxq.__file__).parent / "examples"
 
 def bench(quick: bool) -> list[dict]:
     """Rows with keys engine, n, reps, events_per_s, compile_s (compile_s = first call minus second)."""
+    quick = quick or tiny()  # JAXQ_BENCH_TINY=1: a dry run
     st = C.setup(load(EX / "network_N.toml"))
     cases = [(100, 64, "priority"), (100, 64, "swc")] if quick else [
         (100, 256, "priority"), (1600, 256, "priority"), (100, 256, "swc"), (1600, 256, "swc")]

@@ -1,7 +1,8 @@
 """Throughput of the reflected-SDE schemes (path-steps per second) for 10^4 and 10^6 paths.
 
 ``bench(quick)`` returns rows ``{engine, scheme, paths, steps, path_steps_per_s, compile_s}``; quick uses
-256 and 1024 paths (batches of 256: one compilation per scheme). Run as a script to print them.
+256 and 1024 paths (batches of 256: one compilation per scheme), ``JAXQ_BENCH_TINY=1`` 256 paths of 64
+steps. Run as a script to print them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 
 import jaxq  # noqa: F401
+from jaxq.bench.sizes import tiny
 from jaxq.sde import coefficients as C
 from jaxq.sde.driver import simulate
 from jaxq.sde.estimators import SCHEMES
@@ -20,7 +22,8 @@ def bench(quick: bool = False) -> list[dict]:
     """Path-steps per second of each scheme on the T2T1 WCP diffusion (dt = 1e-3)."""
     params = C.wcp(*T2T1)
     dt = 1e-3
-    sizes = (256, 1024) if quick else (10000, 1000000)
+    quick = quick or tiny()
+    sizes = (256,) if tiny() else (256, 1024) if quick else (10000, 1000000)
     rows = []
     for name, scheme in SCHEMES.items():
         for paths in sizes:

@@ -57,6 +57,15 @@ POLICIES: dict[str, PolicyRules] = {
 FIXED = {f"{r}@{m}": (rule, m - 1) for rule, r in enumerate(RULE_NAMES) for m in (1, 2)}
 
 
+def pick(a, i):
+    """``a[i]`` for a 2-element array ``a`` and an index ``i`` in {0, 1}, as a select (no gather under vmap).
+
+    Matches jnp indexing for every ``i >= -1``: 0 gives ``a[0]``, anything else ``a[1]`` (jnp wraps -1
+    and clamps indices beyond the end).
+    """
+    return jnp.where(i == 0, a[0], a[1])
+
+
 def uses_threshold(rules: PolicyRules) -> bool:
     """True when the policy's rules involve the threshold Theta_n (T1 or T2 in some mode)."""
     return rules.lower != RULE_P or rules.higher != RULE_P
@@ -108,22 +117,26 @@ def dispatch(x, serving, k1, i2, prio):
     Returns:
       ``(serving, started)``: the new assignment and a bool (2,) marking servers that start a job.
     """
-    ks = jnp.arange(2)
-    q = queues(x, serving)
-    s1 = serving[k1]
-    start1 = (s1 == IDLE) & (q[i2] > 0)
-    q = q - jnp.where(start1 & (ks == i2), 1, 0)
+    # Component by component (selects on scalars): stacked two-element arrays indexed by traced
+    # values become strided gathers under vmap, several times slower than the whole rest of a step.
+    sv0, sv1 = serving[0], serving[1]
+    q0 = x[0] - ((sv0 == 0).astype(x.dtype) + (sv1 == 0).astype(x.dtype))  # queues(x, serving), exact in x's dtype
+    q1 = x[1] - ((sv0 == 1).astype(x.dtype) + (sv1 == 1).astype(x.dtype))
+    s1 = jnp.where(k1 == 0, sv0, sv1)
+    start1 = (s1 == IDLE) & (jnp.where(i2 == 0, q0, q1) > 0)
+    q0 = q0 - jnp.where(start1 & (i2 == 0), 1, 0)
+    q1 = q1 - jnp.where(start1 & (i2 == 1), 1, 0)
     k2 = 1 - k1
-    s2 = serving[k2]
+    s2 = jnp.where(k2 == 0, sv0, sv1)
     other = 1 - prio
-    take_p = q[prio] > 0
-    take_o = q[other] > 0
+    take_p = jnp.where(prio == 0, q0, q1) > 0
+    take_o = jnp.where(other == 0, q0, q1) > 0
     start2 = (s2 == IDLE) & (take_p | take_o)
     c2 = jnp.where(take_p, prio, other)
     new1 = jnp.where(start1, i2, s1)
     new2 = jnp.where(start2, c2, s2)
-    serving = jnp.where(ks == k1, new1, new2).astype(serving.dtype)
-    started = jnp.where(ks == k1, start1, start2)
+    serving = jnp.stack([jnp.where(k1 == 0, new1, new2), jnp.where(k1 == 1, new1, new2)]).astype(serving.dtype)
+    started = jnp.stack([jnp.where(k1 == 0, start1, start2), jnp.where(k1 == 1, start1, start2)])
     return serving, started
 
 
@@ -148,7 +161,7 @@ def sample_mode(mode, sampling, is_arrival, completed_server, k1, workload, leve
     Returns:
       The new current mode.
     """
-    at_k1 = jnp.logical_not(is_arrival) & (completed_server == k1[mode])
+    at_k1 = jnp.logical_not(is_arrival) & (completed_server == pick(k1, mode))
     sampled = (sampling == SAMPLE_EVERY_EVENT) | ((sampling == SAMPLE_K1_COMPLETION) & at_k1)
     target = jnp.where(workload < level, lower, higher)
     return jnp.where(sampled, target, mode)

@@ -1,0 +1,38 @@
+"""Problem sizes of the benchmark: by mode (full, ``--quick``, ``JAXQ_BENCH_TINY=1``) and backend.
+
+Lockstep engines (every replication advances one step per vector operation) only fill an accelerator
+with many replications (10^5-10^6), while a CPU saturates near 10^4; sequential baselines (numba, Ciw)
+stay on the host CPU in every case. ``JAXQ_BENCH_TINY=1`` shrinks everything to a dry run of the
+whole benchmark (minutes on a CPU, seconds per section on a GPU).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+
+def tiny() -> bool:
+    """True when ``JAXQ_BENCH_TINY`` is set to a non-empty value other than 0."""
+    return os.environ.get("JAXQ_BENCH_TINY", "0") not in ("", "0")
+
+
+def grid(quick: bool) -> dict:
+    """Sizes for this run: event targets per configuration and the replication counts per engine."""
+    accel = jax.default_backend() != "cpu"
+    if tiny():
+        return {"target_events": 2e5, "lockstep_target_events": 2e6, "pss2x2_event_reps": (1, 100),
+                "pss2x2_ctmc_reps": (2, 1000), "pss2x2_numba_reps": (1, 2, 100, 1000),
+                "mmc_reps": 1000, "mmc_horizon": 5.0, "ciw_horizon": 0.5}
+    if accel:
+        return {"target_events": 2e7 if quick else 1e8, "lockstep_target_events": 1e9 if quick else 4e9,
+                "pss2x2_event_reps": (1, 100, 10_000) if quick else (1, 100, 10_000, 100_000),
+                "pss2x2_ctmc_reps": (100, 10_000, 1_000_000) if quick else (100, 10_000, 100_000, 1_000_000),
+                "pss2x2_numba_reps": (1, 2, 100, 10_000),
+                "mmc_reps": 100_000 if quick else 1_000_000, "mmc_horizon": 20.0, "ciw_horizon": 2.0 if quick else 10.0}
+    return {"target_events": 2e6 if quick else 2e7, "lockstep_target_events": 2e6 if quick else 2e7,
+            "pss2x2_event_reps": (1, 100) if quick else (1, 100, 10_000),
+            "pss2x2_ctmc_reps": (2, 100, 10_000), "pss2x2_numba_reps": (1, 2, 100, 10_000),
+            "mmc_reps": 1000 if quick else 10_000, "mmc_horizon": 20.0 if quick else 100.0,
+            "ciw_horizon": 2.0 if quick else 10.0}
