@@ -174,13 +174,16 @@ def test_theta_levels():
     assert theta_level(2**12, 5 / 12) == 32  # exact power: no spurious round-up
 
 
-def test_cli_done_when(systems, capsys):
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_cli_done_when(systems, capsys, engine):
     """`jaxq simulate` at n = 16, 4000 replications: within 4 stderr of the exact value, stderr < 2%."""
     for name, rule in (("pss_P", "P"), ("pss_T2", "T2")):
         sy = systems[name]
         exact = _exact(sy, analyze(sy).active, rule, theta=4)
-        assert main(["simulate", str(path(name)), "--n", "16", "--reps", str(REPS), "--json", "--seed", "2"]) == 0
+        argv = ["simulate", str(path(name)), "--n", "16", "--reps", str(REPS), "--json", "--seed", "2", "--engine", engine]
+        assert main(argv) == 0
         r = json.loads(capsys.readouterr().out)
+        assert r["engine"] == engine
         for k in ("n", "reps", "policy", "theta", "J_hat", "stderr", "ci95", "V0", "horizon"):
             assert k in r
         for k in ("truncation_bound", "events", "wall_s", "events_per_s"):
