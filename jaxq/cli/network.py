@@ -115,6 +115,8 @@ def _run_simulate(args) -> dict:
         out["spare_capacity_n"] = spare_capacity_n(net, st.plan, args.n, dl.basis_pool)
         for k in ("mean_idleness_hat", "weighted_idleness_hat"):
             out[k], out[k + "_stderr"] = res[k], res[k + "_stderr"]
+    # Stationary histograms of the diffusion-scaled state: one row per class, then the total <e, X_hat>.
+    out.update(hist_edges=res["hist_edges"], hist_density=res["hist_density"])
     out.update(events=res["events"], wall_s=res["wall_s"], events_per_s=res["events_per_s"])
     return out
 
@@ -182,3 +184,12 @@ def register(subparsers) -> None:
     d.add_argument("--warmup", type=float, default=20.0)
     add_common(d, seed=True)
     d.set_defaults(func=_run_sde)
+
+
+def render(r: dict) -> str:
+    """The table view; the stationary histograms are long arrays, printed with --json only."""
+    from jaxq.cli.output import table
+
+    short = {k: v for k, v in r.items() if k not in ("hist_edges", "hist_density")}
+    note = "\n(histograms of X_hat: hist_edges, hist_density with --json)" if "hist_density" in r else ""
+    return table(short) + note
