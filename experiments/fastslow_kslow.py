@@ -14,14 +14,15 @@ Writes ``fastslow_kslow.csv`` and ``fastslow_kslow.png`` to ``experiments/result
 from __future__ import annotations
 
 import argparse
-import csv
 import os
+from pathlib import Path
 
 import numpy as np
 
 from jaxq.mdp import exact
 from jaxq.mdp import structure as st
 from jaxq.mdp.fastslow import solve
+from jaxq.studies.storage import write_table
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "fastslow_kslow")
 
@@ -78,10 +79,7 @@ def run(small: bool = False, out: str = OUT) -> list[dict]:
                        thresholds=" ".join(str(v - 1) for v in n))
         rows.append(row)
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "fastslow_kslow.csv"), "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(Path(out), "fastslow_kslow", rows)  # CSV (+ Parquet with pyarrow)
     _plot(rows, os.path.join(out, "fastslow_kslow.png"))
     return rows
 

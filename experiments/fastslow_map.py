@@ -10,13 +10,14 @@ to ``experiments/results/fastslow_map/``.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 
 from jaxq.mdp.fastslow import solve_many
+from jaxq.studies.storage import write_table
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "fastslow_map")
 
@@ -40,10 +41,7 @@ def run(small: bool = False, out: str = OUT, alpha: float = 0.05) -> list[dict]:
                          "threshold_structure": bool(res["threshold"][i]), "converged": bool(res["converged"][i]),
                          "N": res["N"], "batch_wall_s": wall})
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "fastslow_map.csv"), "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(Path(out), "fastslow_map", rows)  # CSV (+ Parquet with pyarrow)
     _plot(rows, loads, ratios, os.path.join(out, "fastslow_map.png"))
     return rows
 

@@ -10,7 +10,6 @@ Usage: python experiments/network_diffusion_compare.py [--small] [--out DIR]
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from jaxq.diffusion.network import diffusion_limit
 from jaxq.model import load
 from jaxq.sde.network_euler import simulate_diffusion
 from jaxq.sim import network_ctmc as C
+from jaxq.studies.storage import write_table
 
 EX = Path(jaxq.__file__).parent / "examples"
 
@@ -44,10 +44,7 @@ def main(argv=None) -> list[dict]:
         rows.append({"source": "ctmc", "n": n, "queue_hat": r["mean_queue"].sum() / math.sqrt(n),
                      "queue_hat_stderr": math.sqrt((r["mean_queue_stderr"] ** 2).sum()) / math.sqrt(n),
                      "idleness_hat": r["mean_idleness_hat"], "idleness_hat_stderr": r["mean_idleness_hat_stderr"]})
-    with open(out / "network_diffusion_compare.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(Path(out), "network_diffusion_compare", rows)  # CSV (+ Parquet with pyarrow)
     for row in rows:
         print({k: (round(float(v), 4) if not isinstance(v, str) else v) for k, v in row.items()})
     return rows

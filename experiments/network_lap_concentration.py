@@ -10,7 +10,6 @@ Usage: python experiments/network_lap_concentration.py [--small] [--out DIR]
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
 import matplotlib
@@ -22,6 +21,7 @@ import numpy as np  # noqa: E402
 import jaxq  # noqa: E402
 from jaxq.model import load  # noqa: E402
 from jaxq.sim import network_ctmc as C  # noqa: E402
+from jaxq.studies.storage import write_table
 
 EX = Path(jaxq.__file__).parent / "examples"
 
@@ -64,10 +64,7 @@ def main(argv=None) -> dict:
     fig.tight_layout()
     fig.savefig(out / "network_lap_concentration.png", dpi=100)
     plt.close(fig)
-    with open(out / "network_lap_concentration.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(Path(out), "network_lap_concentration", rows)  # CSV (+ Parquet with pyarrow)
     print(f"fitted exponent {slope:.3f} (paper: deviations O(r^(1/2+eps)))")
     for row in rows:
         print(row)

@@ -12,7 +12,6 @@ Usage: python experiments/network_tightness.py [--small] [--out DIR]
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 from pathlib import Path
 
@@ -20,12 +19,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
 import jaxq  # noqa: E402
 from jaxq.diffusion.network import diffusion_limit  # noqa: E402
 from jaxq.model import load  # noqa: E402
 from jaxq.sim import network_ctmc as C  # noqa: E402
+from jaxq.studies.storage import write_table
 
 EX = Path(jaxq.__file__).parent / "examples"
 
@@ -70,10 +69,7 @@ def main(argv=None) -> list[dict]:
     fig.tight_layout()
     fig.savefig(out / "network_tightness.png", dpi=100)
     plt.close(fig)
-    with open(out / "network_tightness.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(Path(out), "network_tightness", rows)  # CSV (+ Parquet with pyarrow)
     for row in rows:
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
     return rows

@@ -10,7 +10,6 @@ Usage: python experiments/network_transience.py [--small] [--out DIR]
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
 import matplotlib
@@ -23,6 +22,7 @@ from jaxq.diffusion.network import diffusion_limit  # noqa: E402
 from jaxq.model.network import from_dict  # noqa: E402
 from jaxq.sde.network_euler import simulate_diffusion  # noqa: E402
 from jaxq.sim import network_ctmc as C  # noqa: E402
+from jaxq.studies.storage import write_table
 
 NEGATIVE_N = {
     "system": {
@@ -70,10 +70,7 @@ def main(argv=None) -> list[dict]:
     fig.tight_layout()
     fig.savefig(out / "network_transience.png", dpi=100)
     plt.close(fig)
-    with open(out / "network_transience.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(Path(out), "network_transience", rows)  # CSV (+ Parquet with pyarrow)
     growth = np.polyfit(times, m, 1)[0]
     print(f"spare capacity {dl.spare_capacity:.4f}; CTMC n={ns[-1]} growth rate of E<e,X_hat(t)>: {growth:.4f} per unit time")
     return rows

@@ -13,7 +13,6 @@ Usage: python experiments/sde_convergence.py [--small] [--out DIR]
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from jaxq.diffusion import stationary  # noqa: E402
 from jaxq.diffusion.workload import analyze  # noqa: E402
 from jaxq.model import load  # noqa: E402
 from jaxq.sde.estimators import SCHEMES, stationary_check, wcp_coefficients, wcp_value  # noqa: E402
+from jaxq.studies.storage import write_table
 
 EX = Path(jaxq.__file__).parent / "examples"
 
@@ -74,10 +74,7 @@ def main(argv=None) -> dict:
                     "truncation_bound": r["truncation_bound"], "path_steps_per_s": r["path_steps_per_s"],
                 })
                 print(f"{name:9s} {scheme:6s} dt={dt:<8g} err={rows[-1]['error']:+.5f} +/- {r['stderr']:.5f}", flush=True)
-    with open(out / "errors.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(Path(out), "errors", rows)  # CSV (+ Parquet with pyarrow)
     orders = []
     for name in systems:
         for scheme in SCHEMES:
@@ -86,10 +83,7 @@ def main(argv=None) -> dict:
             orders.append({"system": name, "scheme": scheme, "order": slope, "order_stderr": sd, "points_used": n,
                            "error_at_finest": sel[-1]["error"], "stderr_at_finest": sel[-1]["stderr"],
                            "path_steps_per_s": float(np.median([r["path_steps_per_s"] for r in sel]))})
-    with open(out / "orders.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(orders[0]))
-        w.writeheader()
-        w.writerows(orders)
+    write_table(Path(out), "orders", orders)  # CSV (+ Parquet with pyarrow)
     # stationary law check (skew scheme, dual mode with negative upper drift)
     an = analyze(load(EX / ("pss_T2T2.toml" if a.small else "pss_T2T1.toml")))
     params, _ = wcp_coefficients(an)

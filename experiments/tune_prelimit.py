@@ -11,14 +11,15 @@ random numbers and compared with V0.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
+from pathlib import Path
 
 import jaxq  # noqa: F401
 from jaxq.diffusion.workload import analyze
 from jaxq.examples import path
 from jaxq.model import load
+from jaxq.studies.storage import write_table
 from jaxq.tuning.prelimit import tune_prelimit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,10 +45,7 @@ def run(system_name: str = "pss_T2T1", small: bool = False, out: str | None = No
             "J_tuned": ev["J_tuned"], "J_tuned_stderr": ev["J_tuned_stderr"],
             "difference": ev["difference"], "difference_stderr": ev["difference_stderr"], "V0": a.V0,
         })
-    with open(os.path.join(out, "tune_prelimit.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_table(Path(out), "tune_prelimit", rows)  # CSV (+ Parquet with pyarrow)
     figure(rows, os.path.join(out, "tune_prelimit.png"))
     return rows
 

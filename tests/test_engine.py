@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxq.sim.engine import Engine, replication_keys, simulate
+from jaxq.sim.engine import replication_keys, simulate
 
 MM1_SRC = textwrap.dedent(
     """

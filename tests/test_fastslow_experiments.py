@@ -3,7 +3,6 @@
 import importlib.util
 import os
 
-import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -20,7 +20,6 @@ O(sqrt(dt)) of all steps and contribute an O(dt) bias in total.
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import Callable, NamedTuple
 
 import jax

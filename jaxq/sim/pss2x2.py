@@ -136,7 +136,7 @@ def _step(s, p, spec, debug, perturb=False):
     serving, started = pol.dispatch(x, serving_before, k1, i2, prio)
 
     # Fresh clocks: at most two draws (the arrival's next interarrival and/or up to two starts).
-    st0, st1 = started[0], started[1]
+    st0 = started[0]
     svc = service_stream(jnp.maximum(serving, 0), ks)
     slot0 = jnp.where(is_arr, cls_arr, jnp.where(st0, svc[0], svc[1]))
     slot1 = jnp.where(is_arr & st0, svc[0], svc[1])

@@ -238,7 +238,7 @@ def figure_weak(exp, pts, records, tables, out):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n")
-    ax.set_ylabel(f"KS distance of " + r"$\hat W^n$" + f"({t:g}) to Z({t:g})")
+    ax.set_ylabel("KS distance of " + r"$\hat W^n$" + f"({t:g}) to Z({t:g})")
     ax.legend(fontsize=7)
     paths.append(figures.save(fig, out, "ks.png"))
     return paths
