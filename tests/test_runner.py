@@ -249,3 +249,15 @@ def test_two_jax_distributed_processes_share_the_chunks(reference, tmp_path):
         assert read(out, f) == read(reference[0], f)
     writers = {json.loads(np.load(f)["__meta__"].tobytes())["process"] for f in (out / "chunks").rglob("*.npz")}
     assert writers == {0, 1}
+
+
+def test_seed_option_replaces_the_files_seeds(tmp_path, capsys):
+    f = tmp_path / "e.toml"
+    f.write_text(TINY.replace('systems = ["pss_P", "pss_PP"]', 'systems = ["pss_P"]').replace("n = [9, 16]", "n = [9]"))
+    outs = []
+    for k, extra in enumerate((["--seed", "7"], ["--seed", "7"], [])):
+        assert main(["run", str(f), "--out", str(tmp_path / f"o{k}"), "--json", "--no-progress"] + extra) == 0
+        outs.append(json.loads(capsys.readouterr().out)["tables"]["summary"][0])
+    assert outs[0]["seed"] == 7 and outs[2]["seed"] == 3
+    assert outs[0]["J_hat"] == outs[1]["J_hat"] != outs[2]["J_hat"]
+    assert main(["run", str(f), "--seed", "-1"]) == 2

@@ -24,6 +24,7 @@ def register(sub) -> None:
     p.add_argument("--distributed", action="store_true",
                    help="call jax.distributed.initialize() (SLURM etc. auto-detected) and split chunks over processes")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--seed", type=int, default=None, help="run with this seed instead of the file's seeds")
     add_common(p)
     p.set_defaults(func=run)
 
@@ -40,7 +41,10 @@ def run(args) -> dict | None:
         except (AttributeError, ValueError):
             pass
         jax.distributed.initialize()  # coordinator, process count and id from SLURM (or JAX_* variables)
-    exp = load_experiment(args.experiment)  # validates everything before anything is written
+    if args.seed is not None and not 0 <= args.seed < 2**32:
+        raise InputError("--seed", f"must lie in [0, 2^32), got {args.seed}")
+    seeds = None if args.seed is None else [args.seed]
+    exp = load_experiment(args.experiment, seeds)  # validates everything before anything is written
     devices = None
     if args.devices is not None:
         local = jax.local_devices()

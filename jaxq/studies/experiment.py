@@ -180,7 +180,10 @@ def from_dict(data: dict, file: Path) -> Experiment:
     return Experiment(**{**exp.__dict__, "points": tuple(points)})
 
 
-def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate an experiment file (see the module docstring)."""
+def load_experiment(path: str | Path, seeds: list[int] | None = None) -> Experiment:
+    """Read and validate an experiment file (see the module docstring); ``seeds`` replaces its seeds."""
     p = Path(path).resolve() if Path(path).is_file() else Path(path)
-    return from_dict(read_toml(p), p)
+    data = read_toml(p)
+    if seeds is not None and isinstance(data.get("experiment"), dict):
+        data["experiment"]["seeds"] = list(seeds)
+    return from_dict(data, p)
