@@ -24,8 +24,8 @@ import math
 import os
 import time
 from functools import lru_cache, partial
+from pathlib import Path
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -34,6 +34,7 @@ from jaxq.diffusion.workload import analyze
 from jaxq.model import load
 from jaxq.sim import pss2x2 as simmod
 from jaxq.sim.engine import Engine, simulate
+from jaxq.studies.storage import write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYSTEM = os.path.join(HERE, "..", "jaxq", "examples", "pss_T1T2.toml")
@@ -81,7 +82,7 @@ def _step_d(s, p, spec):
     c = jnp.maximum(serving, 0)
     busy = 1.0 - idle
     b_act = p["lam_hat_w"] - jnp.sum(busy * p["mu_hat"][c, jnp.arange(2)] * p["alpha_inv"][c])
-    hp, hq = p["hpc"], 1 - p["hpc"]
+    hp = p["hpc"]
     xp, xq = jnp.where(hp == 0, x[0], x[1]), jnp.where(hp == 0, x[1], x[0])
     inc = jnp.zeros(len(ACC), jnp.float64)
     inc = inc.at[IX["t_mode_lower"]].set(lower * dt).at[IX["t_mode_higher"]].set((1 - lower) * dt)
@@ -165,17 +166,6 @@ def sde_reference(an, t_end, paths=20000, dt=2e-4, seed=7, switch=True):
             "ED": D.mean(), "ED_stderr": se(D), "EL": L.mean(), "EL_stderr": se(L), "t_higher": tH.mean()}
 
 
-def write_csv(path, rows):
-    keys = list(rows[0])
-    for r in rows[1:]:
-        keys += [k for k in r if k not in keys]
-    with open(path, "w") as f:
-        f.write(",".join(keys) + "\n")
-        for r in rows:
-            f.write(",".join("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r.get(k), float) else str(r[k]))
-                             for k in keys) + "\n")
-
-
 def plot(rows, sde, path):
     import matplotlib
 
@@ -249,8 +239,8 @@ def main(argv=None):
     sde = [sde_reference(an, t_end, paths=paths), sde_reference(an, t_end, paths=paths, switch=False)]
     for s in sde:
         print(s)
-    write_csv(os.path.join(args.out, "diagnosis.csv"), rows)
-    write_csv(os.path.join(args.out, "sde.csv"), sde)
+    write_table(Path(args.out), "diagnosis", rows)
+    write_table(Path(args.out), "sde", sde)
     plot(rows, sde, os.path.join(args.out, "diagnosis.png"))
     return rows, sde
 

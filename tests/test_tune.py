@@ -103,3 +103,23 @@ def test_tune_experiment_small(tmp_path):
     rows = mod.run(small=True, out=str(tmp_path))
     assert len(rows) == 2 and (tmp_path / "tune_prelimit.png").exists()
     assert all(math.isfinite(r["J_tuned"]) and math.isfinite(r["difference"]) for r in rows)
+
+
+def test_t1t2_diagnosis_small(tmp_path):
+    """The workload split W = M + D + U runs, the engine's Definition 2.7 counters stay 0, and under T1T2 with
+    c = 1 the idleness push happens in the lower mode (none in the upper mode), as the README explains."""
+    import importlib.util
+    import os
+
+    file = os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments", "t1t2_diagnosis.py")
+    spec = importlib.util.spec_from_file_location("t1t2_diagnosis", file)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows, sde = mod.main(["--small", "--out", str(tmp_path)])
+    viol = (tmp_path / "violations.csv").read_text().splitlines()[1].split(",")[2:]
+    assert all(v == "0" for v in viol)
+    for r in rows:
+        if r["policy"] == "T1T2" and r["theta_constant"] == 1.0:
+            assert r["U_mode_higher"] <= 0.05 * r["U_mode_lower"]
+            assert abs(r["M_residual"]) <= 4 * max(r["U_stderr"], 0.05) + 0.3  # the residual martingale part is small
+    assert (tmp_path / "diagnosis.png").exists() and (tmp_path / "diagnosis.csv").exists()
