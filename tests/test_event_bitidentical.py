@@ -1,0 +1,85 @@
+"""The event-driven 2x2 simulator (and its sampler) reproduce their earlier outputs bit for bit.
+
+``tests/data/event_outputs.npz`` holds the outputs of :func:`jaxq.sim.pss2x2.simulate_cost` from the
+code before the performance work on the event engine; regenerate it only for an intended change of
+the random streams: ``python tests/test_event_bitidentical.py --write``.
+"""
+
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaxq  # noqa: F401  (float64)
+from jaxq.examples import path
+from jaxq.model import load
+from jaxq.model.pss2x2 import from_dict
+from jaxq.sim import pss2x2 as S
+
+DATA = Path(__file__).parent / "data" / "event_outputs.npz"
+EXAMPLES = ("pss_P", "pss_PP", "pss_T1T2", "pss_T2", "pss_T2T1", "pss_T2T2", "pss_spec")
+REC = (0.5, 2.0)
+# (system, n, reps, policy, extra options): every bundled system with its auto policy, fixed rules,
+# n = 100, the debug counters, the Gaussian perturbation, and every sampling family.
+CASES = [(name, 16, 8, "auto", {}) for name in EXAMPLES] + [
+    ("pss_P", 100, 12, "auto", {}),
+    ("pss_spec", 100, 12, "auto", {}),
+    ("pss_P", 16, 8, "T1@1", {}),
+    ("pss_T2", 16, 8, "P@2", {}),
+    ("pss_spec", 16, 8, "T2@1", {}),
+    ("pss_T1T2", 16, 8, "auto", {"debug": True}),
+    ("pss_T2T2", 16, 8, "auto", {"perturb": (1, 0.1, 0.2)}),
+    ("families", 16, 8, "auto", {}),
+    ("families", 100, 16, "T1@2", {"debug": True}),
+]
+KEYS = ("J", "W_hat_t", "sup_X_hat", "X_hat_T", "switches")
+
+
+def system(name):
+    if name != "families":
+        return load(path(name))
+    data = tomllib.loads(Path(path("pss_spec")).read_text())
+    data["system"]["interarrival"] = ["gamma:0.5", "lognormal:2"]
+    data["system"]["service"] = [["deterministic", "erlang:0.5"], ["gamma:3", "hyperexponential:2"]]
+    return from_dict(data)
+
+
+def case_outputs(j, case) -> dict:
+    name, n, reps, policy, opts = case
+    r = S.simulate_cost(system(name), n, reps, policy=policy, seed=j, horizon=6.0, record_times=REC, **opts)
+    out = {f"case{j}_{k}": np.asarray(r[k]) for k in KEYS}
+    out[f"case{j}_events"] = np.array([r["events"]], np.int64)
+    if "violations" in r:
+        out[f"case{j}_violations"] = np.array(list(r["violations"].values()), np.int64)
+    if "eps" in r:
+        out[f"case{j}_eps"] = np.asarray(r["eps"])
+    return out
+
+
+def all_outputs() -> dict:
+    out = {}
+    for j, case in enumerate(CASES):
+        out.update(case_outputs(j, case))
+    return out
+
+
+@pytest.fixture(scope="module")
+def stored():
+    return dict(np.load(DATA))
+
+
+@pytest.mark.parametrize("j", range(len(CASES)))
+def test_event_engine_bit_identical(stored, j):
+    got = case_outputs(j, CASES[j])
+    for k, v in got.items():
+        assert k in stored, k
+        np.testing.assert_array_equal(v, stored[k], err_msg=k)
+        assert v.dtype == stored[k].dtype, k
+    assert {k for k in stored if k.startswith(f"case{j}_")} == set(got)
+
+
+if __name__ == "__main__" and "--write" in sys.argv:
+    np.savez_compressed(DATA, **all_outputs())
+    print(f"wrote {DATA}")
