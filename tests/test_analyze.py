@@ -162,3 +162,9 @@ def test_console_script_json():
         assert key in r
     assert r["policy"] == "T1T2" and r["case"] == "dual" and len(r["modes"]) == 2
     assert r["z_star"] == pytest.approx(analyze(load(path("pss_T1T2"))).z_star, rel=1e-12)
+
+
+def test_unwritable_output_is_one_line_and_exit_2(capsys):
+    assert main(["demo", "--small", "--out", "/proc/jaxq-cannot-write-here"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("jaxq: error: /proc/jaxq-cannot-write-here")

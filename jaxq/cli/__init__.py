@@ -92,4 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into head: not an error of ours
         sys.stderr.close()
         return 0
+    except OSError as e:  # an output path that cannot be created or written: bad input too
+        where = e.filename if e.filename is not None else "output"
+        sys.stderr.write(f"jaxq: error: {where}: {e.strerror or e}\n")
+        return 2
     return 0
