@@ -49,3 +49,36 @@ def test_bad_input():
     with pytest.raises(InputError):
         erlang_c(10.0, 1.0, 5)
     assert math.isfinite(erlang_c(990.0, 1.0, 1000)["p_wait"])
+
+
+def test_lockstep_engines_identical_on_one_and_four_devices():
+    """Both uniformised engines (M/M/c and the 2x2 CTMC) give the same numbers on 1 and 4 devices."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import jax, numpy as np
+        import jaxq
+        from jaxq.examples import path
+        from jaxq.model import load
+        from jaxq.sim.birth_death import simulate_mmc
+        from jaxq.sim import pss2x2_ctmc as U
+        d = jax.local_devices()
+        assert len(d) == 4
+        a = simulate_mmc(8.0, 1.0, 10, reps=10, warmup=1.0, horizon=20.0, seed=4, devices=d[:1])
+        b = simulate_mmc(8.0, 1.0, 10, reps=10, warmup=1.0, horizon=20.0, seed=4, devices=d, chunk=6)
+        assert all(a[k] == b[k] for k in a if k not in ("wall_s", "events_per_s"))
+        s = load(path("pss_T2"))
+        x = U.simulate_cost(s, 16, 10, seed=3, devices=d[:1])
+        y = U.simulate_cost(s, 16, 10, seed=3, devices=d, chunk=4)
+        np.testing.assert_array_equal(x["J"], y["J"])
+        print("identical")
+        """
+    )
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "identical" in r.stdout
