@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from jaxq.diffusion import hjb, hjb_fd
 
@@ -111,3 +111,29 @@ def test_derivatives_match_finite_differences():
         assert float(g[j]) == pytest.approx(float((f(coef + e) - f(coef - e)) / 2e-6), rel=1e-5, abs=1e-7)
         fd_z = (zf(coef + e) - zf(coef - e)) / 2e-6
         assert float(zg[j]) == pytest.approx(float(fd_z), rel=1e-5, abs=1e-7)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    bL=st.floats(-3.0, 2.0),
+    db=st.floats(0.05, 3.0),
+    sL=st.floats(0.3, 3.0),
+    ds=st.floats(0.05, 3.0),
+    g=st.floats(0.05, 2.0),
+)
+def test_random_dual_mode_problems_against_finite_differences(bL, db, sL, ds, g):
+    """(2.20): b_H < b_L and sigma_H > sigma_L. z* exists, and value and switching point match the FD solver
+    wherever a uniform grid of at most 2e5 cells resolves both z* and the shortest decay length."""
+    coef = (bL, sL, bL - db, sL + ds, g)
+    z = float(zstar(*coef))
+    assert np.isfinite(z) and z > 0
+    ell = float(hjb.length_scale(*coef))
+    p, q = hjb.char_roots(bL, sL, g)
+    _, r = hjb.char_roots(bL - db, sL + ds, g)
+    shortest = float(min(1 / p, -1 / q, -1 / r))
+    x_max = z + 30 * ell
+    n = int(40 * x_max / min(shortest, z))
+    assume(n <= 200000)  # scale separations beyond that need a non-uniform grid, not this check
+    x, u, mode = fd(*coef, x_max=x_max, n=max(n, 20000))
+    assert u[0] == pytest.approx(float(cost(0.0, z, *coef)), rel=2e-3)
+    assert hjb_fd.switching_point(x, mode) == pytest.approx(z, rel=2e-2, abs=3 * (x[1] - x[0]))
