@@ -128,9 +128,7 @@ def test_random_dual_mode_problems_against_finite_differences(bL, db, sL, ds, g)
     z = float(zstar(*coef))
     assert np.isfinite(z) and z > 0
     ell = float(hjb.length_scale(*coef))
-    p, q = hjb.char_roots(bL, sL, g)
-    _, r = hjb.char_roots(bL - db, sL + ds, g)
-    shortest = float(min(1 / p, -1 / q, -1 / r))
+    shortest = float(hjb.shortest_length(*coef))
     x_max = z + 30 * ell
     n = int(40 * x_max / min(shortest, z))
     assume(n <= 200000)  # scale separations beyond that need a non-uniform grid, not this check

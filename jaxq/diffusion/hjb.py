@@ -84,11 +84,22 @@ def smooth_fit_gap(z, bL, sL, bH, sH, gamma):
     return C * r * r - (A * p * p + B * q * q * jnp.exp(q * z))
 
 
-def length_scale(bL, sL, bH, sH, gamma):
-    """A natural length of the problem: the largest decay length of the exponentials."""
+def _decay_lengths(bL, sL, bH, sH, gamma):
     p, q = char_roots(bL, sL, gamma)
     _, r = char_roots(bH, sH, gamma)
-    return jnp.maximum(jnp.maximum(1.0 / p, -1.0 / q), -1.0 / r)
+    return 1.0 / p, -1.0 / q, -1.0 / r
+
+
+def length_scale(bL, sL, bH, sH, gamma):
+    """A natural length of the problem: the largest decay length of the exponentials."""
+    a, b, c = _decay_lengths(bL, sL, bH, sH, gamma)
+    return jnp.maximum(jnp.maximum(a, b), c)
+
+
+def shortest_length(bL, sL, bH, sH, gamma):
+    """The shortest decay length of the exponentials: where the switched cost still varies with z."""
+    a, b, c = _decay_lengths(bL, sL, bH, sH, gamma)
+    return jnp.minimum(jnp.minimum(a, b), c)
 
 
 def _bracket_and_bisect(bL, sL, bH, sH, gamma, grid_points=241, iters=200):

@@ -29,6 +29,7 @@ import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.sim.lockstep import run_replications
+from jaxq.stats import mean_stderr
 
 PAGE = 64  # steps per batch of random words (fixed: part of the random stream's definition)
 TWO32 = 2.0**32
@@ -79,11 +80,6 @@ def _run(keys, lam, mu, c: int, warm_pages: int, pages: int, page_sums: str = "i
     return jax.vmap(one)(keys)
 
 
-def _mean_se(a):
-    a = np.asarray(a, float)
-    return float(a.mean()), float(a.std(ddof=1) / math.sqrt(len(a)))
-
-
 def simulate_mmc(lam: float, mu: float, c: int, reps: int = 64, warmup: float = 20.0, horizon: float = 200.0,
                  seed: int = 0, chunk: int | None = None, devices=None) -> dict:
     """Stationary statistics of M/M/c over [warmup, horizon], replicated.
@@ -124,7 +120,7 @@ def simulate_mmc(lam: float, mu: float, c: int, reps: int = 64, warmup: float = 
         ("mean_idle", c - (acc_x - acc_q) / steps),
         ("p_wait", waited / np.maximum(arrivals, 1)),
     ):
-        res[name], res[name + "_stderr"] = _mean_se(per)
+        res[name], res[name + "_stderr"] = mean_stderr(per)
     total = int(events.sum())
     res.update(reps=reps, servers=c, steps=steps, events=total, wall_s=wall,
                events_per_s=total / max(wall - compile_s, 1e-9))

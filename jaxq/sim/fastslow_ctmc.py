@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.sim.engine import Engine, simulate
+from jaxq.stats import mean_stderr
 
 
 class Params(NamedTuple):
@@ -100,6 +101,6 @@ def simulate_costs(lam, mu1, mu2, q_thresholds, *, alpha=0.1, steps=20_000, warm
     out = simulate(ENGINE, p, reps, seed, chunk=chunk)
     disc = np.asarray(out.disc)
     avg = np.asarray(out.total) / (steps - warmup)
-    se = lambda a: float(a.std(ddof=1) / np.sqrt(a.size))  # noqa: E731
-    return {"value_empty": float(disc.mean()), "value_empty_stderr": se(disc),
-            "average_cost": float(avg.mean()), "average_cost_stderr": se(avg), "reps": reps, "steps": steps}
+    (v, v_se), (g, g_se) = mean_stderr(disc), mean_stderr(avg)
+    return {"value_empty": v, "value_empty_stderr": v_se, "average_cost": g, "average_cost_stderr": g_se,
+            "reps": reps, "steps": steps}

@@ -38,6 +38,7 @@ from jaxq.model.network import Network
 from jaxq.planning.lap import lap_equilibrium
 from jaxq.planning.network_lp import StaticPlan, resolve_scaling, solve_static_plan
 from jaxq.sim.engine import Engine, simulate
+from jaxq.stats import mean_stderr
 
 POLICIES = ("priority", "lap", "lqfs", "swc")
 _NONE = 1e30  # score of a pool/class that cannot be chosen
@@ -304,12 +305,6 @@ def make_params(
     return p
 
 
-def _mean_se(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r = a.shape[0]
-    se = a.std(axis=0, ddof=1) / math.sqrt(r) if r > 1 else np.zeros_like(a[0])
-    return a.mean(axis=0), se
-
-
 def summarize(final: dict, p: dict, wall_s: float) -> dict:
     """Per-replication time averages, then their means and standard errors over replications."""
     span = float(p["horizon"] - p["warmup"])
@@ -329,9 +324,9 @@ def summarize(final: dict, p: dict, wall_s: float) -> dict:
     per_rep["p_wait"] = final["waited"].sum(axis=1) / np.maximum(arrivals, 1.0)
     per_rep["p_wait_class"] = final["waited"] / np.maximum(final["arrivals"], 1.0)
     for k, v in per_rep.items():
-        m, se = _mean_se(np.asarray(v, dtype=float))
+        m, se = mean_stderr(np.asarray(v, dtype=float))
         out[k], out[k + "_stderr"] = m, se
-    out["mean_idle_total"], out["mean_idle_total_stderr"] = _mean_se(per_rep["mean_idle"].sum(axis=1))
+    out["mean_idle_total"], out["mean_idle_total_stderr"] = mean_stderr(per_rep["mean_idle"].sum(axis=1))
     edges = np.asarray(p["hist_edges"])
     width = edges[1] - edges[0]
     out["hist_edges"] = edges
@@ -359,7 +354,7 @@ def _weighted_idleness(st: NetworkSetup, n: float, final: dict, p: dict) -> dict
     w = 1.0 + np.linalg.solve(b1n, b2n).sum(axis=0)
     span = float(p["horizon"] - p["warmup"])
     per = (final["acc_y"] / span) @ w / math.sqrt(n)
-    m, se = _mean_se(per)
+    m, se = mean_stderr(per)
     return {
         "weighted_idleness_hat": m,
         "weighted_idleness_hat_stderr": se,

@@ -51,6 +51,7 @@ from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim.lockstep import run_replications
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, build_params
+from jaxq.stats import mean_stderr
 
 PAGE = 64  # steps per page of random words (part of the random stream's definition)
 TWO32 = 2**32
@@ -235,7 +236,7 @@ def simulate_cost(
     wall = time.perf_counter() - t0
     x_K, _, _, _, acc, events, switches = cols
     J = acc / (big + g)
-    mean, se = float(J.mean()), float(J.std(ddof=1) / math.sqrt(reps))
+    mean, se = mean_stderr(J)
     bound = r**steps / rn * (x_K @ system.h / g + float(np.sum(system.h * lam_n)) / g**2)
     total = int(events.sum())
     return {

@@ -7,11 +7,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-
-def mean_stderr(x) -> tuple[float, float]:
-    """Sample mean and its standard error (``std(ddof=1)/sqrt(m)``)."""
-    x = np.asarray(x, dtype=np.float64)
-    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+from jaxq.stats import mean_stderr  # noqa: F401  (re-exported for the studies)
 
 
 def ks_distance(a, b) -> tuple[float, float]:

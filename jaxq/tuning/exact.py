@@ -59,11 +59,7 @@ def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int
       A :class:`TuneResult`.
     """
     coef = tuple(jnp.float64(c) for c in (bL, sL, bH, sH, gamma))
-    if z_init is None:
-        p, q = hjb.char_roots(coef[0], coef[1], coef[4])
-        _, r = hjb.char_roots(coef[2], coef[3], coef[4])
-        z_init = float(jnp.minimum(jnp.minimum(1.0 / p, -1.0 / q), -1.0 / r))
-    z0 = z_init
+    z0 = float(hjb.shortest_length(*coef)) if z_init is None else z_init
 
     coef = jnp.stack(coef)
     theta = _softplus_inv(jnp.float64(z0))

@@ -25,13 +25,13 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 import optax
-from scipy import stats
 
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, resolve_policy, simulate_cost
+from jaxq.stats import mean_stderr, t_interval
 
 
 class PrelimitTune(NamedTuple):
@@ -54,12 +54,6 @@ def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, 
     half = 0.5 * (plus["J"] - minus["J"])
     g = half[:, None] * plus["eps"] / np.asarray(tau)
     return g.mean(axis=0), g.std(axis=0, ddof=1) / math.sqrt(reps), float(0.5 * (plus["J"] + minus["J"]).mean())
-
-
-def _ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    m, s = float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values)))
-    q = float(stats.t.ppf(0.5 + level / 2, len(values) - 1))
-    return m - q * s, m + q * s
 
 
 def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
@@ -136,15 +130,15 @@ def tune_prelimit(
     kw = dict(policy=name, theta_exponent=theta_exponent, seed=seed + 7_777_777, analysis=a)
     tuned = simulate_cost(system, n, ev_reps, switch_at=z_t if tune_z else None, theta_constant=c_t, **kw)
     theory = simulate_cost(system, n, ev_reps, switch_at=None, theta_constant=1.0, **kw)
-    diff = tuned["J"] - theory["J"]
+    d_mean, d_se = mean_stderr(tuned["J"] - theory["J"])
     evaluation = {
         "J_tuned": tuned["J_hat"], "J_tuned_stderr": tuned["stderr"],
         "J_theory": theory["J_hat"], "J_theory_stderr": theory["stderr"],
-        "difference": float(diff.mean()), "difference_stderr": float(diff.std(ddof=1) / math.sqrt(ev_reps)),
+        "difference": d_mean, "difference_stderr": d_se,
         "V0": a.V0, "reps": ev_reps, "theta_tuned": tuned["theta"], "theta_theory": theory["theta"],
     }
     return PrelimitTune(
-        z=z_t if tune_z else None, z_ci=_ci(tail[:, 0]) if tune_z else None,
-        c=c_t if tune_c else None, c_ci=_ci(tail[:, 1]) if tune_c else None,
+        z=z_t if tune_z else None, z_ci=t_interval(tail[:, 0]) if tune_z else None,
+        c=c_t if tune_c else None, c_ci=t_interval(tail[:, 1]) if tune_c else None,
         chains=paths, smoothed_cost=costs, evaluation=evaluation,
     )

@@ -20,11 +20,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from scipy import stats
-
 from jaxq.diffusion import hjb
 from jaxq.sde.estimators import default_horizon
 from jaxq.sde.smoothed import smoothed_cost
+from jaxq.stats import t_interval
 
 
 class SdeTune(NamedTuple):
@@ -70,9 +69,7 @@ def tune_sde(
     coeffs = (bL, sL, bH, sH)
     horizon = default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), gamma)
     if z_init is None:
-        p, q = hjb.char_roots(bL, sL, gamma)
-        _, r = hjb.char_roots(bH, sH, gamma)
-        z_init = float(min(1.0 / p, -1.0 / q, -1.0 / r))
+        z_init = float(hjb.shortest_length(bL, sL, bH, sH, gamma))
     f = _objective(coeffs, gamma, paths, dt, horizon)
     opt = optax.lbfgs()
 
@@ -103,10 +100,9 @@ def tune_sde(
                     progress(1)
     last = traj[:, -1]
     zt = float(last.mean())
-    half = float(stats.t.ppf(0.975, chains - 1)) * float(last.std(ddof=1)) / math.sqrt(chains)
     z_star = float(hjb.switching_point(bL, sL, bH, sH, gamma))
     sm, se = smoothed_cost(z_star, float(taus[-1]), coeffs, gamma, jax.random.fold_in(base, 10_000), paths=4 * paths,
                            dt=dt, horizon=horizon)
     exact = float(hjb.switching_cost(0.0, z_star, bL, sL, bH, sH, gamma))
-    return SdeTune(z=zt, z_ci=(zt - half, zt + half), chains=traj, costs=costs,
+    return SdeTune(z=zt, z_ci=t_interval(last), chains=traj, costs=costs,
                    smoothing_bias_at_z_star=float(sm) - exact, smoothing_bias_stderr=float(se))
