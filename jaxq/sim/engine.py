@@ -16,6 +16,7 @@ uses the key ``fold_in(PRNGKey(seed), r)``.
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import Any, Callable, NamedTuple
 
@@ -70,6 +71,18 @@ def run_one(engine: Engine, key: jax.Array, params: Params, block: int = 256, ma
 @partial(jax.jit, static_argnames=("engine", "block", "max_events"))
 def _run_batch(engine: Engine, keys: jax.Array, params: Params, block: int, max_events: int | None):
     return jax.vmap(lambda k: run_one(engine, k, params, block, max_events))(keys)
+
+
+def compile_engine(engine: Engine, params: Params, reps: int, chunk: int | None, block: int) -> float:
+    """Compile the driver for the chunk shape ``simulate`` will use, ahead of time; return the seconds spent.
+
+    Lets a caller report compilation apart from simulation (the compiled program is cached by jit).
+    """
+    size = reps if chunk is None else max(1, min(chunk, reps))
+    keys = replication_keys(0, 0, size)
+    t = time.perf_counter()
+    _run_batch.lower(engine, keys, params, block, None).compile()
+    return time.perf_counter() - t
 
 
 def replication_sharding(devices=None):

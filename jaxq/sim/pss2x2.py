@@ -41,7 +41,7 @@ from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import sampling
-from jaxq.sim.engine import Engine, _run_batch, replication_keys, simulate
+from jaxq.sim.engine import Engine, compile_engine, simulate
 
 DEFAULT_THETA_EXPONENT = 5.0 / 12.0  # midpoint of (2.28)'s interval (1/3, 1/2) when all moments are finite
 POLICY_CHOICES = ("auto",) + tuple(pol.POLICIES) + tuple(pol.FIXED)
@@ -345,14 +345,6 @@ def tail_bound(system: PSS2x2, n: float, horizon: float, x_T: np.ndarray) -> np.
 
 
 # -------------------------------------------------------------------------------------------- API
-def compile_engine(eng: Engine, params, reps: int, chunk: int | None, block: int) -> float:
-    """Compile the driver for this chunk shape ahead of time (cached by jit); return the seconds spent."""
-    size = reps if chunk is None else max(1, min(chunk, reps))
-    keys = replication_keys(0, 0, size)
-    t = time.perf_counter()
-    _run_batch.lower(eng, keys, params, block, None).compile()
-    return time.perf_counter() - t
-
 
 def simulate_cost(
     system: PSS2x2,
