@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from jaxq.cli import add_common
-from jaxq.cli.output import to_jsonable
+from jaxq.cli.output import format_table, to_jsonable
 from jaxq.errors import InputError
 
 
@@ -29,22 +29,11 @@ def run(args) -> dict:
     return bench.run(sections, quick=args.quick, progress=lambda name: print(f"bench: {name} ...", file=sys.stderr))
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return "-" if v is None else str(v)
-
-
 def render(r: dict) -> str:
     r = to_jsonable(r)
     m = r["machine"]
     lines = [f"machine: {m['processor']}, {m['cpu_count']} cpus, jax {m['jax']} on {m['backend']} ({m['device']} x{m['device_count']})"]
     for name, sec in r["sections"].items():
-        rows = sec["rows"]
         lines.append(f"\n[{name}]  ({sec['wall_s']:.1f} s, peak RSS {sec['peak_rss_mb']:.0f} MB)")
-        keys = list(dict.fromkeys(k for row in rows for k in row))
-        widths = {k: max(len(k), *(len(_fmt(row.get(k))) for row in rows)) for k in keys}
-        lines.append("  ".join(k.ljust(widths[k]) for k in keys))
-        for row in rows:
-            lines.append("  ".join(_fmt(row.get(k)).ljust(widths[k]) for k in keys))
+        lines.append(format_table(sec["rows"], digits=3))
     return "\n".join(lines)

@@ -88,7 +88,7 @@ def run(args) -> dict:
 
 
 def render(r: dict) -> str:
-    from jaxq.cli.run import format_table
+    from jaxq.cli.output import format_table
 
     r = to_jsonable(r)
     head = f"{'system':<10} {'policy':<6} {'case':<6} {'modes':<7} {'hpc':>3} {'z*':>10} {'V0':>10}"

@@ -36,13 +36,13 @@ def dumps(result: dict) -> str:
     return json.dumps(to_jsonable(result), allow_nan=False)
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Any, digits: int = 6) -> str:
     if isinstance(v, float):
-        return f"{v:.6g}"
+        return f"{v:.{digits}g}"
     if isinstance(v, list):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+        return "[" + ", ".join(_fmt(x, digits) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_fmt(x, digits)}" for k, x in v.items()) + "}"
     return "-" if v is None else str(v)
 
 
@@ -51,6 +51,18 @@ def table(result: dict) -> str:
     res = to_jsonable(result)
     width = max((len(k) for k in res), default=0)
     return "\n".join(f"{k:<{width}}  {_fmt(v)}" for k, v in res.items())
+
+
+def format_table(rows: list[dict], cols: list[str] | None = None, digits: int = 5) -> str:
+    """A plain fixed-width table of ``rows`` (all keys, or ``cols``), one row per line."""
+    if not rows:
+        return "(empty)"
+    cols = cols or list(dict.fromkeys(k for r in rows for k in r))
+    cells = [[_fmt(r.get(c), digits) for c in cols] for r in rows]
+    w = [max(len(c), *(len(row[j]) for row in cells)) for j, c in enumerate(cols)]
+    lines = ["  ".join(c.rjust(w[j]) for j, c in enumerate(cols))]
+    lines += ["  ".join(x.rjust(w[j]) for j, x in enumerate(row)) for row in cells]
+    return "\n".join(lines)
 
 
 def emit(result: dict, as_json: bool, render: Callable[[dict], str] | None = None) -> None:

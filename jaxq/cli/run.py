@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxq.cli import add_common
-from jaxq.cli.output import to_jsonable
+from jaxq.cli.output import format_table, to_jsonable
 from jaxq.errors import InputError
 
 
@@ -71,26 +71,6 @@ def run(args) -> dict | None:
         "devices": rec["devices"],
         "tables": rec["tables"],
     }
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.5g}"
-    return str(v)
-
-
-def format_table(rows: list[dict], cols: list[str] | None = None) -> str:
-    """A plain fixed-width table of ``rows`` (all keys, or ``cols``)."""
-    if not rows:
-        return "(empty)"
-    cols = cols or list(dict.fromkeys(k for r in rows for k in r))
-    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
-    w = [max(len(c), *(len(row[j]) for row in cells)) for j, c in enumerate(cols)]
-    lines = ["  ".join(c.rjust(w[j]) for j, c in enumerate(cols))]
-    lines += ["  ".join(x.rjust(w[j]) for j, x in enumerate(row)) for row in cells]
-    return "\n".join(lines)
 
 
 SHOWN = ("system", "policy", "policy_used", "switch_at", "n", "dt", "t", "reps", "paths", "J_hat", "J_hat_stderr", "V0", "gap",
