@@ -18,7 +18,8 @@ import numpy as np
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
-from jaxq.sde import coefficients, driver, skew
+from jaxq.sde import driver, skew
+from jaxq.sde.estimators import wcp_coefficients
 from jaxq.sim import pss2x2 as sim
 from jaxq.sim.engine import replication_sharding, simulate
 
@@ -110,13 +111,6 @@ def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, reco
 _run_paths = jax.jit(driver.run_paths, static_argnames=("scheme", "n_blocks", "block", "remat"))
 
 
-def wcp_coefficients(an: Analysis, switch_at: float | None = None) -> coefficients.Piecewise:
-    """The optimal WCP's SDE coefficients (2.25): lower mode below z*, higher above (single: one mode)."""
-    bL, sL, bH, sH = an.mode_coefficients()
-    z = an.z_star if switch_at is None else switch_at
-    return coefficients.wcp(bL, sL, bH, sH, z)
-
-
 def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), devices=None) -> dict[str, np.ndarray]:
     """Per-path records of the WCP's reflected SDE Z (skew-exact scheme) started at 0.
 
@@ -125,7 +119,7 @@ def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), device
       time t, ``events`` (steps per path).
     """
     system, an = system_and_analysis(path)
-    params = wcp_coefficients(an)
+    params, _ = wcp_coefficients(an)  # (2.25): lower mode below z*, higher above
     n_blocks, block = driver.step_counts(dt, horizon)
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     snap = jnp.asarray(np.rint(times / dt).astype(np.int64))
