@@ -36,8 +36,9 @@ def test_lap_concentration_small(tmp_path):
 
 
 def test_bench_quick():
-    rows = importlib.import_module("jaxq.bench.network").bench(quick=True)
-    assert rows and all(r["events_per_s"] > 0 and {"engine", "n", "reps", "compile_s"} <= set(r) for r in rows)
+    rows = list(importlib.import_module("jaxq.bench.network").bench(quick=True))
+    ours = [r for r in rows if r["impl"].startswith("jaxq")]  # numba rows are empty without numba
+    assert ours and all(r["events_per_s"] > 0 and {"engine", "n", "reps", "compile_s"} <= set(r) for r in ours)
 
 
 def test_diffusion_compare_small(tmp_path):
