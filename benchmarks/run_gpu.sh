@@ -1,19 +1,68 @@
 #!/usr/bin/env bash
-# GPU benchmark (one prepared run, a few minutes on an H200): needs jax with CUDA on the machine.
-# Usage: bash benchmarks/run_gpu.sh [--full]   (writes $OUT/gpu.json when OUT is set, else benchmarks/results/)
-# Sizes follow jax.default_backend() (jaxq/bench/sizes.py): the lockstep engines run 10^4-10^6
-# replications on an accelerator; the default is the --quick grid, --full the larger one.
-# Dry run on a CPU: JAX_PLATFORMS=cpu JAXQ_BENCH_TINY=1 OUT=/tmp/gpu bash benchmarks/run_gpu.sh
-set -euo pipefail
+# GPU benchmark: one prepared run of every section of `jaxq bench` on a GPU machine, within one device call.
+#
+# Usage (on the GPU machine, in the repository root):  bash benchmarks/run_gpu.sh [--full]
+#   Writes $OUT/gpu.json and $OUT/gpu.txt (or benchmarks/results/ when OUT is unset), updated after every
+#   section, so a run cut short still returns the sections that finished.
+# The GPU machine has jax with CUDA, numpy, scipy, optax, chex, matplotlib, tqdm and numba, no registry, and no
+# pydantic or Ciw: run `bash benchmarks/gpu_wheels.sh` here first and carry `.whl` (installed below into
+# /tmp/jaxq-site, never over the image's own packages). jaxq itself is used from the checkout (PYTHONPATH), so
+# nothing is built there.
+# Each section runs in its own process under its own time limit (seconds, JAXQ_GPU_LIMITS="pss2x2=200 ..."):
+# a slow or failing section costs only its unmeasured rows (each row is saved as it is measured). The defaults
+# add up to 8.5 minutes (call the device with timeout_s 600); sizes follow
+# jax.default_backend() (jaxq/bench/sizes.py: 10^4-10^6 replications for the lockstep engines on an accelerator);
+# the default is the --quick grid, --full the larger one.
+# Dry run on a CPU (about a minute):  JAX_PLATFORMS=cpu JAXQ_BENCH_TINY=1 OUT=/tmp/gpu bash benchmarks/run_gpu.sh
+set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 dest=${OUT:-benchmarks/results}
 mkdir -p "$dest"
-python3 -c "import jaxq" 2>/dev/null || python3 -m pip install -q --no-deps -e .
-python3 -c "import jax; print(jax.default_backend(), jax.devices())"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/jaxq-site .whl/*.whl \
+    || { echo "run_gpu.sh: installing the carried wheels failed" >&2; exit 1; }
+  export PYTHONPATH="$PYTHONPATH:/tmp/jaxq-site"  # after the image's site-packages: only what it lacks is used
+fi
+python3 - <<'PY' || { echo "run_gpu.sh: jaxq does not import here (missing pydantic? run benchmarks/gpu_wheels.sh and carry .whl)" >&2; exit 1; }
+import importlib.metadata as md
+import jax
+import jaxq, jaxq.model  # noqa: F401  (pydantic)
+print("backend:", jax.default_backend(), jax.devices())
+for name in ("jax", "jaxlib", "numpy", "pydantic", "numba", "ciw"):
+    try:
+        print(f"  {name} {md.version(name)}")
+    except md.PackageNotFoundError:
+        print(f"  {name}: not installed")
+PY
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+
 quick=--quick
 [ "${1:-}" = "--full" ] && quick=
+declare -A limit=([pss2x2]=240 [mmc]=75 [sde]=75 [network]=75 [fastslow]=45)
+for kv in ${JAXQ_GPU_LIMITS:-}; do limit[${kv%%=*}]=${kv#*=}; done
+parts=$(mktemp -d)
 start=$(date +%s)
-python3 -m jaxq bench $quick --json > "$dest/gpu.json"
-python3 -c "import json; from jaxq.cli.bench import render; print(render(json.load(open('$dest/gpu.json'))))"
-echo "bench: $(( $(date +%s) - start )) s"
+for s in pss2x2 mmc sde network fastslow; do
+  t0=$(date +%s)
+  if timeout "${limit[$s]}" python3 -m jaxq bench $quick --only "$s" --out "$parts/$s.json" > /dev/null; then
+    echo "bench: $s done in $(( $(date +%s) - t0 )) s"
+  else  # --out rewrote the file after every row: the rows measured before the stop are kept
+    echo "bench: $s failed or passed its ${limit[$s]} s limit (exit $?); only the rows measured by then are kept" >&2
+  fi
+  python3 - "$dest" "$parts" <<'PY'
+import json, pathlib, sys
+from jaxq.bench import SECTIONS, combine
+from jaxq.cli.bench import render
+dest = pathlib.Path(sys.argv[1])
+parts = sorted(pathlib.Path(sys.argv[2]).glob("*.json"), key=lambda p: SECTIONS.index(p.stem))
+if parts:
+    result = combine([json.loads(p.read_text()) for p in parts])
+    (dest / "gpu.json.tmp").write_text(json.dumps(result, indent=1))
+    (dest / "gpu.json.tmp").replace(dest / "gpu.json")
+    (dest / "gpu.txt").write_text(render(result) + "\n")
+PY
+done
+[ -f "$dest/gpu.txt" ] && cat "$dest/gpu.txt"
+echo "bench: $(( $(date +%s) - start )) s in all"

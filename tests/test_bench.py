@@ -68,3 +68,98 @@ def test_pss2x2_section_imports_and_runs_without_numba(monkeypatch):
     assert row["baseline_events_per_s"] is None and "numba" in row["note"]
     row = B._ctmc_row(s, 16, 4, 64)
     assert row["events_per_s"] > 0 and row["reps"] == 4 and np.isfinite(row["J_hat"])
+
+
+def _fake_section(monkeypatch, rows, fail_after=None):
+    """Install ``jaxq.bench.fake`` whose bench() yields ``rows`` (raising after ``fail_after`` of them)."""
+    import types
+
+    from jaxq import bench
+
+    def gen(quick):
+        for k, row in enumerate(rows):
+            if fail_after is not None and k == fail_after:
+                raise KeyboardInterrupt  # as a time limit would stop it
+            yield row
+
+    monkeypatch.setitem(sys.modules, "jaxq.bench.fake", types.SimpleNamespace(bench=gen))
+    monkeypatch.setattr(bench, "available", lambda: ["fake"])
+    return bench
+
+
+def test_bench_out_file_keeps_the_rows_measured_before_an_interruption(monkeypatch, tmp_path):
+    import json
+
+    from jaxq.cli import main
+
+    _fake_section(monkeypatch, [{"engine": "a", "rate": 1.0}, {"engine": "b", "rate": float("inf")},
+                                {"engine": "c", "rate": 3.0}], fail_after=2)
+    out = tmp_path / "partial.json"
+    with pytest.raises(KeyboardInterrupt):
+        main(["bench", "--only", "fake", "--out", str(out), "--json"])
+    saved = json.loads(out.read_text())
+    rows = saved["sections"]["fake"]["rows"]
+    assert [r["engine"] for r in rows] == ["a", "b"] and rows[1]["rate"] is None  # non-finite -> null
+    assert list(rows[0]) == ["engine", "rate"]  # the section's column order, not sorted
+
+
+def test_bench_out_into_a_missing_directory_is_an_input_error(monkeypatch, tmp_path, capsys):
+    from jaxq.cli import main
+
+    _fake_section(monkeypatch, [{"engine": "a"}])
+    assert main(["bench", "--only", "fake", "--out", str(tmp_path / "no" / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jaxq: error: --out:") and err.count("\n") == 1
+
+
+def test_combine_takes_the_first_machine_and_every_section():
+    from jaxq.bench import combine
+
+    a = {"machine": {"backend": "gpu"}, "quick": True, "sections": {"pss2x2": {"rows": [1]}}}
+    b = {"machine": {"backend": "other"}, "sections": {"mmc": {"rows": [2]}, "pss2x2": {"rows": [3]}}}
+    c = combine([a, b])
+    assert c["machine"]["backend"] == "gpu" and c["quick"] is True
+    assert c["sections"] == {"pss2x2": {"rows": [3]}, "mmc": {"rows": [2]}}
+    with pytest.raises(ValueError):
+        combine([])
+
+
+def test_accelerator_grid_caps_the_events_of_one_replication(monkeypatch):
+    monkeypatch.setattr(sizes.jax, "default_backend", lambda: "gpu")
+    for quick in (True, False):
+        g = sizes.grid(quick)
+        assert g["rep_events"] is not None and g["rep_events"] <= 1e5
+        assert max(g["pss2x2_ctmc_reps"]) >= 10**6 and g["mmc_reps"] >= 10**5
+    monkeypatch.setattr(sizes.jax, "default_backend", lambda: "cpu")
+    assert sizes.grid(False)["rep_events"] is None and max(sizes.grid(False)["pss2x2_ctmc_reps"]) == 10**5
+
+
+def test_report_pairs_each_baseline_with_the_jaxq_row_it_was_divided_into(tmp_path, capsys):
+    import json
+
+    from jaxq.bench import report
+
+    rows = [  # the ciw row's ratio is against the first jaxq row, the numba row's against the second
+        {"engine": "mmc", "impl": "jaxq (lockstep)", "reps": 1000, "events_per_s": 4e8},
+        {"engine": "mmc", "impl": "jaxq (event)", "reps": 1000, "events_per_s": 1e7},
+        {"engine": "mmc", "impl": "ciw", "reps": 1, "events_per_s": 1e5, "jaxq_ratio": 4e3},
+        {"engine": "mmc", "impl": "numba (all cores)", "reps": 1000, "events_per_s": 2e7, "jaxq_ratio": 0.5},
+        {"engine": "mmc", "impl": "numba (all cores)", "reps": 10, "events_per_s": None, "jaxq_ratio": None},
+    ]
+    pss = [{"engine": "jaxq.sim.pss2x2_ctmc", "dist": "exponential", "n": 100, "reps": r, "events_per_s": e,
+            "baseline_events_per_s": 4e7, "ratio": e / 4e7} for r, e in ((100, 3e7), (10_000, 1.2e8))]
+    result = {"machine": {"device": "cpu", "backend": "cpu", "cpu_count": 2, "jax": "x"},
+              "sections": {"pss2x2": {"rows": pss}, "mmc": {"rows": rows}}}
+    lines = report.headline(result)
+    assert len(lines) == 3 and lines[0]["jaxq"] == 1.2e8 and "10^4 reps" in lines[0]["model"]
+    ciw = next(h for h in lines if h["baseline"] and h["baseline"].startswith("ciw"))
+    numba = next(h for h in lines if h["model"].startswith("M/M/c") and h["baseline"].startswith("numba"))
+    assert "lockstep" in ciw["model"] and ciw["jaxq"] == 4e8 and ciw["ratio"] == 4e3
+    assert "event" in numba["model"] and numba["jaxq"] == pytest.approx(1e7)
+    assert not any("lockstep" in h["model"] and h["baseline"] is None for h in lines)  # paired rows once
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(result))
+    assert report.main([str(path)]) == 0
+    table = capsys.readouterr().out
+    assert "| 2x2 system, exponential, n = 100, 10^4 reps, uniformised engine | 1.2e8 ev/s |" in table
+    assert report.main([str(tmp_path / "missing.json")]) == 2

@@ -58,14 +58,37 @@ def _finite(row: dict) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
 
-def run(sections: list[str] | None = None, quick: bool = False, progress=None) -> dict:
-    """Run the given sections (default: all available) and return ``{"machine", "sections"}``."""
+def combine(parts: list[dict]) -> dict:
+    """One result from several ``run`` results (e.g. one process per section): the first machine, all sections.
+
+    A later part's section replaces an earlier one of the same name. Used by ``benchmarks/run_gpu.sh``, which
+    runs each section in its own process under a time limit so that a slow section cannot lose the others.
+    """
+    if not parts:
+        raise ValueError("nothing to combine")
+    out = {"machine": parts[0]["machine"], "quick": parts[0].get("quick", False), "sections": {}}
+    for part in parts:
+        out["sections"].update(part["sections"])
+    return out
+
+
+def run(sections: list[str] | None = None, quick: bool = False, progress=None, on_row=None) -> dict:
+    """Run the given sections (default: all available) and return ``{"machine", "sections"}``.
+
+    ``on_row(result)``, if given, is called with the result so far after every row (a section's ``bench``
+    may be a generator that yields its rows as it measures them), e.g. to save partial figures.
+    """
     names = available() if sections is None else sections
     out = {"machine": machine(), "quick": quick, "sections": {}}
     for name in names:
         if progress:
             progress(name)
         t0 = time.perf_counter()
-        rows = [_finite(r) for r in importlib.import_module(f"jaxq.bench.{name}").bench(quick)]
-        out["sections"][name] = {"rows": rows, "wall_s": time.perf_counter() - t0, "peak_rss_mb": peak_rss_mb()}
+        sec = out["sections"][name] = {"rows": [], "wall_s": 0.0, "peak_rss_mb": peak_rss_mb()}
+        for row in importlib.import_module(f"jaxq.bench.{name}").bench(quick):
+            sec["rows"].append(_finite(row))
+            sec.update(wall_s=time.perf_counter() - t0, peak_rss_mb=peak_rss_mb())
+            if on_row:
+                on_row(out)
+        sec.update(wall_s=time.perf_counter() - t0, peak_rss_mb=peak_rss_mb())
     return out

@@ -18,6 +18,7 @@ import functools
 import math
 import sys
 import time
+from typing import Iterator
 
 import numpy as np
 
@@ -163,9 +164,9 @@ def _numba_row(system, n, reps, horizon) -> dict:
     return {"baseline_events_per_s": rate, "baseline_J_hat": float(np.mean(means))}
 
 
-def _event_row(system, n, reps, horizon) -> dict:
+def _event_row(system, n, reps, horizon, chunk=10_000) -> dict:
     """The event-driven engine: median events/s of REPEATS runs after a first (compiling) one."""
-    chunk = min(reps, 10_000)
+    chunk = min(reps, chunk)
     t0 = time.perf_counter()
     simulate_cost(system, n, reps, policy="P", horizon=horizon, chunk=chunk, seed=0)
     first = time.perf_counter() - t0
@@ -180,10 +181,10 @@ def _event_row(system, n, reps, horizon) -> dict:
     return {"events_per_s": rate, "compile_s": max(0.0, first - wall), **out}
 
 
-def _ctmc_row(system, n, reps, steps) -> dict:
-    """The uniformised engine (discounted cost truncated after ``steps`` steps)."""
+def _ctmc_row(system, n, reps, steps, chunk=1 << 16) -> dict:
+    """The uniformised engine (discounted cost truncated after ``steps`` steps, ``chunk`` replications a call)."""
     reps = max(reps, 2)  # a standard error needs two replications
-    chunk = min(reps, 1 << 16)
+    chunk = min(reps, chunk)
     r = pss2x2_ctmc.simulate_cost(system, n, reps, policy="P", steps=steps, chunk=chunk, seed=0)
     out = {"compile_s": r["compile_s"]}
 
@@ -196,43 +197,44 @@ def _ctmc_row(system, n, reps, steps) -> dict:
     return {"reps": reps, "events_per_s": rate, **out}
 
 
-def bench(quick: bool = False) -> list[dict]:
+def bench(quick: bool = False) -> Iterator[dict]:
     """jaxq (both engines) and numba events/s for n in {1e2, 1e4} and a growing number of replications.
+
+    A generator: each row is yielded as soon as it is measured (``jaxq bench --out`` saves it at once).
 
     Each configuration runs about ``target`` events (the horizon, or the uniformised engine's number of
     steps, is shortened to fit); the uniformised engine, which needs exponential primitives, is
     measured on the exponential system with more replications where the backend is an accelerator.
     """
     g = grid(quick)
-    rows = []
     for dist, name in SYSTEMS.items():
         system = load(path(name))
         for n in (100, 10_000):
             lam_n, mu_n = system.rates(n)
             rate = 2.0 * float(lam_n.sum())  # events per unit time, about
             for reps in g["pss2x2_event_reps"]:
-                horizon = min(25.0, g["target_events"] / (reps * rate))
+                horizon = min(25.0, g["target_events"] / (reps * rate), (g["rep_events"] or math.inf) / rate)
                 row = {"engine": "jaxq.sim.pss2x2", "n": n, "reps": reps, "dist": dist, "horizon": horizon}
-                row.update(_event_row(system, n, reps, horizon))
+                row.update(_event_row(system, n, reps, horizon, g["event_chunk"]))
                 if reps in g["pss2x2_numba_reps"]:
                     row.update(_numba_row(system, n, reps, horizon))
                     b = row.get("baseline_events_per_s")
                     row["ratio"] = row["events_per_s"] / b if b else None
-                rows.append(row)
+                yield row
             if dist != "exponential":
                 continue
             big, _ = pss2x2_ctmc.uniformization(lam_n, mu_n)
             for reps in g["pss2x2_ctmc_reps"]:  # the numba rows beside it run the same mean time span
-                steps = int(min(max(g["lockstep_target_events"] / (max(reps, 2) * 0.74), 64), 25.0 * big))  # 0.74 ev/step
+                steps = min(max(g["lockstep_target_events"] / (max(reps, 2) * 0.74), 64), 25.0 * big)  # 0.74 ev/step
+                steps = int(min(steps, (g["rep_events"] or math.inf) / 0.74))
                 row = {"engine": "jaxq.sim.pss2x2_ctmc", "n": n, "reps": reps, "dist": dist, "steps": steps}
-                row.update(_ctmc_row(system, n, reps, steps))
+                row.update(_ctmc_row(system, n, reps, steps, g["lockstep_chunk"]))
                 if reps in g["pss2x2_numba_reps"]:
                     horizon = steps / big  # the same mean time span as the uniformised steps
                     row.update(_numba_row(system, n, reps, horizon))
                     b = row.get("baseline_events_per_s")
                     row["ratio"] = row["events_per_s"] / b if b else None
-                rows.append(row)
-    return rows
+                yield row
 
 
 def main(argv=None) -> None:

@@ -4,6 +4,13 @@ Lockstep engines (every replication advances one step per vector operation) only
 with many replications (10^5-10^6), while a CPU saturates near 10^4; sequential baselines (numba, Ciw)
 stay on the host CPU in every case. ``JAXQ_BENCH_TINY=1`` shrinks everything to a dry run of the
 whole benchmark (minutes on a CPU, seconds per section on a GPU).
+
+``rep_events`` caps the events of one replication (None: no cap). On an accelerator one event of one
+replication costs a few kernel launches (tens of microseconds), so the configurations with 1-100
+replications would spend minutes of scarce device time measuring launch latency; capped, they still
+show it. ``lockstep_chunk`` is the number of replications per compiled call of a lockstep engine: an
+accelerator wants them all at once (10^6 replications of the 2x2 system take tens of megabytes);
+``event_chunk`` the same for the event-driven engine, whose state is larger.
 """
 
 from __future__ import annotations
@@ -24,15 +31,23 @@ def grid(quick: bool) -> dict:
     if tiny():
         return {"target_events": 2e5, "lockstep_target_events": 2e6, "pss2x2_event_reps": (1, 100),
                 "pss2x2_ctmc_reps": (2, 1000), "pss2x2_numba_reps": (1, 2, 100, 1000),
-                "mmc_reps": 1000, "mmc_horizon": 5.0, "ciw_horizon": 0.5}
+                "mmc_reps": 1000, "mmc_horizon": 5.0, "ciw_horizon": 0.5, "rep_events": None,
+                "lockstep_chunk": 1 << 16, "event_chunk": 10_000,
+                "sde_paths": (256,), "sde_chunk": 256, "fastslow_ctmc": ((32, 2_000),)}
     if accel:
         return {"target_events": 2e7 if quick else 1e8, "lockstep_target_events": 1e9 if quick else 4e9,
                 "pss2x2_event_reps": (1, 100, 10_000) if quick else (1, 100, 10_000, 100_000),
                 "pss2x2_ctmc_reps": (100, 10_000, 1_000_000) if quick else (100, 10_000, 100_000, 1_000_000),
-                "pss2x2_numba_reps": (1, 2, 100, 10_000),
-                "mmc_reps": 100_000 if quick else 1_000_000, "mmc_horizon": 20.0, "ciw_horizon": 2.0 if quick else 10.0}
+                "pss2x2_numba_reps": (1, 2, 100, 10_000, 1_000_000),
+                "mmc_reps": 100_000 if quick else 1_000_000, "mmc_horizon": 20.0, "ciw_horizon": 2.0 if quick else 10.0,
+                "rep_events": 2e4 if quick else 1e5, "lockstep_chunk": 1 << 20, "event_chunk": 100_000,
+                "sde_paths": (10_000, 1_000_000), "sde_chunk": 1 << 20,
+                "fastslow_ctmc": ((10_000, 2_000), (100_000, 2_000))}
     return {"target_events": 2e6 if quick else 2e7, "lockstep_target_events": 2e6 if quick else 2e7,
             "pss2x2_event_reps": (1, 100) if quick else (1, 100, 10_000),
-            "pss2x2_ctmc_reps": (2, 100, 10_000), "pss2x2_numba_reps": (1, 2, 100, 10_000),
+            "pss2x2_ctmc_reps": (2, 100, 10_000) if quick else (2, 100, 10_000, 100_000),
+            "pss2x2_numba_reps": (1, 2, 100, 10_000) if quick else (1, 2, 100, 10_000, 100_000),
             "mmc_reps": 1000 if quick else 10_000, "mmc_horizon": 20.0 if quick else 100.0,
-            "ciw_horizon": 2.0 if quick else 10.0}
+            "ciw_horizon": 2.0 if quick else 10.0, "rep_events": None, "lockstep_chunk": 1 << 16, "event_chunk": 10_000,
+            "sde_paths": (256, 1024) if quick else (10_000, 1_000_000), "sde_chunk": 256 if quick else 1 << 16,
+            "fastslow_ctmc": ((32, 2_000),) if quick else ((256, 20_000), (10_000, 2_000))}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 from jaxq.cli import add_common
 from jaxq.cli.output import format_table, to_jsonable
@@ -13,6 +15,9 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="events per second of each engine beside Ciw and a numba baseline")
     p.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
     p.add_argument("--only", default=None, help="comma-separated sections (default: all)")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="also write the JSON result to FILE, rewritten atomically after every measured row "
+                        "(an interrupted run keeps what it measured)")
     add_common(p)
     p.set_defaults(func=run)
 
@@ -26,7 +31,18 @@ def run(args) -> dict:
         unknown = [s for s in sections if s not in bench.available()]
         if unknown:
             raise InputError("--only", f"unknown section(s) {unknown}; choose from {bench.available()}")
-    return bench.run(sections, quick=args.quick, progress=lambda name: print(f"bench: {name} ...", file=sys.stderr))
+    on_row = None
+    if args.out:
+        from jaxq.studies.storage import atomic_write
+
+        out = Path(args.out)
+        if not out.parent.is_dir():
+            raise InputError("--out", f"directory {str(out.parent)!r} does not exist")
+
+        def on_row(result):  # columns keep the order in which a section reports them
+            atomic_write(out, (json.dumps(to_jsonable(result), indent=1) + "\n").encode())
+    return bench.run(sections, quick=args.quick, on_row=on_row,
+                     progress=lambda name: print(f"bench: {name} ...", file=sys.stderr))
 
 
 def render(r: dict) -> str:
