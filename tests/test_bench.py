@@ -45,9 +45,12 @@ def test_word_thresholds_split_the_unit_interval():
     np.testing.assert_allclose(frac(t["seg_len"].astype(float)), mu / big, atol=1e-9)
 
 
-def test_core_slices_only_split_large_cpu_chunks():
+def test_core_slices_split_large_cpu_chunks_into_cache_sized_slices():
+    cores = max(1, __import__("os").cpu_count())
     assert lockstep.core_slices(lockstep.MIN_SLICE - 1) == 1
-    assert 1 <= lockstep.core_slices(10**6) <= max(1, __import__("os").cpu_count())
+    assert lockstep.core_slices(4 * lockstep.MIN_SLICE) == min(cores, 4)
+    big = lockstep.core_slices(10**6)
+    assert big >= cores and 10**6 / big <= lockstep.MAX_SLICE
 
 
 def test_steps_override_and_its_check():
