@@ -28,10 +28,11 @@ def test_numba_agrees_with_jaxq_on_the_N_network():
     from jaxq.bench import network as B
 
     st = C.setup(load(path("network_N")))
-    jrow, nrow = B.compare_rows(st, 16, "priority", REPS, WARMUP, HORIZON, repeats=1)
-    assert jrow["impl"].startswith("jaxq") and nrow["impl"].startswith("numba")
+    erow, jrow, nrow = B.compare_rows(st, 16, "priority", REPS, WARMUP, HORIZON, repeats=1)
+    assert "event-driven" in erow["impl"] and "lockstep" in jrow["impl"] and nrow["impl"].startswith("numba")
     assert len(nrow["mean_in_system"]) == 2 and nrow["events_per_s"] > 0 and nrow["compile_s"] >= 0
     agree(jrow, nrow)
+    agree(erow, nrow)
     assert nrow["jaxq_ratio"] == pytest.approx(jrow["events_per_s"] / nrow["events_per_s"], rel=1e-12)
 
 
@@ -54,11 +55,13 @@ def test_priority2_rows_agree_and_ratio_is_against_jaxq_priority2():
     from jaxq.bench import mmc
 
     rows = mmc.priority2_rows(100, REPS, 1.0, 6.0, 0.2, repeats=1)
-    assert [r["engine"] for r in rows] == ["priority2"] * 3
-    jrow, nrow, crow = rows
-    assert jrow["impl"].startswith("jaxq") and nrow["impl"].startswith("numba") and crow["impl"] == "ciw"
+    assert [r["engine"] for r in rows] == ["priority2"] * 4
+    erow, jrow, nrow, crow = rows
+    assert "event-driven" in erow["impl"] and "lockstep" in jrow["impl"]
+    assert nrow["impl"].startswith("numba") and crow["impl"] == "ciw"
     assert {r["servers"] for r in rows} == {round(100 + 0.5 * math.sqrt(100))} == {105}
     agree(jrow, nrow)
+    agree(erow, nrow)
     for row in (nrow, crow):
         assert row["jaxq_ratio"] == pytest.approx(jrow["events_per_s"] / row["events_per_s"], rel=1e-12)
 

@@ -35,9 +35,10 @@ def within(est, se, exact):
     assert np.all(np.abs(est - exact) <= 4 * se + 1e-12), (est, se, exact)
 
 
-def test_erlang_c_single_pool():
+@pytest.mark.parametrize("engine", C.ENGINES)
+def test_erlang_c_single_pool(engine):
     st = C.setup(load(EX / "network_mmc.toml"))
-    r = C.run(st, 16, "priority", reps=48, warmup=20.0, horizon=300.0, seed=1)
+    r = C.run(st, 16, "priority", reps=48, warmup=20.0, horizon=300.0, seed=1, engine=engine)
     c, a = int(r["pool_sizes"][0]), float(r["arrival_rates"][0])
     pw = erlang_c(c, a)
     within(r["p_wait"], r["p_wait_stderr"], pw)
@@ -45,12 +46,13 @@ def test_erlang_c_single_pool():
     within(r["mean_idle"], r["mean_idle_stderr"], c - a)  # E[idle] = N - lambda/mu exactly
 
 
-def test_cobham_nonpreemptive_priority():
+@pytest.mark.parametrize("engine", C.ENGINES)
+def test_cobham_nonpreemptive_priority(engine):
     """Two classes, one pool, equal rates: W_k = C(c, a) / (c mu) / ((1 - s_{k-1})(1 - s_k))."""
     net = from_dict({"system": {"kind": "network", "lambda": [0.4, 0.6], "mu": [[1.0], [1.0]],
                                 "pool_size": [1.0], "pool_size_hat": [0.5]}})
     st = C.setup(net)
-    r = C.run(st, 16, "priority", reps=48, warmup=20.0, horizon=300.0, seed=2)
+    r = C.run(st, 16, "priority", reps=48, warmup=20.0, horizon=300.0, seed=2, engine=engine)
     c, lam = int(r["pool_sizes"][0]), r["arrival_rates"]
     w0 = erlang_c(c, lam.sum()) / c
     sig = np.cumsum(lam) / c

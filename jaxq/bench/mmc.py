@@ -196,15 +196,16 @@ def priority2_setup():
 
 
 def priority2_rows(n: int, reps: int, warmup: float, horizon: float, ciw_h: float, repeats: int) -> list[dict]:
-    """The two-class non-preemptive priority M/M/c in jaxq, numba and Ciw, with ``jaxq_ratio`` against jaxq's row.
+    """The two-class non-preemptive priority M/M/c in jaxq (event and lockstep engines), numba and Ciw, with
+    ``jaxq_ratio`` against jaxq's lockstep row.
 
     Args:
       n: scale (total arrival rate); reps, warmup, horizon: jaxq and numba runs (the same model, start
         state and estimator); ciw_h: Ciw's horizon (one replication); repeats: timed runs per row.
 
     Returns:
-      Three rows (jaxq, numba, ciw) with ``engine = "priority2"``, ``servers`` and events/s; the jaxq and
-      numba rows carry ``mean_in_system`` per class, ``mean_idle`` and ``p_wait`` with standard errors.
+      Four rows (jaxq event engine, jaxq lockstep engine, numba, ciw) with ``engine = "priority2"``,
+      ``servers`` and events/s; the jaxq and numba rows carry ``mean_in_system`` per class, ``mean_idle`` and ``p_wait`` with standard errors.
     """
     from jaxq.bench import network as NB
     from jaxq.sim import network_ctmc as C
@@ -213,13 +214,16 @@ def priority2_rows(n: int, reps: int, warmup: float, horizon: float, ciw_h: floa
     p = C.make_params(st, n, "priority", warmup, horizon)
     servers = int(p["N"][0])  # the pool size of the network's scaling, given to Ciw too
     head = {"engine": "priority2", "n": n, "servers": servers}
-    jrow = {**head, "reps": reps, "horizon": horizon, **NB.jaxq_row(st, n, "priority", reps, warmup, horizon, repeats)}
+    event = {**head, "reps": reps, "horizon": horizon, **NB.jaxq_row(st, n, "priority", reps, warmup, horizon, repeats)}
+    jrow = {**head, "reps": reps, "horizon": horizon,
+            **NB.jaxq_row(st, n, "priority", reps, warmup, horizon, repeats, engine="uniformized")}
     rows = [
+        event,
         jrow,
         {**head, "reps": reps, "horizon": horizon, **NB.numba_row(p, reps, repeats)},
         {**head, "impl": "ciw", "reps": 1, "horizon": ciw_h, **ciw_mmc(n, ciw_h, repeats, True, servers)},
     ]
-    for row in rows[1:]:
+    for row in rows[2:]:
         other = row["events_per_s"]
         row["jaxq_ratio"] = jrow["events_per_s"] / other if other else None
     return rows

@@ -45,6 +45,7 @@ REPEATS = 3
 NO_NUMBA = "numba not installed (pip install 'jaxq[bench]')"
 NUMBA_IMPL = "numba (all cores)"
 JAXQ_IMPL = "jaxq (network CTMC, event-driven)"
+LOCKSTEP_IMPL = "jaxq (network CTMC, uniformised, lockstep)"
 
 
 # ------------------------------------------------------------------------------- numba baseline
@@ -247,24 +248,26 @@ def numba_row(p: dict, reps: int, repeats: int = REPEATS) -> dict:
 
 # ------------------------------------------------------------------------------------ jaxq rows
 def jaxq_row(st: C.NetworkSetup, n: float, policy: str, reps: int, warmup: float, horizon: float,
-             repeats: int = REPEATS) -> dict:
+             repeats: int = REPEATS, engine: str = "event") -> dict:
     """The jaxq row: median events/s of ``repeats`` runs after a first (compiling) one, and the estimates.
 
     Args:
       st: the network setup; n: scale; policy: a policy of :data:`jaxq.sim.network_ctmc.POLICIES`.
-      reps, warmup, horizon: as in :func:`jaxq.sim.network_ctmc.run`; repeats: timed runs (seeds 1..).
+      reps, warmup, horizon: as in :func:`jaxq.sim.network_ctmc.run`; repeats: timed runs (seeds 1..);
+      engine: ``event`` (:mod:`jaxq.sim.network_ctmc`) or ``uniformized`` (:mod:`jaxq.sim.network_lockstep`).
 
     Returns:
       ``impl``, ``events_per_s``, ``compile_s`` (first call minus the median run), ``mean_in_system``
       per class, ``mean_idle`` per pool and ``p_wait`` (each with ``_stderr``) of the seed-1 run.
     """
+    kw = dict(reps=reps, warmup=warmup, horizon=horizon, engine=engine)
     t0 = time.perf_counter()
-    C.run(st, n, policy, reps=reps, warmup=warmup, horizon=horizon, seed=0)
+    C.run(st, n, policy, seed=0, **kw)
     first = time.perf_counter() - t0
     est: dict = {}
 
     def once(seed):
-        r = C.run(st, n, policy, reps=reps, warmup=warmup, horizon=horizon, seed=seed)
+        r = C.run(st, n, policy, seed=seed, **kw)
         if not est:
             for key in ("mean_in_system", "mean_idle"):
                 est[key] = [float(v) for v in r[key]]
@@ -273,27 +276,30 @@ def jaxq_row(st: C.NetworkSetup, n: float, policy: str, reps: int, warmup: float
         return r["events"], r["wall_s"]
 
     rate, wall = median_rate(once, repeats)
-    return {"impl": JAXQ_IMPL, "events_per_s": rate, "compile_s": max(0.0, first - wall), **est}
+    impl = JAXQ_IMPL if engine == "event" else LOCKSTEP_IMPL
+    return {"impl": impl, "events_per_s": rate, "compile_s": max(0.0, first - wall), **est}
 
 
 def compare_rows(st: C.NetworkSetup, n: float, policy: str, reps: int, warmup: float, horizon: float,
                  repeats: int = REPEATS) -> list[dict]:
-    """The jaxq row of one configuration and, for ``priority``, the numba row with ``jaxq_ratio``.
+    """The jaxq rows (event engine, uniformised lockstep engine) of one configuration and, for
+    ``priority``, the numba row with ``jaxq_ratio`` against the lockstep engine (the faster jaxq engine).
 
     Args:
       st, n, policy, reps, warmup, horizon, repeats: as in :func:`jaxq_row`.
 
     Returns:
-      ``[jaxq_row]`` or ``[jaxq_row, numba_row]`` with ``engine = "network_ctmc[<policy>]"``;
-      ``jaxq_ratio`` = jaxq's rate / numba's (None without numba).
+      ``[event, lockstep]`` or ``[event, lockstep, numba]`` rows with ``engine = "network_ctmc[<policy>]"``;
+      ``jaxq_ratio`` = the lockstep engine's rate / numba's (None without numba).
     """
     head = {"engine": f"network_ctmc[{policy}]", "n": n, "reps": reps, "horizon": horizon}
-    rows = [{**head, **jaxq_row(st, n, policy, reps, warmup, horizon, repeats)}]
+    rows = [{**head, **jaxq_row(st, n, policy, reps, warmup, horizon, repeats, engine)}
+            for engine in ("event", "uniformized")]
     if policy == "priority":
         p = C.make_params(st, n, policy, warmup, horizon)
         row = {**head, **numba_row(p, reps, repeats)}
         other = row["events_per_s"]
-        row["jaxq_ratio"] = rows[0]["events_per_s"] / other if other else None
+        row["jaxq_ratio"] = rows[1]["events_per_s"] / other if other else None
         rows.append(row)
     return rows
 
@@ -309,8 +315,10 @@ def bench(quick: bool) -> list[dict]:
     cap = grid(quick).get("rep_events")
     quick = quick or tiny()  # JAXQ_BENCH_TINY=1: a dry run
     st = C.setup(load(EX / "network_N.toml"))
-    cases = [(100, 64, "priority"), (100, 64, "swc")] if quick else [
-        (100, 256, "priority"), (1600, 256, "priority"), (100, 256, "swc"), (1600, 256, "swc")]
+    small, large = grid(quick)["network_reps"]
+    cases = [(100, small, "priority"), (100, small, "swc")] if quick else [
+        (100, small, "priority"), (100, large, "priority"), (1600, small, "priority"), (100, small, "swc"),
+        (1600, small, "swc")]
     rows = []
     for n, reps, policy in cases:
         horizon = 10.0 if quick else 40.0

@@ -41,6 +41,7 @@ from jaxq.sim.engine import Engine, simulate
 from jaxq.stats import mean_stderr
 
 POLICIES = ("priority", "lap", "lqfs", "swc")
+ENGINES = ("event", "uniformized")
 _NONE = 1e30  # score of a pool/class that cannot be chosen
 
 
@@ -85,10 +86,8 @@ def _draw(s, p):
     return key, dt, idx
 
 
-def _accumulate(s, p, dt):
-    """Add the current state's contribution over [t, t + dt] intersected with [warmup, horizon]."""
-    t0, t1 = s["t"], s["t"] + dt
-    w = jnp.maximum(0.0, jnp.minimum(t1, p["horizon"]) - jnp.maximum(t0, p["warmup"]))
+def add_statistics(s, p, w):
+    """The state's statistics with weight ``w`` added (time-average sums); returns (new dict, x)."""
     z = s["z"].astype(jnp.float64)
     q = s["q"].astype(jnp.float64)
     x = q + z.sum(axis=1)
@@ -101,7 +100,6 @@ def _accumulate(s, p, dt):
     vals = jnp.concatenate([xhat, xhat.sum()[None]])
     bins = jnp.clip(jnp.floor((vals - edges[0]) / width).astype(jnp.int32), 0, nb - 1)
     hist = s["hist"] + w * jax.nn.one_hot(bins, nb, dtype=jnp.float64)
-    snap_now = (p["snap_times"] >= t0) & (p["snap_times"] < t1)
     out = dict(s)
     out.update(
         acc_x=s["acc_x"] + w * x,
@@ -112,18 +110,25 @@ def _accumulate(s, p, dt):
         acc_sqdev=s["acc_sqdev"] + w * dev**2,
         acc_neg=s["acc_neg"] + w * jnp.maximum(-xhat.sum(), 0.0),
         hist=hist,
-        snap=jnp.where(snap_now[:, None], x[None, :], s["snap"]),
     )
+    return out, x
+
+
+def _accumulate(s, p, dt):
+    """Add the current state's contribution over [t, t + dt] intersected with [warmup, horizon]."""
+    t0, t1 = s["t"], s["t"] + dt
+    w = jnp.maximum(0.0, jnp.minimum(t1, p["horizon"]) - jnp.maximum(t0, p["warmup"]))
+    out, x = add_statistics(s, p, w)
+    snap_now = (p["snap_times"] >= t0) & (p["snap_times"] < t1)
+    out["snap"] = jnp.where(snap_now[:, None], x[None, :], s["snap"])
     return out
 
 
 # ------------------------------------------------------------------------------ non-preemptive rules
-def _step_static(s, p):
-    """One event under a non-preemptive routing/scheduling rule (priority, lap, lqfs)."""
-    key, dt, idx = _draw(s, p)
-    s = _accumulate(s, p, dt)
+def static_transition(q, z, idx, p):
+    """Event ``idx`` (arrival of class idx < I, else completion of activity idx - I, row-major) under a
+    non-preemptive rule; returns ``(q, z, is_arrival, i_a, served)`` (served: the arrival found a server)."""
     num_i, num_j = p["mu"].shape
-    q, z = s["q"], s["z"]
     y = p["N"] - z.sum(axis=0)
     is_arrival = idx < num_i
     # Arrival of class i: route to the best idle pool, else queue.
@@ -146,13 +151,24 @@ def _step_static(s, p):
     onehot_n = jax.nn.one_hot(i_n, num_i, dtype=jnp.int32) * take
     z_c = z_c + onehot_n[:, None] * jax.nn.one_hot(j_c, num_j, dtype=jnp.int32)[None, :]
     q_c = q - onehot_n
+    q = jnp.where(is_arrival, q_arr, q_c).astype(jnp.int32)
+    z = jnp.where(is_arrival, z_arr, z_c).astype(jnp.int32)
+    return q, z, is_arrival, i_a, served
+
+
+def _step_static(s, p):
+    """One event under a non-preemptive routing/scheduling rule (priority, lap, lqfs)."""
+    key, dt, idx = _draw(s, p)
+    s = _accumulate(s, p, dt)
+    num_i = p["mu"].shape[0]
+    q, z, is_arrival, i_a, served = static_transition(s["q"], s["z"], idx, p)
     after = s["t"] >= p["warmup"]
     arr_vec = (is_arrival & after) * jax.nn.one_hot(i_a, num_i, dtype=jnp.float64)
     s.update(
         key=key,
         t=s["t"] + dt,
-        q=jnp.where(is_arrival, q_arr, q_c).astype(jnp.int32),
-        z=jnp.where(is_arrival, z_arr, z_c).astype(jnp.int32),
+        q=q,
+        z=z,
         events=s["events"] + 1,
         arrivals=s["arrivals"] + arr_vec,
         waited=s["waited"] + arr_vec * (1.0 - served),
@@ -174,26 +190,33 @@ def swc_allocation(x, p):
     return z
 
 
-def _step_swc(s, p):
-    """One event under the SWC Markov policy z = z(x)."""
-    key, dt, idx = _draw(s, p)
-    s = _accumulate(s, p, dt)
+def swc_transition(q, z, idx, p):
+    """Event ``idx`` under the SWC Markov policy; returns ``(q, z, is_arrival, i_a, served)``."""
     num_i, num_j = p["mu"].shape
-    x = s["q"] + s["z"].sum(axis=1)
+    x = q + z.sum(axis=1)
     is_arrival = idx < num_i
     i_a = jnp.minimum(idx, num_i - 1)
     i_c = jnp.maximum(idx - num_i, 0) // num_j
     cls = jnp.where(is_arrival, i_a, i_c)
     sign = jnp.where(is_arrival, 1, -1).astype(jnp.int32)
     x = (x + sign * jax.nn.one_hot(cls, num_i, dtype=jnp.int32)).astype(jnp.int32)
-    z = swc_allocation(x, p)
-    served = z.sum() > s["z"].sum()
+    z_new = swc_allocation(x, p)
+    served = z_new.sum() > z.sum()
+    return (x - z_new.sum(axis=1)).astype(jnp.int32), z_new, is_arrival, i_a, served
+
+
+def _step_swc(s, p):
+    """One event under the SWC Markov policy z = z(x)."""
+    key, dt, idx = _draw(s, p)
+    s = _accumulate(s, p, dt)
+    num_i = p["mu"].shape[0]
+    q, z, is_arrival, i_a, served = swc_transition(s["q"], s["z"], idx, p)
     after = s["t"] >= p["warmup"]
     arr_vec = (is_arrival & after) * jax.nn.one_hot(i_a, num_i, dtype=jnp.float64)
     s.update(
         key=key,
         t=s["t"] + dt,
-        q=(x - z.sum(axis=1)).astype(jnp.int32),
+        q=q,
         z=z,
         events=s["events"] + 1,
         arrivals=s["arrivals"] + arr_vec,
@@ -374,24 +397,41 @@ def run(
     chunk: int | None = None,
     block: int = 512,
     progress=None,
+    engine: str = "event",
     **kw,
 ) -> dict:
     """Simulate ``reps`` replications of the n-th system and summarise them (see :func:`summarize`).
+
+    ``engine``: ``"event"`` (this module: one event per step, exact holding times, snapshots at fixed
+    times) or ``"uniformized"`` (:mod:`jaxq.sim.network_lockstep`: the same chain uniformised and run in
+    lockstep, step averages for time averages, several times faster; no snapshots).
 
     Returns a dict with ``mean_in_system``, ``mean_queue``, ``mean_idle``, ``mean_busy``, ``p_wait``
     (each with ``_stderr``), histograms, ``events``, ``wall_s`` and ``events_per_s``.
     """
     if reps < 2:
         raise InputError("reps", "need at least 2 replications for a standard error")
+    if engine not in ENGINES:
+        raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
     p = make_params(st, n, policy, warmup, horizon, **kw)
-    engine = SWC_ENGINE if policy == "swc" else STATIC_ENGINE
     t0 = time.perf_counter()
-    final = simulate(engine, p, reps, seed, chunk=chunk, block=block, progress=progress)
-    wall = time.perf_counter() - t0
-    out = summarize(final, p, wall)
+    if engine == "uniformized":
+        from jaxq.sim.network_lockstep import simulate_final
+
+        final, compile_s = simulate_final(p, policy, reps, seed, chunk, progress, kw.get("snap_times"))
+        wall = time.perf_counter() - t0
+        out = summarize(final, p, max(wall - compile_s, 1e-9))
+        for k in ("snapshots", "snapshots_all"):
+            out.pop(k)
+        out.update(wall_s=wall, compile_s=compile_s, steps=final["steps"])
+    else:
+        final = simulate(SWC_ENGINE if policy == "swc" else STATIC_ENGINE, p, reps, seed, chunk=chunk, block=block,
+                         progress=progress)
+        wall = time.perf_counter() - t0
+        out = summarize(final, p, wall)
     if st.scaling == "halfin-whitt":
         out.update(_weighted_idleness(st, n, final, p))
-    out.update(n=n, reps=reps, policy=policy, warmup=warmup, horizon=horizon, scaling=st.scaling)
+    out.update(n=n, reps=reps, policy=policy, warmup=warmup, horizon=horizon, scaling=st.scaling, engine=engine)
     out["pool_sizes"] = np.asarray(p["N"])
     out["arrival_rates"] = np.asarray(p["lam"])
     return out
