@@ -143,11 +143,11 @@ def test_report_pairs_each_baseline_with_the_jaxq_row_it_was_divided_into(tmp_pa
     from jaxq.bench import report
 
     rows = [  # the ciw row's ratio is against the first jaxq row, the numba row's against the second
-        {"engine": "mmc", "impl": "jaxq (lockstep)", "reps": 1000, "events_per_s": 4e8},
-        {"engine": "mmc", "impl": "jaxq (event)", "reps": 1000, "events_per_s": 1e7},
-        {"engine": "mmc", "impl": "ciw", "reps": 1, "events_per_s": 1e5, "jaxq_ratio": 4e3},
-        {"engine": "mmc", "impl": "numba (all cores)", "reps": 1000, "events_per_s": 2e7, "jaxq_ratio": 0.5},
-        {"engine": "mmc", "impl": "numba (all cores)", "reps": 10, "events_per_s": None, "jaxq_ratio": None},
+        {"engine": "mmc", "impl": "jaxq (lockstep)", "n": 100, "reps": 1000, "events_per_s": 4e8},
+        {"engine": "mmc", "impl": "jaxq (event)", "n": 100, "reps": 1000, "events_per_s": 1e7},
+        {"engine": "mmc", "impl": "ciw", "n": 100, "reps": 1, "events_per_s": 1e5, "jaxq_ratio": 4e3},
+        {"engine": "mmc", "impl": "numba (all cores)", "n": 100, "reps": 1000, "events_per_s": 2e7, "jaxq_ratio": 0.5},
+        {"engine": "mmc", "impl": "numba (all cores)", "n": 100, "reps": 10, "events_per_s": None, "jaxq_ratio": None},
     ]
     pss = [{"engine": "jaxq.sim.pss2x2_ctmc", "dist": "exponential", "n": 100, "reps": r, "events_per_s": e,
             "baseline_events_per_s": 4e7, "ratio": e / 4e7} for r, e in ((100, 3e7), (10_000, 1.2e8))]

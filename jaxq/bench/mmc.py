@@ -232,8 +232,10 @@ def priority2_rows(n: int, reps: int, warmup: float, horizon: float, ciw_h: floa
 def bench(quick: bool) -> list[dict]:
     """Rows for ``jaxq bench``: M/M/c events per second in jaxq, numba and Ciw, side by side.
 
-    M/M/N in the Halfin-Whitt regime with n = 100 (N = 105 servers, arrival rate 100, mu = 1); the
-    two-class priority queue has the same servers and total load (see :func:`priority2_rows`).
+    M/M/N in the Halfin-Whitt regime with n = 100 (N = 105 servers, arrival rate 100, mu = 1), and the
+    lockstep engine beside numba for the sizes ``(n, reps)`` of the grid's ``mmc_scale`` (N = n +
+    0.5 sqrt(n); the horizon shortened to about ``lockstep_target_events`` events); the two-class
+    priority queue has the same servers and total load as the n = 100 system (see :func:`priority2_rows`).
     ``jaxq_ratio``: the uniformised jaxq engine's rate over the row's rate for the M/M/c rows, the jaxq
     priority2 row's rate over the row's rate for the priority2 rows.
     """
@@ -253,6 +255,13 @@ def bench(quick: bool) -> list[dict]:
     for row in rows[1:]:
         other = row["events_per_s"]
         row["jaxq_ratio"] = j["events_per_s"] / other if other else None
+    for n2, reps2 in g["mmc_scale"]:  # the lockstep engine and numba as n and the replications grow
+        h2 = min(horizon, g["lockstep_target_events"] / (reps2 * 2.0 * n2), (g["rep_events"] or math.inf) / (2.0 * n2))
+        j2 = jaxq_mmc(n2, reps2, h2, repeats)
+        b2 = numba_mmc(n2, min(reps2, 10_000), j2["span"], repeats)
+        rows += [{"engine": "mmc", "impl": "jaxq (uniformised, lockstep)", "n": n2, "reps": reps2, **j2},
+                 {"engine": "mmc", "impl": "numba (all cores)", "n": n2, "reps": min(reps2, 10_000), **b2,
+                  "jaxq_ratio": j2["events_per_s"] / b2["events_per_s"] if b2["events_per_s"] else None}]
     p_h = horizon / 2  # as the network CTMC's M/M/c row
     rows += priority2_rows(n, min(reps, 1000), min(1.0, p_h / 4), p_h, ciw_h, repeats)
     return rows

@@ -59,7 +59,8 @@ def _label(section: str, row: dict) -> str:
         kind = "uniformised engine" if row["engine"].endswith("ctmc") else "event engine"
         return f"2x2 system, {row['dist']}, n = {row['n']}, {reps} reps, {kind}"
     if section == "mmc":
-        model = "M/M/c (n = 100)" if row["engine"] == "mmc" else "two-class priority M/M/c (n = 100)"
+        model = "M/M/c" if row["engine"] == "mmc" else "two-class priority M/M/c"
+        model += f" (n = {row['n']})"
         return f"{model}, {reps} reps"
     if section == "network":
         return f"N network, {row['engine'].split('[')[1].rstrip(']')}, n = {row['n']}, {reps} reps"
@@ -91,8 +92,8 @@ def headline(result: dict) -> list[dict]:
                             "baseline": f"numba, all cores: {_num(base)}" if base else None,
                             "ratio": r.get("ratio")})
             continue
-        group = {"network": lambda r: (r["engine"], r["n"]), "sde": lambda r: (r["scheme"],)}.get(
-            section, lambda r: (r.get("engine"),))
+        group = {"network": lambda r: (r["engine"], r["n"]), "mmc": lambda r: (r["engine"], r["n"]),
+                 "sde": lambda r: (r["scheme"],)}.get(section, lambda r: (r.get("engine"),))
         rows = _largest(rows, lambda r: group(r) + (r.get("impl"),))
         ours = [r for r in rows if r.get("impl", "jaxq").startswith("jaxq")]
         paired = set()

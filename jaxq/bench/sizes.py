@@ -33,7 +33,7 @@ def grid(quick: bool) -> dict:
                 "pss2x2_ctmc_reps": (2, 1000), "pss2x2_numba_reps": (1, 2, 100, 1000),
                 "mmc_reps": 1000, "mmc_horizon": 5.0, "ciw_horizon": 0.5, "rep_events": None,
                 "lockstep_chunk": 1 << 16, "event_chunk": 10_000,
-                "sde_paths": (256,), "sde_chunk": 256, "fastslow_ctmc": ((32, 2_000),), "network_reps": (64, 256)}
+                "sde_paths": (256,), "sde_chunk": 256, "fastslow_ctmc": ((32, 2_000),), "network_reps": (64, 256), "mmc_scale": ()}
     if accel:
         return {"target_events": 2e7 if quick else 1e8, "lockstep_target_events": 1e9 if quick else 4e9,
                 "pss2x2_event_reps": (1, 100, 10_000) if quick else (1, 100, 10_000, 100_000),
@@ -43,7 +43,7 @@ def grid(quick: bool) -> dict:
                 "rep_events": 2e4 if quick else 1e5, "lockstep_chunk": 1 << 20, "event_chunk": 100_000,
                 "sde_paths": (10_000, 1_000_000), "sde_chunk": 1 << 20,
                 "fastslow_ctmc": ((10_000, 2_000), (100_000, 2_000)),
-                "network_reps": (256, 100_000)}
+                "network_reps": (256, 100_000), "mmc_scale": ((100, 1_000_000), (10_000, 100_000))}
     return {"target_events": 2e6 if quick else 2e7, "lockstep_target_events": 2e6 if quick else 2e8,
             "pss2x2_event_reps": (1, 100) if quick else (1, 100, 10_000),
             "pss2x2_ctmc_reps": (2, 100, 10_000) if quick else (2, 100, 10_000, 100_000),
@@ -52,4 +52,5 @@ def grid(quick: bool) -> dict:
             "ciw_horizon": 2.0 if quick else 10.0, "rep_events": None, "lockstep_chunk": 1 << 17, "event_chunk": 10_000,
             "sde_paths": (256, 1024) if quick else (10_000, 1_000_000), "sde_chunk": 256 if quick else 1 << 16,
             "fastslow_ctmc": ((32, 2_000),) if quick else ((256, 20_000), (10_000, 2_000)),
-            "network_reps": (64, 256) if quick else (256, 4096)}
+            "network_reps": (64, 256) if quick else (256, 4096),
+            "mmc_scale": () if quick else ((100, 100), (10_000, 100), (10_000, 10_000))}
