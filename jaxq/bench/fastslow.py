@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.bench.sizes import grid, tiny
-from jaxq.bench.timing import median_rate
+from jaxq.bench.timing import median_rate, ratio
 from jaxq.mdp.layout import identical
 from jaxq.mdp.value_iteration import INNER, VIParams, solver
 from jaxq.sim.fastslow_ctmc import simulate_costs
@@ -195,8 +195,7 @@ def numba_vi(lam, mu1, mu2, k_slow: int, alpha: float, N: int, tol: float = 0.0,
 
 # ----------------------------------------------------------------------------------------- rows
 def _ratio(jaxq_rate, row: dict) -> dict:
-    other = row.get("updates_per_s")
-    return {**row, "jaxq_ratio": jaxq_rate / other if other else None}
+    return {**row, "jaxq_ratio": ratio(jaxq_rate, row.get("updates_per_s"))}
 
 
 def _vi_row(N: int, reps: int) -> dict:

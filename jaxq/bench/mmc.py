@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from jaxq.bench.sizes import grid
-from jaxq.bench.timing import median_rate
+from jaxq.bench.timing import median_rate, ratio
 
 
 def jaxq_mmc(n: int, reps: int, horizon: float, repeats: int) -> dict:
@@ -224,8 +224,7 @@ def priority2_rows(n: int, reps: int, warmup: float, horizon: float, ciw_h: floa
         {**head, "impl": "ciw", "reps": 1, "horizon": ciw_h, **ciw_mmc(n, ciw_h, repeats, True, servers)},
     ]
     for row in rows[2:]:
-        other = row["events_per_s"]
-        row["jaxq_ratio"] = jrow["events_per_s"] / other if other else None
+        row["jaxq_ratio"] = ratio(jrow["events_per_s"], row["events_per_s"])
     return rows
 
 
@@ -253,15 +252,14 @@ def bench(quick: bool) -> list[dict]:
         {"engine": "mmc", "impl": "ciw", "n": n, "reps": 1, **ciw_mmc(n, ciw_h, repeats)},
     ]
     for row in rows[1:]:
-        other = row["events_per_s"]
-        row["jaxq_ratio"] = j["events_per_s"] / other if other else None
+        row["jaxq_ratio"] = ratio(j["events_per_s"], row["events_per_s"])
     for n2, reps2 in g["mmc_scale"]:  # the lockstep engine and numba as n and the replications grow
         h2 = min(horizon, g["lockstep_target_events"] / (reps2 * 2.0 * n2), (g["rep_events"] or math.inf) / (2.0 * n2))
         j2 = jaxq_mmc(n2, reps2, h2, repeats)
         b2 = numba_mmc(n2, min(reps2, 10_000), j2["span"], repeats)
         rows += [{"engine": "mmc", "impl": "jaxq (uniformised, lockstep)", "n": n2, "reps": reps2, **j2},
                  {"engine": "mmc", "impl": "numba (all cores)", "n": n2, "reps": min(reps2, 10_000), **b2,
-                  "jaxq_ratio": j2["events_per_s"] / b2["events_per_s"] if b2["events_per_s"] else None}]
+                  "jaxq_ratio": ratio(j2["events_per_s"], b2["events_per_s"])}]
     p_h = horizon / 2  # as the network CTMC's M/M/c row
     rows += priority2_rows(n, min(reps, 1000), min(1.0, p_h / 4), p_h, ciw_h, repeats)
     return rows

@@ -7,7 +7,7 @@ Two implementations of the same model, measured in the same run:
     replications on all cores, per-replication ``np.random.seed(seed * 1_000_003 + r)``.
 
 The numba kernel (:func:`numba_network`) is generic over the shape (I, J) of the network and has the
-semantics of ``_step_static`` with ``policy="priority"`` (non-preemptive): an arriving class-i job takes
+semantics of ``static_transition`` with ``policy="priority"`` (non-preemptive): an arriving class-i job takes
 an idle server in the lowest-index pool j with an activity (i, j) and ``y_j > 0``, else it queues; a
 freed pool-j server takes the queued job of the lowest-index class i' with an activity (i', j) and
 ``q_i' > 0``. It takes every rate, pool size, activity and the start state ``z0`` (``q = 0``) from
@@ -35,7 +35,7 @@ import numpy as np
 
 import jaxq
 from jaxq.bench.sizes import grid, tiny
-from jaxq.bench.timing import median_rate
+from jaxq.bench.timing import median_rate, ratio
 from jaxq.model import load
 from jaxq.sim import network_ctmc as C
 from jaxq.stats import mean_stderr
@@ -298,8 +298,7 @@ def compare_rows(st: C.NetworkSetup, n: float, policy: str, reps: int, warmup: f
     if policy == "priority":
         p = C.make_params(st, n, policy, warmup, horizon)
         row = {**head, **numba_row(p, reps, repeats)}
-        other = row["events_per_s"]
-        row["jaxq_ratio"] = rows[1]["events_per_s"] / other if other else None
+        row["jaxq_ratio"] = ratio(rows[1]["events_per_s"], row["events_per_s"])
         rows.append(row)
     return rows
 
@@ -312,10 +311,11 @@ def bench(quick: bool) -> list[dict]:
     ``jaxq_ratio``. The horizon is shortened where the size grid caps the events of one replication
     (``rep_events``).
     """
-    cap = grid(quick).get("rep_events")
+    g = grid(quick)
+    cap = g["rep_events"]
     quick = quick or tiny()  # JAXQ_BENCH_TINY=1: a dry run
     st = C.setup(load(EX / "network_N.toml"))
-    small, large = grid(quick)["network_reps"]
+    small, large = g["network_reps"]
     cases = [(100, small, "priority"), (100, small, "swc")] if quick else [
         (100, small, "priority"), (100, large, "priority"), (1600, small, "priority"), (100, small, "swc"),
         (1600, small, "swc")]

@@ -24,7 +24,7 @@ import numpy as np
 
 import jaxq  # noqa: F401  (float64)
 from jaxq.bench.sizes import grid
-from jaxq.bench.timing import median_rate
+from jaxq.bench.timing import median_rate, ratio
 from jaxq.diffusion.workload import analyze
 from jaxq.examples import path
 from jaxq.model import load
@@ -218,8 +218,7 @@ def bench(quick: bool = False) -> Iterator[dict]:
                 row.update(_event_row(system, n, reps, horizon, g["event_chunk"]))
                 if reps in g["pss2x2_numba_reps"]:
                     row.update(_numba_row(system, n, reps, horizon))
-                    b = row.get("baseline_events_per_s")
-                    row["ratio"] = row["events_per_s"] / b if b else None
+                    row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
                 yield row
             if dist != "exponential":
                 continue
@@ -232,8 +231,7 @@ def bench(quick: bool = False) -> Iterator[dict]:
                 if reps in g["pss2x2_numba_reps"]:
                     horizon = steps / big  # the same mean time span as the uniformised steps
                     row.update(_numba_row(system, n, reps, horizon))
-                    b = row.get("baseline_events_per_s")
-                    row["ratio"] = row["events_per_s"] / b if b else None
+                    row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
                 yield row
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 import jaxq  # noqa: F401  (float64)
 from jaxq.bench.sizes import grid
-from jaxq.bench.timing import median_rate
+from jaxq.bench.timing import median_rate, ratio
 from jaxq.sde import coefficients as C
 from jaxq.sde.driver import simulate, step_counts, step_weights
 from jaxq.sde.estimators import SCHEMES
@@ -174,9 +174,8 @@ def bench(quick: bool = False) -> Iterator[dict]:
             yield {**base, "impl": JAXQ_IMPL, **j}
             if name == "euler":
                 b = _numba_row(params, paths, steps)
-                other = b["path_steps_per_s"]
                 yield {**base, "impl": NUMBA_IMPL, "steps": j["steps"], **b,
-                       "jaxq_ratio": j["path_steps_per_s"] / other if other else None}
+                       "jaxq_ratio": ratio(j["path_steps_per_s"], b["path_steps_per_s"])}
 
 
 if __name__ == "__main__":

@@ -11,3 +11,8 @@ def median_rate(once: Callable[[int], tuple[float, float]], repeats: int = 3) ->
     runs = [once(seed) for seed in range(1, repeats + 1)]
     rates = [c / w for c, w in runs if w > 0]
     return statistics.median(rates), statistics.median(w for _, w in runs)
+
+
+def ratio(jaxq_rate: float | None, other: float | None) -> float | None:
+    """``jaxq_rate / other`` (a row's ``jaxq_ratio``), None when either rate is missing (e.g. no numba)."""
+    return jaxq_rate / other if jaxq_rate and other else None

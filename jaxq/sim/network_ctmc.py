@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -156,26 +157,6 @@ def static_transition(q, z, idx, p):
     return q, z, is_arrival, i_a, served
 
 
-def _step_static(s, p):
-    """One event under a non-preemptive routing/scheduling rule (priority, lap, lqfs)."""
-    key, dt, idx = _draw(s, p)
-    s = _accumulate(s, p, dt)
-    num_i = p["mu"].shape[0]
-    q, z, is_arrival, i_a, served = static_transition(s["q"], s["z"], idx, p)
-    after = s["t"] >= p["warmup"]
-    arr_vec = (is_arrival & after) * jax.nn.one_hot(i_a, num_i, dtype=jnp.float64)
-    s.update(
-        key=key,
-        t=s["t"] + dt,
-        q=q,
-        z=z,
-        events=s["events"] + 1,
-        arrivals=s["arrivals"] + arr_vec,
-        waited=s["waited"] + arr_vec * (1.0 - served),
-    )
-    return s
-
-
 # --------------------------------------------------------------------------------- swc (Def. 2.1)
 def swc_allocation(x, p):
     """z(x): maximal busy servers by greedy leaf elimination on the tree (order ``p["elim"]``)."""
@@ -205,12 +186,12 @@ def swc_transition(q, z, idx, p):
     return (x - z_new.sum(axis=1)).astype(jnp.int32), z_new, is_arrival, i_a, served
 
 
-def _step_swc(s, p):
-    """One event under the SWC Markov policy z = z(x)."""
+def _step(s, p, transition):
+    """One event: exact holding time, statistics over it, then ``transition`` (static or swc)."""
     key, dt, idx = _draw(s, p)
     s = _accumulate(s, p, dt)
     num_i = p["mu"].shape[0]
-    q, z, is_arrival, i_a, served = swc_transition(s["q"], s["z"], idx, p)
+    q, z, is_arrival, i_a, served = transition(s["q"], s["z"], idx, p)
     after = s["t"] >= p["warmup"]
     arr_vec = (is_arrival & after) * jax.nn.one_hot(i_a, num_i, dtype=jnp.float64)
     s.update(
@@ -225,8 +206,8 @@ def _step_swc(s, p):
     return s
 
 
-STATIC_ENGINE = Engine(_init, _step_static, _done)
-SWC_ENGINE = Engine(_init, _step_swc, _done)
+STATIC_ENGINE = Engine(_init, partial(_step, transition=static_transition), _done)  # priority, lap, lqfs
+SWC_ENGINE = Engine(_init, partial(_step, transition=swc_transition), _done)
 
 
 # ------------------------------------------------------------------------------------------- setup
@@ -354,8 +335,9 @@ def summarize(final: dict, p: dict, wall_s: float) -> dict:
     width = edges[1] - edges[0]
     out["hist_edges"] = edges
     out["hist_density"] = (final["hist"] / span / width).mean(axis=0)  # (I + 1, B): classes, then total
-    out["snapshots"] = final["snap"].mean(axis=0)
-    out["snapshots_all"] = final["snap"]
+    if "snap" in final:  # the event engine records snapshots at fixed times; the uniformised one cannot
+        out["snapshots"] = final["snap"].mean(axis=0)
+        out["snapshots_all"] = final["snap"]
     events = int(final["events"].sum())
     out["events"] = events
     out["wall_s"] = wall_s
@@ -421,8 +403,6 @@ def run(
         final, compile_s = simulate_final(p, policy, reps, seed, chunk, progress, kw.get("snap_times"))
         wall = time.perf_counter() - t0
         out = summarize(final, p, max(wall - compile_s, 1e-9))
-        for k in ("snapshots", "snapshots_all"):
-            out.pop(k)
         out.update(wall_s=wall, compile_s=compile_s, steps=final["steps"])
     else:
         final = simulate(SWC_ENGINE if policy == "swc" else STATIC_ENGINE, p, reps, seed, chunk=chunk, block=block,

@@ -250,7 +250,7 @@ def simulate_final(p: dict, policy: str, reps: int, seed: int, chunk: int | None
       snap_times: refused (snapshots at fixed times need the event engine).
     Returns:
       ``(final, compile_s)``: dict of (reps, ...) arrays with the event engine's statistics
-      (:func:`to_time_averages`), ``events``, a zero ``snap`` and ``steps``.
+      (:func:`to_time_averages`), ``events`` and ``steps`` (no ``snap``).
     """
     if snap_times is not None:
         raise InputError("snap_times", "snapshots at fixed times need the event engine (engine = 'event')")
@@ -265,6 +265,5 @@ def simulate_final(p: dict, policy: str, reps: int, seed: int, chunk: int | None
     args = (p, jnp.asarray(arr), jnp.asarray(act), jnp.int64(warm), jnp.int64(warm + steps))
     cols, compile_s = run_replications(_run_jit, args, {"lay": lay}, reps, seed, chunk, progress=progress)
     final = to_time_averages(dict(zip(SUMS, cols)), p, lay, steps)
-    final["snap"] = np.zeros((reps,) + tuple(np.shape(p["snap_times"])) + (lay.num_i,))
     final["steps"] = warm + steps
     return final, compile_s
