@@ -1,13 +1,24 @@
 """jaxq: a JAX engine for heavy-traffic studies of parallel server queueing systems.
 
-Layout (dependencies point down this list):
-    config, distributions      model and parameters
-    planning                   static planning: LPs, modes, trees, LAP
-    diffusion                  diffusion limits: workload coefficients, HJB, spare capacity
-    sim, sde, mdp              simulation: prelimit engines, SDE schemes, fast/slow MDP
-    policies, tuning           control policies, autodiff tuning
-    studies, cli               experiment runner, figures, command line
+The public API (``import jaxq``; see :mod:`jaxq.api` and the README's "Python API"):
+
+    load, examples                 a system from a bundled name or a TOML file
+    analyze                        the exact limit objects (2x2 system or network)
+    simulate                       Monte Carlo of the n-th system (2x2: J_n; network: stationary averages)
+    simulate_sde                   the workload diffusion of a 2x2 system and V_WCP
+    simulate_network_sde           the network diffusion (2.27)
+    tune                           switching level / threshold by gradients (exact, sde, prelimit)
+    solve_fastslow                 the fast/slow server MDP (thresholds, structure, (K1)-(K6))
+    simulate_fastslow              a threshold policy of the fast/slow system
+    run_experiment                 a study from an experiment file, resumable
+    SimResult, Estimate            what the simulators return
+    InputError                     the one exception for bad input
+
+Layout (dependencies point down this list): model -> planning -> diffusion -> policies -> sim -> sde ->
+mdp -> tuning -> studies -> bench -> api -> cli. The API is imported lazily, so ``import jaxq`` is cheap.
 """
+
+import importlib
 
 import jax
 
@@ -16,5 +27,20 @@ jax.config.update("jax_enable_x64", True)
 
 from jaxq.errors import InputError  # noqa: E402
 
-__version__ = "0.1.0"
-__all__ = ["InputError", "__version__"]
+__version__ = "0.2.0"
+
+_API = {name: "jaxq.api" for name in ("load", "examples", "analyze", "simulate", "simulate_sde",
+                                       "simulate_network_sde", "tune", "solve_fastslow", "simulate_fastslow",
+                                       "run_experiment")}
+_API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result")
+__all__ = ["InputError", "__version__", *_API]
+
+
+def __getattr__(name):
+    if name in _API:
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'jaxq' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_API))

@@ -6,72 +6,15 @@ import math
 
 import numpy as np
 
-from jaxq.cli.output import progress
+from jaxq.cli.progress import progress
 from jaxq.errors import InputError
 
 
-def _labels(pairs) -> list[list[int]]:
-    return [[int(i) + 1, int(j) + 1] for i, j in pairs]
-
-
-def analyze(net, basis_pool: int | None = None) -> dict:
-    """All analytic objects of a network: LP (2.3)/SPP, CRP, LAP, and (critical load) the diffusion data."""
-    from jaxq.diffusion.network import b_matrices, choose_basis_pool, diffusion_limit, network_type
-    from jaxq.planning.lap import lap_equilibrium
-    from jaxq.planning.network_lp import resolve_scaling, solve_static_plan
-
-    plan = solve_static_plan(net.lam, net.mu, net.nu)
-    scaling = resolve_scaling(net.scaling, plan, net.has_second_order)
-    tree = plan.basic
-    num_j = tree.shape[1]
-    if basis_pool is not None and not 1 <= basis_pool <= num_j:
-        raise InputError("basis-pool", f"expected a pool label in 1..{num_j}")
-    jhat = choose_basis_pool(net.mu, tree) if basis_pool is None else basis_pool - 1
-    eq = lap_equilibrium(net.lam, net.mu, net.nu, tree, net.lap_order)
-    out: dict = {
-        "scaling": scaling,
-        "rho": plan.rho,
-        "xi_star": plan.xi,
-        "x_star": plan.x_star,
-        "z_star": plan.z_star,
-        "tree": plan.graph_is_tree,
-        "basic_activities": _labels(np.argwhere(tree)),
-        "crp": plan.crp,
-        "spp_routing": plan.routing,
-        "spp_workload": plan.workload,
-        "spp_alpha": plan.alpha,
-        "network_type": network_type(net.mu, tree),
-        "basis_pool": jhat + 1,
-    }
-    if scaling == "halfin-whitt":
-        dl = diffusion_limit(net, plan, jhat)
-        out.update(
-            ell=dl.ell,
-            B1=dl.B1,
-            B2=dl.B2,
-            b1_diagonal=dl.b1_diagonal,
-            spare_capacity=dl.spare_capacity,
-            phi_edges=_labels(dl.edges),
-            phi_matrix=dl.phi_matrix,
-        )
-    else:
-        b1, b2 = b_matrices(net.mu, tree, jhat)
-        out.update(ell=None, B1=b1, B2=b2, spare_capacity=None)
-    out.update(
-        lap_class_order=[i + 1 for i in eq.class_order],
-        lap_activity_order=_labels(eq.order),
-        lap_psi_star=eq.psi,
-        lap_routing=eq.routing,
-        lap_unserved=eq.unserved,
-        lap_assumption_holds=eq.assumption_holds,
-    )
-    return out
-
-
 def _run_analyze(args) -> dict:
+    from jaxq.diffusion.network_analysis import analyze
     from jaxq.model import load
 
-    return analyze(_network(load(args.network)), args.basis_pool)
+    return analyze(_network(load(args.network)), args.basis_pool).to_dict()
 
 
 def _network(obj):
@@ -84,63 +27,42 @@ def _network(obj):
 
 def _run_simulate(args) -> dict:
     from jaxq.model import load
-    from jaxq.sim import network_ctmc
+    from jaxq.sim.network import simulate
 
     net = _network(load(args.network))
     if not (args.n > 0 and math.isfinite(args.n)):
         raise InputError("n", "must be positive")
-    st = network_ctmc.setup(net)
-    with progress(args.reps, "replications", enabled=args.reps >= 256) as tick:
-        res = network_ctmc.run(
-            st,
-            args.n,
-            args.policy,
-            reps=args.reps,
-            warmup=args.warmup,
-            horizon=args.horizon,
-            seed=args.seed,
-            chunk=args.chunk,
-            progress=tick,
-            engine="uniformized" if args.engine == "auto" else args.engine,
-        )
-    keys = ["mean_in_system", "mean_queue", "mean_idle", "mean_busy", "p_wait", "p_wait_class", "mean_idle_total"]
-    out = {k: res[k] for k in ("n", "reps", "policy", "scaling", "warmup", "horizon", "engine")}
-    out["pool_sizes"] = res["pool_sizes"]
-    for k in keys:
-        out[k], out[k + "_stderr"] = res[k], res[k + "_stderr"]
-    if st.scaling == "halfin-whitt":
-        from jaxq.diffusion.network import diffusion_limit, spare_capacity_n
-
-        dl = diffusion_limit(net, st.plan)
-        out["spare_capacity"] = dl.spare_capacity
-        out["spare_capacity_n"] = spare_capacity_n(net, st.plan, args.n, dl.basis_pool)
-        for k in ("mean_idleness_hat", "weighted_idleness_hat"):
-            out[k], out[k + "_stderr"] = res[k], res[k + "_stderr"]
-    # Stationary histograms of the diffusion-scaled state: one row per class, then the total <e, X_hat>.
-    out.update(hist_edges=res["hist_edges"], hist_density=res["hist_density"])
-    out.update(events=res["events"], wall_s=res["wall_s"], events_per_s=res["events_per_s"])
+    if args.chunk is not None and args.chunk < 1:
+        raise InputError("chunk", f"must be >= 1, got {args.chunk}")
+    with progress("network simulate") as tick:
+        res = simulate(net, args.n, args.policy, reps=args.reps, warmup=args.warmup, horizon=args.horizon,
+                       seed=args.seed, chunk=args.chunk, progress=tick, engine=args.engine)
+    out = res.to_dict()
+    for k in ("mean_busy", "mean_busy_stderr", "mean_abs_dev", "mean_abs_dev_stderr", "rms_dev", "rms_dev_stderr",
+              "throughput", "throughput_stderr", "arrival_rates", "idleness_weights", "steps"):
+        out.pop(k, None)
+    out["mean_busy"], out["mean_busy_stderr"] = res["mean_busy"], res["mean_busy_stderr"]
     return out
 
 
 def _run_sde(args) -> dict:
-    from jaxq.diffusion.network import diffusion_limit
+    from jaxq.diffusion.network_analysis import analyze
     from jaxq.model import load
     from jaxq.sde.network_euler import simulate_diffusion
-    from jaxq.sim import network_ctmc
 
     net = _network(load(args.network))
     if args.paths < 2 or not args.dt > 0:
         raise InputError("paths" if args.paths < 2 else "dt", "need paths >= 2 and dt > 0")
-    st = network_ctmc.setup(net)
-    if st.scaling != "halfin-whitt":
+    an = analyze(net)
+    if an.diffusion is None:
         raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
-    dl = diffusion_limit(net, st.plan)
+    dl = an.diffusion
     num_i, num_j = dl.tree.shape
     uc = np.full(num_i, 1.0 / num_i) if args.uc is None else np.array(args.uc, float)
     us = np.full(num_j, 1.0 / num_j) if args.us is None else np.array(args.us, float)
-    res = simulate_diffusion(
-        dl, uc, us, args.control, paths=args.paths, dt=args.dt, horizon=args.horizon, warmup=args.warmup, seed=args.seed
-    )
+    with progress("network sde") as tick:
+        res = simulate_diffusion(dl, uc, us, args.control, paths=args.paths, dt=args.dt, horizon=args.horizon,
+                                 warmup=args.warmup, seed=args.seed, progress=tick)
     keep = ["mean_neg", "mean_pos", "mean_x", "identity_rhs"]
     out = {k: res[k] for k in ("control", "paths", "dt", "horizon", "warmup")}
     out.update(uc=uc, us=us, spare_capacity=dl.spare_capacity, idleness_weight=res["idleness_weight"])

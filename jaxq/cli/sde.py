@@ -35,30 +35,11 @@ def run(args) -> dict:
     a = analyze(load_pss2x2(args.system))
     r = wcp_value(a, args.z0, args.switch_at, dt=args.dt, horizon=args.horizon, paths=args.paths, seed=args.seed,
                   scheme_name=args.scheme)
-    err = r["V_hat"] - r["V_exact"]
-    return {
-        "V_hat": r["V_hat"],
-        "stderr": r["stderr"],
-        "V_hat_stderr": r["stderr"],
-        "ci95": [r["V_hat"] - 1.96 * r["stderr"], r["V_hat"] + 1.96 * r["stderr"]],
-        "V_exact": r["V_exact"],
-        "error_in_stderr": err / r["stderr"] if r["stderr"] > 0 else 0.0,
-        "relative_error": err / r["V_exact"],
-        "dt": args.dt,
-        "paths": args.paths,
-        "scheme": args.scheme,
-        "z0": args.z0,
-        "switch_at": r["switch_at"],
-        "z_star": a.z_star,
-        "case": a.case,
-        "policy": a.policy,
-        "horizon": r["horizon"],
-        "truncation_bound": r["truncation_bound"],
-        "steps": r["steps"],
-        "seed": args.seed,
-        "wall_s": r["wall_s"],
-        "path_steps_per_s": r["path_steps_per_s"],
-    }
+    out = r.to_dict()
+    err = r.value - r.info["V_exact"]
+    out.update(error_in_stderr=err / r.stderr if r.stderr > 0 else 0.0, relative_error=err / r.info["V_exact"],
+               paths=args.paths, z_star=a.z_star, case=a.case, policy=a.policy, seed=args.seed)
+    return out
 
 
 def render(r: dict) -> str:

@@ -6,33 +6,14 @@ import math
 
 from jaxq.cli import add_common
 from jaxq.cli.analyze import load_pss2x2
-from jaxq.cli.output import progress
+from jaxq.cli.progress import progress
 from jaxq.errors import InputError
 
-_KEYS = (
-    "n",
-    "reps",
-    "policy",
-    "theta",
-    "switch_at",
-    "J_hat",
-    "stderr",
-    "ci95",
-    "V0",
-    "horizon",
-    "truncation_bound",
-    "events",
-    "wall_s",
-    "compile_s",
-    "events_per_s",
-)
-
-
 def register(sub) -> None:
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, POLICY_CHOICES
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, ENGINES, POLICY_CHOICES
 
     p = sub.add_parser("simulate", help="simulate the n-th 2x2 system under a policy (discounted cost J_n)")
-    p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2')")
+    p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2') or a bundled example name")
     p.add_argument("--n", type=float, required=True, help="index n of the system (rates n lambda + sqrt(n) ...)")
     p.add_argument("--reps", type=int, default=1000, help="replications (default 1000)")
     p.add_argument(
@@ -49,11 +30,11 @@ def register(sub) -> None:
     )
     p.add_argument("--switch-at", type=float, default=None, help="switching level z (scaled workload), default z*")
     p.add_argument("--horizon", type=float, default=None, help="truncation time T (default: tail bound ~1e-4 V0)")
-    p.add_argument("--chunk", type=int, default=None, help="replications per compiled call (default min(reps, 2048))")
+    p.add_argument("--chunk", type=int, default=None, help="replications per compiled call (default min(reps, 16384))")
     p.add_argument("--check-invariants", action="store_true", help="count Definition 2.7 violations on the paths")
     p.add_argument(
         "--engine",
-        choices=("auto", "event", "uniformized"),
+        choices=ENGINES,
         default="auto",
         help="event-driven (any primitives) or uniformised lockstep (exponential only, faster); "
         "auto = uniformized for exponential primitives without --horizon/--check-invariants",
@@ -63,7 +44,7 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
-    from jaxq.sim.pss2x2 import simulate_cost
+    from jaxq.sim.pss2x2 import simulate
 
     system = load_pss2x2(args.system)
     if not (math.isfinite(args.n) and args.n >= 1):
@@ -73,45 +54,13 @@ def run(args) -> dict:
     if args.chunk is not None and args.chunk < 1:
         raise InputError("chunk", f"must be >= 1, got {args.chunk}")
     n = int(args.n) if float(args.n).is_integer() else args.n
-    engine = args.engine
-    if engine == "auto":
-        engine = "uniformized" if system.exponential and args.horizon is None and not args.check_invariants else "event"
-    if engine == "uniformized":
-        if args.horizon is not None or args.check_invariants:
-            raise InputError("--engine", "the uniformized engine sets its own number of steps and has no invariant counters")
-        return run_uniformized(args, system, n)
-    chunk = args.chunk if args.chunk is not None else min(args.reps, 2048)
-    with progress(args.reps, "replications", enabled=args.reps > chunk) as tick:  # several compiled calls
-        res = simulate_cost(
-            system,
-            n,
-            args.reps,
-            policy=args.policy,
-            seed=args.seed,
-            horizon=args.horizon,
-            theta_exponent=args.theta_exponent,
-            switch_at=args.switch_at,
-            chunk=chunk,
-            debug=args.check_invariants,
-            progress=tick,
-        )
-    out = {k: res[k] for k in _KEYS}
-    out.update(J_hat_stderr=res["stderr"], engine="event")
-    if args.check_invariants:
-        out["violations"] = res["violations"]
-    return out
-
-
-def run_uniformized(args, system, n) -> dict:
-    """The exponential system on the uniformised lockstep engine (:mod:`jaxq.sim.pss2x2_ctmc`)."""
-    from jaxq.sim.pss2x2_ctmc import simulate_cost
-
     chunk = args.chunk if args.chunk is not None else min(args.reps, 16384)
-    with progress(args.reps, "replications", enabled=args.reps > chunk) as tick:
-        res = simulate_cost(system, n, args.reps, policy=args.policy, seed=args.seed, theta_exponent=args.theta_exponent,
-                            switch_at=args.switch_at, chunk=chunk, progress=tick)
-    out = {k: res[k] for k in _KEYS}
-    out.update(J_hat_stderr=res["stderr"], engine="uniformized", steps=res["steps"])
+    with progress("simulate") as tick:
+        res = simulate(system, n, args.reps, policy=args.policy, seed=args.seed, engine=args.engine,
+                       horizon=args.horizon, theta_exponent=args.theta_exponent, switch_at=args.switch_at,
+                       chunk=chunk, debug=args.check_invariants, progress=tick)
+    out = res.to_dict()
+    out.pop("hpc", None)
     return out
 
 

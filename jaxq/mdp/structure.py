@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxq.mdp.layout import Layout
+from jaxq.policies.fastslow import threshold_policy  # noqa: F401  (the rule lives with the policies)
 
 INF = np.iinfo(np.int64).max // 4  # "no threshold" (the slow server is never used)
 
@@ -41,23 +42,6 @@ def population_thresholds(value: np.ndarray, K: int, X: int, tie: float = 0.0) -
         if hit.size:
             out[m - 1] = n[hit[0]]
     return out
-
-
-def threshold_policy(layout: Layout, N: int, n_thr) -> np.ndarray:
-    """Policy table (N+1, C) of the threshold policy with population thresholds ``n_thr[r]`` by rank."""
-    n_thr = np.asarray(n_thr)
-    order = np.argsort(layout.rank)  # servers, fastest first
-    pol = np.empty((N + 1, layout.C), dtype=np.int64)
-    for c in range(layout.C):
-        m = int(layout.mask[c])
-        for x in range(N + 1):
-            free, new = max(x - 1, 0), m
-            for j in order:
-                if free and not m >> j & 1 and x + layout.count[c] >= n_thr[layout.rank[j]]:
-                    new |= 1 << j
-                    free -= 1
-            pol[x, c] = layout.config_of_mask(new)
-    return pol
 
 
 def thresholds_from_policy(layout: Layout, policy: np.ndarray, X: int) -> np.ndarray:

@@ -17,9 +17,13 @@ prioritises a class chosen by the rule (P, T1 or T2) that the policy assigns to 
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
+
+from jaxq.errors import InputError
 
 # Rules of Definition 2.8.
 RULE_P, RULE_T1, RULE_T2 = 0, 1, 2
@@ -55,6 +59,111 @@ POLICIES: dict[str, PolicyRules] = {
 
 # Fixed-mode baselines "RULE@m": rule P, T1 or T2 w.r.t. mode m (1-based) at all times.
 FIXED = {f"{r}@{m}": (rule, m - 1) for rule, r in enumerate(RULE_NAMES) for m in (1, 2)}
+CHOICES = ("auto",) + tuple(POLICIES) + tuple(FIXED)
+
+
+class Policy(NamedTuple):
+    """A policy of the n-th system as traced data (0-based modes and roles).
+
+    ``rule[m]`` is the rule used while m is the current mode; ``i1``, ``i2``, ``k1`` the roles of each mode
+    (Definition 2.8); ``level`` the switching level in unscaled workload units ``sqrt(n) z`` (inf: never);
+    ``theta`` the threshold Theta_n.
+    """
+
+    rule: jnp.ndarray  # (2,) int32
+    sampling: jnp.ndarray  # int32: SAMPLE_NEVER, SAMPLE_K1_COMPLETION or SAMPLE_EVERY_EVENT
+    lower: jnp.ndarray  # int32
+    higher: jnp.ndarray  # int32
+    level: jnp.ndarray  # float64
+    theta: jnp.ndarray  # int32
+    i1: jnp.ndarray  # (2,) int32
+    i2: jnp.ndarray  # (2,) int32
+    k1: jnp.ndarray  # (2,) int32
+    alpha_inv: jnp.ndarray  # (2,) float64: W = x_1/alpha_1 + x_2/alpha_2 (2.10)
+
+
+class Resolved(NamedTuple):
+    """What a policy name means for a system: its rules, modes and switching level (scaled workload)."""
+
+    name: str
+    rules: PolicyRules
+    lower: int
+    higher: int
+    z: float  # switching level in scaled workload units; inf: never switch
+
+
+def resolve(analysis, policy: str, switch_at: float | None) -> Resolved:
+    """The modes, rules and switching level a policy name means for a system (Theorem 2.11 for ``auto``).
+
+    A single-mode policy (P, T2) on a dual-mode system uses the lower mode. A dual-mode policy on a
+    single-mode system uses the active mode as the lower mode, the other mode as the higher one and
+    switches at ``switch_at`` (default: never). ``RULE@m`` fixes the rule and mode m.
+    """
+    an = analysis
+    name = an.policy if policy == "auto" else policy
+    if name in FIXED:
+        rule, m = FIXED[name]
+        return Resolved(name, PolicyRules(rule, rule, SAMPLE_NEVER, False), m, m, math.inf)
+    if name not in POLICIES:
+        raise InputError("policy", f"unknown policy {policy!r}; choose one of {', '.join(CHOICES)}")
+    rules = POLICIES[name]
+    if an.case == "single":
+        lo, hi, z = an.active, 1 - an.active, math.inf
+    else:
+        lo, hi, z = an.lower, an.higher, an.z_star
+    if not rules.dual:
+        return Resolved(name, rules, lo, lo, math.inf)
+    if switch_at is not None:
+        z = float(switch_at)
+    return Resolved(name, rules, lo, hi, z)
+
+
+def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:
+    """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1)."""
+    return int(math.ceil(round(constant * n**exponent, 9)))
+
+
+def make(resolved: Resolved, modes, n: float, theta: int | None) -> Policy:
+    """The traced :class:`Policy` of a resolved policy in the n-th system (``modes``: the LP modes)."""
+    rule = np.zeros(2, np.int32)
+    rule[resolved.lower] = resolved.rules.lower
+    rule[resolved.higher] = resolved.rules.higher
+    return Policy(
+        rule=jnp.asarray(rule), sampling=jnp.int32(resolved.rules.sampling), lower=jnp.int32(resolved.lower),
+        higher=jnp.int32(resolved.higher), level=jnp.float64(math.sqrt(n) * resolved.z),
+        theta=jnp.int32(0 if theta is None else theta), i1=jnp.asarray(modes.i1, jnp.int32),
+        i2=jnp.asarray(modes.i2, jnp.int32), k1=jnp.asarray(modes.k1, jnp.int32),
+        alpha_inv=jnp.asarray(1.0 / np.asarray(modes.alpha), jnp.float64))
+
+
+def initial_mode(pol: Policy, level=None):
+    """The current mode of the empty system: the lower mode when the switching level is above 0."""
+    level = pol.level if level is None else level
+    return jnp.where(0.0 < level, pol.lower, pol.higher).astype(jnp.int32)
+
+
+def decide(pol: Policy, x, serving_before, mode, is_arrival, completed_server, level=None, theta=None, real=None):
+    """Definitions 2.7-2.10 after an event: resample the current mode, then let idle servers admit jobs.
+
+    Args:
+      pol: the policy; x: jobs per class after the event (int, shape (2,)); serving_before: the assignment
+        after the event (the completing server idle); mode: the current mode before the event;
+        is_arrival, completed_server: the event; level, theta: per-replication overrides (Gaussian-perturbed
+        tuning), default the policy's; real: False for a self-loop of a uniformised chain (not an event:
+        the mode is not resampled; the caller keeps the assignment).
+    Returns:
+      ``(mode, serving, started, prio)``: the new current mode, assignment, servers that start a job, and
+      the class the dual-activity server prioritises.
+    """
+    level = pol.level if level is None else level
+    theta = pol.theta if theta is None else theta
+    workload = jnp.dot(pol.alpha_inv, x.astype(jnp.float64))  # W of (2.10), unscaled
+    new = sample_mode(mode, pol.sampling, is_arrival, completed_server, pol.k1, workload, level, pol.lower, pol.higher)
+    mode = (new if real is None else jnp.where(real, new, mode)).astype(jnp.int32)
+    i1, i2, k1 = pick(pol.i1, mode), pick(pol.i2, mode), pick(pol.k1, mode)
+    prio = priority_class(pick(pol.rule, mode), x, i1, i2, theta)
+    serving, started = dispatch(x, serving_before, k1, i2, prio)
+    return mode, serving, started, prio
 
 
 def pick(a, i):

@@ -6,9 +6,9 @@ uniform) -> y`` advances all paths by one step of length h (normal: (paths, n_no
 normals, uniform: (paths, n_uniform) uniforms on [0, 1)), ``observe(params, y) -> z`` maps back.
 
 Path r draws its noise from ``fold_in(fold_in(PRNGKey(seed), r), block)``: results do not depend on how
-paths are batched. Within a block of ``block`` steps the noise of all paths is drawn at once; the
-state of all paths is advanced together by an inner ``lax.scan``; nothing returns to the host until the
-horizon is reached.
+paths are batched. Within a block of ``block`` steps the noise of all paths is drawn at once and the
+state of all paths is advanced together by an inner ``lax.scan``. Paths are the replications of the one
+replication layer (:mod:`jaxq.sim.replications`: chunks, slices, devices, progress).
 
 The discounted cost ``int_0^T exp(-gamma t) Z_t dt`` is integrated exactly against the linear
 interpolation of Z within each step: away from the boundary and the jump levels, given its end
@@ -20,6 +20,7 @@ O(sqrt(dt)) of all steps and contribute an O(dt) bias in total.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Callable, NamedTuple
 
 import jax
@@ -27,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.errors import InputError
+from jaxq.sim import replications
 
 
 class Scheme(NamedTuple):
@@ -49,12 +51,6 @@ def step_weights(gamma, h):
     return i1 - w1, w1
 
 
-def path_keys(seed: int, first: int, count: int):
-    """Keys ``fold_in(PRNGKey(seed), r)`` of paths r = first, ..., first + count - 1."""
-    base = jax.random.PRNGKey(seed)
-    return jax.vmap(lambda r: jax.random.fold_in(base, r))(jnp.arange(first, first + count, dtype=jnp.uint32))
-
-
 def _block_noise(keys, j, block, n_normal, n_uniform):
     def one(key):
         k = jax.random.fold_in(key, j)
@@ -68,8 +64,38 @@ def _block_noise(keys, j, block, n_normal, n_uniform):
     return jnp.swapaxes(normal, 0, 1), jnp.swapaxes(uniform, 0, 1)
 
 
+def _start(scheme: Scheme, params, z0, paths: int, snap_steps):
+    y0 = jnp.broadcast_to(scheme.init(params, jnp.asarray(z0, dtype=jnp.float64)), (paths,))
+    zs0 = scheme.observe(params, y0)
+    snaps0 = jnp.where(snap_steps[None, :] == 0, zs0[:, None], jnp.zeros((paths, snap_steps.shape[0])))
+    return (y0, zs0, jnp.zeros(paths), snaps0)
+
+
+def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j):
+    """Advance every path by one block of ``block`` steps (block index ``j``), integrating the cost."""
+    w0, w1 = step_weights(gamma, h)
+
+    def inner(c, x):
+        y, z, cost, snaps = c
+        k, normal, uniform = x
+        y1 = scheme.step(params, y, h, normal, uniform)
+        z1 = scheme.observe(params, y1)
+        disc = jnp.exp(-gamma * h * k)
+        cost = cost + disc * (w0 * z + w1 * z1)
+        snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
+        return (y1, z1, cost, snaps), None
+
+    normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)
+    ks = (j * block + jnp.arange(block)).astype(jnp.float64)
+    carry, _ = jax.lax.scan(inner, carry, (ks, normal, uniform))
+    return carry
+
+
 def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: int, snap_steps, remat: bool = False):
-    """All paths of one batch: discounted cost over ``n_blocks * block`` steps and snapshots.
+    """All paths of one batch, in one call: discounted cost over ``n_blocks * block`` steps and snapshots.
+
+    A pure function (differentiable in ``params`` with ``remat``); :func:`simulate` runs the same blocks
+    through the replication layer instead.
 
     Args:
       scheme: the method; params: its coefficient pytree; z0: start (scalar); gamma: discount rate;
@@ -80,29 +106,11 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
     Returns:
       ``(cost, snaps)``: (paths,) discounted costs and (paths, S) snapshots.
     """
-    paths = keys.shape[0]
-    w0, w1 = step_weights(gamma, h)
-    y0 = jnp.broadcast_to(scheme.init(params, jnp.asarray(z0, dtype=jnp.float64)), (paths,))
-    zs0 = scheme.observe(params, y0)
-    snaps0 = jnp.where(snap_steps[None, :] == 0, zs0[:, None], jnp.zeros((paths, snap_steps.shape[0])))
+    carry = _start(scheme, params, z0, keys.shape[0], snap_steps)
 
-    def inner(carry, x):
-        y, z, cost, snaps = carry
-        k, normal, uniform = x
-        y1 = scheme.step(params, y, h, normal, uniform)
-        z1 = scheme.observe(params, y1)
-        disc = jnp.exp(-gamma * h * k)
-        cost = cost + disc * (w0 * z + w1 * z1)
-        snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
-        return (y1, z1, cost, snaps), None
+    def outer(c, j):
+        return _block(scheme, params, gamma, h, keys, snap_steps, block, c, j), None
 
-    def outer(carry, j):
-        normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)
-        ks = (j * block + jnp.arange(block)).astype(jnp.float64)
-        carry, _ = jax.lax.scan(inner, carry, (ks, normal, uniform))
-        return carry, None
-
-    carry = (y0, zs0, jnp.zeros(paths), snaps0)
     if remat:  # reverse-mode differentiable: a scan over a static number of blocks
         (_, _, cost, snaps), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))
     else:  # a dynamic trip count: one compilation serves every step size and horizon
@@ -110,7 +118,39 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
     return cost, snaps
 
 
-_run_jit = jax.jit(run_paths, static_argnames=("scheme", "block", "remat"))
+class Args(NamedTuple):
+    """Traced arguments of an SDE run on the replication layer."""
+
+    params: object
+    z0: jax.Array
+    gamma: jax.Array
+    h: jax.Array
+    n_blocks: jax.Array  # int64
+    snap_steps: jax.Array  # (S,) int64
+
+
+@lru_cache(maxsize=None)
+def program(scheme: Scheme, block: int, blocks_per_call: int) -> replications.Program:
+    """The scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications)."""
+
+    @jax.jit
+    def start(keys, a: Args):
+        return {"keys": keys, "carry": _start(scheme, a.params, a.z0, keys.shape[0], a.snap_steps), "j": jnp.int64(0)}
+
+    @jax.jit
+    def advance(c, a: Args):
+        j1 = jnp.minimum(c["j"] + blocks_per_call, a.n_blocks)
+        carry = jax.lax.fori_loop(c["j"], j1, lambda j, cc: _block(scheme, a.params, a.gamma, a.h, c["keys"],
+                                                                    a.snap_steps, block, cc, j), c["carry"])
+        work = (j1 - c["j"]) * block * c["keys"].shape[0]
+        return dict(c, carry=carry, j=j1), j1 >= a.n_blocks, work
+
+    @jax.jit
+    def finish(c, a: Args):
+        _, _, cost, snaps = c["carry"]
+        return {"cost": cost, "snaps": snaps}
+
+    return replications.Program(start, advance, finish, unit="path-steps")
 
 
 def step_counts(dt: float, horizon: float, block: int = 64) -> tuple[int, int]:
@@ -130,17 +170,19 @@ def check_step(dt: float, horizon: float) -> None:
 
 
 def simulate(scheme: Scheme, params, z0: float, gamma: float, dt: float, horizon: float, paths: int, seed: int = 0,
-             times=(), chunk: int = 1 << 16, block: int = 64):
-    """Discounted cost and snapshots of ``paths`` paths, batched by ``chunk`` (results do not depend on it).
+             times=(), chunk: int = 1 << 16, block: int = 64, start: int = 0, devices=None, progress=None):
+    """Discounted cost and snapshots of ``paths`` paths through the replication layer (results do not depend
+    on ``chunk`` or devices: path r uses ``fold_in(PRNGKey(seed), r)``).
 
     Args:
       scheme, params: the method and its coefficients; z0 >= 0: start; gamma > 0: discount rate;
       dt: step; horizon: truncation time T (rounded up to whole blocks of steps);
       paths: number of paths; seed: random seed; times: fixed times at which Z is recorded
-      (each rounded to the nearest multiple of dt); chunk: paths per compiled call.
+      (each rounded to the nearest multiple of dt); chunk: paths per compiled call;
+      start, devices, progress: see :func:`jaxq.sim.replications.run`.
     Returns:
       dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
-      ``horizon`` (the T used), ``steps``.
+      ``horizon`` (the T used), ``steps``, ``wall_s``, ``compile_s``.
     """
     check_step(dt, horizon)
     if paths < 1:
@@ -149,17 +191,11 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, dt: float, horizon
     snap_steps = np.rint(times / dt).astype(np.int64)
     horizon = max(horizon, float(snap_steps.max(initial=0)) * dt)
     n_blocks, block = step_counts(dt, horizon, block)
-    costs, snaps = [], []
-    size = min(chunk, paths)  # every call has the same shape (the last chunk is padded): one compilation
-    for first in range(0, paths, size):
-        keys = path_keys(seed, first, size)
-        c, s = _run_jit(scheme, params, z0, gamma, dt, keys, n_blocks, block, jnp.asarray(snap_steps))
-        count = min(size, paths - first)
-        costs.append(np.asarray(c)[:count])
-        snaps.append(np.asarray(s)[:count])
-    return {
-        "cost": np.concatenate(costs),
-        "snaps": np.concatenate(snaps),
-        "horizon": n_blocks * block * dt,
-        "steps": n_blocks * block,
-    }
+    a = Args(params, jnp.float64(z0), jnp.float64(gamma), jnp.float64(dt), jnp.int64(n_blocks), jnp.asarray(snap_steps))
+    plan = replications.plan(paths, chunk, devices)
+    per_call = int(max(1, min(n_blocks, (1 << 22) // (block * plan.size))))
+    replications.announce(progress, float(paths) * n_blocks * block, "path-steps")
+    out, timing = replications.run(program(scheme, block, per_call), a, paths, seed, start=start, chunk=chunk,
+                                   devices=devices, progress=progress)
+    return {"cost": out["cost"], "snaps": out["snaps"], "horizon": n_blocks * block * dt, "steps": n_blocks * block,
+            "wall_s": timing.wall_s, "compile_s": timing.compile_s}

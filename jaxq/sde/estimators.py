@@ -8,7 +8,6 @@ truncation leaves out (``truncation_bound``).
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from jaxq.errors import InputError
 from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
 from jaxq.sde.driver import simulate
+from jaxq.sim.result import Estimate, SimResult
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
 DEFAULT_SCHEME = "skew"
@@ -57,16 +57,18 @@ def _check_start(z0: float) -> None:
 
 
 def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float = 1e-3, horizon: float | None = None,
-                    paths: int = 20000, seed: int = 0, scheme_name: str = DEFAULT_SCHEME) -> dict:
+                    paths: int = 20000, seed: int = 0, scheme_name: str = DEFAULT_SCHEME, chunk: int = 1 << 16,
+                    devices=None, progress=None) -> SimResult:
     """``E int_0^inf exp(-gamma t) Z_t dt`` for the reflected SDE with piecewise-constant coefficients.
 
     Args:
       params: coefficients (``jaxq.sde.coefficients.piecewise`` / ``wcp``); gamma: discount rate;
       z0: start; dt: step; horizon: truncation time T (default: bound <= 1e-3); paths, seed: Monte Carlo;
-      scheme_name: one of ``SCHEMES``.
+      scheme_name: one of ``SCHEMES``; chunk, devices, progress: see :mod:`jaxq.sim.replications`.
     Returns:
-      dict with ``V_hat``, ``stderr``, ``horizon``, ``truncation_bound``, ``steps``, ``wall_s``,
-      ``path_steps_per_s``.
+      A :class:`~jaxq.sim.result.SimResult` with primary estimate ``V_hat``, per-path ``samples["V"]`` and
+      ``info`` with ``horizon``, ``truncation_bound``, ``steps``, ``dt``, ``scheme``, ``z0``,
+      ``path_steps_per_s``; ``events`` counts path-steps.
     """
     _check_start(z0)
     if paths < 2:
@@ -75,19 +77,15 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     s_max = float(np.max(np.asarray(params.s)))
     if horizon is None:
         horizon = default_horizon(z0, b_max, s_max, gamma)
-    t0 = time.perf_counter()
-    r = simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed)
-    wall = time.perf_counter() - t0
+    r = simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed, chunk=chunk, devices=devices,
+                 progress=progress)
     cost = r["cost"]
-    return {
-        "V_hat": float(cost.mean()),
-        "stderr": float(cost.std(ddof=1) / math.sqrt(paths)),
-        "horizon": r["horizon"],
-        "truncation_bound": truncation_bound(z0, b_max, s_max, gamma, r["horizon"]),
-        "steps": r["steps"],
-        "wall_s": wall,
-        "path_steps_per_s": paths * r["steps"] / wall,
-    }
+    work = paths * r["steps"]
+    run_s = max(r["wall_s"] - r["compile_s"], 1e-9)
+    info = {"horizon": r["horizon"], "truncation_bound": truncation_bound(z0, b_max, s_max, gamma, r["horizon"]),
+            "steps": r["steps"], "dt": dt, "scheme": scheme_name, "z0": z0, "path_steps_per_s": work / run_s}
+    return SimResult("V_hat", {"V_hat": Estimate.of(cost)}, paths, work, r["wall_s"], r["compile_s"], scheme_name,
+                     {"V": cost}, info)
 
 
 def wcp_coefficients(analysis, switch_at: float | None = None) -> tuple[Piecewise, float | None]:
@@ -101,16 +99,16 @@ def wcp_coefficients(analysis, switch_at: float | None = None) -> tuple[Piecewis
     return wcp(bL, sL, bH, sH, z), float(z)
 
 
-def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **kw) -> dict:
+def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **kw) -> SimResult:
     """Monte Carlo V_WCP(z0) (workload units) of a 2x2 system and the exact ODE value for the same switching point.
 
-    Returns the dict of ``discounted_cost`` plus ``V_exact`` and ``switch_at`` (None: no switching).
+    Returns the :class:`SimResult` of ``discounted_cost`` with ``V_exact`` and ``switch_at`` (None: no
+    switching) in its ``info``.
     """
     _check_start(z0)
     params, z = wcp_coefficients(analysis, switch_at)
     out = discounted_cost(params, analysis.system.gamma, z0, **kw)
-    out["V_exact"] = analysis.wcp_cost(z0, switch_at)
-    out["switch_at"] = z
+    out.info.update(V_exact=analysis.wcp_cost(z0, switch_at), switch_at=z)
     return out
 
 

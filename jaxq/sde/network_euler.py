@@ -9,13 +9,14 @@ some x_i > 0, else the given u^c; u^s fixed). Euler's scheme has weak order 1 fo
 the linear statistic <e, B1^{-1} X> has drift -rho + w(u^s) <e, x>^- exactly, so the identity
 rho = E[w(u^s) <e, X>^-] holds for the Euler chain's own stationary law at every step size.
 
-Paths are independent: path r uses ``fold_in(PRNGKey(seed), r)`` and step k ``fold_in(key_r, k)``.
+Paths are independent: path r uses ``fold_in(PRNGKey(seed), r)`` and step k ``fold_in(key_r, k)``; they
+are the replications of the one replication layer (:mod:`jaxq.sim.replications`).
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
+from functools import lru_cache
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,7 @@ import numpy as np
 
 from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
+from jaxq.sim import replications
 
 CONTROLS = ("constant", "proportional")
 WEAK_ORDER = 1.0
@@ -35,32 +37,45 @@ def _control(x, uc, feedback):
     return jnp.where(feedback, prop, uc)
 
 
-@partial(jax.jit, static_argnames=("steps", "warm", "snaps"))
-def _paths(keys, p, steps: int, warm: int, snaps: int):
-    num_i = p["ell"].shape[0]
-    every = max(1, steps // snaps)
+def _step(c, k, key, p):
+    """One Euler step from ``c = (x, acc, path)`` at step index k (noise from ``fold_in(key, k)``)."""
+    x, acc, path = c
+    uc = _control(x, p["uc"], p["feedback"])
+    b = drift(x, uc, p["us"], p["ell"], p["K"])
+    dw = jax.random.normal(jax.random.fold_in(key, k), x.shape) * jnp.sqrt(p["dt"])
+    s = x.sum()
+    on = (k >= p["warm"]).astype(jnp.float64)
+    acc = {"x": acc["x"] + on * x, "neg": acc["neg"] + on * jnp.maximum(-s, 0.0),
+           "pos": acc["pos"] + on * jnp.maximum(s, 0.0)}
+    path = jnp.where(p["snap_steps"] == k, s, path)
+    return x + b * p["dt"] + p["sigma"] * dw, acc, path
 
-    def one(key):
-        def body(carry, k):
-            x, acc = carry
-            uc = _control(x, p["uc"], p["feedback"])
-            b = drift(x, uc, p["us"], p["ell"], p["K"])
-            dw = jax.random.normal(jax.random.fold_in(key, k), (num_i,)) * jnp.sqrt(p["dt"])
-            s = x.sum()
-            on = (k >= warm).astype(jnp.float64)
-            acc = {
-                "x": acc["x"] + on * x,
-                "neg": acc["neg"] + on * jnp.maximum(-s, 0.0),
-                "pos": acc["pos"] + on * jnp.maximum(s, 0.0),
-            }
-            x_new = x + b * p["dt"] + p["sigma"] * dw
-            return (x_new, acc), x.sum()
 
-        acc0 = {"x": jnp.zeros(num_i), "neg": jnp.zeros(()), "pos": jnp.zeros(())}
-        (x, acc), path_sum = jax.lax.scan(body, (p["x0"], acc0), jnp.arange(steps))
-        return acc, path_sum[::every][:snaps]
+@lru_cache(maxsize=None)
+def program(steps_per_call: int) -> replications.Program:
+    """The Euler scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications)."""
 
-    return jax.vmap(one)(keys)
+    @jax.jit
+    def start(keys, p):
+        num_i = p["ell"].shape[0]
+        paths = keys.shape[0]
+        acc0 = {"x": jnp.zeros((paths, num_i)), "neg": jnp.zeros(paths), "pos": jnp.zeros(paths)}
+        x0 = jnp.broadcast_to(p["x0"], (paths, num_i))
+        return {"keys": keys, "c": (x0, acc0, jnp.zeros((paths, p["snap_steps"].shape[0]))), "k": jnp.int64(0)}
+
+    @jax.jit
+    def advance(c, p):
+        k1 = jnp.minimum(c["k"] + steps_per_call, p["steps"])
+        one = lambda key, cc: jax.lax.fori_loop(c["k"], k1, lambda k, z: _step(z, k, key, p), cc)  # noqa: E731
+        out = jax.vmap(one)(c["keys"], c["c"])
+        return dict(c, c=out, k=k1), k1 >= p["steps"], (k1 - c["k"]) * c["keys"].shape[0]
+
+    @jax.jit
+    def finish(c, p):
+        _, acc, path = c["c"]
+        return {"acc": acc, "path": path}
+
+    return replications.Program(start, advance, finish, unit="path-steps")
 
 
 def simulate_diffusion(
@@ -75,6 +90,9 @@ def simulate_diffusion(
     seed: int = 0,
     x0: np.ndarray | None = None,
     snaps: int = 50,
+    chunk: int | None = None,
+    devices=None,
+    progress=None,
 ) -> dict:
     """Long-run averages of the diffusion (2.27) under a control, with standard errors over paths.
 
@@ -82,6 +100,7 @@ def simulate_diffusion(
       dl: the diffusion limit; uc, us: control values in the simplexes (2.20); control: see CONTROLS.
       paths, dt, horizon, warmup: Monte Carlo and Euler settings (time averages over [warmup, horizon]).
       x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each path.
+      chunk, devices, progress: see :func:`jaxq.sim.replications.run` (paths are its replications).
 
     Returns:
       dict with ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+), ``mean_x``, ``identity_lhs``
@@ -108,9 +127,12 @@ def simulate_diffusion(
         "dt": jnp.asarray(dt),
         "x0": jnp.asarray(np.zeros(num_i) if x0 is None else np.asarray(x0, float)),
     }
-    base = jax.random.PRNGKey(seed)
-    keys = jax.vmap(lambda r: jax.random.fold_in(base, r))(jnp.arange(paths, dtype=jnp.uint32))
-    acc, sums = _paths(keys, p, steps, warm, snaps)
+    every = max(1, steps // snaps)
+    snap_steps = np.arange(0, steps, every)[:snaps]
+    p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_steps=jnp.asarray(snap_steps))
+    per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
+    out, _ = replications.run(program(per_call), p, paths, seed, chunk=chunk, devices=devices, progress=progress)
+    acc, sums = out["acc"], out["path"]
     count = steps - warm
     w = dl.idleness_weight(us)
     per = {
@@ -125,8 +147,7 @@ def simulate_diffusion(
         out[k + "_stderr"] = v.std(axis=0, ddof=1) / math.sqrt(paths)
     out["identity_lhs"] = dl.spare_capacity
     out["idleness_weight"] = w
-    every = max(1, steps // snaps)
-    out["times"] = np.arange(0, steps, every)[:snaps] * dt
+    out["times"] = snap_steps * dt
     out["mean_sum_path"] = np.asarray(sums).mean(axis=0)
     out.update(dt=dt, paths=paths, horizon=horizon, warmup=warmup, control=control)
     return out

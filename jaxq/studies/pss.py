@@ -81,7 +81,7 @@ def points(exp) -> list[dict]:
         for pol in policies:
             for n in g.n:
                 try:
-                    engines.pss_params(system, an, n, pol, _horizon(exp), g.times, g.theta_exponent)
+                    engines.pss_setup(system, an, n, pol, _horizon(exp), g.times, g.theta_exponent)
                 except InputError as e:
                     raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
                 out.append({"system": s.label, "engine": "pss", "policy": pol, "n": _num(n)})
@@ -109,17 +109,17 @@ def _point_rows(exp, pts, records):
         if pt["engine"] != "pss":
             continue
         system, an = _system(exp, pt["system"])
-        _, _, info, _ = engines.pss_params(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times,
-                                           exp.grid.theta_exponent)
+        st = engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times,
+                               exp.grid.theta_exponent)
         J, se = mean_stderr(rec["J"])
         p = an.p
         sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"])
         sq, sq_se = mean_stderr(rec[f"sup_X_hat_{2 - p}"])
         rows.append({
-            "point": i, "system": pt["system"], "policy": pt["policy"], "policy_used": info["policy"],
-            "theta": info["theta"], "switch_at": info["switch_at"], "n": pt["n"], "seed": pt["seed"],
+            "point": i, "system": pt["system"], "policy": pt["policy"], "policy_used": st.policy,
+            "theta": st.theta, "switch_at": st.switch_at, "n": pt["n"], "seed": pt["seed"],
             "reps": int(rec["J"].shape[0]), "J_hat": J, "J_hat_stderr": se, "ci95_lo": J - 1.96 * se,
-            "ci95_hi": J + 1.96 * se, "V0": an.V0, "gap": J - an.V0, "horizon": info["horizon"],
+            "ci95_hi": J + 1.96 * se, "V0": an.V0, "gap": J - an.V0, "horizon": st.horizon,
             "truncation_bound": float(np.mean(rec["tail_bound"])), "hpc": p + 1,
             "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
             "events": int(np.sum(rec["events"])),

@@ -9,7 +9,7 @@ the Gaussian-smoothed cost instead,
 
 whose gradient is ``E[J_n(theta + tau eps) eps] / tau`` (the likelihood ratio of the perturbation:
 the score of N(theta, tau^2) is eps/tau). Every replication draws its own eps
-(:func:`jaxq.sim.pss2x2.perturbed_parameters`); it is run twice, at ``theta + tau eps`` and
+(:func:`jaxq.sim.models.pss2x2.perturbed_parameters`); it is run twice, at ``theta + tau eps`` and
 ``theta - tau eps``, with common random numbers, and ``(J+ - J-) eps / (2 tau)`` is the
 (antithetic) gradient estimate, unbiased for grad J_tau. Adam (optax) follows these estimates; the
 tuned value of a chain is the average of its second half of iterates (Polyak-Ruppert), and
@@ -30,7 +30,7 @@ from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, resolve_policy, simulate_cost
+from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, simulate
 from jaxq.stats import mean_stderr, t_interval
 
 
@@ -49,16 +49,18 @@ class PrelimitTune(NamedTuple):
 def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, analysis) -> tuple[np.ndarray, np.ndarray, float]:
     """Antithetic Gaussian-smoothing gradient of J_n at (z, c): (mean (2,), stderr (2,), J_tau estimate)."""
     kw = dict(policy=policy, switch_at=z, theta_constant=c, theta_exponent=theta_exponent, seed=seed, analysis=analysis)
-    plus = simulate_cost(system, n, reps, perturb=(1, tau[0], tau[1]), **kw)
-    minus = simulate_cost(system, n, reps, perturb=(-1, tau[0], tau[1]), **kw)
-    half = 0.5 * (plus["J"] - minus["J"])
-    g = half[:, None] * plus["eps"] / np.asarray(tau)
-    return g.mean(axis=0), g.std(axis=0, ddof=1) / math.sqrt(reps), float(0.5 * (plus["J"] + minus["J"]).mean())
+    plus = simulate(system, n, reps, perturb=(1, tau[0], tau[1]), **kw)
+    minus = simulate(system, n, reps, perturb=(-1, tau[0], tau[1]), **kw)
+    half = 0.5 * (plus.samples["J"] - minus.samples["J"])
+    g = half[:, None] * plus.samples["eps"] / np.asarray(tau)
+    return (g.mean(axis=0), g.std(axis=0, ddof=1) / math.sqrt(reps),
+            float(0.5 * (plus.samples["J"] + minus.samples["J"]).mean()))
 
 
 def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
     """``(policy name, tune z?, tune c?, z*)``; refuses a policy with nothing to tune."""
-    name, rules, _, _, z_star = resolve_policy(a, policy, None)
+    res = pol.resolve(a, policy, None)
+    name, rules, z_star = res.name, res.rules, res.z
     tune_z = rules.dual and a.case == "dual"
     tune_c = pol.uses_threshold(rules)
     if not (tune_z or tune_c):
@@ -128,14 +130,14 @@ def tune_prelimit(
     z_t, c_t = float(tail[:, 0].mean()), float(tail[:, 1].mean())
     ev_reps = eval_reps or 4 * reps
     kw = dict(policy=name, theta_exponent=theta_exponent, seed=seed + 7_777_777, analysis=a)
-    tuned = simulate_cost(system, n, ev_reps, switch_at=z_t if tune_z else None, theta_constant=c_t, **kw)
-    theory = simulate_cost(system, n, ev_reps, switch_at=None, theta_constant=1.0, **kw)
-    d_mean, d_se = mean_stderr(tuned["J"] - theory["J"])
+    tuned = simulate(system, n, ev_reps, switch_at=z_t if tune_z else None, theta_constant=c_t, engine="event", **kw)
+    theory = simulate(system, n, ev_reps, switch_at=None, theta_constant=1.0, engine="event", **kw)
+    d_mean, d_se = mean_stderr(tuned.samples["J"] - theory.samples["J"])
     evaluation = {
-        "J_tuned": tuned["J_hat"], "J_tuned_stderr": tuned["stderr"],
-        "J_theory": theory["J_hat"], "J_theory_stderr": theory["stderr"],
+        "J_tuned": tuned.value, "J_tuned_stderr": tuned.stderr,
+        "J_theory": theory.value, "J_theory_stderr": theory.stderr,
         "difference": d_mean, "difference_stderr": d_se,
-        "V0": a.V0, "reps": ev_reps, "theta_tuned": tuned["theta"], "theta_theory": theory["theta"],
+        "V0": a.V0, "reps": ev_reps, "theta_tuned": tuned.info["theta"], "theta_theory": theory.info["theta"],
     }
     return PrelimitTune(
         z=z_t if tune_z else None, z_ci=t_interval(tail[:, 0]) if tune_z else None,

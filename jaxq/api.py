@@ -1,0 +1,210 @@
+"""The public Python API of jaxq (``import jaxq``): load, analyse, simulate, tune, solve, run studies.
+
+Every function takes plain Python values and returns a documented object; the command line is a thin
+layer over these functions. Arrays are indexed as the papers index them (class i, server or pool k/j),
+0-based; labels in printed output are 1-based.
+
+>>> import jaxq
+>>> system = jaxq.load("pss_PP")                      # a bundled example or a TOML file
+>>> a = jaxq.analyze(system)                          # modes, case, policy, z*, V0
+>>> r = jaxq.simulate(system, n=400, reps=256)        # J_n under Theorem 2.11's policy
+>>> r.value, r.stderr, r.ci95, r.events_per_s
+>>> s = jaxq.simulate_sde(system, paths=20_000)       # V_WCP(0) by the skew-exact scheme
+>>> net = jaxq.load("network_N")
+>>> jaxq.analyze(net).spare_capacity                  # seed 001's rho
+>>> jaxq.simulate(net, n=100, policy="lap")["mean_queue"]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jaxq.errors import InputError
+
+
+def examples() -> list[str]:
+    """Names of the bundled example systems (``pss_P``, ..., ``network_N``, ...)."""
+    from jaxq.examples import names
+
+    return names()
+
+
+def load(source):
+    """Load a system: a bundled example name (``"pss_PP"``, ``"network_N"``) or a TOML file path.
+
+    Returns a :class:`jaxq.model.pss2x2.PSS2x2` (``kind = "pss2x2"``) or a :class:`jaxq.model.network.Network`
+    (``kind = "network"``); bad files raise :class:`jaxq.InputError` naming the key and the reason.
+    """
+    from jaxq.examples import names, path
+    from jaxq.model import load as load_file
+
+    text = str(source)
+    if not Path(text).exists() and text in names():
+        return load_file(path(text))
+    return load_file(source)
+
+
+def analyze(system, basis_pool: int | None = None):
+    """The exact limit objects of a system.
+
+    2x2 system (seed 000): LP (2.7), modes (3.2)-(3.3), b and sigma (2.13), the HPC (2.12), single or dual
+    case, z* (smooth fit) and the lower bound V0, the policy of Theorem 2.11: a
+    :class:`jaxq.diffusion.workload.Analysis` (``.to_dict()`` is ``jaxq analyze``'s JSON).
+    Network (seeds 001/003): LP (2.3), CRP, scaling, LAP priorities and psi*, the diffusion limit and the
+    spare capacity: a :class:`jaxq.diffusion.network_analysis.NetworkAnalysis` (``basis_pool``: jhat, 1-based).
+    """
+    from jaxq.model.network import Network
+
+    if isinstance(system, Network):
+        from jaxq.diffusion.network_analysis import analyze as analyze_network
+
+        return analyze_network(system, basis_pool)
+    from jaxq.diffusion.workload import analyze as analyze_pss
+
+    return analyze_pss(_pss(system))
+
+
+def simulate(system, n: float, reps: int | None = None, *, policy: str | None = None, engine: str = "auto",
+             seed: int = 0, **options):
+    """Monte Carlo of the n-th (prelimit) system; returns a :class:`jaxq.sim.result.SimResult`.
+
+    2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
+    ``policy`` (default ``"auto"``: Theorem 2.11's; also ``P``, ``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``,
+    ``RULE@m``), ``reps`` replications (default 1000); options of :func:`jaxq.sim.pss2x2.simulate`
+    (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``, ``chunk``, ``devices``, ...).
+    Network: stationary averages over [warmup, horizon] (``result["mean_queue"]``, ...) under ``policy``
+    (default ``"priority"``; ``lap``, ``lqfs``, ``swc``), ``reps`` default 64; options of
+    :func:`jaxq.sim.network.simulate` (``warmup``, ``horizon``, ``snap_times``, ...).
+    ``engine``: ``auto``, ``event`` or ``uniformized``. Replication r uses ``fold_in(PRNGKey(seed), r)``.
+    """
+    from jaxq.model.network import Network
+
+    if isinstance(system, Network):
+        from jaxq.sim.network import simulate as simulate_network
+
+        return simulate_network(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,
+                                seed=seed, **options)
+    from jaxq.sim.pss2x2 import simulate as simulate_pss
+
+    return simulate_pss(_pss(system), n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
+                        seed=seed, **options)
+
+
+def simulate_sde(system, *, paths: int = 20_000, dt: float = 1e-3, scheme: str = "skew", z0: float = 0.0,
+                 switch_at: float | None = None, horizon: float | None = None, seed: int = 0, **options):
+    """The workload diffusion (2.23)/(2.24) of a 2x2 system, ``dZ = b(Z)dt + sigma(Z)dB + dL``, switching modes
+    at ``switch_at`` (default z*); estimates V_WCP(z0) = E int exp(-gamma t) Z dt.
+
+    Returns a :class:`jaxq.sim.result.SimResult` (primary ``V_hat``; ``info["V_exact"]`` is the exact ODE value
+    for the same switching level). ``scheme``: ``skew`` (default), ``exact`` or ``euler``.
+    """
+    from jaxq.sde.estimators import wcp_value
+
+    return wcp_value(analyze(system), z0, switch_at, dt=dt, horizon=horizon, paths=paths, seed=seed,
+                     scheme_name=scheme, **options)
+
+
+def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None, paths: int = 256,
+                         dt: float = 0.01, horizon: float = 200.0, warmup: float = 20.0, seed: int = 0, **options) -> dict:
+    """Euler scheme of the controlled network diffusion (2.27) of a critically loaded network (seed 001).
+
+    Returns long-run averages (``mean_neg`` = E<e,X>^-, ``mean_pos``, ``mean_x``, the identity (3.6) sides
+    ``identity_lhs``/``identity_rhs``) with standard errors; ``uc``, ``us`` default to uniform shares.
+    """
+    import numpy as np
+
+    from jaxq.sde.network_euler import simulate_diffusion
+
+    an = analyze(network)
+    if an.diffusion is None:
+        raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
+    num_i, num_j = an.diffusion.tree.shape
+    uc = np.full(num_i, 1.0 / num_i) if uc is None else np.asarray(uc, float)
+    us = np.full(num_j, 1.0 / num_j) if us is None else np.asarray(us, float)
+    return simulate_diffusion(an.diffusion, uc, us, control, paths=paths, dt=dt, horizon=horizon, warmup=warmup,
+                              seed=seed, **options)
+
+
+def tune(system, target: str = "exact", **options):
+    """Tune the switching level z (and, for the prelimit, the threshold constant c) by gradients (optax).
+
+    ``target="exact"``: L-BFGS on the closed-form WCP cost J(0; z) (:func:`jaxq.tuning.exact.tune_exact`);
+    ``"sde"``: pathwise gradients of the Monte Carlo cost of the sigmoid-blended control
+    (:func:`jaxq.tuning.sde.tune_sde`); ``"prelimit"``: Gaussian-smoothed gradients of J_n (needs ``n``;
+    :func:`jaxq.tuning.prelimit.tune_prelimit`). Options are passed to the tuner.
+    """
+    if target == "prelimit":
+        from jaxq.tuning.prelimit import tune_prelimit
+
+        if "n" not in options:
+            raise InputError("n", "the prelimit target needs the index n of the system")
+        n = options.pop("n")
+        return tune_prelimit(_pss(system), n, **options)
+    a = analyze(system)
+    if a.case != "dual":
+        raise InputError("system", "single-mode case (2.19): the optimal policy never switches, so there is no z to tune")
+    if target == "exact":
+        from jaxq.tuning.exact import tune_exact
+
+        return tune_exact(*a.mode_coefficients(), a.system.gamma, **options)
+    if target == "sde":
+        from jaxq.tuning.sde import tune_sde
+
+        return tune_sde(*a.mode_coefficients(), a.system.gamma, **options)
+    raise InputError("target", f"expected exact, sde or prelimit, got {target!r}")
+
+
+def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None, slow_servers: int | None = None,
+                   truncation: int | None = None):
+    """The optimal policy of one fast and K slow servers (seed 002) by value iteration.
+
+    ``discount=None`` gives the long-run average cost; ``mu2`` a number (K identical slow servers, K =
+    ``slow_servers``, default 2) or a list (heterogeneous). Returns a :class:`jaxq.mdp.fastslow.Solution`
+    (thresholds q_L <= q_H, policy table, structure, inequalities (K1)-(K6)).
+    """
+    from jaxq.mdp.fastslow import solve
+
+    return solve(lam, mu1, mu2, discount=discount, slow_servers=slow_servers, truncation=truncation)
+
+
+def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **options):
+    """Simulate a threshold policy of one fast and K identical slow servers: discounted cost from empty
+    (``value_empty``) and average cost; options of :func:`jaxq.sim.fastslow.simulate`."""
+    from jaxq.sim.fastslow import simulate
+
+    return simulate(lam, mu1, mu2, q_thresholds, **options)
+
+
+def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | None = None, devices=None,
+                   progress: bool | None = None) -> dict:
+    """Run a study from an experiment file (path) or its TOML text, resumably, into the folder ``out``.
+
+    Returns the run record (``run.json``: tables, files, events, times). See ``experiments/*.toml``.
+    """
+    import tomllib
+
+    from jaxq.studies.experiment import from_dict, load_experiment
+    from jaxq.studies.runner import run
+
+    text = str(experiment)
+    if "\n" in text or "[experiment]" in text:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise InputError("experiment", f"not valid TOML ({e})") from None
+        if seeds is not None and isinstance(data.get("experiment"), dict):
+            data["experiment"]["seeds"] = list(seeds)
+        exp = from_dict(data, Path(out).resolve() / "experiment.toml")
+    else:
+        exp = load_experiment(experiment, seeds)
+    return run(exp, out, resume=resume, devices=devices, progress=progress)
+
+
+def _pss(system):
+    from jaxq.model.pss2x2 import PSS2x2
+
+    if isinstance(system, (str, Path)):
+        system = load(system)
+    if not isinstance(system, PSS2x2):
+        raise InputError("system.kind", "this needs a 'pss2x2' system")
+    return system

@@ -1,0 +1,197 @@
+"""The event driver: one event per step, blocks of events, masking past the horizon.
+
+A model supplies an :class:`Engine`, pure functions over an explicit state pytree (in the style of optax's
+``GradientTransformation``)::
+
+    init(key, params)   -> state        # one replication's initial state (key: its own PRNG key)
+    step(state, params) -> state        # advance by exactly one event
+    done(state, params) -> bool         # True once the replication has passed its horizon
+    output(state, params) -> outputs    # what is returned per replication
+    events(state)       -> int          # events so far (progress)
+
+The driver runs ``step`` in blocks of ``block`` events (``lax.scan``), a few blocks per call, over a batch
+of replications (``vmap``). Within a block a finished replication is masked (its state is frozen), so the
+result never depends on the block size, on the chunking or on how replications are batched or sharded:
+replication ``r`` always uses the key ``fold_in(PRNGKey(seed), r)``. :func:`markov_engine` turns a
+:class:`~jaxq.sim.markov.Markov` statement into an Engine (exponential holding times), so a Markovian model
+is written once for this driver and the uniformised one.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxq.sim import replications
+from jaxq.sim.markov import Functional, Horizon, Markov
+
+State = Any
+Params = Any
+
+
+class Engine(NamedTuple):
+    """The event rule of one model (see the module docstring)."""
+
+    init: Callable[[jax.Array, Params], State]
+    step: Callable[[State, Params], State]
+    done: Callable[[State, Params], jax.Array]
+    output: Callable[[State, Params], Any]
+    events: Callable[[State], jax.Array]
+
+
+def masked_step(engine: Engine, state: State, params: Params) -> State:
+    """``step`` for a replication that is not done; a finished one keeps its state."""
+    fin = engine.done(state, params)
+    new = engine.step(state, params)
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(fin, a, b), state, new)
+
+
+@lru_cache(maxsize=None)
+def program(engine: Engine, block: int, blocks_per_call: int) -> replications.Program:
+    """The :class:`~jaxq.sim.replications.Program` of an event engine (cached: compiled once per shape)."""
+
+    def blocks(s, params):
+        def body(c):
+            s, b = c
+            s, _ = jax.lax.scan(lambda x, _: (masked_step(engine, x, params), None), s, None, length=block)
+            return s, b + 1
+
+        def cond(c):
+            s, b = c
+            return jnp.logical_not(engine.done(s, params)) & (b < blocks_per_call)
+
+        s, _ = jax.lax.while_loop(cond, body, (s, jnp.int32(0)))
+        return s
+
+    @jax.jit
+    def start(keys, params):
+        return jax.vmap(lambda k: engine.init(k, params))(keys)
+
+    @jax.jit
+    def advance(states, params):
+        before = jnp.sum(jax.vmap(engine.events)(states))
+        states = jax.vmap(lambda s: blocks(s, params))(states)
+        done = jnp.all(jax.vmap(lambda s: engine.done(s, params))(states))
+        return states, done, jnp.sum(jax.vmap(engine.events)(states)) - before
+
+    @jax.jit
+    def finish(states, params):
+        return jax.vmap(lambda s: engine.output(s, params))(states)
+
+    return replications.Program(start, advance, finish, unit="events")
+
+
+def blocks_per_call(size: int, block: int) -> int:
+    """Blocks per ``advance`` call for a batch of ``size``: about 2^21 events a call (progress within seconds)."""
+    return int(max(1, min(1 << 12, (1 << 21) // (block * max(size, 1)))))
+
+
+def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128, start: int = 0, chunk: int | None = None,
+        devices=None, progress=None, max_slice: int | None = None):
+    """Run ``reps`` replications of an event engine; returns ``(outputs, timing)`` (numpy, axis 0 replications).
+
+    ``max_slice`` (default None: one slice per core at most) caps the replications of a core slice.
+    """
+    p = replications.plan(reps, chunk, devices, max_slice)
+    prog = program(engine, int(block), blocks_per_call(p.size, int(block)))
+    return replications.run(prog, params, reps, seed, start=start, chunk=chunk, devices=devices, progress=progress,
+                            max_slice=max_slice)
+
+
+# ------------------------------------------------------------------------------------ Markov chains
+class MarkovArgs(NamedTuple):
+    """Parameters of a Markov model on the event driver: the model's own and the functional's."""
+
+    params: Any
+    horizon: Horizon
+    snap_times: jax.Array  # (S,) times at which ``markov.snapshot`` is recorded (S may be 0)
+
+
+@lru_cache(maxsize=None)
+def markov_engine(markov: Markov, functional: Functional) -> Engine:
+    """The event rule of a Markov model: exponential holding time of the total rate, event in proportion
+    to its rate, the functional's integrand over the holding time, then the model's transition.
+
+    The state holds the model's state, the time, the accumulated integrals, the window's event records,
+    the snapshots and a key; the random words of event j are drawn from ``fold_in(key, j)``.
+    """
+    disc, win = functional.discounted, functional.window
+
+    def init(key, a: MarkovArgs):
+        s = markov.init(a.params)
+        zeros = jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), jnp.float64), markov.observe(s, a.params))
+        none = tuple(jnp.bool_(False) for _ in markov.counts(s, a.params))
+        rec = jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), jnp.float64),
+                                     markov.transition(s, none, a.params)[1])
+        snap = markov.snapshot(s, a.params) if markov.snapshot is not None else jnp.zeros(())
+        return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
+                "disc": zeros if disc else (), "win": zeros if win else (), "rec": rec if win else (),
+                "snap": jnp.zeros(a.snap_times.shape + jnp.shape(snap), jnp.float64), "events": jnp.int64(0)}
+
+    def step(c, a: MarkovArgs):
+        p, hz = a.params, a.horizon
+        s = c["state"]
+        u = jax.random.uniform(jax.random.fold_in(c["key"], c["j"]), (2,), jnp.float64)
+        rates = markov.rates(p)
+        cum, tot = [], jnp.float64(0.0)
+        for e, m in enumerate(markov.counts(s, p)):
+            tot = tot + jnp.asarray(m).astype(jnp.float64) * rates[e]
+            cum.append(tot)
+        t0 = c["t"]
+        t1 = t0 - jnp.log1p(-u[0]) / tot
+        target = u[1] * tot
+        fired = tuple((target < cum[e]) & (target >= (cum[e - 1] if e else 0.0)) for e in range(len(cum)))
+        obs = markov.observe(s, p)
+        out = dict(c)
+        if disc:
+            end = jnp.minimum(t1, hz.horizon)
+            w = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * end)) / hz.gamma
+            out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + w * o, c["disc"], obs)
+        s_new, record = markov.transition(s, fired, p)
+        if win:
+            w = jnp.maximum(0.0, jnp.minimum(t1, hz.horizon) - jnp.maximum(t0, hz.warmup))
+            out["win"] = jax.tree_util.tree_map(lambda acc, o: acc + w * o, c["win"], obs)
+            on = ((t1 >= hz.warmup) & (t1 < hz.horizon)).astype(jnp.float64)
+            out["rec"] = jax.tree_util.tree_map(lambda acc, o: acc + on * o, c["rec"], record)
+        if markov.snapshot is not None:
+            now = (a.snap_times >= t0) & (a.snap_times < t1)
+            snap = markov.snapshot(s, p)
+            out["snap"] = jnp.where(now.reshape(now.shape + (1,) * jnp.ndim(snap)), snap, c["snap"])
+        inside = t1 <= hz.horizon  # the state at the horizon is the one before the first event past it
+        s_new = jax.tree_util.tree_map(lambda a, b: jnp.where(inside, a, b), s_new, s)
+        out.update(state=s_new, t=t1, j=c["j"] + 1, events=c["events"] + inside.astype(jnp.int64))
+        return out
+
+    def done(c, a: MarkovArgs):
+        return c["t"] >= a.horizon.horizon
+
+    def output(c, a: MarkovArgs):
+        return {k: v for k, v in c.items() if k not in ("key", "j")}
+
+    return Engine(init, step, done, output, lambda c: c["events"])
+
+
+def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: int, *, gamma: float = 0.0,
+               warmup: float = 0.0, horizon: float, snap_times=(), block: int = 256, start: int = 0,
+               chunk: int | None = None, devices=None, progress=None):
+    """Simulate a Markov model with exact holding times up to ``horizon``.
+
+    Returns ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
+    (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),
+    ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events``.
+    """
+    a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)),
+                   jnp.asarray(snap_times, jnp.float64).reshape(-1))
+    replications.announce(progress, float(reps) * markov.bound(params) * horizon, "events")  # an upper estimate
+    out, timing = run(markov_engine(markov, functional), a, reps, seed, block=block, start=start, chunk=chunk,
+                      devices=devices, progress=progress)
+    res = {"state": out["state"], "events": out["events"], "snap": out["snap"]}
+    if functional.discounted:
+        res["discounted"] = out["disc"]
+    if functional.window:
+        res["window"] = jax.tree_util.tree_map(lambda v: v / (horizon - warmup), out["win"])
+        res["records"] = out["rec"]
+    return res, timing

@@ -1,0 +1,50 @@
+"""One fast and K identical slow servers under a threshold policy (seed 002), as a Markov chain stated once.
+
+Post-decision state ``(x, y)``: x = queue plus the job at the fast server, y = jobs at the slow servers.
+Events: an arrival (rate ``lambda``), a fast completion (rate ``mu1``; fictitious when x = 0: the
+uniformised operator (7)), a slow completion (rate ``y mu2``). After every event, fictitious ones
+included, the threshold policy (:func:`jaxq.policies.fastslow.decide`) assigns queued jobs to idle slow
+servers; threshold policies are idempotent, so this is the continuous-time system. Uniformisation rate
+``lambda + mu1 + K mu2``, the rate of seed 002's uniformised chain. Observed: the cost ``x + y``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxq.policies.fastslow import decide
+from jaxq.sim.markov import Markov
+
+
+class Params(NamedTuple):
+    lam: jnp.ndarray
+    mu1: jnp.ndarray
+    mu2: jnp.ndarray
+    n_thr: jnp.ndarray  # (K,) int32 population thresholds
+
+
+class State(NamedTuple):
+    x: jnp.ndarray  # int32
+    y: jnp.ndarray  # int32
+
+
+def _transition(s: State, fired, p: Params):
+    arrival, fast, slow = fired
+    x = jnp.where(arrival, s.x + 1, jnp.where(fast, jnp.maximum(s.x - 1, 0), s.x))
+    y = jnp.where(slow, s.y - 1, s.y)
+    x, y = decide(x, y, p.n_thr)
+    return State(x, y), ()
+
+
+MARKOV = Markov(
+    name="fastslow",
+    init=lambda p: State(jnp.int32(0), jnp.int32(0)),
+    counts=lambda s, p: (1, 1, s.y),
+    rates=lambda p: jnp.stack([p.lam, p.mu1, p.mu2]),
+    bound=lambda p: float(np.asarray(p.lam) + np.asarray(p.mu1) + np.asarray(p.n_thr).shape[0] * np.asarray(p.mu2)),
+    transition=_transition,
+    observe=lambda s, p: {"cost": s.x + s.y},  # an integer: summed exactly within a page
+)

@@ -1,0 +1,153 @@
+"""The n-th many-server parallel server network (seeds 001 and 003) as a Markov chain, stated once.
+
+State of one replication: the queue ``q[i]`` of every class and the busy servers ``z[(i, j)]`` of every
+activity the policy uses (scalars; idle servers ``y_j = N_j - sum_i z_ij``, jobs ``x_i = q_i + sum_j z_ij``).
+Events: an arrival of class i (rate ``lambda_i``), a completion of activity (i, j) (rate ``mu_ij z_ij``);
+after each, the policy (:mod:`jaxq.policies.network`) routes the arrival or reassigns the freed server
+(non-preemptive rules) or re-solves the allocation (``swc``). Uniformisation rate
+``Lambda = sum_i lambda_i + sum_j N_j max_i mu_ij`` (over the activities the policy uses).
+
+Observed over time (:func:`markov`): queues, busy servers, their deviations from the fluid centre
+``z_bar`` (absolute and squared), the idleness ``<e, X_hat>^-`` and, optionally, histograms of
+``X_hat_i = (x_i - centre_i)/sqrt(n)`` and of their total; recorded per event in the window: arrivals and
+arrivals that waited, per class; snapshot: the class counts x.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxq.policies.network import Layout, Rule, route, schedule, swc_allocation
+from jaxq.sim.markov import Markov
+
+
+class Params(NamedTuple):
+    """Traced parameters of the n-th network under a policy."""
+
+    lam: jnp.ndarray  # (I,) arrival rates
+    mu: jnp.ndarray  # (I, J) service rates (0 off the policy's activities)
+    N: jnp.ndarray  # (J,) int32 pool sizes
+    rule: Rule  # the policy's ranks
+    center: jnp.ndarray  # (I,) fluid centre of x
+    center_z: jnp.ndarray  # (I, J) fluid centre of z
+    scale: jnp.ndarray  # sqrt(n)
+    hist_lo: jnp.ndarray  # left end of the histogram range of X_hat
+    hist_width: jnp.ndarray  # bin width
+    z0: jnp.ndarray  # (I, J) int32 start allocation (queues start empty)
+
+
+class State(NamedTuple):
+    q: tuple  # I int32 scalars
+    z: tuple  # int32 scalars, one per activity of the layout
+
+
+def jobs(s: State, lay: Layout) -> list:
+    """``x_i = q_i + sum_j z_ij`` per class."""
+    return [s.q[i] + sum((zk for zk, e in zip(s.z, lay.edges) if e[0] == i), jnp.int32(0)) for i in range(lay.num_i)]
+
+
+def transition(s: State, fired, p: Params, lay: Layout):
+    """Apply the event that fired (arrivals first, then activity completions, in ``lay.edges`` order) and the
+    policy's decision after it; returns ``(state, record)`` with per-class ``arrivals`` and ``waited``."""
+    I, J = lay.num_i, lay.num_j
+    arrive = fired[:I]
+    complete = dict(zip(lay.edges, fired[I:]))
+    q, z = list(s.q), dict(zip(lay.edges, s.z))
+    if lay.swc:
+        x = jobs(s, lay)
+        x = [x[i] + arrive[i].astype(jnp.int32)
+             - sum((complete[e].astype(jnp.int32) for e in lay.edges if e[0] == i), jnp.int32(0)) for i in range(I)]
+        new = swc_allocation(x, p.N, lay)
+        grew = sum(new.values(), jnp.int32(0)) > sum(z.values(), jnp.int32(0))
+        q_new = [x[i] - sum((new[e] for e in lay.edges if e[0] == i), jnp.int32(0)) for i in range(I)]
+        served = [grew] * I
+        z_new = new
+    else:
+        busy = {j: sum((z[e] for e in lay.edges if e[1] == j), jnp.int32(0)) for j in range(J)}
+        y = {j: p.N[j] - busy[j] for j in range(J)}
+        served, routed = [], {}
+        for i in range(I):
+            found, picks = route(i, y, p.N, p.rule, lay)
+            served.append(found)
+            for j, pk in picks.items():
+                routed[(i, j)] = pk & found & arrive[i]
+        taken = {}
+        for j in range(J):
+            found, picks = schedule(j, q, p.rule, lay)
+            freed = sum((complete[(i, b)] for (i, b) in lay.edges if b == j), jnp.bool_(False))
+            for i, pk in picks.items():
+                taken[(i, j)] = pk & found & freed
+        z_new = {e: z[e] + routed[e].astype(jnp.int32) - complete[e].astype(jnp.int32) + taken[e].astype(jnp.int32)
+                 for e in lay.edges}
+        q_new = [q[i] + (arrive[i] & ~served[i]).astype(jnp.int32)
+                 - sum((taken[e].astype(jnp.int32) for e in lay.edges if e[0] == i), jnp.int32(0)) for i in range(I)]
+    i32 = jnp.int32
+    record = {"arrivals": tuple(a.astype(i32) for a in arrive),
+              "waited": tuple((a & ~sv).astype(i32) for a, sv in zip(arrive, served))}
+    return State(tuple(q_new), tuple(z_new[e] for e in lay.edges)), record
+
+
+def observe(s: State, p: Params, lay: Layout, bins: int, deviations: bool):
+    """The integrands of the time averages (float64 scalars)."""
+    f64 = jnp.float64
+    out = {"q": tuple(s.q), "z": tuple(s.z)}  # integers: summed exactly within a page
+    x = jobs(s, lay)
+    xhat = [(x[i].astype(f64) - p.center[i]) / p.scale for i in range(lay.num_i)]
+    total = sum(xhat, f64(0.0))
+    out["neg"] = jnp.maximum(-total, 0.0)
+    if deviations:
+        dev = [zk.astype(f64) - p.center_z[i, j] for zk, (i, j) in zip(s.z, lay.edges)]
+        out["absdev"] = tuple(jnp.abs(d) for d in dev)
+        out["sqdev"] = tuple(d * d for d in dev)
+    if bins:
+        iota = jnp.arange(bins)
+        out["hist"] = tuple(
+            (iota == jnp.clip(jnp.floor((v - p.hist_lo) / p.hist_width).astype(jnp.int32), 0, bins - 1)).astype(jnp.int32)
+            for v in xhat + [total])
+    return out
+
+
+def bound(p: Params, lay: Layout) -> float:
+    """``Lambda = sum_i lambda_i + sum_j N_j max_i mu_ij`` over the layout's activities."""
+    mu, big_n = np.asarray(p.mu), np.asarray(p.N)
+    top = np.zeros(lay.num_j)
+    for i, j in lay.edges:
+        top[j] = max(top[j], mu[i, j])
+    return float(np.sum(np.asarray(p.lam)) + np.sum(big_n * top))
+
+
+@lru_cache(maxsize=None)
+def markov(lay: Layout, bins: int = 0, deviations: bool = True) -> Markov:
+    """The Markov statement of a network layout (cached: one compiled program per layout and statistics).
+
+    ``bins``: histogram bins of X_hat (0: none; one-hot sums cost ``bins`` operations a step);
+    ``deviations``: accumulate ``|z - z_bar|`` and ``(z - z_bar)^2`` per activity.
+    """
+    I = lay.num_i
+
+    def init(p: Params):
+        return State(tuple(jnp.int32(0) for _ in range(I)), tuple(p.z0[i, j] for i, j in lay.edges))
+
+    def counts(s: State, p: Params):
+        return (1,) * I + tuple(s.z)
+
+    def rates(p: Params):
+        return jnp.concatenate([p.lam, jnp.stack([p.mu[i, j] for i, j in lay.edges])])
+
+    def snapshot(s: State, p: Params):
+        return jnp.stack(jobs(s, lay)).astype(jnp.float64)
+
+    return Markov(
+        name=f"network{I}x{lay.num_j}" + ("swc" if lay.swc else ""),
+        init=init,
+        counts=counts,
+        rates=rates,
+        bound=lambda p: bound(p, lay),
+        transition=lambda s, fired, p: transition(s, fired, p, lay),
+        observe=lambda s, p: observe(s, p, lay, bins, deviations),
+        snapshot=snapshot,
+    )

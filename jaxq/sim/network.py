@@ -1,0 +1,239 @@
+"""Simulating the n-th parallel server network (seeds 001 and 003): stationary averages with standard errors.
+
+:func:`simulate` builds the model's parameters from the network's analysis
+(:mod:`jaxq.diffusion.network_analysis`: scaling, LAP priorities, fluid centre), runs the Markov statement
+of :mod:`jaxq.sim.models.network` on one of the two drivers, and summarises per-replication time averages
+over [warmup, horizon] into a :class:`~jaxq.sim.result.SimResult`:
+
+* ``event``: exact exponential holding times (also records snapshots at fixed times, for transience);
+* ``uniformized``: the chain uniformised and run in lockstep, step averages for time averages (several
+  times faster); ``auto`` picks it unless snapshots are asked for.
+
+M/M/c is the network with one class and one pool (:func:`simulate_mmc`), checked against Erlang C.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxq.diffusion.network import b_matrices, spare_capacity_n
+from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
+from jaxq.errors import InputError
+from jaxq.model.network import Network
+from jaxq.policies import network as pol
+from jaxq.sim import event, uniformized
+from jaxq.sim.markov import Functional
+from jaxq.sim.models import mmc
+from jaxq.sim.models import network as model
+from jaxq.sim.result import Estimate, SimResult
+
+ENGINES = ("auto", "event", "uniformized")
+POLICIES = pol.POLICIES
+WINDOW = Functional(window=True)
+
+
+def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 6.0,
+                hist_bins: int = 60) -> tuple[pol.Layout, model.Params]:
+    """Layout and parameters of the n-th system under ``policy`` (start: queues empty, servers at the fluid
+    allocation, rounded down so that every pool is feasible)."""
+    net = an.network
+    if policy == "swc" and not an.plan.graph_is_tree:
+        raise InputError("policy", "swc needs the activity graph to be a tree")
+    lay, rule = pol.make(policy, net.edges, an.plan.basic, an.lap.order, an.lap.class_order)
+    lam_n, mu_n, big_n = net.rates(n, an.scaling)
+    edge = np.zeros_like(net.edges)
+    for i, j in lay.edges:
+        edge[i, j] = True
+    # n zbar^n = xi* N^n of (2.8) (Halfin-Whitt); r psi* (underloaded, seed 003)
+    center_z = an.plan.xi * big_n if an.scaling == "halfin-whitt" else n * an.fluid_z
+    z0 = np.minimum(np.floor(center_z).astype(np.int64) * edge, big_n[None, :])
+    for j in range(z0.shape[1]):  # keep the initial state feasible
+        while z0[:, j].sum() > big_n[j]:
+            z0[int(np.argmax(z0[:, j])), j] -= 1
+    if lay.swc:
+        x0 = z0.sum(axis=1)
+        z = pol.swc_allocation([int(v) for v in x0], [int(v) for v in big_n], lay)
+        z0 = np.zeros_like(z0)
+        for e, v in z.items():
+            z0[e] = int(v)
+    width = 2.0 * hist_range / max(hist_bins, 1)
+    p = model.Params(
+        lam=jnp.asarray(lam_n, jnp.float64), mu=jnp.asarray(np.where(edge, mu_n, 0.0), jnp.float64),
+        N=jnp.asarray(big_n, jnp.int32), rule=rule, center=jnp.asarray(center_z.sum(axis=1), jnp.float64),
+        center_z=jnp.asarray(center_z, jnp.float64), scale=jnp.float64(math.sqrt(n)),
+        hist_lo=jnp.float64(-hist_range), hist_width=jnp.float64(width), z0=jnp.asarray(z0, jnp.int32))
+    return lay, p
+
+
+def _check(reps, warmup, horizon, engine, snap_times):
+    if not (isinstance(reps, (int, np.integer)) and reps >= 2):
+        raise InputError("reps", f"need at least 2 replications for a standard error, got {reps!r}")
+    if not (math.isfinite(warmup) and math.isfinite(horizon) and 0 <= warmup < horizon):
+        raise InputError("horizon", f"need 0 <= warmup < horizon (finite), got warmup={warmup}, horizon={horizon}")
+    if engine not in ENGINES:
+        raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "uniformized" and snap_times is not None:
+        raise InputError("snap_times", "snapshots at fixed times need the event engine (engine = 'event')")
+
+
+def run_model(lay, p, reps, *, warmup, horizon, seed=0, engine="auto", hist_bins=60, deviations=True,
+              snap_times=None, start=0, chunk=None, devices=None, progress=None):
+    """Run the network model on a driver; per-replication window averages in the units of time.
+
+    Returns ``(per_rep, records, snaps, events, timing, engine, steps)``.
+    """
+    _check(reps, warmup, horizon, engine, snap_times)
+    if engine == "auto":
+        engine = "event" if snap_times is not None else "uniformized"
+    mk = model.markov(lay, int(hist_bins), bool(deviations))
+    steps = None
+    if engine == "uniformized":
+        big = mk.bound(p)
+        warm = round(big * warmup)
+        span = max(1, round(big * (horizon - warmup)))
+        out, timing, info = uniformized.run(mk, p, WINDOW, reps, seed, warm_steps=warm, steps=span, start=start,
+                                            chunk=chunk, devices=devices, progress=progress)
+        snaps, steps = None, info["steps"]
+    else:
+        out, timing = event.run_markov(mk, p, WINDOW, reps, seed, warmup=warmup, horizon=horizon,
+                                       snap_times=() if snap_times is None else snap_times, start=start, chunk=chunk,
+                                       devices=devices, progress=progress)
+        snaps = out["snap"] if snap_times is not None else None
+    return out["window"], out["records"], snaps, int(np.sum(out["events"])), timing, engine, steps
+
+
+def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range: float) -> dict[str, np.ndarray]:
+    """Per-replication statistics (time averages over the window) from the model's window averages."""
+    I, J = lay.num_i, lay.num_j
+    reps = np.shape(win["q"][0])[0]
+    q = np.stack(win["q"], axis=1)
+    z = np.zeros((reps, I, J))
+    absdev = np.broadcast_to(np.abs(np.asarray(p.center_z)), (reps, I, J)).copy()
+    sqdev = absdev**2
+    for k, (i, j) in enumerate(lay.edges):
+        z[:, i, j] = win["z"][k]
+        if "absdev" in win:
+            absdev[:, i, j] = win["absdev"][k]
+            sqdev[:, i, j] = win["sqdev"][k]
+    per = {
+        "mean_in_system": q + z.sum(axis=2),
+        "mean_queue": q,
+        "mean_idle": np.asarray(p.N, np.float64)[None] - z.sum(axis=1),
+        "mean_busy": z,
+        "mean_idleness_hat": np.asarray(win["neg"]),
+        # completion rate per class sum_j mu_ij zbar_ij: equals lambda_i in steady state for a stable policy
+        "throughput": (np.asarray(p.mu)[None] * z).sum(axis=2),
+    }
+    if "absdev" in win:
+        per["mean_abs_dev"] = absdev
+        per["rms_dev"] = np.sqrt(sqdev)
+    arrivals, waited = np.stack(rec["arrivals"], axis=1), np.stack(rec["waited"], axis=1)
+    per["p_wait"] = waited.sum(axis=1) / np.maximum(arrivals.sum(axis=1), 1.0)
+    per["p_wait_class"] = waited / np.maximum(arrivals, 1.0)
+    per["mean_idle_total"] = per["mean_idle"].sum(axis=1)
+    if "hist" in win:
+        per["hist"] = np.stack(win["hist"], axis=1)  # (reps, I + 1, bins): classes, then the total
+    return per
+
+
+def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priority", *, reps: int = 64,
+             warmup: float = 20.0, horizon: float = 200.0, seed: int = 0, engine: str = "auto", hist_range: float = 6.0,
+             hist_bins: int = 60, snap_times=None, start: int = 0, chunk: int | None = None, devices=None,
+             progress=None) -> SimResult:
+    """Stationary averages of the n-th network under a policy, over [warmup, horizon], with standard errors.
+
+    Args:
+      system: the network (or its analysis); n: scale (n of seed 001, r of seed 003); policy: one of
+        :data:`POLICIES`.
+      reps, seed: replications (>= 2) and base seed; warmup, horizon: the window of the time averages.
+      engine: ``auto``, ``event`` or ``uniformized`` (see the module docstring).
+      hist_range, hist_bins: histograms of X_hat on [-range, range] (bins = 0: none, a faster run).
+      snap_times: times at which the class counts are recorded (event engine; transience studies).
+      start, chunk, devices, progress: see :func:`jaxq.sim.replications.run`.
+    Returns:
+      A :class:`SimResult` whose estimates are ``mean_in_system``, ``mean_queue`` (per class),
+      ``mean_idle`` (per pool), ``mean_busy`` (class x pool), ``p_wait``, ``p_wait_class``, ``throughput``,
+      ``mean_idleness_hat``, ``mean_idle_total``, ``mean_abs_dev``, ``rms_dev`` and, in the Halfin-Whitt
+      regime, ``weighted_idleness_hat`` (the prelimit identity (3.6)); ``info`` holds the histograms
+      (``hist_edges``, ``hist_density``), snapshots, pool sizes, rates and the spare capacity.
+    """
+    an = system if isinstance(system, NetworkAnalysis) else analyze(system)
+    if not (isinstance(n, (int, float, np.integer, np.floating)) and math.isfinite(n) and n > 0):
+        raise InputError("n", f"must be a positive number, got {n!r}")
+    lay, p = make_params(an, n, policy, hist_range, hist_bins)
+    win, rec, snaps, events, timing, used, steps = run_model(
+        lay, p, reps, warmup=warmup, horizon=horizon, seed=seed, engine=engine, hist_bins=hist_bins,
+        snap_times=snap_times, start=start, chunk=chunk, devices=devices, progress=progress)
+    per = summarize(lay, p, win, rec, hist_range)
+    est = {k: Estimate.of(v) for k, v in per.items() if k != "hist"}
+    info: dict = {"n": n, "policy": policy, "scaling": an.scaling, "warmup": warmup, "horizon": horizon,
+                  "pool_sizes": np.asarray(p.N), "arrival_rates": np.asarray(p.lam)}
+    if steps is not None:
+        info["steps"] = steps
+    if "hist" in per:
+        width = float(p.hist_width)
+        info["hist_edges"] = np.linspace(-hist_range, hist_range, hist_bins + 1)
+        info["hist_density"] = per["hist"].mean(axis=0) / width
+    if snaps is not None:
+        info["snapshots"] = snaps.mean(axis=0)
+        per["snapshots"] = snaps
+    if an.scaling == "halfin-whitt":
+        _, mu_n, _ = an.network.rates(n, "halfin-whitt")
+        b1n, b2n = b_matrices(mu_n, an.plan.basic, an.basis_pool)
+        w = 1.0 + np.linalg.solve(b1n, b2n).sum(axis=0)
+        per["weighted_idleness_hat"] = per["mean_idle"] @ w / math.sqrt(n)
+        est["weighted_idleness_hat"] = Estimate.of(per["weighted_idleness_hat"])
+        info.update(idleness_weights=w, spare_capacity=an.spare_capacity,
+                    spare_capacity_n=spare_capacity_n(an.network, an.plan, n, an.basis_pool))
+    return SimResult(None, est, reps, events, timing.wall_s, timing.compile_s, used, per, info)
+
+
+def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, warmup: float = 20.0, horizon: float = 200.0,
+                 seed: int = 0, engine: str = "uniformized", chunk: int | None = None, devices=None,
+                 progress=None) -> SimResult:
+    """M/M/c (arrival rate ``lam``, ``c`` servers of rate ``mu``): stationary averages over [warmup, horizon].
+
+    The birth-death statement of :mod:`jaxq.sim.models.mmc` (the network with one class and one pool, without
+    its per-activity bookkeeping). Estimates ``mean_in_system``, ``mean_queue``, ``mean_idle``, ``p_wait``.
+    """
+    if not (lam > 0 and mu > 0 and isinstance(c, (int, np.integer)) and c >= 1):
+        raise InputError("mmc", f"need lambda > 0, mu > 0 and an integer c >= 1 (got {lam}, {mu}, {c})")
+    _check(reps, warmup, horizon, engine, None)
+    p = mmc.Params(jnp.float64(lam), jnp.float64(mu), jnp.int32(c))
+    steps = None
+    if engine == "event":
+        out, timing = event.run_markov(mmc.MARKOV, p, WINDOW, reps, seed, warmup=warmup, horizon=horizon, chunk=chunk,
+                                       devices=devices, progress=progress)
+    else:
+        engine = "uniformized"
+        big = mmc.MARKOV.bound(p)
+        out, timing, info = uniformized.run(mmc.MARKOV, p, WINDOW, reps, seed, warm_steps=round(big * warmup),
+                                            steps=max(1, round(big * (horizon - warmup))), chunk=chunk,
+                                            devices=devices, progress=progress)
+        steps = info["steps"]
+    win, rec = out["window"], out["records"]
+    per = {"mean_in_system": win["x"], "mean_queue": win["q"], "mean_idle": c - (win["x"] - win["q"]),
+           "p_wait": rec["waited"] / np.maximum(rec["arrivals"], 1.0)}
+    est = {k: Estimate.of(v) for k, v in per.items()}
+    info = {"servers": int(c), "warmup": warmup, "horizon": horizon}
+    if steps is not None:
+        info["steps"] = steps
+    return SimResult(None, est, reps, int(np.sum(out["events"])), timing.wall_s, timing.compile_s, engine,
+                     per, info)
+
+
+def erlang_c(lam: float, mu: float, c: int) -> dict:
+    """Exact stationary M/M/c: probability of wait (Erlang C), mean queue, mean in system, mean idle."""
+    a = lam / mu
+    rho = a / c
+    if rho >= 1:
+        raise InputError("mmc", f"unstable: lambda/(c mu) = {rho:.4g} >= 1")
+    b = 1.0
+    for k in range(1, c + 1):  # Erlang B by its stable recursion
+        b = a * b / (k + a * b)
+    pw = b / (1 - rho * (1 - b))
+    lq = pw * rho / (1 - rho)
+    return {"p_wait": pw, "mean_queue": lq, "mean_in_system": lq + a, "mean_idle": c - a}

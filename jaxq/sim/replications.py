@@ -1,0 +1,217 @@
+"""The one replication layer: every simulator in jaxq (event, uniformised, SDE) runs through :func:`run`.
+
+A simulator compiles a :class:`Program`, three pure functions over a batch of replications::
+
+    start(keys, args)   -> carry              # the batch's initial state (keys: one per replication)
+    advance(carry, args) -> carry, done, work # a fixed amount of work (e.g. 16 blocks of events)
+    finish(carry, args) -> outputs            # per-replication outputs (leading axis: replications)
+
+and this module does everything else, once, for all of them:
+
+* **keys**: replication ``r`` uses ``fold_in(PRNGKey(seed), r)`` (:func:`keys`), so its numbers do not
+  depend on the chunk size, the slices, the device count or the process that runs it;
+* **chunks**: replications are processed ``chunk`` at a time (memory bound), a ragged last chunk is
+  padded to the compiled shape (no recompilation), and every batch is a whole number of ``LANES``
+  replications: XLA:CPU computes the tail of a loop that is not a multiple of its vector width with
+  scalar code whose rounding can differ in the last bit, so whole vectors keep every replication on one
+  code path (bit-identical results for any ``chunk``);
+* **core slices**: on a single CPU device a chunk is cut into slices dispatched asynchronously (XLA
+  runs one vectorised loop on one core; several slices use several cores); slices are capped in size so
+  that a lockstep state stays in cache;
+* **sharding**: with several devices the replication axis of each chunk is sharded over them (a mesh
+  over replications; no communication until results are gathered);
+* **compile cache**: each program is compiled ahead of time once per shape (:func:`compiled`), and the
+  compile time is reported apart from the run time;
+* **progress**: ``advance`` returns how much work it did (events, steps), and the host loop reports it
+  after every call, so a progress bar moves within seconds even inside one chunk.
+
+Nothing here knows what is simulated: a driver (:mod:`jaxq.sim.event`, :mod:`jaxq.sim.uniformized`,
+:mod:`jaxq.sde.driver`) turns a model into a Program.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+LANES = 8  # a batch is a whole number of vectors (see the module docstring)
+MIN_SLICE = 256  # replications per core slice below which splitting a chunk costs more than it gains
+MAX_SLICE = 16384  # replications per slice above which a lockstep state no longer fits a core's cache
+CACHE_SIZE = 64  # compiled programs kept (least recently used dropped first)
+
+
+class Program(NamedTuple):
+    """A simulator compiled for batches of replications (see the module docstring).
+
+    ``start``, ``advance`` and ``finish`` are jitted functions; ``advance`` returns ``(carry, done, work)``
+    with ``done`` a scalar bool (every replication of the batch has finished) and ``work`` a scalar
+    integer (work units done by this call, for progress). ``unit`` names the work unit ("events",
+    "steps"). A Program must be hashable (module-level functions or cached constructors), since it keys
+    the compile cache.
+    """
+
+    start: Callable
+    advance: Callable
+    finish: Callable
+    unit: str = "events"
+
+
+class Timing(NamedTuple):
+    """Seconds spent compiling (0 when every shape was compiled before in this process) and in total."""
+
+    compile_s: float
+    wall_s: float
+
+
+def keys(seed: int, start: int, count: int) -> jax.Array:
+    """Keys of replications ``start .. start+count-1``: ``fold_in(PRNGKey(seed), r)``."""
+    base = jax.random.PRNGKey(seed)
+    idx = jnp.arange(start, start + count, dtype=jnp.uint32)
+    return jax.vmap(lambda r: jax.random.fold_in(base, r))(idx)
+
+
+def replication_sharding(devices=None):
+    """A sharding that splits the replication axis over ``devices`` (default: all local devices).
+
+    None on a single device.
+    """
+    devices = jax.local_devices() if devices is None else list(devices)
+    if len(devices) <= 1:
+        return None
+    mesh = jax.sharding.Mesh(np.array(devices), ("reps",))
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("reps"))
+
+
+def core_count() -> int:
+    """CPU cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class Plan(NamedTuple):
+    """How ``reps`` replications are cut: chunks of ``chunk`` (padded), each in ``parts`` slices of ``size``."""
+
+    chunk: int
+    parts: int
+    size: int
+    sharding: Any
+
+
+def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE) -> Plan:
+    """The chunk/slice/sharding layout for ``reps`` replications.
+
+    ``max_slice``: the largest slice on a single CPU device (None: one slice per core at most, no cap;
+    0: never slice).
+    """
+    chunk = reps if chunk is None else max(1, min(int(chunk), reps))
+    sharding = replication_sharding(devices)
+    if sharding is not None:
+        parts, width = 1, sharding.mesh.size
+    elif jax.default_backend() != "cpu" or max_slice == 0:
+        parts, width = 1, 1
+    else:
+        parts = max(1, min(core_count(), chunk // MIN_SLICE))
+        if max_slice:
+            parts = max(parts, -(-chunk // max_slice))
+        width = parts
+    unit = width * LANES
+    chunk = -(-chunk // unit) * unit
+    return Plan(chunk, parts, chunk // parts, sharding)
+
+
+def announce(progress, total: float, unit: str) -> None:
+    """Tell a progress callback the work expected (``progress.start(total, unit)``, when it has that method)."""
+    if progress is not None and hasattr(progress, "start"):
+        progress.start(total, unit)
+
+
+def _signature(tree) -> tuple:
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return (treedef,) + tuple((np.shape(a), str(getattr(a, "dtype", type(a)))) for a in leaves)
+
+
+_COMPILED: OrderedDict = OrderedDict()
+
+
+def compiled(fn, *args):
+    """``fn.lower(*args).compile()``, cached by (fn, argument shapes and dtypes, shardings).
+
+    Returns ``(executable, seconds spent compiling)`` (0 when it was cached).
+    """
+    shard = tuple(getattr(a, "sharding", None) for a in jax.tree_util.tree_leaves(args))
+    key = (fn, _signature(args), shard)
+    if key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        return _COMPILED[key], 0.0
+    t0 = time.perf_counter()
+    exe = fn.lower(*args).compile()
+    _COMPILED[key] = exe
+    while len(_COMPILED) > CACHE_SIZE:
+        _COMPILED.popitem(last=False)
+    return exe, time.perf_counter() - t0
+
+
+def _pad(k: jax.Array, size: int) -> jax.Array:
+    """Pad a batch of keys to ``size`` by repeating the last one (the extra results are dropped)."""
+    m = k.shape[0]
+    return k if m == size else jnp.concatenate([k, jnp.repeat(k[-1:], size - m, axis=0)])
+
+
+def run(program: Program, args, reps: int, seed: int, *, start: int = 0, chunk: int | None = None, devices=None,
+        max_slice: int | None = MAX_SLICE, progress: Callable[[int], None] | None = None,
+        ) -> tuple[Any, Timing]:
+    """Run replications ``start .. start+reps-1`` of a program; outputs are numpy arrays (axis 0: replications).
+
+    Args:
+      program: the compiled simulator (:class:`Program`).
+      args: its traced arguments (a pytree of arrays; other values do not recompile).
+      reps, seed: number of replications and base seed; start: index of the first replication.
+      chunk: replications per compiled call (default all; any value gives identical results).
+      devices: devices to shard each chunk over (default all local devices).
+      max_slice: see :func:`plan`.
+      progress: called with the work done (in ``program.unit``) after every ``advance`` call.
+    Returns:
+      ``(outputs, timing)``.
+    """
+    p = plan(reps, chunk, devices, max_slice)
+
+    def place(k):
+        return k if p.sharding is None else jax.device_put(k, p.sharding)
+
+    t0 = time.perf_counter()
+    compile_s = 0.0
+
+    def call(fn, *a):  # compiled once per shape (cached across calls), then run
+        nonlocal compile_s
+        exe, c = compiled(fn, *a)
+        compile_s += c
+        return exe(*a)
+
+    outs = []
+    for lo in range(0, reps, p.chunk):  # chunks of replications, not single ones
+        m = min(p.chunk, reps - lo)
+        k = _pad(keys(seed, start + lo, m), p.chunk)
+        carries = [call(program.start, place(k[j * p.size:(j + 1) * p.size]), args) for j in range(p.parts)]
+        live = list(range(p.parts))
+        while live:
+            stepped = {j: call(program.advance, carries[j], args) for j in live}  # asynchronous: one slice a core
+            work = 0
+            for j, (c, done, w) in stepped.items():
+                carries[j] = c
+                work += int(w)
+                if bool(done):
+                    live.remove(j)
+            if progress is not None and work:
+                progress(work)
+        parts = [call(program.finish, c, args) for c in carries]
+        outs.append(jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs])[:m], *parts))
+    result = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *outs)
+    return result, Timing(compile_s, time.perf_counter() - t0)

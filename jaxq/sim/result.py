@@ -1,0 +1,154 @@
+"""The one result type of every simulator: estimates with standard errors, work done, time spent, engine used.
+
+Every simulator (2x2 system, networks, fast/slow servers, SDE schemes) returns a :class:`SimResult`. The
+command line prints :meth:`SimResult.to_dict` as it is, the experiment runner stores its per-replication
+``samples``, tuning reads its estimates and samples, and the benchmark its ``events_per_s``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jaxq.stats import mean_stderr
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A Monte Carlo mean (scalar or array) with its standard error over replications.
+
+    When a control variate was used (:func:`jaxq.stats.controlled_mean`), ``plain`` and ``plain_stderr``
+    are the uncontrolled mean and standard error of the same replications, and ``coefficients`` the
+    fitted control coefficients.
+    """
+
+    value: Any
+    stderr: Any
+    plain: Any = None
+    plain_stderr: Any = None
+    coefficients: Any = None
+
+    @classmethod
+    def of(cls, samples, axis: int = 0) -> "Estimate":
+        """The mean of ``samples`` over replications (``axis``) and its standard error (nan for one)."""
+        x = np.asarray(samples, dtype=np.float64)
+        if x.shape[axis] < 2:
+            m = x.mean(axis=axis)
+            return cls(_plain(m), _plain(np.full_like(m, math.nan)))
+        m, se = mean_stderr(x, axis=axis)
+        return cls(_plain(m), _plain(se))
+
+    @property
+    def ci95(self):
+        """The normal 95% interval ``value -+ 1.96 stderr``."""
+        v, s = np.asarray(self.value), np.asarray(self.stderr)
+        return [_plain(v - 1.96 * s), _plain(v + 1.96 * s)]
+
+    @property
+    def controlled(self) -> bool:
+        return self.plain is not None
+
+    @property
+    def variance_reduction(self):
+        """``(plain_stderr / stderr)^2`` (None without a control)."""
+        if self.plain is None:
+            return None
+        s, p = np.asarray(self.stderr, dtype=float), np.asarray(self.plain_stderr, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _plain(np.where(s > 0, (p / np.where(s > 0, s, 1.0)) ** 2, math.inf))
+
+
+def _plain(x):
+    """A 0-d array as a Python float; arrays stay arrays."""
+    a = np.asarray(x)
+    return float(a) if a.ndim == 0 else a
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What a simulator returns.
+
+    Attributes:
+      primary: the JSON key of the main estimate (``"J_hat"``, ``"V_hat"``, ...), a key of ``estimates``, or
+        None when no estimate is the main one (stationary averages of a network).
+      estimates: named estimates (the JSON keys of :meth:`to_dict`).
+      reps: replications (or paths); events: real events (or steps) simulated.
+      wall_s: seconds in total (compilation included); compile_s: seconds spent compiling.
+      engine: the driver that ran (``"event"``, ``"uniformized"``, or an SDE scheme).
+      samples: per-replication values (numpy arrays, axis 0 = replication).
+      info: further JSON-ready facts of the run (policy used, horizon, truncation bound, exact values, ...).
+    """
+
+    primary: str | None
+    estimates: dict[str, Estimate]
+    reps: int
+    events: int
+    wall_s: float
+    compile_s: float
+    engine: str
+    samples: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def main(self) -> Estimate:
+        if self.primary is None:
+            raise KeyError("this result has no primary estimate; index it by name")
+        return self.estimates[self.primary]
+
+    @property
+    def value(self):
+        return self.main.value
+
+    @property
+    def stderr(self):
+        return self.main.stderr
+
+    @property
+    def ci95(self):
+        return self.main.ci95
+
+    @property
+    def events_per_s(self) -> float:
+        """Events per second of simulation (compilation excluded)."""
+        return self.events / max(self.wall_s - self.compile_s, 1e-9)
+
+    def __getitem__(self, key: str):
+        """An estimate's value (``<key>_stderr``: its standard error), or an entry of ``info`` / ``samples``."""
+        if key in self.estimates:
+            return self.estimates[key].value
+        if key.endswith("_stderr") and key[:-7] in self.estimates:
+            return self.estimates[key[:-7]].stderr
+        if key in self.info:
+            return self.info[key]
+        return self.samples[key]
+
+    def to_dict(self) -> dict:
+        """The JSON object of the command line (SPEC.md): every estimate with ``_stderr`` (the primary one also
+        as ``stderr`` and ``ci95``), the plain estimate beside a controlled one (``<key>_plain``; primary:
+        ``J_plain``-style, ``stderr_plain``, ``variance_reduction``, ``cv_coefficients``), then ``info`` and
+        the work done."""
+        out: dict = {}
+        for key, est in self.estimates.items():
+            out[key] = est.value
+            out[key + "_stderr"] = est.stderr
+            if key == self.primary:
+                out["stderr"] = est.stderr
+                out["ci95"] = est.ci95
+            if est.controlled:
+                stem = key[:-4] if key.endswith("_hat") else key
+                if key == self.primary:
+                    out[stem + "_plain"] = est.plain
+                    out["stderr_plain"] = est.plain_stderr
+                    out["variance_reduction"] = est.variance_reduction
+                    out["cv_coefficients"] = est.coefficients
+                else:
+                    out[key + "_plain"] = est.plain
+                    out[key + "_plain_stderr"] = est.plain_stderr
+                    out[key + "_variance_reduction"] = est.variance_reduction
+        out.update(self.info)
+        out.update(reps=self.reps, events=self.events, wall_s=self.wall_s, compile_s=self.compile_s,
+                   events_per_s=self.events_per_s, engine=self.engine)
+        return out

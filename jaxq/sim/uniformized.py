@@ -1,0 +1,214 @@
+"""The uniformised driver: a :class:`~jaxq.sim.markov.Markov` chain stepped in lockstep from pages of 32-bit words.
+
+The chain is uniformised at ``Lambda = markov.bound(p)``: every step draws one 32-bit word ``u`` and the
+event types own consecutive segments of ``[0, 2^32)``, event e a segment of ``counts(s)[e] * W_e`` words
+with ``W_e = floor(rates[e] / Lambda * 2^32)``; a word past the last segment is a self-loop. Event e
+thus fires with probability ``counts[e] W_e / 2^32``, the uniformised probability ``counts[e] rates[e] /
+Lambda`` rounded down to a multiple of ``counts[e] 2^-32`` (below 1e-9 per step here); the segments
+never exceed ``2^32`` because ``Lambda`` bounds the total rate.
+
+The time between jumps is integrated out: every step stands for a mean time ``1/Lambda`` and the jump
+times of the uniformised chain form a Poisson process independent of its jump chain, so
+
+* a time average over [T0, T] is the average over the ``round(Lambda (T - T0))`` steps after
+  ``round(Lambda T0)`` warm-up steps (rounded up to whole pages), unbiased for the same stationary means;
+* a discounted integral ``E int exp(-gamma t) c(X_t) dt`` is ``E sum_k r^k c(X_k) / (Lambda + gamma)``,
+  ``r = Lambda/(Lambda + gamma)``: Rao-Blackwellised (no time draws), truncated after K steps.
+
+Why it is fast: one 32-bit word per step compared with exact integer thresholds, no data-dependent
+control flow, a small state; all replications advance in lockstep as vector operations (the model's
+state is a handful of scalars per replication). Replication r draws the words of page b from
+``fold_in(key_r, b)`` (``PAGE`` words a page), so results do not depend on batching, slices or devices.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxq.errors import InputError
+from jaxq.sim import replications
+from jaxq.sim.markov import Functional, Markov
+
+PAGE = 64  # words per page (part of the definition of the random stream)
+TWO32 = 2.0**32
+MAX_STEPS = 2**50  # step indices are int64; beyond this a run cannot finish anyway
+
+
+class Args(NamedTuple):
+    """Traced arguments of a uniformised run."""
+
+    params: object  # the model's parameters
+    words: jax.Array  # (E,) uint32: W_e, words per unit of multiplicity
+    r: jax.Array  # discount factor per step Lambda / (Lambda + gamma)
+    warm: jax.Array  # int64: warm-up steps (window)
+    pages: jax.Array  # int64: pages to run (whole run)
+
+
+def unit_words(rates, big: float) -> np.ndarray:
+    """``W_e = floor(rates[e] / Lambda * (2^32 - 1))`` (uint32): the segments of any state then add up to
+    at most ``2^32 - 1``, so the integer arithmetic of :func:`fired_events` never wraps."""
+    return np.floor(np.asarray(rates, dtype=np.float64) / big * (TWO32 - 1.0)).astype(np.uint32)
+
+
+def fired_events(u, counts, words):
+    """Which event the word ``u`` selects: a tuple of bools, one per event (all False: a self-loop).
+
+    Event e owns the words ``[lo_e, lo_e + counts[e] W_e)`` with ``lo_e`` the sum of the earlier segments
+    (exact uint32 arithmetic: every sum stays below 2^32); ``u - lo_e < len_e`` tests membership with one
+    subtraction (it wraps for ``u < lo_e`` to a large number)."""
+    lo = jnp.uint32(0)
+    out = []
+    for e, m in enumerate(counts):
+        length = words[e] if isinstance(m, int) and m == 1 else jnp.asarray(m).astype(jnp.uint32) * words[e]
+        out.append((u - lo) < length)
+        lo = lo + length
+    return tuple(out), u < lo
+
+
+def _zeros_like_tree(tree):
+    return jax.tree_util.tree_map(lambda a: jnp.zeros(jnp.shape(a), jnp.float64), tree)
+
+
+def _page_sum(acc, x):
+    """Add a page's per-step values: integers summed in their own type within the page (exact), floats in float64."""
+    return jax.tree_util.tree_map(lambda a, v: a + v, acc, x)
+
+
+@lru_cache(maxsize=None)
+def program(markov: Markov, functional: Functional, pages_per_call: int) -> replications.Program:
+    """The :class:`~jaxq.sim.replications.Program` of a Markov model under a functional (cached).
+
+    The window starts at a page boundary (``Args.warm`` is a whole number of pages), so a page is either
+    warm-up (no accumulation) or recorded (every step accumulated, no per-step weight); within a recorded
+    page integer observations are summed exactly in int32 and added to float64 totals once per page.
+    """
+    disc, win = functional.discounted, functional.window
+
+    def observe_dtype(s, p):
+        return jax.tree_util.tree_map(lambda v: jnp.asarray(v).dtype, markov.observe(s, p))
+
+    def init_one(key, a: Args):
+        s = markov.init(a.params)
+        obs = _zeros_like_tree(markov.observe(s, a.params))
+        none = tuple(jnp.bool_(False) for _ in markov.counts(s, a.params))
+        rec = _zeros_like_tree(markov.transition(s, none, a.params)[1])
+        return {"key": key, "state": s, "disc": obs if disc else (), "w": jnp.float64(1.0),
+                "win": obs if win else (), "rec": rec if win else (), "events": jnp.int64(0)}
+
+    def step(c, u, a: Args, record: bool):
+        p = a.params
+        s = c["state"]
+        fired, real = fired_events(u, markov.counts(s, p), a.words)
+        obs = markov.observe(s, p)
+        out = dict(c)
+        if disc:
+            out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + c["w"] * o, c["disc"], obs)
+            out["w"] = c["w"] * a.r
+        s_new, rec = markov.transition(s, fired, p)
+        if record:
+            out["pw"] = _page_sum(c["pw"], obs)
+            out["pr"] = _page_sum(c["pr"], rec)
+        out["state"] = s_new
+        out["pe"] = c["pe"] + real.astype(jnp.int32)
+        return out, None
+
+    def run_page(c, b, a: Args, record: bool):
+        words = jax.random.bits(jax.random.fold_in(c["key"], b.astype(jnp.uint32)), (PAGE,), jnp.uint32)
+        s, p = c["state"], a.params
+        zeros = lambda t: jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), jnp.asarray(v).dtype), t)  # noqa: E731
+        inner = {"state": s, "pe": jnp.int32(0)}  # only what a step changes is carried through the page
+        if disc:
+            inner.update(disc=c["disc"], w=c["w"])
+        if record:
+            none = tuple(jnp.bool_(False) for _ in markov.counts(s, p))
+            inner.update(pw=zeros(markov.observe(s, p)), pr=zeros(markov.transition(s, none, p)[1]))
+        inner, _ = jax.lax.scan(lambda cc, u: step(cc, u, a, record), inner, words)
+        out = dict(c, state=inner["state"], events=c["events"] + inner["pe"].astype(jnp.int64))
+        if disc:
+            out.update(disc=inner["disc"], w=inner["w"])
+        if record:
+            f64 = lambda t: jax.tree_util.tree_map(lambda v: v.astype(jnp.float64), t)  # noqa: E731
+            out["win"] = jax.tree_util.tree_map(lambda acc, v: acc + v, c["win"], f64(inner["pw"]))
+            out["rec"] = jax.tree_util.tree_map(lambda acc, v: acc + v, c["rec"], f64(inner["pr"]))
+        return out
+
+    def advance_one(c, b0, b1, a: Args):
+        if not win:
+            return jax.lax.fori_loop(b0, b1, lambda b, cc: run_page(cc, b, a, False), c)
+        warm_pages = a.warm // PAGE
+        c = jax.lax.fori_loop(b0, jnp.minimum(b1, jnp.maximum(b0, warm_pages)),
+                              lambda b, cc: run_page(cc, b, a, False), c)
+        return jax.lax.fori_loop(jnp.maximum(b0, warm_pages), b1, lambda b, cc: run_page(cc, b, a, True), c)
+
+    @jax.jit
+    def start(keys, a: Args):
+        return {"rep": jax.vmap(lambda k: init_one(k, a))(keys), "page": jnp.int64(0)}
+
+    @jax.jit
+    def advance(carry, a: Args):
+        b0 = carry["page"]
+        b1 = jnp.minimum(b0 + pages_per_call, a.pages)
+        rep = jax.vmap(lambda c: advance_one(c, b0, b1, a))(carry["rep"])
+        work = (b1 - b0) * PAGE * carry["rep"]["events"].shape[0]
+        return {"rep": rep, "page": b1}, b1 >= a.pages, work
+
+    @jax.jit
+    def finish(carry, a: Args):
+        c = carry["rep"]
+        return {"state": c["state"], "disc": c["disc"], "win": c["win"], "rec": c["rec"], "events": c["events"]}
+
+    return replications.Program(start, advance, finish, unit="steps")
+
+
+def pages_per_call(size: int) -> int:
+    """Pages per ``advance`` call for a batch of ``size`` replications: about 2^24 steps a call."""
+    return int(max(1, min(1 << 14, (1 << 24) // (PAGE * max(size, 1)))))
+
+
+def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *, gamma: float = 0.0,
+        warm_steps: int = 0, steps: int, start: int = 0, chunk: int | None = None, devices=None, progress=None):
+    """Simulate ``reps`` replications of the uniformised chain for ``warm_steps + steps`` steps (rounded up
+    to whole pages).
+
+    Args:
+      markov, params: the model and its parameters; functional: what to estimate.
+      gamma: discount rate (``functional.discounted``).
+      warm_steps: steps before the window starts (``functional.window``; rounded up to whole pages);
+        steps: steps after them (rounded up to whole pages).
+      start, chunk, devices, progress: see :func:`jaxq.sim.replications.run`.
+    Returns:
+      ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``
+      (the discounted estimate of ``observe``), ``window`` (its average over the window), ``records``
+      (the window's event records summed), ``events`` (real jumps); ``info`` has ``Lambda``, ``steps``
+      (total, rounded), ``window_steps``, ``warm_steps``, ``r``.
+    """
+    big = float(markov.bound(params))
+    if not (math.isfinite(big) and big > 0):
+        raise InputError("rates", f"the uniformisation rate {big!r} is not a positive finite number")
+    warm_steps = -(-int(warm_steps) // PAGE) * PAGE  # the window starts at a page boundary
+    total = warm_steps + int(steps)
+    if not 0 < total <= MAX_STEPS:
+        raise InputError("horizon", f"{total:.3g} uniformised steps per replication are out of range (1 .. 2^50)")
+    pages = -(-total // PAGE)
+    window_steps = pages * PAGE - warm_steps
+    words = unit_words(markov.rates(params), big)
+    r = big / (big + gamma) if functional.discounted else 1.0
+    a = Args(params, jnp.asarray(words, jnp.uint32), jnp.float64(r), jnp.int64(warm_steps), jnp.int64(pages))
+    p = replications.plan(reps, chunk, devices)
+    prog = program(markov, functional, pages_per_call(p.size))
+    replications.announce(progress, float(reps) * pages * PAGE, "steps")
+    out, timing = replications.run(prog, a, reps, seed, start=start, chunk=chunk, devices=devices, progress=progress)
+    res = {"state": out["state"], "events": out["events"]}
+    if functional.discounted:
+        res["discounted"] = jax.tree_util.tree_map(lambda v: v / (big + gamma), out["disc"])
+    if functional.window:
+        res["window"] = jax.tree_util.tree_map(lambda v: v / window_steps, out["win"])
+        res["records"] = out["rec"]
+    info = {"Lambda": big, "steps": pages * PAGE, "warm_steps": int(warm_steps), "window_steps": window_steps, "r": r}
+    return res, timing, info
