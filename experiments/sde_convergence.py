@@ -69,11 +69,11 @@ def main(argv=None) -> dict:
                 r = wcp_value(an, 0.0, None, dt=dt, horizon=horizon, paths=paths, seed=11 + k, scheme_name=scheme)
                 rows.append({
                     "system": name, "case": an.case, "scheme": scheme, "dt": dt, "paths": paths,
-                    "V_hat": r["V_hat"], "stderr": r["stderr"], "V_exact": r["V_exact"],
+                    "V_hat": r.value, "stderr": r.stderr, "V_exact": r["V_exact"],
                     "error": r["V_hat"] - r["V_exact"], "horizon": r["horizon"],
                     "truncation_bound": r["truncation_bound"], "path_steps_per_s": r["path_steps_per_s"],
                 })
-                print(f"{name:9s} {scheme:6s} dt={dt:<8g} err={rows[-1]['error']:+.5f} +/- {r['stderr']:.5f}", flush=True)
+                print(f"{name:9s} {scheme:6s} dt={dt:<8g} err={rows[-1]['error']:+.5f} +/- {r.stderr:.5f}", flush=True)
     write_table(Path(out), "errors", rows)  # CSV (+ Parquet with pyarrow)
     orders = []
     for name in systems:

@@ -11,7 +11,7 @@ renewal edge terms). The SDE (2.24) has E Z(t) = E int b*(Z) + E L(t). We measur
 U split by the level of W (W = 0, 0 < W <= Theta, Theta < W <= Theta + sqrt(n)/4, above) and by server and mode,
 plus time fractions (x_q = 0 with x_p > 0, W <= Theta, mode), switches, and the discounted cost per class.
 
-Runs the real jaxq engine (jaxq.sim.pss2x2._step) wrapped by a step that only adds accumulators.
+Runs the real jaxq event rule (jaxq.sim.models.pss2x2) wrapped by a step that only adds accumulators.
 
     python experiments/t1t2_diagnosis.py [--small]
 writes experiments/results/t1t2_diagnosis/{diagnosis.csv, sde.csv, diagnosis.png}.
@@ -25,6 +25,7 @@ import os
 import time
 from functools import lru_cache, partial
 from pathlib import Path
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -32,8 +33,10 @@ import numpy as np
 import jaxq  # noqa: F401  (float64)
 from jaxq.diffusion.workload import analyze
 from jaxq.model import load
+from jaxq.sim import event
 from jaxq.sim import pss2x2 as simmod
-from jaxq.sim.engine import Engine, simulate
+from jaxq.sim.event import Engine
+from jaxq.sim.models import pss2x2 as model
 from jaxq.studies.storage import write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,35 +57,49 @@ ACC = (
 IX = {k: j for j, k in enumerate(ACC)}
 
 
-def _init_d(key, p, spec):
-    s = simmod._init(key, p, spec)
-    return s | {
-        "acc": jnp.zeros(len(ACC), jnp.float64),
-        "cls_cost": jnp.zeros(2, jnp.float64),
-        "x_end": jnp.zeros(2, jnp.int32),
-        "sw_end": jnp.zeros((), jnp.int32),
-    }
+class DParams(NamedTuple):
+    base: model.Params
+    t_end: jnp.ndarray
+    beta: jnp.ndarray
+    mu_hat: jnp.ndarray
+    lam_hat_w: jnp.ndarray
+    hpc: jnp.ndarray
 
 
-def _step_d(s, p, spec):
-    new = simmod._step(s, p, spec, False)
-    t0, t1 = s["t"], new["t"]
-    dt = jnp.maximum(jnp.minimum(t1, p["t_end"]) - t0, 0.0)
-    x = s["x"].astype(jnp.float64)
-    serving, mode = s["serving"], s["mode"]
-    rn = 1.0 / p["inv_sqrt_n"]
+class DState(NamedTuple):
+    s: model.State
+    acc: jnp.ndarray
+    cls_cost: jnp.ndarray
+    x_end: jnp.ndarray
+    sw_end: jnp.ndarray
+
+
+def _init_d(key, p: DParams, spec):
+    return DState(model._init(key, p.base, spec), jnp.zeros(len(ACC), jnp.float64), jnp.zeros(2, jnp.float64),
+                  jnp.zeros(2, jnp.int32), jnp.zeros((), jnp.int32))
+
+
+def _step_d(d: DState, p: DParams, spec):
+    s = d.s
+    new = model._step(s, p.base, spec, False)
+    pol = p.base.policy
+    t0, t1 = s.t, new.t
+    dt = jnp.maximum(jnp.minimum(t1, p.t_end) - t0, 0.0)
+    x = s.x.astype(jnp.float64)
+    serving, mode = s.serving, s.mode
+    rn = 1.0 / p.base.inv_sqrt_n
     idle = (serving == -1).astype(jnp.float64)
-    W = jnp.dot(p["alpha_inv"], x)
-    th = p["theta"].astype(jnp.float64)
+    W = jnp.dot(pol.alpha_inv, x)
+    th = pol.theta.astype(jnp.float64)
     bins = jnp.stack([W == 0, (W > 0) & (W <= th), (W > th) & (W <= th + 0.25 * rn), W > th + 0.25 * rn])
-    push = rn * p["beta"] * idle * dt  # (2,) sqrt(n) beta_k dI_k
+    push = rn * p.beta * idle * dt  # (2,) sqrt(n) beta_k dI_k
     u = jnp.sum(push)
-    lower = (mode == p["lower"]).astype(jnp.float64)
+    lower = (mode == pol.lower).astype(jnp.float64)
     # drift of the actual allocation: sum_i lam_hat_i/alpha_i - sum_k mu_hat[c_k, k]/alpha[c_k] (busy k)
     c = jnp.maximum(serving, 0)
     busy = 1.0 - idle
-    b_act = p["lam_hat_w"] - jnp.sum(busy * p["mu_hat"][c, jnp.arange(2)] * p["alpha_inv"][c])
-    hp = p["hpc"]
+    b_act = p.lam_hat_w - jnp.sum(busy * p.mu_hat[c, jnp.arange(2)] * pol.alpha_inv[c])
+    hp = p.hpc
     xp, xq = jnp.where(hp == 0, x[0], x[1]), jnp.where(hp == 0, x[1], x[0])
     inc = jnp.zeros(len(ACC), jnp.float64)
     inc = inc.at[IX["t_mode_lower"]].set(lower * dt).at[IX["t_mode_higher"]].set((1 - lower) * dt)
@@ -94,31 +111,36 @@ def _step_d(s, p, spec):
     inc = inc.at[IX["t_xq0_xp_pos"]].set(((xq == 0) & (xp > 0)).astype(jnp.float64) * dt)
     inc = inc.at[IX["t_W_le_theta"]].set((W <= th).astype(jnp.float64) * dt)
     inc = inc.at[IX["t_idle1_Wpos"]].set(idle[0] * (W > 0) * dt).at[IX["t_idle2_Wpos"]].set(idle[1] * (W > 0) * dt)
-    # discounted cost per class on [t0, min(t1, H)] (new["disc"] = exp(-gamma min(t1, H)))
-    cls = s["cls_cost"] + p["h_hat"] * x * (s["disc"] - new["disc"]) / p["gamma"]
-    in_end = (p["t_end"] >= t0) & (p["t_end"] < t1)
-    sw = s["sw_end"] + ((new["mode"] != mode) & (t1 <= p["t_end"])).astype(jnp.int32)
-    return dict(new, acc=s["acc"] + inc, cls_cost=cls, x_end=jnp.where(in_end, s["x"], s["x_end"]), sw_end=sw)
+    # discounted cost per class on [t0, min(t1, H)] (new.disc = exp(-gamma min(t1, H)))
+    cls = d.cls_cost + p.base.h_hat * x * (s.disc - new.disc) / p.base.gamma
+    in_end = (p.t_end >= t0) & (p.t_end < t1)
+    sw = d.sw_end + ((new.mode != mode) & (t1 <= p.t_end)).astype(jnp.int32)
+    return DState(new, d.acc + inc, cls, jnp.where(in_end, s.x, d.x_end), sw)
+
+
+def _output_d(d: DState, p: DParams):
+    return {"acc": d.acc, "cls_cost": d.cls_cost, "x_end": d.x_end, "sw_end": d.sw_end, "w_rec": d.s.w_rec}
 
 
 @lru_cache(maxsize=None)
 def engine_d(spec) -> Engine:
-    return Engine(partial(_init_d, spec=spec), partial(_step_d, spec=spec), simmod._done)
+    return Engine(partial(_init_d, spec=spec), partial(_step_d, spec=spec), lambda d, p: model._done(d.s, p.base),
+                  _output_d, lambda d: d.s.events)
 
 
 def run_point(system, an, n, reps, policy, seed, t_end, horizon, theta_constant=1.0):
-    params, spec, info, _ = simmod.build_params(system, n, policy=policy, horizon=horizon, record_times=(t_end,),
-                                                analysis=an, theta_constant=theta_constant)
+    st = simmod.setup(system, n, policy=policy, horizon=horizon, record_times=(t_end,), analysis=an,
+                      theta_constant=theta_constant)
     md = an.modes
-    params = dict(params, t_end=jnp.float64(t_end), beta=jnp.asarray(md.beta), mu_hat=jnp.asarray(system.mu_hat),
-                  lam_hat_w=jnp.float64(np.sum(system.lambda_hat / md.alpha)), hpc=jnp.int32(an.p))
+    params = DParams(st.params, jnp.float64(t_end), jnp.asarray(md.beta), jnp.asarray(system.mu_hat),
+                     jnp.float64(np.sum(system.lambda_hat / md.alpha)), jnp.int32(an.p))
     t = time.perf_counter()
-    out = simulate(engine_d(spec), params, reps, seed, chunk=min(reps, 100))
+    out, _ = event.run(engine_d(st.spec), params, reps, seed, chunk=min(reps, 100))
     wall = time.perf_counter() - t
     acc = np.asarray(out["acc"])
     rn = math.sqrt(n)
-    row = {"policy": info["policy"], "n": n, "reps": reps, "theta_constant": theta_constant, "theta": info["theta"],
-           "theta_hat": (info["theta"] or 0) / rn, "wall_s": round(wall, 1)}
+    row = {"policy": st.policy, "n": n, "reps": reps, "theta_constant": theta_constant, "theta": st.theta,
+           "theta_hat": (st.theta or 0) / rn, "wall_s": round(wall, 1)}
 
     def put(name, v):
         row[name] = float(np.mean(v))
@@ -230,12 +252,13 @@ def main(argv=None):
               f"X1={r['Xhat1_end']:.3f} X2={r['Xhat2_end']:.3f} U={r['U']:.3f} J={r['J']:.3f} "
               f"(c1 {r['J_class1']:.3f}, c2 {r['J_class2']:.3f})", flush=True)
     # Definition 2.7 invariant counters of the engine itself (all must be 0).
-    chk = simmod.simulate_cost(system, n_sw, 20 if args.small else 50, policy="T1T2", seed=1, horizon=horizon,
-                               debug=True, analysis=an)
-    print("violations (T1T2, n=%d):" % n_sw, chk["violations"])
+    chk = simmod.simulate(system, n_sw, 20 if args.small else 50, policy="T1T2", seed=1, horizon=horizon,
+                          debug=True, analysis=an)
+    viol = chk.info["violations"]
+    print("violations (T1T2, n=%d):" % n_sw, viol)
     with open(os.path.join(args.out, "violations.csv"), "w") as f:
-        f.write("n,reps," + ",".join(chk["violations"]) + "\n")
-        f.write(f"{n_sw},{chk['reps']}," + ",".join(str(v) for v in chk["violations"].values()) + "\n")
+        f.write("n,reps," + ",".join(viol) + "\n")
+        f.write(f"{n_sw},{chk.reps}," + ",".join(str(v) for v in viol.values()) + "\n")
     sde = [sde_reference(an, t_end, paths=paths), sde_reference(an, t_end, paths=paths, switch=False)]
     for s in sde:
         print(s)

@@ -93,6 +93,9 @@ def simulate_diffusion(
     chunk: int | None = None,
     devices=None,
     progress=None,
+    start: int = 0,
+    per_path: bool = False,
+    times=None,
 ) -> dict:
     """Long-run averages of the diffusion (2.27) under a control, with standard errors over paths.
 
@@ -100,7 +103,9 @@ def simulate_diffusion(
       dl: the diffusion limit; uc, us: control values in the simplexes (2.20); control: see CONTROLS.
       paths, dt, horizon, warmup: Monte Carlo and Euler settings (time averages over [warmup, horizon]).
       x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each path.
-      chunk, devices, progress: see :func:`jaxq.sim.replications.run` (paths are its replications).
+      chunk, devices, progress, start: see :func:`jaxq.sim.replications.run` (paths are its replications).
+      per_path: also return the per-path averages (``per_path``: dict of arrays, axis 0 = path).
+      times: record <e, X_t> at these times instead of ``snaps`` equally spaced ones (each rounded to a step).
 
     Returns:
       dict with ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+), ``mean_x``, ``identity_lhs``
@@ -127,11 +132,15 @@ def simulate_diffusion(
         "dt": jnp.asarray(dt),
         "x0": jnp.asarray(np.zeros(num_i) if x0 is None else np.asarray(x0, float)),
     }
-    every = max(1, steps // snaps)
-    snap_steps = np.arange(0, steps, every)[:snaps]
+    if times is None:
+        every = max(1, steps // snaps)
+        snap_steps = np.arange(0, steps, every)[:snaps]
+    else:
+        snap_steps = np.clip(np.rint(np.asarray(times, float) / dt).astype(np.int64), 0, steps - 1)
     p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_steps=jnp.asarray(snap_steps))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
-    out, _ = replications.run(program(per_call), p, paths, seed, chunk=chunk, devices=devices, progress=progress)
+    out, _ = replications.run(program(per_call), p, paths, seed, start=start, chunk=chunk, devices=devices,
+                              progress=progress)
     acc, sums = out["acc"], out["path"]
     count = steps - warm
     w = dl.idleness_weight(us)
@@ -145,6 +154,8 @@ def simulate_diffusion(
     for k, v in per.items():
         out[k] = v.mean(axis=0)
         out[k + "_stderr"] = v.std(axis=0, ddof=1) / math.sqrt(paths)
+    if per_path:
+        out["per_path"] = dict(per, sum_path=np.asarray(sums))
     out["identity_lhs"] = dl.spare_capacity
     out["idleness_weight"] = w
     out["times"] = snap_steps * dt

@@ -31,6 +31,7 @@ class Study(NamedTuple):
         column, when present, feeds the progress bar.
       aggregate: ``aggregate(exp, points, records) -> dict[str, list[dict]]``: named tidy tables.
       figure: ``figure(exp, points, records, tables, out_dir) -> list[str]``: PNG paths written.
+      needs_systems: whether the experiment must name systems (False: the grid defines the cases).
     """
 
     name: str
@@ -40,10 +41,11 @@ class Study(NamedTuple):
     run_chunk: Callable[..., dict[str, np.ndarray]]
     aggregate: Callable[..., dict[str, list[dict]]]
     figure: Callable[..., list[str]]
+    needs_systems: bool = True
 
 
 REGISTRY: dict[str, Study] = {}
-_BUILTIN = ("jaxq.studies.pss", "jaxq.studies.sde")
+_BUILTIN = ("jaxq.studies.pss", "jaxq.studies.sde", "jaxq.studies.network", "jaxq.studies.fastslow")
 
 
 def register(study: Study) -> Study:

@@ -51,8 +51,6 @@ class _Experiment(BaseModel):
     def _one_system_key(self):
         if self.system is not None and self.systems:
             raise ValueError("give either 'system' or 'systems', not both")
-        if self.system is None and not self.systems:
-            raise ValueError("name at least one system ('system' or 'systems')")
         return self
 
 
@@ -151,6 +149,8 @@ def from_dict(data: dict, file: Path) -> Experiment:
     except pydantic.ValidationError as err:
         raise pydantic_error(err, prefix="grid.") from None
     refs = [e.system] if e.system is not None else e.systems
+    if study.needs_systems and not refs:
+        raise InputError("experiment.systems", "name at least one system ('system' or 'systems')")
     systems = []
     for ref in refs:
         p = resolve_system(ref, file.parent)

@@ -11,7 +11,7 @@ uninterrupted one.
 With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
 writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
 draws. Within a process each chunk's replications are sharded over all local devices (a mesh over the
-replication axis, :func:`jaxq.sim.engine.replication_sharding`).
+replication axis, :func:`jaxq.sim.replications.replication_sharding`).
 """
 
 from __future__ import annotations
@@ -151,8 +151,13 @@ def tidy_records(exp: Experiment, records: list[dict]) -> list[dict]:
         keys = [k for k in rec if k != "rep"]
         base = {"point": i, **{k: v for k, v in pt.items() if k not in ("reps", "chunk")}}
         for j in range(rec["rep"].shape[0]):
-            rows.append({**base, "rep": int(rec["rep"][j]), **{k: rec[k][j].item() for k in keys}})
+            rows.append({**base, "rep": int(rec["rep"][j]), **{k: _cell_value(rec[k][j]) for k in keys}})
     return rows
+
+
+def _cell_value(v):
+    """A record's value for one replication: a number, or a list for an array-valued record (a histogram)."""
+    return v.item() if np.ndim(v) == 0 else np.asarray(v).tolist()
 
 
 def finish(exp: Experiment, out: Path, session: dict, devices_used, process=(0, 1)) -> dict:

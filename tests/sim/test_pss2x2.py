@@ -1,4 +1,4 @@
-"""Simulator of the n-th 2x2 system against the exact CTMC solve (4 stderr), invariants, chunking, CLI."""
+"""The n-th 2x2 system on both drivers against the exact CTMC solve (4 stderr), invariants, chunking, CLI."""
 
 import json
 import math
@@ -8,11 +8,14 @@ import pytest
 
 from jaxq.cli import main
 from jaxq.diffusion.workload import analyze
+from jaxq.errors import InputError
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.policies import pss2x2 as pol
+from jaxq.policies.pss2x2 import theta_level
 from jaxq.sim import exact_ctmc
-from jaxq.sim.pss2x2 import VIOLATIONS, build_params, default_horizon, simulate_cost, theta_level
+from jaxq.sim.models.pss2x2 import VIOLATIONS
+from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, default_horizon, setup, simulate
 
 N = 16
 REPS = 4000
@@ -33,12 +36,13 @@ def _exact(system, mode, rule, theta=0):
 
 
 def _sim(system, policy, horizon=T, seed=0):
-    return simulate_cost(
+    return simulate(
         system, N, REPS, policy=policy, seed=seed, horizon=horizon, record_times=(0.0, 1.0, horizon), debug=True
     )
 
 
 def _no_violations(r):
+    assert r.engine == "event"
     assert set(r["violations"]) == set(VIOLATIONS)
     assert sum(r["violations"].values()) == 0, r["violations"]
 
@@ -61,9 +65,9 @@ def test_matches_exact_ctmc(systems, name, policy, rule, mode_of):
     r = _sim(sy, policy)
     assert r["policy"] == (an.policy if policy == "auto" else policy)
     assert theta == 4 and r["theta"] == (None if rule == "P" else theta)
-    assert r["truncation_bound"] < 0.1 * r["stderr"]
-    assert abs(r["J_hat"] - exact) <= 4 * r["stderr"]
-    assert r["stderr"] < 0.02 * exact
+    assert r["truncation_bound"] < 0.1 * r.stderr
+    assert abs(r["J_hat"] - exact) <= 4 * r.stderr
+    assert r.stderr < 0.02 * exact
     _no_violations(r)
     # Path recorders: W_hat(0) = 0 and W_hat(T) from X_hat(T); sup over [0, T] dominates X_hat(T).
     alpha = an.modes.alpha
@@ -90,11 +94,9 @@ def test_switching_policies_match_exact_ctmc(systems, name, policy, rules, sampl
         sy, N, lo, rules[0], theta=4, cap=30, higher=1 - lo, rule_higher=rules[1], sampling=sampling, switch_at=0.5
     )
     assert ex["truncation_change"] < 1e-4
-    r = simulate_cost(
-        sy, N, REPS, policy=policy, seed=3, switch_at=0.5, horizon=T, record_times=(0.0, 1.0, T), debug=True
-    )
+    r = simulate(sy, N, REPS, policy=policy, seed=3, switch_at=0.5, horizon=T, record_times=(0.0, 1.0, T), debug=True)
     assert r["switch_at"] == 0.5 and r["switches"].mean() > 10
-    assert abs(r["J_hat"] - ex["J"]) <= 4 * r["stderr"]
+    assert abs(r["J_hat"] - ex["J"]) <= 4 * r.stderr
     _no_violations(r)
 
 
@@ -104,17 +106,17 @@ def test_truncation_bound_is_an_upper_bound(systems):
     exact = _exact(sy, analyze(sy).active, "P")
     r = _sim(sy, "P", horizon=T / 8, seed=1)
     assert r["truncation_bound"] > 0.1
-    assert r["J_hat"] - 4 * r["stderr"] <= exact
-    assert exact <= r["J_hat"] + r["truncation_bound"] + 4 * r["stderr"]
-    assert r["J_hat"] < exact - 4 * r["stderr"]  # the short horizon really cuts something off
+    assert r["J_hat"] - 4 * r.stderr <= exact
+    assert exact <= r["J_hat"] + r["truncation_bound"] + 4 * r.stderr
+    assert r["J_hat"] < exact - 4 * r.stderr  # the short horizon really cuts something off
 
 
 def test_default_horizon_makes_tail_negligible(systems):
     sy = systems["pss_P"]
     an = analyze(sy)
     T0 = default_horizon(sy, N, scale=an.V0)
-    params, *_ = build_params(sy, N)
-    assert float(params["horizon"]) == pytest.approx(T0)
+    st = setup(sy, N)
+    assert float(st.params.horizon) == pytest.approx(T0) and st.horizon == pytest.approx(T0)
     lam_n, _ = sy.rates(N)
     state_free = math.exp(-sy.gamma * T0) * float(sy.h @ (lam_n / sy.gamma**2 + 2 / sy.gamma)) / math.sqrt(N)
     assert state_free == pytest.approx(1e-4 * an.V0, rel=1e-9)
@@ -125,7 +127,7 @@ def six_by_six(systems):
     out = {}
     for name in CASES:
         for policy in ("auto",) + tuple(pol.POLICIES):
-            out[name, policy] = simulate_cost(systems[name], N, 5, policy=policy, seed=3, debug=True)
+            out[name, policy] = simulate(systems[name], N, 5, policy=policy, seed=3, debug=True)
     return out
 
 
@@ -133,7 +135,7 @@ def test_all_policies_run_on_all_cases(systems, six_by_six):
     for (name, policy), r in six_by_six.items():
         an = analyze(systems[name])
         assert r["policy"] == (an.policy if policy == "auto" else policy)
-        assert np.isfinite(r["J_hat"]) and r["J_hat"] > 0 and r["events"] > 0
+        assert np.isfinite(r["J_hat"]) and r["J_hat"] > 0 and r.events > 0
         _no_violations(r)
         uses_theta = pol.uses_threshold(pol.POLICIES[r["policy"]])
         assert (r["theta"] is not None) == uses_theta
@@ -154,18 +156,18 @@ def test_mode_sampling_times(systems, six_by_six):
 
 def test_identical_for_any_chunk_size(systems, six_by_six):
     a = six_by_six["pss_T2T2", "auto"]
-    b = simulate_cost(systems["pss_T2T2"], N, 5, seed=3, debug=True, chunk=2)
+    b = simulate(systems["pss_T2T2"], N, 5, seed=3, debug=True, chunk=2)
     for k in ("J", "sup_X_hat", "X_hat_T", "switches"):
         np.testing.assert_array_equal(a[k], b[k])
-    assert a["events"] == b["events"]
+    assert a.events == b.events
 
 
 def test_switch_at_is_honoured(systems):
     sy = systems["pss_T2T1"]
-    params, _, info, _ = build_params(sy, 100.0, switch_at=0.25)
-    assert info["switch_at"] == 0.25 and float(params["level"]) == pytest.approx(10 * 0.25)
-    params, _, info, _ = build_params(sy, 100.0, policy="P")
-    assert info["switch_at"] is None and info["modes_used"] == [analyze(sy).lower + 1]
+    st = setup(sy, 100.0, switch_at=0.25)
+    assert st.switch_at == 0.25 and float(st.params.policy.level) == pytest.approx(10 * 0.25)
+    st = setup(sy, 100.0, policy="P")
+    assert st.switch_at is None and st.modes_used == [analyze(sy).lower + 1]
 
 
 def test_theta_levels():
@@ -206,3 +208,47 @@ def test_cli_bad_input(argv, key, capsys):
     assert main(["simulate", str(path("pss_T2"))] + argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"jaxq: error: {key}:") and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------------- the uniformised driver
+THETA = theta_level(N, DEFAULT_THETA_EXPONENT)
+SAMPLING = {0: "never", 1: "k1", 2: "every"}
+RULES = ("P", "T1", "T2")
+
+
+def exact_of(system, policy, switch_at=None):
+    res = pol.resolve(analyze(system), policy, switch_at)
+    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=THETA, cap=50,
+                                      higher=res.higher, rule_higher=RULES[res.rules.higher],
+                                      sampling=SAMPLING[res.rules.sampling], switch_at=res.z)["J"]
+
+
+@pytest.mark.parametrize("name, policy, switch_at", [
+    ("pss_P", "auto", None),
+    ("pss_T2", "auto", None),
+    ("pss_P", "T1T2", 0.4),  # a switching policy sampled at every event
+    ("pss_T2", "PP", 0.3),  # sampled at completions of the single-activity server
+])
+def test_uniformized_agrees_with_exact_solve(systems, name, policy, switch_at):
+    s = systems[name]
+    r = simulate(s, N, 1500, policy=policy, switch_at=switch_at, seed=11)
+    assert r.engine == "uniformized"
+    v = exact_of(s, policy, switch_at)
+    assert abs(r.value - v) <= 4 * r.stderr + r["truncation_bound"], (r.value, v, r.stderr)
+    assert r.stderr < 0.05 * v
+    assert r["truncation_bound"] < 1e-3 * v
+
+
+def test_uniformized_chunks_give_identical_results(systems):
+    a = simulate(systems["pss_T2"], N, 20, seed=3)
+    b = simulate(systems["pss_T2"], N, 20, seed=3, chunk=7)
+    np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
+
+
+def test_engine_choice(systems):
+    with pytest.raises(InputError, match="exponential"):
+        simulate(systems["pss_PP"], N, 10, engine="uniformized")
+    with pytest.raises(InputError, match="event engine"):
+        simulate(systems["pss_P"], N, 10, engine="uniformized", debug=True)
+    assert simulate(systems["pss_PP"], N, 4).engine == "event"
+    assert simulate(systems["pss_P"], N, 4, record_times=(1.0,)).engine == "event"

@@ -1,12 +1,13 @@
-"""CTMC simulation of threshold policies against the exact truncated-chain values (4 stderr)."""
+"""Simulation of fast/slow threshold policies against the exact truncated-chain values (4 stderr), and the
+uniformised driver against a plain numpy replay of its random words."""
 
 import numpy as np
 import pytest
 
 from jaxq.mdp import exact
 from jaxq.mdp.layout import identical
-from jaxq.mdp.structure import threshold_policy
-from jaxq.sim.fastslow_ctmc import simulate_costs
+from jaxq.policies.fastslow import threshold_policy
+from jaxq.sim.fastslow import simulate
 
 LAM, MU1, MU2, ALPHA, N = 1.2, 1.0, 0.3, 0.1, 150
 
@@ -20,53 +21,53 @@ def test_simulation_matches_exact(q):
     pi = exact.stationary_distribution(lay, N, LAM, MU1, [MU2], pol)
     cost = np.arange(N + 1)[:, None] + np.arange(3)[None, :]
     assert float((pi * cost).sum()) == pytest.approx(g, rel=1e-9)  # two exact routes agree
-    r = simulate_costs(LAM, MU1, MU2, q, alpha=ALPHA, steps=20_000, warmup=2_000, reps=48, seed=3)
+    r = simulate(LAM, MU1, MU2, q, alpha=ALPHA, steps=20_000, warmup=2_000, reps=48, seed=3)
     assert abs(r["value_empty"] - V) <= 4 * r["value_empty_stderr"]
     assert abs(r["average_cost"] - g) <= 4 * r["average_cost_stderr"]
 
 
 def test_simulation_independent_of_chunking():
-    a = simulate_costs(LAM, MU1, MU2, [1, 2], steps=500, warmup=100, reps=6, seed=1)
-    b = simulate_costs(LAM, MU1, MU2, [1, 2], steps=500, warmup=100, reps=6, seed=1, chunk=4)
+    a = simulate(LAM, MU1, MU2, [1, 2], steps=500, warmup=100, reps=6, seed=1)
+    b = simulate(LAM, MU1, MU2, [1, 2], steps=500, warmup=100, reps=6, seed=1, chunk=4)
     keys = ("value_empty", "value_empty_stderr", "average_cost", "average_cost_stderr")
     assert [a[k] for k in keys] == [b[k] for k in keys]  # bit for bit (timings differ)
 
 
-def test_steps_past_the_run_length_in_the_last_page_are_ignored():
-    # 100 steps end inside the second page of 64: the estimates must equal a direct numpy replay of
-    # the same random words over exactly 100 steps.
+def test_uniformised_driver_equals_a_numpy_replay_of_its_words():
+    """The driver's pages, integer segments, warm-up and discount weights, replayed step by step in numpy:
+    warm-up 30 is rounded up to one page (64 steps), the run to whole pages (3 pages = 192 steps)."""
     import jax
     import jax.numpy as jnp
 
-    from jaxq.sim import fastslow_ctmc as F
-    from jaxq.sim.engine import replication_keys
+    from jaxq.sim import replications, uniformized as U
 
     lam, mu1, mu2, alpha, q = LAM, MU1, MU2, ALPHA, [1, 2]
-    r = simulate_costs(lam, mu1, mu2, q, alpha=alpha, steps=100, warmup=30, reps=3, seed=5)
+    r = simulate(lam, mu1, mu2, q, alpha=alpha, steps=100, warmup=30, reps=3, seed=5)
+    assert r.info["steps"] == 192 and r.info["warmup"] == 64
     gamma = lam + mu1 + 2 * mu2
+    w_arr, w_fast, w_slow = (int(v) for v in U.unit_words([lam, mu1, mu2], gamma))
     thr = np.array(q) + 1
     disc, avg = [], []
-    for key in replication_keys(5, 0, 3):
-        words = np.concatenate([np.asarray(jax.random.bits(jax.random.fold_in(key, b), (F.PAGE,), jnp.uint32))
-                                for b in range(2)]).astype(np.float64)
-        u = words / 2.0**32
+    for key in replications.keys(5, 0, 3):
+        words = np.concatenate([np.asarray(jax.random.bits(jax.random.fold_in(key, b), (U.PAGE,), jnp.uint32))
+                                for b in range(3)]).astype(np.int64)
         x = y = 0
         d, tot, w = 0.0, 0, 1.0
-        for n in range(100):
+        for n in range(192):
             d += w * (x + y)
             w *= gamma / (alpha + gamma)
-            tot += (x + y) if n >= 30 else 0
-            e = u[n] * gamma
-            if e < lam:
+            tot += (x + y) if n >= 64 else 0
+            u = int(words[n])
+            if u < w_arr:
                 x += 1
-            elif e < lam + mu1:
+            elif u < w_arr + w_fast:
                 x = max(x - 1, 0)
-            elif int((e - lam - mu1) // mu2) < y:
+            elif u < w_arr + w_fast + y * w_slow:
                 y -= 1
             target = int(np.sum(x + y >= thr))
             k = min(y + max(x - 1, 0), max(y, target))
             x, y = x - (k - y), k
         disc.append(d / (alpha + gamma))
-        avg.append(tot / 70)
+        avg.append(tot / 128)
     assert r["value_empty"] == pytest.approx(np.mean(disc), rel=1e-12)
     assert r["average_cost"] == pytest.approx(np.mean(avg), rel=1e-12)

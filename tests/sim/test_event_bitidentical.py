@@ -1,8 +1,8 @@
 """The event-driven 2x2 simulator (and its sampler) reproduce their earlier outputs bit for bit.
 
-``tests/data/event_outputs.npz`` holds the outputs of :func:`jaxq.sim.pss2x2.simulate_cost` from the
-code before the performance work on the event engine; regenerate it only for an intended change of
-the random streams: ``python tests/test_event_bitidentical.py --write``.
+``tests/sim/data/event_outputs.npz`` holds the outputs of the event engine as it was before the engine
+redesign (issue 13: the redesigned model and driver reproduce them exactly); regenerate it only for an
+intended change of the random streams: ``python tests/sim/test_event_bitidentical.py --write``.
 """
 
 import sys
@@ -48,13 +48,13 @@ def system(name):
 
 def case_outputs(j, case) -> dict:
     name, n, reps, policy, opts = case
-    r = S.simulate_cost(system(name), n, reps, policy=policy, seed=j, horizon=6.0, record_times=REC, **opts)
-    out = {f"case{j}_{k}": np.asarray(r[k]) for k in KEYS}
-    out[f"case{j}_events"] = np.array([r["events"]], np.int64)
-    if "violations" in r:
-        out[f"case{j}_violations"] = np.array(list(r["violations"].values()), np.int64)
-    if "eps" in r:
-        out[f"case{j}_eps"] = np.asarray(r["eps"])
+    r = S.simulate(system(name), n, reps, policy=policy, seed=j, horizon=6.0, record_times=REC, engine="event", **opts)
+    out = {f"case{j}_{k}": np.asarray(r.samples[k]) for k in KEYS}
+    out[f"case{j}_events"] = np.array([r.events], np.int64)
+    if "violations" in r.info:
+        out[f"case{j}_violations"] = np.array(list(r.info["violations"].values()), np.int64)
+    if "eps" in r.samples:
+        out[f"case{j}_eps"] = np.asarray(r.samples["eps"])
     return out
 
 

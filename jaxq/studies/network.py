@@ -1,0 +1,283 @@
+"""Study ``network``: many-server networks (seeds 001 and 003) across n, under several policies.
+
+Grid: systems x policies x n. Every replication of the n-th system (:func:`jaxq.sim.network.simulate`)
+records its time averages over [warmup, horizon]; the study aggregates them into one table and the figures
+that the papers' statements call for:
+
+* tightness (seed 001, Theorem 2.1 (iv)): the scaled queue ``E<e, X_hat>^+`` and idleness ``E<e, X_hat>^-``
+  stay bounded in n; the stationary density of ``<e, X_hat>`` settles (``hist_bins > 0``);
+* the prelimit identity (3.6): ``sum_j w_j E[Y_hat_j] = rho_n`` (``weighted_idleness_hat`` beside
+  ``spare_capacity_n``), and, with ``diffusion = true``, the Euler scheme of the diffusion (2.27) under a
+  constant control as a reference point (``n = inf``);
+* transience (Propositions 3.1-3.2: negative spare capacity): ``E<e, X_hat(t)>`` at ``times`` grows
+  linearly; a fitted growth rate per n;
+* LAP concentration (seed 003): ``sum_ij E|Psi_ij - r psi*_ij|`` against r with a fitted exponent (the paper:
+  ``r^(1/2 + eps)``) and the fluid error ``max |E Psi / r - psi*|``.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
+from jaxq.errors import InputError
+from jaxq.model.network import Network
+from jaxq.policies.network import POLICIES
+from jaxq.studies import Study, figures, register
+from jaxq.studies.stats import loglog_rate, mean_stderr
+
+PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Grid(BaseModel):
+    """``[grid]`` of the network study."""
+
+    model_config = ConfigDict(extra="forbid")
+    n: Annotated[list[PosFloat], Field(min_length=1)]
+    policies: Annotated[list[str], Field(min_length=1)] = ["priority"]
+    warmup: NonNeg = 20.0
+    horizon: PosFloat = 200.0
+    engine: str = "auto"
+    hist_bins: Annotated[int, Field(ge=0, le=400)] = 0  # histograms of <e, X_hat> (tightness figure)
+    hist_range: PosFloat = 6.0
+    times: list[PosFloat] = []  # snapshot times of <e, X_hat(t)> (transience; the event driver)
+    diffusion: bool = False  # add the Euler scheme of (2.27) as a reference point per system and policy
+    control: str = "constant"
+    uc: list[NonNeg] | None = None  # default: all queue on the last class (the lowest priority)
+    us: list[NonNeg] | None = None  # default: uniform idleness shares
+    dt: PosFloat = 0.01
+    sde_paths: Annotated[int, Field(ge=2)] = 256
+
+
+@lru_cache(maxsize=None)
+def _analysis_of(path: Path, mtime: float) -> NetworkAnalysis:
+    from jaxq.model import load
+
+    return analyze(load(path))
+
+
+def analysis(exp, label) -> NetworkAnalysis:
+    ref = exp.system(label)
+    if not isinstance(ref.model, Network):
+        raise InputError("experiment.systems", f"{label}: study 'network' needs a 'network' system")
+    return _analysis_of(Path(ref.path), Path(ref.path).stat().st_mtime)
+
+
+def _num(n: float):
+    return int(n) if float(n).is_integer() else float(n)
+
+
+def _controls(an: NetworkAnalysis, g: Grid):
+    num_i, num_j = an.plan.basic.shape
+    uc = np.eye(num_i)[-1] if g.uc is None else np.asarray(g.uc, float)
+    us = np.full(num_j, 1.0 / num_j) if g.us is None else np.asarray(g.us, float)
+    return uc, us
+
+
+def points(exp) -> list[dict]:
+    """systems x policies x n (plus one diffusion point per system and policy). Checks each point."""
+    from jaxq.sim.network import make_params
+
+    g = exp.grid
+    if g.horizon <= g.warmup:
+        raise InputError("grid.horizon", f"must exceed the warm-up {g.warmup:g}")
+    if g.times and max(g.times) > g.horizon:
+        raise InputError("grid.times", f"must lie in (0, horizon = {g.horizon:g}]")
+    if g.times and g.engine == "uniformized":
+        raise InputError("grid.engine", "snapshots at fixed times need the event engine")
+    if g.engine not in ("auto", "event", "uniformized"):
+        raise InputError("grid.engine", f"expected auto, event or uniformized, got {g.engine!r}")
+    out = []
+    for s in exp.systems:
+        an = analysis(exp, s.label)
+        for pol in g.policies:
+            if pol not in POLICIES:
+                raise InputError("grid.policies", f"{pol!r} is not one of {', '.join(POLICIES)}")
+            for n in g.n:
+                try:
+                    make_params(an, n, pol, g.hist_range, g.hist_bins)
+                except InputError as e:
+                    raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
+                out.append({"system": s.label, "engine": "ctmc", "policy": pol, "n": _num(n)})
+            if g.diffusion:
+                if an.diffusion is None:
+                    raise InputError("grid.diffusion", f"{s.label}: the diffusion (2.27) needs a critical network")
+                uc, us = _controls(an, g)
+                for name, u in (("grid.uc", uc), ("grid.us", us)):
+                    if abs(u.sum() - 1.0) > 1e-9:
+                        raise InputError(name, "must be a probability vector")
+                out.append({"system": s.label, "engine": "diffusion", "policy": pol, "n": None,
+                            "reps": g.sde_paths, "chunk": min(g.sde_paths, exp.chunk * 8)})
+    return out
+
+
+def run_chunk(exp, pt, start, count, devices=None):
+    """Per-replication records of one grid point (replications ``start .. start+count-1``)."""
+    g = exp.grid
+    an = analysis(exp, pt["system"])
+    if pt["engine"] == "diffusion":
+        from jaxq.sde.network_euler import simulate_diffusion
+
+        uc, us = _controls(an, g)
+        r = simulate_diffusion(an.diffusion, uc, us, g.control, paths=count, dt=g.dt, horizon=g.horizon,
+                               warmup=g.warmup, seed=pt["seed"], start=start, chunk=max(count, pt["chunk"]),
+                               devices=devices, per_path=True, times=g.times or None)
+        rec = {"queue_hat": r["per_path"]["mean_pos"], "idleness_hat": r["per_path"]["mean_neg"],
+               "identity_rhs": r["per_path"]["identity_rhs"]}
+        if g.times:
+            rec["sum_x_hat_t"] = r["per_path"]["sum_path"]
+        rec["events"] = np.full(count, int(round((g.horizon) / g.dt)), dtype=np.int64)
+        return rec
+    from jaxq.sim.network import simulate
+
+    n = pt["n"]
+    r = simulate(an, n, pt["policy"], reps=count, warmup=g.warmup, horizon=g.horizon, seed=pt["seed"], start=start,
+                 engine=g.engine, hist_range=g.hist_range, hist_bins=g.hist_bins, snap_times=g.times or None,
+                 chunk=max(count, pt["chunk"]), devices=devices)
+    s = r.samples
+    rn = math.sqrt(n)
+    num_i, num_j = an.plan.basic.shape
+    rec = {"queue_hat": s["mean_queue"].sum(axis=1) / rn, "idleness_hat": s["mean_idleness_hat"],
+           "p_wait": s["p_wait"], "idle_total": s["mean_idle_total"]}
+    for i in range(num_i):
+        rec[f"queue_{i + 1}"] = s["mean_queue"][:, i]
+    if "weighted_idleness_hat" in s:
+        rec["weighted_idleness_hat"] = s["weighted_idleness_hat"]
+    if "mean_abs_dev" in s:
+        rec["abs_dev"] = s["mean_abs_dev"].sum(axis=(1, 2))
+    for i in range(num_i):
+        for j in range(num_j):
+            rec[f"busy_{i + 1}_{j + 1}"] = s["mean_busy"][:, i, j]
+    if "hist" in s:
+        rec["hist_total"] = s["hist"][:, -1, :] / float(g.hist_range * 2 / g.hist_bins)  # density of <e, X_hat>
+    if "snapshots" in s:
+        centre = (an.fluid_z * n if an.scaling == "underloaded" else an.plan.xi * np.asarray(r["pool_sizes"])).sum()
+        rec["sum_x_hat_t"] = (s["snapshots"].sum(axis=2) - centre) / rn
+    rec["events"] = np.full(count, r.events // max(count, 1), dtype=np.int64)
+    return rec
+
+
+def _est(v):
+    m, se = mean_stderr(v)
+    return m, se
+
+
+def aggregate(exp, pts, records):
+    rows, trans, fits = [], [], []
+    for i, (pt, rec) in enumerate(zip(pts, records)):
+        an = analysis(exp, pt["system"])
+        row = {"point": i, "system": pt["system"], "policy": pt["policy"], "engine": pt["engine"],
+               "n": pt["n"] if pt["n"] is not None else "inf", "seed": pt["seed"], "reps": int(rec["queue_hat"].size),
+               "spare_capacity": an.spare_capacity}
+        for k in ("queue_hat", "idleness_hat", "identity_rhs", "weighted_idleness_hat", "p_wait", "abs_dev"):
+            if k in rec:
+                row[k], row[k + "_stderr"] = _est(rec[k])
+        if "sum_x_hat_t" in rec:
+            m = rec["sum_x_hat_t"].mean(axis=0)
+            se = rec["sum_x_hat_t"].std(axis=0, ddof=1) / math.sqrt(rec["sum_x_hat_t"].shape[0])
+            for t, v, e in zip(exp.grid.times, m, se):
+                trans.append({"system": pt["system"], "policy": pt["policy"], "n": row["n"], "seed": pt["seed"], "t": t,
+                              "sum_x_hat": float(v), "sum_x_hat_stderr": float(e)})
+            if len(exp.grid.times) >= 2:
+                row["growth_rate"] = float(np.polyfit(exp.grid.times, m, 1)[0])
+        if pt["engine"] == "ctmc":
+            n = pt["n"]
+            if an.scaling == "halfin-whitt":
+                from jaxq.diffusion.network import spare_capacity_n
+
+                row["spare_capacity_n"] = spare_capacity_n(an.network, an.plan, n, an.basis_pool)
+            num_i, num_j = an.plan.basic.shape
+            busy = np.array([[rec[f"busy_{a + 1}_{b + 1}"].mean() for b in range(num_j)] for a in range(num_i)])
+            row["max_rel_fluid_error"] = float(np.abs(busy / n - an.fluid_z).max())
+        rows.append(row)
+    for key in dict.fromkeys((r["system"], r["policy"], r["seed"]) for r in rows if r["engine"] == "ctmc"):
+        rs = sorted([r for r in rows if (r["system"], r["policy"], r["seed"]) == key and r["engine"] == "ctmc"],
+                    key=lambda r: r["n"])
+        fit = {"system": key[0], "policy": key[1], "seed": key[2]}
+        for k in ("queue_hat", "abs_dev"):
+            if all(k in r for r in rs):
+                rate, rate_se, _ = loglog_rate([r["n"] for r in rs], [r[k] for r in rs], [r[k + "_stderr"] for r in rs])
+                fit[f"{k}_rate"], fit[f"{k}_rate_stderr"] = rate, rate_se
+        fits.append(fit)
+    out = {"summary": rows, "fits": fits}
+    if trans:
+        out["transient"] = trans
+    return out
+
+
+def figure(exp, pts, records, tables, out):
+    paths = []
+    g = exp.grid
+    rows = [r for r in tables["summary"] if r["engine"] == "ctmc"]
+    if g.hist_bins:
+        groups = list(dict.fromkeys((p["system"], p["policy"]) for p in pts if p["engine"] == "ctmc"))
+        fig, axes = figures.grid_figure(len(groups))
+        edges = np.linspace(-g.hist_range, g.hist_range, g.hist_bins + 1)
+        mid = 0.5 * (edges[1:] + edges[:-1])
+        for ax, (system, pol) in zip(axes, groups):
+            for p, rec in zip(pts, records):
+                if (p["system"], p["policy"], p["engine"]) == (system, pol, "ctmc") and "hist_total" in rec:
+                    ax.plot(mid, rec["hist_total"].mean(axis=0), lw=1, label=f"n={p['n']}")
+            ax.set_title(f"{system}, {pol}: density of <e, X_hat>", fontsize=9)
+            ax.set_xlabel(r"$\langle e, \hat X\rangle$")
+            ax.legend(fontsize=7)
+        paths.append(figures.save(fig, out, "density.png"))
+    fig, ax = figures.single_figure()
+    for (system, pol), rs in _groups(rows).items():
+        n = [r["n"] for r in rs]
+        ax.errorbar(n, [r["queue_hat"] for r in rs], yerr=[1.96 * r["queue_hat_stderr"] for r in rs], fmt="o-",
+                    ms=4, capsize=2, label=f"{system} {pol}: queue")
+        ax.errorbar(n, [r["idleness_hat"] for r in rs], yerr=[1.96 * r["idleness_hat_stderr"] for r in rs],
+                    fmt="s--", ms=4, capsize=2, label=f"{system} {pol}: idleness")
+    for r in tables["summary"]:
+        if r["engine"] == "diffusion":
+            ax.axhline(r["queue_hat"], color="k", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("n")
+    ax.set_ylabel(r"$E\langle e,\hat X\rangle^{\pm}$ (95% CI)")
+    ax.legend(fontsize=6)
+    paths.append(figures.save(fig, out, "tightness.png"))
+    if any("abs_dev" in r for r in rows) and any(r["policy"] == "lap" for r in rows):
+        fig, ax = figures.single_figure()
+        for (system, pol), rs in _groups(rows).items():
+            if pol != "lap":
+                continue
+            n = np.array([r["n"] for r in rs], float)
+            y = np.array([r["abs_dev"] for r in rs])
+            ax.errorbar(n, y, yerr=[1.96 * r["abs_dev_stderr"] for r in rs], fmt="o", label=system)
+            ax.plot(n, y[0] * (n / n[0]) ** 0.5, ":", color="gray", label="r^(1/2)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("r")
+        ax.set_ylabel(r"$\sum_{ij} E|\Psi_{ij} - r\psi^*_{ij}|$")
+        ax.legend(fontsize=7)
+        paths.append(figures.save(fig, out, "lap_concentration.png"))
+    if "transient" in tables:
+        fig, ax = figures.single_figure()
+        for key in dict.fromkeys((r["system"], r["policy"], r["n"]) for r in tables["transient"]):
+            rs = [r for r in tables["transient"] if (r["system"], r["policy"], r["n"]) == key]
+            ax.errorbar([r["t"] for r in rs], [r["sum_x_hat"] for r in rs], yerr=[r["sum_x_hat_stderr"] for r in rs],
+                        capsize=2, label=f"{key[0]} {key[1]} n={key[2]}")
+        ax.set_xlabel("t")
+        ax.set_ylabel(r"$E\langle e, \hat X(t)\rangle$")
+        ax.legend(fontsize=7)
+        paths.append(figures.save(fig, out, "transience.png"))
+    return paths
+
+
+def _groups(rows):
+    out: dict = {}
+    for r in rows:
+        out.setdefault((r["system"], r["policy"]), []).append(r)
+    return {k: sorted(v, key=lambda r: r["n"]) for k, v in out.items()}
+
+
+register(Study("network", "stationary averages of many-server networks across n (tightness, identity (3.6), "
+                          "transience, LAP concentration)", Grid, points, run_chunk, aggregate, figure))

@@ -1,0 +1,124 @@
+"""The replication layer and the event driver: an M/M/1 queue against its closed form; the same numbers
+for any chunk, block, slice or device count (replication r always uses fold_in(PRNGKey(seed), r))."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxq.examples import path
+from jaxq.model import load
+from jaxq.sim import event, pss2x2, replications
+
+MM1_SRC = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp
+    import jaxq
+    from jaxq.sim.event import Engine
+
+    def init(key, p):
+        return dict(key=key, t=jnp.float64(0), x=jnp.int64(0), area=jnp.float64(0), events=jnp.int64(0))
+
+    def step(s, p):
+        lam, mu, horizon = p
+        key, k1, k2 = jax.random.split(s["key"], 3)
+        rate = lam + jnp.where(s["x"] > 0, mu, 0.0)
+        t_next = s["t"] + jax.random.exponential(k1) / rate
+        inside = t_next < horizon
+        arrival = jax.random.uniform(k2) * rate < lam
+        x = jnp.where(inside, s["x"] + jnp.where(arrival, 1, -1), s["x"])
+        area = s["area"] + s["x"] * (jnp.minimum(t_next, horizon) - s["t"])
+        return dict(key=key, t=t_next, x=x, area=area, events=s["events"] + inside)
+
+    def done(s, p):
+        return s["t"] >= p[2]
+
+    MM1 = Engine(init, step, done, lambda s, p: {k: v for k, v in s.items() if k != "key"}, lambda s: s["events"])
+    """
+)
+exec(MM1_SRC)  # defines MM1 (module level, so the Engine is hashable and compiled once)
+PARAMS = (jnp.float64(0.5), jnp.float64(1.0), jnp.float64(400.0))
+
+
+def test_mm1_time_average_against_closed_form():
+    out, timing = event.run(MM1, PARAMS, 200, 3, chunk=100, block=128)  # noqa: F821
+    est = out["area"] / 400.0
+    mean, se = est.mean(), est.std(ddof=1) / np.sqrt(len(est))
+    # exact transient mean from empty over [0, 400]: rho/(1-rho) minus a start-up deficit of O(1/400)
+    assert abs(mean - 1.0) <= 4 * se + 0.02
+    assert np.all(out["t"] >= 400.0)
+    assert timing.wall_s >= timing.compile_s >= 0
+
+
+def test_results_do_not_depend_on_chunk_block_or_start():
+    a, _ = event.run(MM1, PARAMS, 13, 7, chunk=13, block=64)  # noqa: F821
+    b, _ = event.run(MM1, PARAMS, 13, 7, chunk=5, block=128)  # noqa: F821
+    c, _ = event.run(MM1, PARAMS, 6, 7, chunk=6, block=64, start=7)  # noqa: F821
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+        np.testing.assert_array_equal(a[k][7:], c[k])
+
+
+def test_progress_reports_the_work_done():
+    seen = []
+    out, _ = event.run(MM1, PARAMS, 16, 1, chunk=8, progress=seen.append)  # noqa: F821
+    assert len(seen) >= 2 and sum(seen) == int(out["events"].sum())
+
+
+def test_replication_keys_are_fold_in():
+    k = replications.keys(5, 10, 3)
+    np.testing.assert_array_equal(k[1], jax.random.fold_in(jax.random.PRNGKey(5), 11))
+
+
+def test_plan_whole_vectors_and_slices():
+    p = replications.plan(1, None)
+    assert p.chunk % replications.LANES == 0 and p.parts == 1
+    p = replications.plan(100_000, None)
+    assert p.size <= replications.MAX_SLICE and p.size % replications.LANES == 0 and p.parts * p.size == p.chunk
+
+
+def test_chunk_one_and_two_are_bit_identical():
+    """Every batch is a whole number of vectors, so a replication's last bit does not depend on its batch
+    (XLA:CPU computes a loop's ragged tail with scalar code)."""
+    system = load(path("pss_T2T1"))
+    a = pss2x2.simulate(system, 25, 10, seed=4, engine="event", chunk=1)
+    b = pss2x2.simulate(system, 25, 10, seed=4, engine="event", chunk=2)
+    c = pss2x2.simulate(system, 25, 10, seed=4, engine="event")
+    np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
+    np.testing.assert_array_equal(a.samples["J"], c.samples["J"])
+
+
+def test_one_two_four_devices_give_identical_results():
+    script = MM1_SRC + textwrap.dedent(
+        """
+        import sys, numpy as np
+        from jaxq.examples import path
+        from jaxq.model import load
+        from jaxq.sim import event, network, pss2x2
+        assert len(jax.local_devices()) == 4
+        p = (jnp.float64(0.5), jnp.float64(1.0), jnp.float64(50.0))
+        outs = [event.run(MM1, p, 10, 1, chunk=c, devices=jax.local_devices()[:d])[0]
+                for d, c in ((1, 10), (2, 4), (4, 7))]
+        for o in outs[1:]:
+            for k in o:
+                np.testing.assert_array_equal(outs[0][k], o[k])
+        net = load(path("network_N"))
+        res = [network.simulate(net, 16, "priority", reps=12, warmup=1.0, horizon=6.0, seed=2, chunk=c,
+                                devices=jax.local_devices()[:d]) for d, c in ((1, 12), (2, 5), (4, 12))]
+        for r in res[1:]:
+            np.testing.assert_array_equal(res[0].samples["mean_queue"], r.samples["mean_queue"])
+        sy = load(path("pss_P"))
+        res = [pss2x2.simulate(sy, 16, 12, seed=2, chunk=c, devices=jax.local_devices()[:d])
+               for d, c in ((1, 12), (4, 5))]
+        np.testing.assert_array_equal(res[0].samples["J"], res[1].samples["J"])
+        print("identical")
+        """
+    )
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "identical" in r.stdout
