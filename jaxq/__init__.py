@@ -10,7 +10,7 @@ The public API (``import jaxq``; see :mod:`jaxq.api` and the README's "Python AP
     tune                           switching level / threshold by gradients (exact, sde, prelimit)
     solve_fastslow                 the fast/slow server MDP (thresholds, structure, (K1)-(K6))
     simulate_fastslow              a threshold policy of the fast/slow system
-    run_experiment                 a study from an experiment file, resumable
+    run_experiment, read_run       a study from an experiment file, resumable; its per-replication records
     SimResult, Estimate            what the simulators return
     InputError                     the one exception for bad input
 
@@ -31,7 +31,7 @@ __version__ = "0.2.0"
 
 _API = {name: "jaxq.api" for name in ("load", "examples", "analyze", "simulate", "simulate_sde",
                                        "simulate_network_sde", "tune", "solve_fastslow", "simulate_fastslow",
-                                       "run_experiment")}
+                                       "run_experiment", "read_run")}
 _API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result")
 __all__ = ["InputError", "__version__", *_API]
 

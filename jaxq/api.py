@@ -105,11 +105,12 @@ def simulate_sde(system, *, paths: int = 20_000, dt: float = 1e-3, scheme: str =
 
 
 def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None, paths: int = 256,
-                         dt: float = 0.01, horizon: float = 200.0, warmup: float = 20.0, seed: int = 0, **options) -> dict:
+                         dt: float = 0.01, horizon: float = 200.0, warmup: float = 20.0, seed: int = 0, **options):
     """Euler scheme of the controlled network diffusion (2.27) of a critically loaded network (seed 001).
 
-    Returns long-run averages (``mean_neg`` = E<e,X>^-, ``mean_pos``, ``mean_x``, the identity (3.6) sides
-    ``identity_lhs``/``identity_rhs``) with standard errors; ``uc``, ``us`` default to uniform shares.
+    Returns a :class:`jaxq.sim.result.SimResult` of long-run averages (``mean_neg`` = E<e,X>^-, ``mean_pos``,
+    ``mean_x``, ``identity_rhs``; ``info["identity_lhs"]`` the spare capacity of (3.6)); ``uc``, ``us`` default
+    to uniform shares.
     """
     import numpy as np
 
@@ -198,6 +199,34 @@ def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | 
     else:
         exp = load_experiment(experiment, seeds)
     return run(exp, out, resume=resume, devices=devices, progress=progress)
+
+
+def read_run(out) -> tuple[list[dict], list[dict]]:
+    """The grid points and the per-replication records of a finished run in the folder ``out``.
+
+    Returns ``(points, records)``: ``points[i]`` is the grid point (JSON of the manifest: system, policy, n,
+    seed, ...) and ``records[i]`` a dict of numpy arrays, one entry per replication (``J``, ``W_hat@2``, ...).
+    """
+    import json
+
+    import numpy as np
+
+    from jaxq.studies import storage
+
+    man = Path(out) / "manifest.json"
+    if not man.is_file():
+        raise InputError("out", f"{out} holds no run (no manifest.json)")
+    points = json.loads(man.read_text())["points"]
+    records = []
+    for i, pt in enumerate(points):
+        cols = []
+        for c, lo in enumerate(range(0, pt["reps"], pt["chunk"])):
+            got = storage.load_chunk(storage.chunk_path(Path(out), i, c), min(pt["chunk"], pt["reps"] - lo))
+            if got is None:
+                raise InputError("out", f"chunk {c} of grid point {i} is missing in {out} (run it with resume)")
+            cols.append(got[0])
+        records.append({k: np.concatenate([ch[k] for ch in cols]) for k in cols[0]})
+    return points, records
 
 
 def _pss(system):

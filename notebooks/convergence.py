@@ -25,14 +25,12 @@
 # %%
 import os
 import tempfile
-import tomllib
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from jaxq.studies.experiment import from_dict
-from jaxq.studies.runner import run
+import jaxq
 
 SMALL = os.environ.get("JAXQ_NOTEBOOK_SMALL", "0") == "1"
 OUT = Path(os.environ.get("JAXQ_NOTEBOOK_OUT", Path(tempfile.gettempdir()) / "jaxq-notebooks")) / "convergence"
@@ -54,8 +52,7 @@ seeds = [7]
 n = {n_values}
 {"horizon = 2.0" if SMALL else ""}
 """
-exp = from_dict(tomllib.loads(text), OUT / "experiment.toml")
-record = run(exp, OUT, resume=True)
+record = jaxq.run_experiment(text, OUT, resume=True)
 summary, fits = record["tables"]["summary"], record["tables"]["fits"]
 print(f"{record['replications']} replications, {record['events']} events, {record['compute_s']:.1f} s of compute")
 

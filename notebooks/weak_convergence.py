@@ -23,14 +23,12 @@
 # %%
 import os
 import tempfile
-import tomllib
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from jaxq.studies.experiment import from_dict
-from jaxq.studies.runner import gather, run
+import jaxq
 
 SMALL = os.environ.get("JAXQ_NOTEBOOK_SMALL", "0") == "1"
 ROOT = Path(os.environ.get("JAXQ_NOTEBOOK_OUT", Path(tempfile.gettempdir()) / "jaxq-notebooks"))
@@ -53,18 +51,17 @@ sde_chunk = {16 if SMALL else 5000}
 sde_dt = {0.05 if SMALL else 0.001}
 """
 out = ROOT / "weak"
-exp = from_dict(tomllib.loads(weak_text), out / "experiment.toml")
-rec = run(exp, out, resume=True)
-records, _ = gather(exp, out)
+rec = jaxq.run_experiment(weak_text, out, resume=True)
+points, records = jaxq.read_run(out)
 for r in rec["tables"]["summary"]:
     print(f"n = {r['n']:>6}: KS distance {r['ks']:.3f} (95% sampling noise {r['ks_noise_95']:.3f}), "
           f"E W_hat = {r['mean_W_hat']:.3f} +- {r['mean_W_hat_stderr']:.3f}, E Z = {r['mean_Z']:.3f}")
 
 # %%
 qs = np.linspace(0.01, 0.99, 99)
-z = next(r for p, r in zip(exp.points, records) if p["engine"] == "sde")["Z@2"]
+z = next(r for p, r in zip(points, records) if p["engine"] == "sde")["Z@2"]
 fig, ax = plt.subplots(figsize=(4.5, 4), layout="constrained")
-for p, r in zip(exp.points, records):
+for p, r in zip(points, records):
     if p["engine"] == "pss":
         ax.plot(np.quantile(z, qs), np.quantile(r["W_hat@2"], qs), ".-", label=f"n = {p['n']}")
 ax.plot([0, np.quantile(z, 0.99)], [0, np.quantile(z, 0.99)], "k--", label="Z(2)")
@@ -88,8 +85,7 @@ n = {[9, 16] if SMALL else [100, 1000, 10000]}
 horizon = {1.0 if SMALL else 5.0}
 """
 out = ROOT / "collapse"
-exp = from_dict(tomllib.loads(collapse_text), out / "experiment.toml")
-rec = run(exp, out, resume=True)
+rec = jaxq.run_experiment(collapse_text, out, resume=True)
 fig, ax = plt.subplots(figsize=(5, 3.5), layout="constrained")
 for system in dict.fromkeys(r["system"] for r in rec["tables"]["summary"]):
     rows = [r for r in rec["tables"]["summary"] if r["system"] == system]

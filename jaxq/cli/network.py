@@ -63,11 +63,10 @@ def _run_sde(args) -> dict:
     with progress("network sde") as tick:
         res = simulate_diffusion(dl, uc, us, args.control, paths=args.paths, dt=args.dt, horizon=args.horizon,
                                  warmup=args.warmup, seed=args.seed, progress=tick)
-    keep = ["mean_neg", "mean_pos", "mean_x", "identity_rhs"]
-    out = {k: res[k] for k in ("control", "paths", "dt", "horizon", "warmup")}
-    out.update(uc=uc, us=us, spare_capacity=dl.spare_capacity, idleness_weight=res["idleness_weight"])
-    for k in keep:
-        out[k], out[k + "_stderr"] = res[k], res[k + "_stderr"]
+    out = res.to_dict()
+    for k in ("times", "mean_sum_path", "reps"):
+        out.pop(k, None)
+    out.update(uc=uc, us=us, spare_capacity=dl.spare_capacity)
     return out
 
 

@@ -8,28 +8,9 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable
 
-import numpy as np
+import numpy as np  # noqa: F401
 
-
-def to_jsonable(x: Any) -> Any:
-    """Plain Python types for ``json``: arrays become (nested) lists, numpy scalars Python numbers."""
-    if isinstance(x, dict):
-        return {str(k): to_jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [to_jsonable(v) for v in x]
-    if hasattr(x, "__array__") and not isinstance(x, (str, bytes)):
-        a = np.asarray(x)
-        return to_jsonable(a.tolist()) if a.ndim else to_jsonable(a.item())
-    if isinstance(x, (np.bool_, bool)):
-        return bool(x)
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        v = float(x)
-        if not math.isfinite(v):
-            raise ValueError(f"refusing to print a non-finite number ({v})")
-        return v
-    return x
+from jaxq.serialize import to_jsonable  # noqa: F401  (re-exported for the commands)
 
 
 def dumps(result: dict) -> str:

@@ -15,7 +15,6 @@ are the replications of the one replication layer (:mod:`jaxq.sim.replications`)
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import jax
@@ -25,6 +24,7 @@ import numpy as np
 from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
 from jaxq.sim import replications
+from jaxq.sim.result import Estimate, SimResult
 
 CONTROLS = ("constant", "proportional")
 WEAK_ORDER = 1.0
@@ -94,9 +94,8 @@ def simulate_diffusion(
     devices=None,
     progress=None,
     start: int = 0,
-    per_path: bool = False,
     times=None,
-) -> dict:
+) -> SimResult:
     """Long-run averages of the diffusion (2.27) under a control, with standard errors over paths.
 
     Args:
@@ -104,13 +103,13 @@ def simulate_diffusion(
       paths, dt, horizon, warmup: Monte Carlo and Euler settings (time averages over [warmup, horizon]).
       x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each path.
       chunk, devices, progress, start: see :func:`jaxq.sim.replications.run` (paths are its replications).
-      per_path: also return the per-path averages (``per_path``: dict of arrays, axis 0 = path).
       times: record <e, X_t> at these times instead of ``snaps`` equally spaced ones (each rounded to a step).
 
     Returns:
-      dict with ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+), ``mean_x``, ``identity_lhs``
-      (rho of (2.35)), ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)), each with ``_stderr``, and
-      ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded times).
+      A :class:`~jaxq.sim.result.SimResult` with estimates ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+),
+      ``mean_x`` and ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)); ``info``: ``identity_lhs`` (rho of (2.35)),
+      ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
+      times); ``samples``: the per-path values (``sum_path``: <e, X_t> at the recorded times).
     """
     if control not in CONTROLS:
         raise InputError("control", f"expected one of {CONTROLS}, got {control!r}")
@@ -139,8 +138,8 @@ def simulate_diffusion(
         snap_steps = np.clip(np.rint(np.asarray(times, float) / dt).astype(np.int64), 0, steps - 1)
     p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_steps=jnp.asarray(snap_steps))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
-    out, _ = replications.run(program(per_call), p, paths, seed, start=start, chunk=chunk, devices=devices,
-                              progress=progress)
+    out, timing = replications.run(program(per_call), p, paths, seed, start=start, chunk=chunk, devices=devices,
+                                   progress=progress)
     acc, sums = out["acc"], out["path"]
     count = steps - warm
     w = dl.idleness_weight(us)
@@ -150,15 +149,9 @@ def simulate_diffusion(
         "mean_x": np.asarray(acc["x"]) / count,
     }
     per["identity_rhs"] = w * per["mean_neg"]
-    out: dict = {}
-    for k, v in per.items():
-        out[k] = v.mean(axis=0)
-        out[k + "_stderr"] = v.std(axis=0, ddof=1) / math.sqrt(paths)
-    if per_path:
-        out["per_path"] = dict(per, sum_path=np.asarray(sums))
-    out["identity_lhs"] = dl.spare_capacity
-    out["idleness_weight"] = w
-    out["times"] = snap_steps * dt
-    out["mean_sum_path"] = np.asarray(sums).mean(axis=0)
-    out.update(dt=dt, paths=paths, horizon=horizon, warmup=warmup, control=control)
-    return out
+    per["sum_path"] = np.asarray(sums)
+    est = {k: Estimate.of(per[k]) for k in ("mean_neg", "mean_pos", "mean_x", "identity_rhs")}
+    info = {"identity_lhs": dl.spare_capacity, "idleness_weight": w, "times": snap_steps * dt,
+            "mean_sum_path": per["sum_path"].mean(axis=0), "dt": dt, "paths": paths, "horizon": horizon,
+            "warmup": warmup, "control": control}
+    return SimResult(None, est, paths, paths * steps, timing.wall_s, timing.compile_s, "euler", per, info)

@@ -128,11 +128,11 @@ def run_chunk(exp, pt, start, count, devices=None):
         uc, us = _controls(an, g)
         r = simulate_diffusion(an.diffusion, uc, us, g.control, paths=count, dt=g.dt, horizon=g.horizon,
                                warmup=g.warmup, seed=pt["seed"], start=start, chunk=max(count, pt["chunk"]),
-                               devices=devices, per_path=True, times=g.times or None)
-        rec = {"queue_hat": r["per_path"]["mean_pos"], "idleness_hat": r["per_path"]["mean_neg"],
-               "identity_rhs": r["per_path"]["identity_rhs"]}
+                               devices=devices, times=g.times or None)
+        rec = {"queue_hat": r.samples["mean_pos"], "idleness_hat": r.samples["mean_neg"],
+               "identity_rhs": r.samples["identity_rhs"]}
         if g.times:
-            rec["sum_x_hat_t"] = r["per_path"]["sum_path"]
+            rec["sum_x_hat_t"] = r.samples["sum_path"]
         rec["events"] = np.full(count, int(round((g.horizon) / g.dt)), dtype=np.int64)
         return rec
     from jaxq.sim.network import simulate

@@ -17,6 +17,8 @@ from typing import Iterable
 
 import numpy as np
 
+from jaxq.serialize import to_jsonable
+
 CHUNKS = "chunks"
 
 
@@ -41,8 +43,6 @@ def atomic_write(path: str | Path, data: bytes) -> None:
 
 def write_json(path: str | Path, obj) -> None:
     """Atomically write one JSON object (sorted keys, indented)."""
-    from jaxq.cli.output import to_jsonable
-
     atomic_write(path, (json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
 
 
