@@ -139,6 +139,10 @@ def pydantic_error(e: pydantic.ValidationError, prefix: str = "") -> InputError:
         msg = f"expected an array, got {_fmt(got)}"
     elif typ in ("model_type", "dict_type", "model_attributes_type"):
         msg = f"expected a table, got {_fmt(got)}"
+    elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[typ]
+        bound = next(iter(err.get("ctx", {}).values()), "?")
+        msg = f"must be {op} {bound}, got {_fmt(got)}"
     elif typ == "value_error":
         msg = str(err.get("ctx", {}).get("error", err["msg"]))
     else:
