@@ -110,8 +110,7 @@ def _held_diagnostics():
         lg.handlers = [handler]
         saved_propagate[lg] = lg.propagate
         lg.propagate = False
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force still apply
         try:
             yield caught, handler
         finally:

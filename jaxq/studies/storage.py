@@ -82,7 +82,8 @@ def read_chunk(path: Path, count: int, digest: str | None = None,
     if not path.is_file():
         return None, "missing"
     try:
-        with np.load(path, allow_pickle=False) as z:
+        data = path.read_bytes()  # np.load of a damaged file can leak its handle: read the bytes first
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
             cols = {k: np.asarray(z[k]) for k in z.files if k != "__meta__"}
             meta = json.loads(bytes(z["__meta__"]).decode())
     except Exception:  # noqa: BLE001  (BadZipFile, EOFError, ValueError, KeyError, OSError, ...: never trusted)
