@@ -12,8 +12,10 @@ of order ``1 / gamma``: written that way, u(0) loses ``eps / gamma`` of relative
 gamma = 1e-12). We therefore solve for the bounded marginal cost ``W = gamma u'`` instead, which obeys
 ``gamma W = b W' + sigma^2 W''/2 + gamma`` with ``W(0) = 0``, ``W -> 1`` at infinity, W continuous at z
 and ``b W + sigma^2 W'/2`` continuous at z (that is u continuous). Written as
-``W = -expm1(q x) + a exp(p (x - z)) + c exp(q x)`` below z and ``-expm1(r (x - z)) + f exp(r (x - z))``
-above, the right-hand side of the 3x3 system for (a, c, f) is as small as the solution, and
+``W = B(x) + a exp(p (x - z)) + c exp(q x)`` below z, with ``B = -expm1(q x)`` if b_L < 0 and
+``B = -expm1(p (x - z))`` if b_L >= 0 (the constant 1 paired with the exponential of the small root),
+and ``-expm1(r (x - z)) + f exp(r (x - z))`` above, the right-hand side of the 3x3 system for (a, c, f)
+is as small as the solution, and
 ``u = x / gamma + (b W + sigma^2 W' / 2) / gamma^2`` has no cancellation of large terms:
 the relative error stays at the level of machine precision for any gamma in the supported range
 (checked against a 50-digit computation in the tests).
@@ -54,8 +56,24 @@ def rbm_value(z0, b, s, gamma):
     return z0 / gamma + (b * w + 0.5 * s * s * dw) / gamma**2
 
 
+def _lower_base(x, z, p, q, bL):
+    """The bounded part ``B`` of W on the lower side and ``B'``: ``-expm1(q x)`` when b_L < 0 (q is then the
+    small root) and ``-expm1(p (x - z))`` when b_L >= 0 (p small). Both are ``1 +`` a homogeneous solution;
+    the one built on the small root is itself small where W is, so (a, c) stay as small as W."""
+    use_q = bL < 0
+    eq = jnp.exp(q * x)
+    ep = jnp.exp(p * jnp.minimum(x - z, 0.0))
+    base = jnp.where(use_q, -jnp.expm1(q * x), -jnp.expm1(p * jnp.minimum(x - z, 0.0)))
+    dbase = jnp.where(use_q, -q * eq, -p * ep)
+    return base, dbase
+
+
 def _coefficients(z, bL, sL, bH, sH, gamma):
-    """Constants (a, c, f) of the marginal cost ``W = gamma u'`` (module docstring) and the roots (p, q, r)."""
+    """Constants (a, c, f) of the marginal cost ``W = gamma u'`` (module docstring) and the roots (p, q, r).
+
+    Lower side ``W = B(x) + a exp(p (x - z)) + c exp(q x)`` (``B`` from :func:`_lower_base`), upper side
+    ``W = -expm1(r (x - z)) + f exp(r (x - z))``.
+    """
     p, q = char_roots(bL, sL, gamma)  # lower side: exp(p (x - z)) and exp(q x)
     _, r = char_roots(bH, sH, gamma)  # upper side: exp(r (x - z))
     P = jnp.exp(-p * z)
@@ -63,6 +81,8 @@ def _coefficients(z, bL, sL, bH, sH, gamma):
     one = jnp.ones_like(z)
     zero = jnp.zeros_like(z)
     sL2, sH2 = 0.5 * sL * sL, 0.5 * sH * sH
+    b0, _ = _lower_base(zero, z, p, q, bL)
+    bz, dbz = _lower_base(z, z, p, q, bL)
     # W(0) = 0;  W(z-) = W(z+);  b_L W(z) + s_L^2 W'(z-)/2 = b_H W(z) + s_H^2 W'(z+)/2
     m = jnp.stack(
         [
@@ -72,17 +92,18 @@ def _coefficients(z, bL, sL, bH, sH, gamma):
         ],
         -2,
     )
-    rhs = jnp.stack([zero, jnp.expm1(q * z), (sL2 * q * E - sH2 * r) * one], -1)
+    rhs = jnp.stack([-b0 * one, -bz * one, (-sL2 * dbz - sH2 * r) * one], -1)
     acf = jnp.linalg.solve(m, rhs[..., None])[..., 0]
     return acf[..., 0], acf[..., 1], acf[..., 2], p, q, r
 
 
-def _marginal(z0, z, a, c, f, p, q, r):
+def _marginal(z0, z, bL, a, c, f, p, q, r):
     """``(W, W')`` at z0 on the side of z it lies on (``W = gamma u'``)."""
     el = jnp.exp(p * jnp.minimum(z0 - z, 0.0))
     eq = jnp.exp(q * z0)
-    w_lo = -jnp.expm1(q * z0) + a * el + c * eq
-    dw_lo = -q * eq + a * p * el + c * q * eq
+    base, dbase = _lower_base(z0, z, p, q, bL)
+    w_lo = base + a * el + c * eq
+    dw_lo = dbase + a * p * el + c * q * eq
     d = jnp.maximum(z0 - z, 0.0)
     er = jnp.exp(r * d)
     w_hi = -jnp.expm1(r * d) + f * er
@@ -104,7 +125,7 @@ def switching_cost(z0, z, bL, sL, bH, sH, gamma):
       ``E int_0^inf exp(-gamma t) Z_t dt`` for the switched reflected diffusion (2.24) started at z0.
     """
     a, c, f, p, q, r = _coefficients(z, bL, sL, bH, sH, gamma)
-    w, dw, lower = _marginal(z0, z, a, c, f, p, q, r)
+    w, dw, lower = _marginal(z0, z, bL, a, c, f, p, q, r)
     b = jnp.where(lower, bL, bH)
     s2 = jnp.where(lower, sL * sL, sH * sH)
     return z0 / gamma + (b * w + 0.5 * s2 * dw) / gamma**2
@@ -114,7 +135,8 @@ def smooth_fit_gap(z, bL, sL, bH, sH, gamma):
     """``u''(z+) - u''(z-)`` for the policy switching at z; zero at the optimal switching point z*."""
     a, c, f, p, q, r = _coefficients(z, bL, sL, bH, sH, gamma)
     E = jnp.exp(q * z)
-    dw_lo = -q * E + a * p + c * q * E
+    _, dbz = _lower_base(z, z, p, q, bL)
+    dw_lo = dbz + a * p + c * q * E
     dw_hi = r * (f - 1.0)
     return (dw_hi - dw_lo) / gamma
 
