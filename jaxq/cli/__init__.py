@@ -4,14 +4,24 @@ Each subcommand is a module of this package with ``register(subparsers)``; the p
 ``func`` to a function ``run(args) -> dict``. The dictionary is printed as one JSON object with
 ``--json`` and as a readable table otherwise (a module may supply ``render(result) -> str``).
 Bad input raises :class:`jaxq.InputError`: one line on stderr, exit code 2, no traceback.
+
+Exactly one line on a refusal: while a command runs, Python warnings (numpy RuntimeWarnings, JAX,
+pydantic) and log records are held back; they are shown after a successful run and dropped when the
+command refuses its input, so the error line is the only line on stderr. Progress bars appear only on
+a terminal and only after a short delay (:func:`jaxq.cli.output.progress`), after validation.
+An unexpected exception is one line ``jaxq: internal error: ...`` and exit code 1
+(``JAXQ_DEBUG=1`` shows the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import logging
 import os
 import sys
+import warnings
 
 from jaxq.cli.output import emit
 from jaxq.errors import InputError
@@ -50,7 +60,10 @@ def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
     """Options every command shares: ``--json`` and, for random commands, ``--seed``."""
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     if seed:
-        p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
+        from jaxq.model.validate import arg_type
+
+        p.add_argument("--seed", type=arg_type("seed"), default=0,
+                       help="random seed in [0, 2^32) (same seed, same numbers)")
 
 
 def enable_compile_cache() -> None:
@@ -72,28 +85,94 @@ def enable_compile_cache() -> None:
         pass
 
 
+class _HeldLogs(logging.Handler):
+    """Keeps log records while a command runs (replayed on success, dropped on a refusal)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):  # noqa: D102
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _held_diagnostics():
+    """Hold Python warnings and WARNING+ log records of the command; yields a ``release()`` callable."""
+    root = logging.getLogger()
+    handler = _HeldLogs()
+    saved_handlers, saved_propagate = {}, {}
+    # Loggers with their own handlers (absl, jax) and the root logger's last-resort output.
+    loggers = [root] + [lg for lg in logging.Logger.manager.loggerDict.values()
+                        if isinstance(lg, logging.Logger) and lg.handlers]
+    for lg in loggers:
+        saved_handlers[lg] = lg.handlers[:]
+        lg.handlers = [handler]
+        saved_propagate[lg] = lg.propagate
+        lg.propagate = False
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force still apply
+        try:
+            yield caught, handler
+        finally:
+            for lg in loggers:
+                lg.handlers = saved_handlers[lg]
+                lg.propagate = saved_propagate[lg]
+
+
+def _replay(caught, handler) -> None:
+    """Show the held warnings and log records (after a successful command)."""
+    seen = set()
+    for w in caught:
+        key = (str(w.message), w.category, w.filename, w.lineno)
+        if key in seen:
+            continue
+        seen.add(key)
+        sys.stderr.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
+    fmt = logging.Formatter("%(levelname)s:%(name)s:%(message)s")
+    for r in handler.records:
+        sys.stderr.write(fmt.format(r) + "\n")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     enable_compile_cache()
     argv = sys.argv[1:] if argv is None else list(argv)
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # a bad option (one line already written), --help or --version
+        return e.code if isinstance(e.code, int) else 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    try:
-        result = args.func(args)
-        if result is not None:
-            mod = sys.modules[args.func.__module__]
-            emit(result, as_json=getattr(args, "json", False), render=getattr(mod, "render", None))
-    except InputError as e:
-        sys.stderr.write(f"jaxq: error: {e}\n")
-        return 2
-    except BrokenPipeError:  # e.g. piped into head: not an error of ours
-        sys.stderr.close()
-        return 0
-    except OSError as e:  # an output path that cannot be created or written: bad input too
-        where = e.filename if e.filename is not None else "output"
-        sys.stderr.write(f"jaxq: error: {where}: {e.strerror or e}\n")
-        return 2
+    with _held_diagnostics() as (caught, held):
+        try:
+            result = args.func(args)
+            if result is not None:
+                mod = sys.modules[args.func.__module__]
+                emit(result, as_json=getattr(args, "json", False), render=getattr(mod, "render", None))
+        except InputError as e:
+            sys.stderr.write(f"jaxq: error: {_one_line(e)}\n")
+            return 2
+        except BrokenPipeError:  # e.g. piped into head: not an error of ours
+            sys.stderr.close()
+            return 0
+        except OSError as e:  # an output path that cannot be created or written: bad input too
+            where = e.filename if e.filename is not None else "output"
+            sys.stderr.write(f"jaxq: error: {_one_line(where)}: {_one_line(e.strerror or e)}\n")
+            return 2
+        except (RecursionError, MemoryError) as e:  # input too large or too deep for this machine
+            sys.stderr.write(f"jaxq: error: input: too large or too deeply nested ({type(e).__name__})\n")
+            return 2
+        except Exception as e:  # a bug of ours: one line, not a traceback (JAXQ_DEBUG=1 shows it)
+            if os.environ.get("JAXQ_DEBUG"):
+                raise
+            sys.stderr.write(f"jaxq: internal error: {type(e).__name__}: {_one_line(e)[:300]} "
+                             "(please report it; JAXQ_DEBUG=1 shows the traceback)\n")
+            return 1
+    _replay(caught, held)
     return 0

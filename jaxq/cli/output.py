@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable
@@ -51,15 +52,38 @@ def emit(result: dict, as_json: bool, render: Callable[[dict], str] | None = Non
     print(text, flush=True)
 
 
+def progress_enabled(enabled: bool = True) -> bool:
+    """Whether a progress bar is drawn: on a terminal (stderr), unless ``JAXQ_PROGRESS`` says otherwise.
+
+    ``JAXQ_PROGRESS=1`` forces bars on (logs), ``0`` off. Off the terminal a bar would only add lines
+    to a log or to the stderr of a refused command.
+    """
+    if not enabled:
+        return False
+    env = os.environ.get("JAXQ_PROGRESS", "").strip().lower()
+    if env in ("0", "off", "no", "false"):
+        return False
+    if env in ("1", "on", "yes", "true"):
+        return True
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 @contextmanager
 def progress(total: int, desc: str, enabled: bool = True):
-    """A tqdm bar on stderr for long runs; yields its ``update`` (or None when disabled)."""
-    if not enabled:
+    """A tqdm bar on stderr for long runs; yields its ``update`` (or None when disabled).
+
+    Drawn only on a terminal (:func:`progress_enabled`) and only after half a second, so a command
+    that refuses its input or finishes at once prints no bar.
+    """
+    if not progress_enabled(enabled):
         yield None
         return
     from tqdm import tqdm
 
-    bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
+    bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False, delay=0.5)
     try:
         yield bar.update
     finally:

@@ -13,18 +13,22 @@ from pathlib import Path
 from jaxq.cli import add_common
 from jaxq.cli.output import format_table, to_jsonable
 from jaxq.errors import InputError
+from jaxq.model.validate import check_seed
 
 
 def register(sub) -> None:
+    from jaxq.model.validate import arg_type
+
     p = sub.add_parser("run", help="run a study from an experiment file (resumable, sharded over devices)")
     p.add_argument("experiment", help="experiment file (TOML, see experiments/)")
     p.add_argument("--out", default=None, help="output directory (default: results/<experiment name>)")
     p.add_argument("--resume", action="store_true", help="keep finished chunks of an interrupted run")
-    p.add_argument("--devices", type=int, default=None, help="use the first K local devices (default: all)")
+    p.add_argument("--devices", type=arg_type("int", lo=1, hi=1 << 20), default=None, help="use the first K local devices (default: all)")
     p.add_argument("--distributed", action="store_true",
                    help="call jax.distributed.initialize() (SLURM etc. auto-detected) and split chunks over processes")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument("--seed", type=int, default=None, help="run with this seed instead of the file's seeds")
+    p.add_argument("--seed", type=arg_type("seed"), default=None,
+                   help="run with this seed in [0, 2^32) instead of the file's seeds")
     add_common(p)
     p.set_defaults(func=run)
 
@@ -41,9 +45,7 @@ def run(args) -> dict | None:
         except (AttributeError, ValueError):
             pass
         jax.distributed.initialize()  # coordinator, process count and id from SLURM (or JAX_* variables)
-    if args.seed is not None and not 0 <= args.seed < 2**32:
-        raise InputError("--seed", f"must lie in [0, 2^32), got {args.seed}")
-    seeds = None if args.seed is None else [args.seed]
+    seeds = None if args.seed is None else [check_seed(args.seed, "--seed")]
     exp = load_experiment(args.experiment, seeds)  # validates everything before anything is written
     devices = None
     if args.devices is not None:

@@ -11,21 +11,51 @@ TARGETS = ("exact", "sde", "prelimit")
 
 
 def register(sub) -> None:
+    from jaxq.model.validate import MAX_MAGNITUDE, arg_type
+
     p = sub.add_parser("tune", help="tune the switching level z (and threshold constant c) by gradients (optax)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2', dual-mode case)")
     p.add_argument("--target", choices=TARGETS, default="exact", help="cost to minimise (default: exact)")
-    p.add_argument("--z-init", type=float, default=None, help="starting switching level (workload units)")
-    p.add_argument("--max-iter", type=int, default=200, help="iteration cap (exact target)")
-    p.add_argument("--n", type=float, default=100.0, help="index of the prelimit system (prelimit target)")
+    p.add_argument("--z-init", type=arg_type("float", gt=0, le=MAX_MAGNITUDE), default=None,
+                   help="starting switching level (workload units)")
+    p.add_argument("--max-iter", type=arg_type("int", lo=1, hi=100_000), default=200,
+                   help="iteration cap (exact target)")
+    p.add_argument("--n", type=arg_type("float", ge=1, le=MAX_MAGNITUDE), default=100.0,
+                   help="index of the prelimit system (prelimit target)")
     p.add_argument("--policy", default="auto", help="policy whose parameters are tuned (prelimit target)")
-    p.add_argument("--chains", type=int, default=4, help="independent chains for the confidence interval")
-    p.add_argument("--iterations", type=int, default=None, help="optimiser iterations (per stage for sde)")
-    p.add_argument("--reps", type=int, default=256, help="antithetic pairs per gradient (prelimit target)")
-    p.add_argument("--paths", type=int, default=2000, help="paths per evaluation (sde target)")
-    p.add_argument("--dt", type=float, default=0.02, help="time step (sde target)")
-    p.add_argument("--figure", default=None, help="write the optimisation trajectory to this PNG file")
+    p.add_argument("--chains", type=arg_type("int", lo=2, hi=1024), default=4,
+                   help="independent chains for the confidence interval")
+    p.add_argument("--iterations", type=arg_type("int", lo=2, hi=100_000), default=None,
+                   help="optimiser iterations (per stage for sde)")
+    p.add_argument("--reps", type=arg_type("int", lo=2, hi=2**20), default=256,
+                   help="antithetic pairs per gradient (prelimit target)")
+    p.add_argument("--paths", type=arg_type("int", lo=2, hi=2**24), default=2000,
+                   help="paths per evaluation (sde target)")
+    p.add_argument("--dt", type=arg_type("float", gt=0, lt=1), default=0.02, help="time step (sde target)")
+    p.add_argument("--figure", default=None, help="write the optimisation trajectory to this image file (PNG, ...)")
     add_common(p, seed=True)
     p.set_defaults(func=run)
+
+
+def check_figure(path: str | None) -> None:
+    """Refuse, before any work, a figure path whose format matplotlib cannot write or whose folder is missing."""
+    if path is None:
+        return
+    from pathlib import Path
+
+    p = Path(path)
+    ext = p.suffix.lower().lstrip(".")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    if ext not in formats:
+        raise InputError("--figure", f"unsupported image format {p.suffix or '(none)'!r}; use one of "
+                                     f"{', '.join('.' + f for f in sorted(formats))}")
+    if not p.parent.is_dir():
+        raise InputError("--figure", f"folder {str(p.parent)!r} does not exist")
 
 
 def dual_analysis(path):
@@ -70,9 +100,27 @@ def _positive_ints(args, names):
             raise InputError(f"--{name}", f"must be at least 2, got {v}")
 
 
+def _check_sde_work(a, args) -> None:
+    """Steps of the SDE target (chains x 3 stages x iterations x paths x horizon/dt), before any work."""
+    from jaxq.model.validate import check_work
+
+    try:  # the SDE engine's default horizon (the engine owns it; a rough bound if it is not available)
+        from jaxq.sde.estimators import default_horizon
+
+        bL, sL, bH, sH = a.mode_coefficients()
+        horizon = float(default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), a.system.gamma))
+    except (ImportError, TypeError, ValueError):
+        horizon = 40.0 / a.system.gamma
+    its = args.iterations or 12
+    check_work("--dt", args.paths, horizon / args.dt, unit="steps")
+    check_work("--paths", args.chains * 3 * its * args.paths, horizon / args.dt, unit="steps",
+               per_replication_limit=float("inf"))
+
+
 def run(args) -> dict:
     _positive_ints(args, ("chains", "iterations", "reps", "paths"))
     check_z_init(args.z_init)
+    check_figure(args.figure)
     if args.target == "prelimit":
         return run_prelimit(args)
     a = dual_analysis(args.system)
@@ -89,6 +137,7 @@ def run(args) -> dict:
 
         if not (0 < args.dt < 1):
             raise InputError("--dt", f"must lie in (0, 1), got {args.dt}")
+        _check_sde_work(a, args)
         its = args.iterations or 12
         with progress(args.chains * 3 * its, "tune sde") as tick:
             res = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=args.paths, dt=args.dt, chains=args.chains,
@@ -110,11 +159,16 @@ def run_prelimit(args) -> dict:
     from jaxq.diffusion.workload import analyze
     from jaxq.tuning.prelimit import tunable, tune_prelimit
 
+    from jaxq.model.validate import check_rates, check_work, pss_default_horizon, pss_events_per_replication
+
     system = load_pss2x2(args.system)
     a = analyze(system)
     tunable(a, args.policy)  # refuse before any output
-    system.rates(args.n)
+    check_rates(system, args.n, "--n")
     its = args.iterations or 20
+    per_rep = pss_events_per_replication(system, args.n, pss_default_horizon(system, args.n, a.V0))
+    check_work("--n", 2 * args.reps, per_rep)
+    check_work("--reps", 2 * args.reps * args.chains * its, per_rep, per_replication_limit=float("inf"))
     with progress(args.chains * its, f"tune prelimit n={args.n:g}") as tick:
         res = tune_prelimit(system, args.n, policy=args.policy, iterations=its, reps=args.reps, chains=args.chains,
                             seed=args.seed, z_init=args.z_init, progress=tick, analysis=a)

@@ -106,7 +106,9 @@ def b_matrices(mu: np.ndarray, tree: np.ndarray, basis_pool: int) -> tuple[np.nd
             v = np.zeros(num_i + num_j)
             v[num_i + j], v[num_i + basis_pool] = 1.0, -1.0
             b2[:, j] = k @ v
-    return np.round(b1, 12) + 0.0, np.round(b2, 12) + 0.0  # drop round-off of the pseudo-inverse
+    # drop round-off of the pseudo-inverse, relative to the scale of the rates (scale-free)
+    scale = max(float(np.abs(b1).max()), float(np.abs(b2).max()), np.finfo(float).tiny)
+    return np.round(b1 / scale, 12) * scale + 0.0, np.round(b2 / scale, 12) * scale + 0.0
 
 
 def network_type(mu: np.ndarray, tree: np.ndarray) -> str:
@@ -177,7 +179,7 @@ def diffusion_limit(net: Network, plan: StaticPlan, basis_pool: int | None = Non
         ell=ell,
         spare_capacity=spare_capacity(b1, ell),
         network_type=network_type(net.mu, tree),
-        b1_diagonal=bool(np.allclose(b1, np.diag(np.diag(b1)), atol=1e-12)),
+        b1_diagonal=bool(np.allclose(b1, np.diag(np.diag(b1)), rtol=0.0, atol=1e-12 * float(np.abs(b1).max()))),
         sigma=np.sqrt(2.0 * net.lam),
     )
 

@@ -169,10 +169,18 @@ def analyze(system: PSS2x2) -> Analysis:
         v = float(_rbm_value(0.0, b[active], sigma[active], g))
     else:
         z_star = float(_switching_point(b[lower], sigma[lower], b[higher], sigma[higher], g))
-        if not np.isfinite(z_star):
-            raise RuntimeError("no smooth-fit switching point found in the dual-mode case")
+        if not np.isfinite(z_star):  # (2.20) guarantees a root; none means float64 could not resolve it
+            raise InputError(
+                "cost.gamma",
+                f"no smooth-fit switching point found in float64 for gamma = {g:g}, b = {b.tolist()}, "
+                f"sigma = {sigma.tolist()}: the scales are too far apart",
+            )
         v = float(_switching_cost(0.0, z_star, b[lower], sigma[lower], b[higher], sigma[higher], g))
     q = 1 - p
+    v0 = float(system.h[q] * md.alpha[q] * v)
+    if not (np.isfinite(v) and np.isfinite(v0) and v > 0 and abs(v0) < 1e150):
+        raise InputError("cost.gamma", f"the lower bound V0 = {v0:g} is out of the float64 range the "
+                                       "computations need (gamma, h or the rates too extreme)")
     return Analysis(
         system=system,
         modes=md,
@@ -185,6 +193,6 @@ def analyze(system: PSS2x2) -> Analysis:
         higher=higher,
         z_star=z_star,
         V_wcp0=v,
-        V0=float(system.h[q] * md.alpha[q] * v),
+        V0=v0,
         policy=policy_name(case, p, md.i1, active, lower, higher),
     )

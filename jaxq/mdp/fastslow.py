@@ -17,6 +17,7 @@ parameter sets at once with ``vmap``.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -26,11 +27,14 @@ from jaxq.errors import InputError
 from jaxq.mdp import structure as st
 from jaxq.mdp.policy import greedy_policy
 from jaxq.mdp.layout import Layout, heterogeneous, identical
-from jaxq.mdp.value_iteration import VIParams, solver
+from jaxq.mdp.value_iteration import VIParams, solve_capped, solver
+from jaxq.model.validate import MAX_MAGNITUDE, MIN_POSITIVE
 
 BUCKETS = tuple(2**k - 1 for k in range(5, 14))  # truncations N: 31, 63, ..., 8191
 TOL = 1e-10  # relative stopping tolerance of (relative) value iteration
 MAX_ITER = 500_000
+TIME_LIMIT = 60.0  # seconds of value iteration per solve (all truncations together)
+TAIL_SLACK = 18.5 / 25.0  # suggest_truncation aims at e^-25; the doubling check needs about 1e-8 = e^-18.4
 VERIFY_RTOL = 1e-8  # value change allowed when the truncation doubles
 TIE = 1e-10  # relative tie tolerance of policy (14) and of the thresholds
 
@@ -64,12 +68,16 @@ class Problem:
 
 
 def _positive(key: str, v) -> float:
+    if isinstance(v, (bool, np.bool_, str)):
+        raise InputError(key, f"must be a number, got {v!r}")
     try:
         v = float(v)
     except (TypeError, ValueError):
         raise InputError(key, f"must be a number, got {v!r}") from None
     if not math.isfinite(v) or v <= 0:
         raise InputError(key, f"must be a positive finite number, got {v}")
+    if not MIN_POSITIVE <= v <= MAX_MAGNITUDE:
+        raise InputError(key, f"{v:g} is outside the supported range [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}]")
     return v
 
 
@@ -91,8 +99,9 @@ def problem(lam, mu1, mu2, *, discount=None, slow_servers: int | None = None) ->
     rates = np.array([_positive("mu2", r) for r in rates])
     if np.any(rates >= mu1):
         raise InputError("mu2", f"slow servers must be slower than the fast one (mu2 < mu1 = {mu1:g})")
-    if slow_servers is not None and (int(slow_servers) != slow_servers or slow_servers < 1):
-        raise InputError("slow_servers", f"must be a positive integer, got {slow_servers}")
+    if slow_servers is not None and (isinstance(slow_servers, bool) or not isinstance(slow_servers, (int, np.integer))
+                                     or slow_servers < 1):
+        raise InputError("slow_servers", f"must be a positive integer, got {slow_servers!r}")
     if rates.size > 1:
         if slow_servers is not None and slow_servers != rates.size:
             raise InputError("slow_servers", f"{slow_servers} does not match the {rates.size} rates in mu2")
@@ -114,14 +123,9 @@ def problem(lam, mu1, mu2, *, discount=None, slow_servers: int | None = None) ->
     return p
 
 
-def suggest_truncation(p: Problem) -> int:
-    """A first truncation N (a bucket): room for the thresholds plus a geometric tail.
-
-    The thresholds scale like ``K mu1 / mu2``; above them the queue is an M/M/1 queue with service
-    rate ``mu1 + sum(mu2)`` whose tail decays like ``rho^x``; with discounting, reaching level x from
-    0 costs at least ``(lam / (lam + alpha))^x``. The tail length makes these about ``e^-25``;
-    the doubling check in :func:`solve` is what guarantees the truncation.
-    """
+def needed_truncation(p: Problem) -> tuple[float, float, float]:
+    """``(thresholds, tail, need)``: the x-range the thresholds need, the queue tail length that makes the
+    neglected tail about ``e^-25``, and their sum (see :func:`suggest_truncation`); may be astronomical."""
     thr = (p.K + 1) * (p.mu1 / float(p.mu2.min()) + 1.0)
     tails = []
     if p.lam < p.capacity:
@@ -130,7 +134,47 @@ def suggest_truncation(p: Problem) -> int:
         t = 25.0 / p.alpha
         tails.append(25.0 / math.log1p(p.alpha / p.lam))
         tails.append(max(p.lam - p.capacity, 0.0) * t + 5.0 * math.sqrt((p.lam + p.capacity) * t))
-    need = thr + min(tails)
+    tail = min(tails)
+    return thr, tail, thr + tail
+
+
+def check_tractable(p: Problem, max_iter: int = MAX_ITER) -> None:
+    """Refuse, before any value iteration, a problem the largest truncation (8191) or the iteration cap
+    cannot solve: thresholds beyond x = 4095 (slow servers too slow, ``mu1 / mu2`` too large), a queue
+    tail longer than the box (load too close to 1, or arrivals far beyond capacity with little
+    discounting), or a discount rate so small that value iteration needs more than 20 ``max_iter``
+    Bellman updates (``(gamma / alpha) ln(1 / tol)``)."""
+    thr, tail, _ = needed_truncation(p)
+    top = BUCKETS[-1]
+    if thr > top // 2:
+        raise InputError("mu2", f"mu1 / mu2 = {p.mu1 / float(p.mu2.min()):.3g}: the thresholds may reach x = {thr:.3g}, "
+                                f"beyond the largest truncation this solver supports (x <= {top // 2})")
+    if thr + TAIL_SLACK * tail > top:
+        if p.average:
+            raise InputError("lam", f"load lam / (mu1 + sum mu2) = {p.lam / p.capacity:.6g} is too close to 1: "
+                                    f"the queue tail needs a truncation of about {thr + TAIL_SLACK * tail:.3g} states "
+                                    f"(at most {top})")
+        raise InputError("lam", f"the queue can grow to about {thr + TAIL_SLACK * tail:.3g} jobs before discounting "
+                                f"(lam = {p.lam:g}, capacity {p.capacity:g}, discount {p.alpha:g}): beyond the largest "
+                                f"truncation {top}")
+    if not p.average:
+        gamma = p.lam + p.capacity
+        need = (gamma / p.alpha) * math.log(1.0 / TOL)
+        if need > 20 * max_iter:
+            raise InputError("discount", f"discount rate {p.alpha:g} is too small against the event rate {gamma:g}: "
+                                         f"value iteration would need about {need:.3g} Bellman updates "
+                                         f"(limit {20 * max_iter:.3g}); use --average for the long-run average")
+
+
+def suggest_truncation(p: Problem) -> int:
+    """A first truncation N (a bucket): room for the thresholds plus a geometric tail.
+
+    The thresholds scale like ``K mu1 / mu2``; above them the queue is an M/M/1 queue with service
+    rate ``mu1 + sum(mu2)`` whose tail decays like ``rho^x``; with discounting, reaching level x from
+    0 costs at least ``(lam / (lam + alpha))^x``. The tail length makes these about ``e^-25``;
+    the doubling check in :func:`solve` is what guarantees the truncation.
+    """
+    _, _, need = needed_truncation(p)
     return next((b for b in BUCKETS if b >= need), BUCKETS[-1])
 
 
@@ -193,9 +237,16 @@ def _params(p: Problem, tol: float, max_iter: int) -> VIParams:
     return VIParams(f(p.lam), f(p.mu1), jnp.asarray(p.mu2, dtype=jnp.float64), f(p.alpha or 1.0), f(tol), jnp.int64(max_iter))
 
 
-def _run(p: Problem, N: int, tol: float, max_iter: int):
-    r = solver(p.layout, N, p.average)(_params(p, tol, max_iter))
-    return {k: np.asarray(v) for k, v in r._asdict().items()}
+def _run(p: Problem, N: int, tol: float, max_iter: int, deadline: float | None = None):
+    """One value iteration solve at truncation N; non-convergence (iteration cap or deadline) is an InputError."""
+    r, timed_out = solve_capped(p.layout, N, p.average, _params(p, tol, max_iter), deadline)
+    r = {k: np.asarray(v) for k, v in r._asdict().items()}
+    if not bool(r["converged"]):
+        key = "lam" if p.average else "discount"
+        why = f"the time limit ({TIME_LIMIT:g} s)" if timed_out else f"{int(r['iterations'])} Bellman updates"
+        raise InputError(key, f"value iteration at truncation {N} did not converge within {why} "
+                              f"(relative tolerance {tol:g}); the parameters are too extreme for this solver")
+    return r
 
 
 def _read(p: Problem, r: dict, N: int, X: int):
@@ -210,7 +261,8 @@ def _read(p: Problem, r: dict, N: int, X: int):
 
 
 def solve(lam, mu1, mu2, *, discount=None, slow_servers=None, truncation: int | None = None,
-          verify: bool = True, tol: float = TOL, max_iter: int = MAX_ITER) -> Solution:
+          verify: bool = True, tol: float = TOL, max_iter: int = MAX_ITER,
+          time_limit: float = TIME_LIMIT) -> Solution:
     """Optimal policy of the fast/slow system by (relative) value iteration.
 
     Args:
@@ -219,18 +271,31 @@ def solve(lam, mu1, mu2, *, discount=None, slow_servers=None, truncation: int | 
       verify: check that halving N (to H = (N-1)/2) changes neither the thresholds, nor the policy
         on ``x <= (H-1)/2``, nor the value (relative ``VERIFY_RTOL``); double N until it does not.
       tol: relative stopping tolerance of value iteration.
+      max_iter: cap on Bellman updates of each solve.
+      time_limit: seconds of value iteration for the whole call (all truncations).
     Returns:
-      a :class:`Solution`.
+      a :class:`Solution` (always converged: ``converged`` is True).
     Raises:
-      InputError: bad parameters, or no truncation up to 8191 passes the doubling check.
+      InputError: bad parameters, a problem beyond the solver's reach (:func:`check_tractable`), value
+        iteration that does not converge within ``max_iter`` updates or ``time_limit`` seconds, or no
+        truncation up to 8191 that passes the doubling check.
     """
     p = problem(lam, mu1, mu2, discount=discount, slow_servers=slow_servers)
+    if truncation is not None and (isinstance(truncation, bool) or not isinstance(truncation, (int, np.integer))
+                                   or not 1 <= truncation <= BUCKETS[-1]):
+        raise InputError("truncation", f"must be an integer in [1, {BUCKETS[-1]}], got {truncation!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise InputError("max_iter", f"must be a positive integer, got {max_iter!r}")
+    if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol >= 0):
+        raise InputError("tol", f"must be a finite number >= 0, got {tol!r}")
+    check_tractable(p, max_iter)
+    deadline = time.monotonic() + float(time_limit)
     N = suggest_truncation(p) if truncation is None else next((b for b in BUCKETS if b >= truncation), BUCKETS[-1])
-    r = _run(p, N, tol, max_iter)
+    r = _run(p, N, tol, max_iter, deadline)
     verified = False
     if verify:  # the solve at H = (N-1)/2 and the one at N must agree on x <= (H-1)/2
         H = (N - 1) // 2
-        rh = _run(p, H, tol, max_iter)
+        rh = _run(p, H, tol, max_iter, deadline)
         while True:
             X = (H - 1) // 2
             (pol_h, thr_h), (pol_n, thr_n) = _read(p, rh, H, X), _read(p, r, N, X)
@@ -242,7 +307,7 @@ def solve(lam, mu1, mu2, *, discount=None, slow_servers=None, truncation: int | 
             if N >= BUCKETS[-1]:
                 raise InputError("truncation", "thresholds or value still change at x = 8191; parameters too extreme")
             H, rh, N = N, r, 2 * N + 1
-            r = _run(p, N, tol, max_iter)
+            r = _run(p, N, tol, max_iter, deadline)
     X = N // 2
     pol, thr = _read(p, r, N, X)
     g = float(r["gamma"])

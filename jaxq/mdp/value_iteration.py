@@ -12,10 +12,16 @@ iteration stops when ``max d - min d <= tol * min d``.
 
 One compiled function per (layout, truncation N, criterion): the rates are traced, so new parameters
 reuse the compile, and :func:`solver` ``(batched=True)`` solves many parameter sets at once (vmap).
+
+:func:`solve_capped` runs the same iteration in compiled segments of at most ``SEGMENT`` Bellman updates
+and checks a wall-clock deadline between segments, so a solve that cannot converge stops after
+``max_iter`` updates or at the deadline, whichever comes first, and says so (``converged``,
+``timed_out``).
 """
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -26,6 +32,7 @@ from jaxq.mdp.layout import Layout
 from jaxq.mdp.operators import assign, assignment_tables, cost, events, slow_rate_matrix
 
 INNER = 32  # Bellman updates between two convergence checks
+SEGMENT = 64 * (INNER + 1)  # Bellman updates per compiled segment of solve_capped (deadline checks)
 
 
 class VIParams(NamedTuple):
@@ -59,7 +66,8 @@ class VIResult(NamedTuple):
     gamma: jax.Array
 
 
-def _solve_one(p: VIParams, layout: Layout, N: int, average: bool) -> VIResult:
+def _machinery(p: VIParams, layout: Layout, N: int, average: bool):
+    """The Bellman operator, normalisation and stopping bounds of one parameter set."""
     idx, ok = assignment_tables(layout, N)
     c = jnp.asarray(cost(layout, N))
     R = slow_rate_matrix(layout, p.mu2)
@@ -87,16 +95,68 @@ def _solve_one(p: VIParams, layout: Layout, N: int, average: bool) -> VIResult:
         lo, hi, done = bounds(f, tf)
         return norm(tf), it + INNER + 1, lo, hi, done
 
+    return body, gamma
+
+
+def _init(layout: Layout, N: int):
+    zero = jnp.zeros((N + 1, layout.C))
+    return (zero, jnp.int64(0), jnp.float64(0.0), jnp.float64(jnp.inf), jnp.bool_(False))
+
+
+def _iterate(p: VIParams, carry, stop_at, layout: Layout, N: int, average: bool):
+    """Bellman updates from ``carry`` until the stopping rule holds or ``it >= stop_at``."""
+    body, _ = _machinery(p, layout, N, average)
+
     def cond(carry):
         _, it, _, _, done = carry
-        return jnp.logical_and(jnp.logical_not(done), it < p.max_iter)
+        return jnp.logical_and(jnp.logical_not(done), it < stop_at)
 
-    zero = jnp.zeros((N + 1, layout.C))
-    init = (zero, jnp.int64(0), jnp.float64(0.0), jnp.float64(jnp.inf), jnp.bool_(False))
-    f, it, lo, hi, done = jax.lax.while_loop(cond, body, init)
+    return jax.lax.while_loop(cond, body, carry)
+
+
+def _result(p: VIParams, carry, layout: Layout, N: int, average: bool) -> VIResult:
+    _, gamma = _machinery(p, layout, N, average)
+    f, it, lo, hi, done = carry
     if not average:  # midpoint of the McQueen bounds (a constant shift: policies unchanged)
         f = f + (0.5 * (lo + hi) - f[0, 0])
     return VIResult(f, lo, hi, it, done, gamma)
+
+
+def _solve_one(p: VIParams, layout: Layout, N: int, average: bool) -> VIResult:
+    carry = _iterate(p, _init(layout, N), p.max_iter, layout, N, average)
+    return _result(p, carry, layout, N, average)
+
+
+@lru_cache(maxsize=None)
+def _segments(layout: Layout, N: int, average: bool):
+    step = jax.jit(lambda p, carry, stop_at: _iterate(p, carry, stop_at, layout, N, average))
+    done = jax.jit(lambda p, carry: _result(p, carry, layout, N, average))
+    return step, done
+
+
+def solve_capped(layout: Layout, N: int, average: bool, p: VIParams, deadline: float | None = None):
+    """One solve in compiled segments: stops at convergence, at ``p.max_iter`` updates or at ``deadline``.
+
+    Args:
+      layout, N, average: as for :func:`solver`.
+      p: the parameters (unbatched).
+      deadline: ``time.monotonic()`` value after which no further segment is started (None: no limit).
+    Returns:
+      ``(VIResult, timed_out)``.
+    """
+    step, finish = _segments(layout, N, average)
+    carry = _init(layout, N)
+    max_iter = int(p.max_iter)
+    timed_out = False
+    while True:
+        it, done = int(carry[1]), bool(carry[4])
+        if done or it >= max_iter:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            timed_out = True
+            break
+        carry = step(p, carry, jnp.int64(min(it + SEGMENT, max_iter)))
+    return finish(p, carry), timed_out
 
 
 @lru_cache(maxsize=None)

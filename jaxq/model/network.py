@@ -21,33 +21,36 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.model import pydantic_error, read_toml
+from jaxq.model.validate import (MAX_RATE, NonNegative, Positive, Real, check_tables, read_toml,
+                                 validate_model)
 
-Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Real = Annotated[float, Field(allow_inf_nan=False)]
-Pair = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_length=2)]
+MAX_SERVERS = 2**31 - 1  # servers of one pool of the n-th system (int32 counters)
+MAX_DIMENSION = 64  # classes or pools of a network
+Pair = Annotated[list[Annotated[int, Field(ge=1, le=MAX_DIMENSION)]], Field(min_length=2, max_length=2)]
+Vec = Annotated[list[Positive], Field(min_length=1, max_length=MAX_DIMENSION)]
+RealVec = Annotated[list[Real], Field(min_length=1, max_length=MAX_DIMENSION)]
 
 
 class _System(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
     kind: Literal["network"]
-    lam: Annotated[list[Pos], Field(min_length=1, alias="lambda")]
-    mu: Annotated[list[list[NonNeg]], Field(min_length=1)]
-    pool_size: Annotated[list[Pos], Field(min_length=1)]
-    lambda_hat: list[Real] | None = None
-    mu_hat: list[list[Real]] | None = None
-    pool_size_hat: list[Real] | None = None
+    lam: Vec = Field(alias="lambda")
+    mu: Annotated[list[Annotated[list[NonNegative], Field(max_length=MAX_DIMENSION)]],
+                  Field(min_length=1, max_length=MAX_DIMENSION)]
+    pool_size: Vec
+    lambda_hat: RealVec | None = None
+    mu_hat: Annotated[list[Annotated[list[Real], Field(max_length=MAX_DIMENSION)]],
+                      Field(max_length=MAX_DIMENSION)] | None = None
+    pool_size_hat: RealVec | None = None
     scaling: Literal["auto", "halfin-whitt", "underloaded"] = "auto"
-    lap_order: list[Pair] | None = None  # optional user-given LAP activity priority order, 1-based
+    lap_order: Annotated[list[Pair], Field(max_length=MAX_DIMENSION**2)] | None = None  # 1-based pairs
 
 
 class _File(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid", strict=True)
     system: _System
 
 
@@ -102,13 +105,19 @@ class Network:
         """
         if not (n > 0 and math.isfinite(n)):
             raise InputError("n", f"must be positive, got {n}")
-        if scaling == "underloaded":
-            lam_n, mu_n, size = n * self.lam, self.mu.copy(), n * self.nu
-        else:
-            rn = math.sqrt(n)
-            lam_n = n * self.lam + rn * self.lambda_hat
-            mu_n = np.where(self.edges, self.mu + self.mu_hat / rn, 0.0)
-            size = n * self.nu + rn * self.nu_hat
+        with np.errstate(over="ignore", invalid="ignore"):
+            if scaling == "underloaded":
+                lam_n, mu_n, size = n * self.lam, self.mu.copy(), n * self.nu
+            else:
+                rn = math.sqrt(n)
+                lam_n = n * self.lam + rn * self.lambda_hat
+                mu_n = np.where(self.edges, self.mu + self.mu_hat / rn, 0.0)
+                size = n * self.nu + rn * self.nu_hat
+        if not (np.all(np.isfinite(lam_n)) and np.all(np.isfinite(mu_n))) or max(
+                np.max(np.abs(lam_n)), np.max(np.abs(mu_n))) > MAX_RATE:
+            raise InputError("n", f"n = {n:g} gives rates beyond {MAX_RATE:g} (overflow)")
+        if not np.all(np.abs(size) <= MAX_SERVERS):
+            raise InputError("n", f"n = {n:g} gives pools of more than 2^31 - 1 servers {size.tolist()}")
         big_n = np.rint(size).astype(np.int64)
         if np.any(lam_n <= 0):
             raise InputError("n", f"n = {n:g} gives a non-positive arrival rate {lam_n.tolist()}")
@@ -147,10 +156,8 @@ def from_dict(data: dict) -> Network:
     Checks shapes, signs, that every class has a pool and every pool a class, that the second-order
     terms vanish off the activity graph, and the user's LAP order (pairs must be activities).
     """
-    try:
-        s = _File.model_validate(data).system
-    except pydantic.ValidationError as e:
-        raise pydantic_error(e) from None
+    check_tables(data, ("system",), "a 'network' system file")
+    s = validate_model(_File, data).system
     num_i, num_j = len(s.lam), len(s.pool_size)
     lam = np.array(s.lam, dtype=float)
     nu = np.array(s.pool_size, dtype=float)
@@ -187,6 +194,7 @@ def from_dict(data: dict) -> Network:
 def load(path) -> Network:
     """Load a ``kind = "network"`` configuration file."""
     data = read_toml(path)
-    if data.get("system", {}).get("kind") != "network":
+    system = data.get("system")
+    if not isinstance(system, dict) or system.get("kind") != "network":
         raise InputError("system.kind", "expected 'network'")
     return from_dict(data)

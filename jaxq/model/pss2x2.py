@@ -12,22 +12,19 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.model import pydantic_error, read_toml
 from jaxq.model.distributions import Dist, parse
+from jaxq.model.validate import MAX_MAGNITUDE, MAX_RATE, Positive, Real, check_tables, read_toml, validate_model
 
-Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-Real = Annotated[float, Field(allow_inf_nan=False)]
-Pair = Annotated[list[Pos], Field(min_length=2, max_length=2)]
+Pair = Annotated[list[Positive], Field(min_length=2, max_length=2)]
 RealPair = Annotated[list[Real], Field(min_length=2, max_length=2)]
 StrPair = Annotated[list[str], Field(min_length=2, max_length=2)]
 
 
 class _System(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
     kind: Literal["pss2x2"]
     lam: Pair = Field(alias="lambda")
     mu: Annotated[list[Pair], Field(min_length=2, max_length=2)]
@@ -41,15 +38,31 @@ class _System(BaseModel):
 
 
 class _Cost(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    h: Annotated[list[Annotated[float, Field(gt=0, allow_inf_nan=False)]], Field(min_length=2, max_length=2)]
-    gamma: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    model_config = ConfigDict(extra="forbid", strict=True)
+    h: Pair
+    gamma: Positive
 
 
 class _File(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid", strict=True)
     system: _System
     cost: _Cost
+
+
+def _check_arrays(lam, mu, lambda_hat, mu_hat, h, gamma) -> None:
+    """Shapes, finiteness and ranges of a system built in Python (``from_dict`` checks the same first)."""
+    for key, a, shape, positive in (("system.lambda", lam, (2,), True), ("system.mu", mu, (2, 2), True),
+                                    ("system.lambda_hat", lambda_hat, (2,), False),
+                                    ("system.mu_hat", mu_hat, (2, 2), False), ("cost.h", h, (2,), True),
+                                    ("cost.gamma", gamma, (), True)):
+        if isinstance(a, (np.ndarray, float, int, np.floating)):
+            a = np.asarray(a)
+            if a.shape != shape:
+                raise InputError(key, f"expected shape {shape}, got {a.shape}")
+            if not np.all(np.isfinite(a)) or np.any(np.abs(a) > MAX_MAGNITUDE):
+                raise InputError(key, f"values must be finite and at most {MAX_MAGNITUDE:g} in magnitude")
+            if positive and not np.all(a > 0):
+                raise InputError(key, "values must be positive")
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +80,9 @@ class PSS2x2:
     )
     h: np.ndarray = field(default_factory=lambda: np.ones(2))
     gamma: float = 1.0
+
+    def __post_init__(self):
+        _check_arrays(self.lam, self.mu, self.lambda_hat, self.mu_hat, self.h, self.gamma)
 
     @property
     def ca2(self) -> np.ndarray:
@@ -86,9 +102,15 @@ class PSS2x2:
 
     def rates(self, n: float) -> tuple[np.ndarray, np.ndarray]:
         """Arrival and service rates of the n-th system; refuses n where a rate is not positive."""
+        if not (math.isfinite(n) and n > 0):
+            raise InputError("n", f"must be a positive finite number, got {n}")
         rn = math.sqrt(n)
-        lam_n = n * self.lam + rn * self.lambda_hat
-        mu_n = n * self.mu + rn * self.mu_hat
+        with np.errstate(over="ignore", invalid="ignore"):
+            lam_n = n * self.lam + rn * self.lambda_hat
+            mu_n = n * self.mu + rn * self.mu_hat
+        if not (np.all(np.isfinite(lam_n)) and np.all(np.isfinite(mu_n))) or max(
+                np.max(np.abs(lam_n)), np.max(np.abs(mu_n))) > MAX_RATE:
+            raise InputError("n", f"n = {n:g} gives rates beyond {MAX_RATE:g} (overflow)")
         if np.any(lam_n <= 0):
             raise InputError("n", f"n = {n:g} gives a non-positive arrival rate {lam_n.tolist()}")
         if np.any(mu_n <= 0):
@@ -113,12 +135,10 @@ class PSS2x2:
 
 def from_dict(data: dict) -> PSS2x2:
     """Validate a TOML-shaped dictionary (sections ``system`` and ``cost``)."""
+    check_tables(data, ("system", "cost"), "a 'pss2x2' system file")
     if "cost" not in data:
         raise InputError("cost", "missing [cost] table")
-    try:
-        f = _File.model_validate(data)
-    except pydantic.ValidationError as e:
-        raise pydantic_error(e) from None
+    f = validate_model(_File, data)
     s = f.system
     inter = tuple(parse(d, f"system.interarrival[{i}]") for i, d in enumerate(s.interarrival))
     serv = tuple(
@@ -139,6 +159,7 @@ def from_dict(data: dict) -> PSS2x2:
 def load(path) -> PSS2x2:
     """Load a ``kind = "pss2x2"`` configuration file."""
     data = read_toml(path)
-    if data.get("system", {}).get("kind") != "pss2x2":
+    system = data.get("system")
+    if not isinstance(system, dict) or system.get("kind") != "pss2x2":
         raise InputError("system.kind", "expected 'pss2x2'")
     return from_dict(data)

@@ -17,6 +17,7 @@ import numpy as np
 from jaxq.errors import InputError
 
 RTOL = 1e-9  # relative tolerance for the exact conditions (EHTC, product form, nondegeneracy)
+LP_TOL = 1e-7  # agreement asked of HiGHS with the closed forms (rho*, the optimal face; both scale-free)
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,32 +47,49 @@ class Modes:
     lp_face: np.ndarray
 
 
+def _lp_failed(detail: str) -> InputError:
+    return InputError(
+        "system.mu",
+        f"LP (2.7) cannot be solved accurately in float64 ({detail}); the rates span too many decades",
+    )
+
+
 def solve_lp(lam: np.ndarray, mu: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """Solve LP (2.7) with HiGHS; return rho* and the optimal face's extremes in ``xi_11``.
 
     Returns ``(rho_star, xi_min, xi_max)`` where ``xi_min``/``xi_max`` minimise/maximise ``xi_11``
-    over the optimal face (equal when the solution is unique).
+    over the optimal face (equal when the solution is unique). Row i of the capacity constraint is
+    divided by ``lambda_i`` (``sum_k (mu_ik / lambda_i) xi_ik = 1``), so the LP HiGHS sees does not
+    change when all rates, or one class's rates, are multiplied by a common factor.
     """
     from scipy.optimize import linprog  # imported here: the command line starts faster without it
+
+    lam = np.asarray(lam, dtype=float)
+    mu = np.asarray(mu, dtype=float)
+    m = mu / lam[:, None]
     # Variables: xi_11, xi_12, xi_21, xi_22, rho.
-    a_eq = np.array([[mu[0, 0], mu[0, 1], 0, 0, 0], [0, 0, mu[1, 0], mu[1, 1], 0]], dtype=float)
+    a_eq = np.array([[m[0, 0], m[0, 1], 0, 0, 0], [0, 0, m[1, 0], m[1, 1], 0]], dtype=float)
     a_ub = np.array([[1, 0, 1, 0, -1], [0, 1, 0, 1, -1]], dtype=float)
+    b_eq = [1.0, 1.0]
     bounds = [(0, None)] * 4 + [(None, None)]
-    res = linprog([0, 0, 0, 0, 1], A_ub=a_ub, b_ub=[0, 0], A_eq=a_eq, b_eq=lam, bounds=bounds, method="highs")
-    if res.status != 0:
+    res = linprog([0, 0, 0, 0, 1], A_ub=a_ub, b_ub=[0, 0], A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    if res.status != 0 or res.x is None or not np.all(np.isfinite(res.x)):
         raise InputError("system", f"LP (2.7) could not be solved: {res.message}")
     rho = float(res.fun)
     # The optimal face: fix rho = rho* and extremise xi_11.
     bounds_face = [(0, None)] * 4 + [(rho, rho)]
     ext = []
     for sign in (1.0, -1.0):
-        r = linprog([sign, 0, 0, 0, 0], A_ub=a_ub, b_ub=[0, 0], A_eq=a_eq, b_eq=lam, bounds=bounds_face, method="highs")
+        r = linprog([sign, 0, 0, 0, 0], A_ub=a_ub, b_ub=[0, 0], A_eq=a_eq, b_eq=b_eq, bounds=bounds_face,
+                    method="highs")
+        if r.status != 0 or r.x is None:
+            raise _lp_failed(f"HiGHS finds no point of the optimal face: {r.message}")
         ext.append(r.x[:4].reshape(2, 2))
     return rho, ext[0], ext[1]
 
 
 def product_form(mu: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Factors ``alpha, beta`` with ``sum(beta) = 1`` and whether ``mu = alpha beta^T`` holds."""
+    """Factors ``alpha, beta`` with ``sum(beta) = 1`` and whether ``mu = alpha beta^T`` holds (relative ``RTOL``)."""
     alpha = mu.sum(axis=1)
     beta = mu[0] / mu[0].sum()
     ok = np.allclose(np.outer(alpha, beta), mu, rtol=RTOL, atol=0.0)
@@ -85,18 +103,46 @@ def mode_from_xi11(xi11: float, lam, alpha, beta) -> np.ndarray:
     return np.array([[xi11, c - r * xi11], [1 - xi11, 1 - c + r * xi11]])
 
 
+def closed_form_modes(c1: float, beta: np.ndarray) -> np.ndarray:
+    """The two modes (3.3) from ``c_1 = lambda_1 / alpha_1`` and ``beta``, with exact zeros.
+
+    (3.2) with column sums 1: ``beta_1 xi_11 + beta_2 xi_12 = c_1``. Mode 1 has
+    ``xi_11 = max(0, (c_1 - beta_2) / beta_1)``, mode 2 ``xi_11 = min(c_1 / beta_1, 1)``. Each branch is
+    written so that its zero entry is exactly 0 and every other entry is a ratio of scale-free numbers
+    in [0, 1] (no cancellation of large terms, whatever the scale of the rates).
+    """
+    b1, b2 = float(beta[0]), float(beta[1])
+    if c1 <= b2:  # mode 1: xi_11 = 0
+        m1 = [[0.0, c1 / b2], [1.0, (b2 - c1) / b2]]
+    else:  # xi_12 = 1, xi_22 = 0
+        x = (c1 - b2) / b1
+        m1 = [[x, 1.0], [1.0 - x, 0.0]]
+    if c1 <= b1:  # mode 2: xi_11 = c_1 / beta_1, xi_12 = 0
+        x = c1 / b1
+        m2 = [[x, 0.0], [1.0 - x, 1.0]]
+    else:  # xi_11 = 1, xi_21 = 0
+        y = (c1 - b1) / b2
+        m2 = [[1.0, y], [0.0, 1.0 - y]]
+    return np.array([m1, m2])
+
+
 def modes(lam, mu) -> Modes:
     """LP (2.7), the product form, and the two modes (3.2)-(3.3), validated against Assumption 2.2."""
     lam = np.asarray(lam, dtype=float)
     mu = np.asarray(mu, dtype=float)
-    rho, face_lo, face_hi = solve_lp(lam, mu)
+    alpha, beta, is_product = product_form(mu)
+    rho_lp, face_lo, face_hi = solve_lp(lam, mu)
+    # With product form rho* = sum_i lambda_i / alpha_i exactly (both columns loaded equally), a
+    # scale-free closed form; HiGHS must agree with it, or the LP is beyond float64.
+    rho = float(np.sum(lam / alpha)) if is_product else rho_lp
+    if is_product and abs(rho_lp - rho) > LP_TOL * rho:
+        raise _lp_failed(f"HiGHS gives rho* = {rho_lp:.10g}, the product form {rho:.10g}")
     if abs(rho - 1.0) > 1e-8:
         load = "underloaded" if rho < 1 else "overloaded"
         raise InputError(
             "system.lambda",
             f"LP (2.7) gives rho* = {rho:.10g} != 1 ({load}): the extended heavy traffic condition (EHTC) fails",
         )
-    alpha, beta, is_product = product_form(mu)
     if not is_product:
         raise InputError(
             "system.mu",
@@ -111,17 +157,17 @@ def modes(lam, mu) -> Modes:
                     f"lambda_{i + 1} = mu_{i + 1}{k + 1} = {lam[i]:g}: a mode is degenerate "
                     "(nondegeneracy condition (2.8) fails)",
                 )
-    x1 = max(0.0, lam[0] / (alpha[0] * beta[0]) - beta[1] / beta[0])  # (3.3)
-    x2 = min(lam[0] / (alpha[0] * beta[0]), 1.0)
-    xi = np.stack([mode_from_xi11(x1, lam, alpha, beta), mode_from_xi11(x2, lam, alpha, beta)])
-    xi[np.abs(xi) < 1e-12] = 0.0
-    # Cross-check with the LP's optimal face found by HiGHS.
+    xi = closed_form_modes(float(lam[0] / alpha[0]), beta)
+    # Cross-check with the LP's optimal face found by HiGHS, in units of total capacity
+    # (beta_k xi_ik: the share of sum_k beta_k = 1 that class i gets at server k). HiGHS's tolerances are
+    # absolute in those units, so a server slower than the other by many decades is checked as
+    # loosely as HiGHS can resolve it, and a typical system to 1e-7.
     face = np.stack([face_lo, face_hi])
-    if not np.allclose(face, xi, atol=1e-7):
-        raise RuntimeError(f"modes (3.3) {xi.tolist()} disagree with the LP optimal face {face.tolist()}")
+    if not np.allclose(face * beta, xi * beta, rtol=0.0, atol=LP_TOL):
+        raise _lp_failed(f"HiGHS's optimal face {face.tolist()} is not the modes (3.3) {xi.tolist()}")
     zero, i1, i2, k1, k2 = [], [], [], [], []
     for m in range(2):
-        zs = np.argwhere(xi[m] <= 1e-12)
+        zs = np.argwhere(xi[m] == 0.0)
         if len(zs) != 1:  # excluded by (2.8) (Lemma 3.2); kept as an internal consistency check
             raise RuntimeError(f"mode {m + 1} has {len(zs)} zero entries: {xi[m].tolist()}")
         ip, k = (int(v) for v in zs[0])

@@ -86,7 +86,11 @@ def is_spanning_tree(edges: np.ndarray) -> bool:
 
 
 def _lp_data(lam: np.ndarray, mu: np.ndarray, nu: np.ndarray):
-    """LP (2.3) in HiGHS form over the variables (xi on the edges, t)."""
+    """LP (2.3) in HiGHS form over the variables (xi on the edges, t).
+
+    Each capacity row is divided by its ``lambda_i``, so the LP HiGHS sees is the same when all rates, or
+    one class's rates, are multiplied by a common factor (its tolerances are absolute).
+    """
     num_i, num_j = mu.shape
     idx = np.argwhere(mu > 0)
     k = len(idx)
@@ -95,10 +99,10 @@ def _lp_data(lam: np.ndarray, mu: np.ndarray, nu: np.ndarray):
     a_eq = np.zeros((num_i, k + 1))
     a_ub = np.zeros((num_j, k + 1))
     for e, (i, j) in enumerate(idx):
-        a_eq[i, e] = mu[i, j] * nu[j]
+        a_eq[i, e] = mu[i, j] * nu[j] / lam[i]  # row i divided by lambda_i: scale-free, right-hand side 1
         a_ub[j, e] = 1.0
     a_ub[:, -1] = -1.0
-    return idx, c, a_ub, np.zeros(num_j), a_eq, lam.astype(float)
+    return idx, c, a_ub, np.zeros(num_j), a_eq, np.ones(num_i)
 
 
 def solve_static_plan(lam: np.ndarray, mu: np.ndarray, nu: np.ndarray) -> StaticPlan:
@@ -117,13 +121,14 @@ def solve_static_plan(lam: np.ndarray, mu: np.ndarray, nu: np.ndarray) -> Static
     num_i, num_j = mu.shape
     idx, c, a_ub, b_ub, a_eq, b_eq = _lp_data(lam, mu, nu)
     res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
-    if res.status != 0:
+    if res.status != 0 or res.x is None or not np.all(np.isfinite(res.x)):
         raise InputError("system", f"LP (2.3) could not be solved ({res.message})")
     rho = float(res.x[-1])
     xi = np.zeros((num_i, num_j))
     for e, (i, j) in enumerate(idx):
         xi[i, j] = res.x[e]
-    workload = np.asarray(res.eqlin.marginals, dtype=float)  # d rho / d lambda_i
+    # d rho / d lambda_i: the marginal of scaled row i is d rho / d(lambda_i / lambda_i) at fixed mu nu / lambda_i
+    workload = np.asarray(res.eqlin.marginals, dtype=float) / lam
     alpha = -np.asarray(res.ineqlin.marginals, dtype=float)
     # Uniqueness: range of each xi_ij over the optimal face {value <= rho*(1 + TOL)}.
     a_face = np.vstack([a_ub, c])
@@ -135,6 +140,9 @@ def solve_static_plan(lam: np.ndarray, mu: np.ndarray, nu: np.ndarray) -> Static
             ce = np.zeros(len(c))
             ce[e] = sign
             r = linprog(ce, A_ub=a_face, b_ub=b_face, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+            if r.status != 0 or r.fun is None:
+                raise InputError("system.mu", f"LP (2.3) cannot be solved accurately in float64 ({r.message}); "
+                                              "the rates span too many decades")
             lo_hi.append(sign * r.fun)
         if lo_hi[1] - lo_hi[0] > 1e3 * TOL * max(1.0, abs(lo_hi[1])):
             unique = False

@@ -14,35 +14,39 @@ n = [100, 1000, 10000]
 policies = ["auto"]
 ```
 
-Everything is validated (pydantic, one-line errors) and every grid point is checked by the study
-before a single file is written.
+Everything is validated (pydantic in strict mode, one-line errors) and every grid point is checked by
+the study before a single file is written. Then the work is estimated (:func:`check_experiment_work`):
+replications per point at most 2^31 - 1, a chunk that fits in memory, at most 2^20 chunk files, and
+per replication at most 2^31 events of the prelimit simulator (``2 sum_i lambda_n_i T``) or 2^40
+time steps of an SDE path (``horizon / dt``), and a finite total. Each refusal names the key.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from jaxq.errors import InputError
 from jaxq.examples import names as example_names
 from jaxq.examples import path as example_path
-from jaxq.model import load, pydantic_error, read_toml
+from jaxq.model import load, read_toml
+from jaxq.model import validate as v
 
 
 class _Experiment(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     study: str
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+$")] | None = None
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+$", max_length=200)] | None = None
     description: str = ""
     system: str | None = None
-    systems: list[str] = []
-    replications: Annotated[int, Field(ge=2)]
+    systems: Annotated[list[str], Field(max_length=1000)] = []
+    replications: Annotated[int, Field(ge=2, le=v.MAX_REPLICATIONS)]
     chunk: Annotated[int, Field(ge=1)] = 64
     seeds: Annotated[list[Annotated[int, Field(ge=0, lt=2**32)]], Field(min_length=1)] = [0]
     records: bool = True  # write records.csv (one row per replication); chunks/ keep them anyway
@@ -55,7 +59,7 @@ class _Experiment(BaseModel):
 
 
 class _File(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     experiment: _Experiment
     grid: dict[str, Any] = {}
 
@@ -138,23 +142,21 @@ def from_dict(data: dict, file: Path) -> Experiment:
     """Validate an experiment dictionary read from ``file``; raises InputError (one line) on bad input."""
     from jaxq.studies import get
 
-    try:
-        f = _File.model_validate(data)
-    except pydantic.ValidationError as e:
-        raise pydantic_error(e) from None
-    e = f.experiment
+    v.check_depth(data, str(file))
+    e = v.validate_model(_File, data).experiment
     study = get(e.study)
-    try:
-        grid = study.Grid.model_validate(f.grid)
-    except pydantic.ValidationError as err:
-        raise pydantic_error(err, prefix="grid.") from None
+    grid = v.validate_model(study.Grid, data.get("grid", {}), prefix="grid.")
     refs = [e.system] if e.system is not None else e.systems
     if study.needs_systems and not refs:
         raise InputError("experiment.systems", "name at least one system ('system' or 'systems')")
     systems = []
     for ref in refs:
         p = resolve_system(ref, file.parent)
-        systems.append(SystemRef(p.stem, p, load(p)))
+        try:
+            model = load(p)
+        except InputError as err:  # name the system file: the key alone would not say which one
+            raise InputError(f"{p.name}: {err.key}", err.reason) from None
+        systems.append(SystemRef(p.stem, p, model))
     labels = [s.label for s in systems]
     if len(set(labels)) != len(labels):
         raise InputError("experiment.systems", "two systems have the same file name")
@@ -177,7 +179,71 @@ def from_dict(data: dict, file: Path) -> Experiment:
             pt.setdefault("reps", exp.replications)
             pt.setdefault("chunk", exp.chunk)
             points.append(pt)
-    return Experiment(**{**exp.__dict__, "points": tuple(points)})
+    exp = Experiment(**{**exp.__dict__, "points": tuple(points)})
+    check_experiment_work(exp)
+    return exp
+
+
+def _keys(exp: Experiment, pt: dict) -> tuple[str, str]:
+    """The keys that set a point's replications and chunk (the experiment's, or a study override)."""
+    reps_key = "experiment.replications" if pt["reps"] == exp.replications else "grid.sde_paths"
+    chunk_key = "experiment.chunk" if pt["chunk"] == exp.chunk else "grid.sde_chunk"
+    return reps_key, chunk_key
+
+
+def point_work(exp: Experiment, pt: dict, cache: dict | None = None) -> tuple[float, str, str] | None:
+    """``(per_replication, unit, key)``: events (prelimit simulator) or steps (SDE) of one replication of a
+    grid point, and the key that controls it; None for a point of an unknown kind."""
+    g = exp.grid
+    if pt.get("engine") == "sde":
+        dt = pt.get("dt", getattr(g, "sde_dt", None))
+        horizon = getattr(g, "horizon", None)
+        if horizon is None:
+            times = getattr(g, "times", None) or []
+            horizon = max(times) if times else None
+        if dt is None or horizon is None:
+            return None
+        steps = v.sde_steps_per_path(horizon, dt)
+        dt_key = "grid.dt" if "dt" in pt else "grid.sde_dt"
+        key = "grid.horizon" if horizon > v.MAX_STEPS_PER_PATH * 1e-6 else dt_key
+        return steps, "steps", key
+    if pt.get("engine") == "pss" and pt.get("n") is not None:
+        from jaxq.diffusion.workload import analyze
+
+        system = exp.system(pt["system"]).model
+        horizon = getattr(g, "horizon", None)
+        if horizon is None:
+            cache = {} if cache is None else cache
+            if pt["system"] not in cache:
+                cache[pt["system"]] = analyze(system).V0
+            horizon = v.pss_default_horizon(system, pt["n"], cache[pt["system"]])
+        return v.pss_events_per_replication(system, pt["n"], horizon), "events", "grid.n"
+    return None
+
+
+def check_experiment_work(exp: Experiment) -> float:
+    """Refuse an experiment whose work cannot fit (see the module docstring); returns the total estimate."""
+    total, files = 0.0, 0
+    analyses: dict[str, Any] = {}
+    for pt in exp.points:
+        reps_key, chunk_key = _keys(exp, pt)
+        reps, chunk = int(pt["reps"]), int(pt["chunk"])
+        if reps > v.MAX_REPLICATIONS:
+            raise InputError(reps_key, f"{reps} replications exceed the limit 2^31 - 1")
+        v.check_chunk(chunk_key, chunk)  # the engines pad every chunk to this size
+        files += math.ceil(reps / chunk)
+        if files > v.MAX_CHUNKS:
+            raise InputError(chunk_key, f"more than {v.MAX_CHUNKS} chunk files ({reps} replications in chunks "
+                                        f"of {chunk} per grid point); use larger chunks")
+        work = point_work(exp, pt, analyses)
+        if work is None:
+            continue
+        per_rep, unit, key = work
+        total += v.check_work(key, reps, per_rep, unit=unit)
+    if not total <= v.MAX_TOTAL_WORK:
+        raise InputError("experiment.replications", f"about {total:.3g} events and steps in total exceed the limit "
+                                                    f"{v.MAX_TOTAL_WORK:.3g}")
+    return total
 
 
 def load_experiment(path: str | Path, seeds: list[int] | None = None) -> Experiment:

@@ -8,6 +8,14 @@ it, nor on when. Each finished chunk is written at once, atomically (:mod:`jaxq.
 computes only the missing ones, so a killed and resumed run ends with the same bytes as an
 uninterrupted one.
 
+Integrity. ``run`` holds an exclusive lock (``fcntl.flock`` on ``DIR/.jaxq-run.lock``) for its whole
+duration: a second ``jaxq run`` into the same folder is refused at once (one line, exit 2). Every chunk
+file carries the digest of the run it belongs to (:func:`jaxq.studies.storage.chunk_digest`: experiment
+fingerprint, grid point and seed, replication range); on resume a chunk is reused only when it is
+readable, complete and its digest matches, otherwise it is recomputed and a one-line note on stderr
+counts such files. So a deleted ``manifest.json`` or another run's chunk files never leak into this
+run's tables.
+
 With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
 writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
 draws. Within a process each chunk's replications are sharded over all local devices (a mesh over the
@@ -16,6 +24,10 @@ replication axis, :func:`jaxq.sim.replications.replication_sharding`).
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import json
 import os
 import platform
 import shutil
@@ -30,6 +42,7 @@ from jaxq.studies import storage
 from jaxq.studies.experiment import Experiment
 
 MANIFEST = "manifest.json"
+LOCK = ".jaxq-run.lock"
 FAIL_AFTER_ENV = "JAXQ_RUN_FAIL_AFTER"  # test hook: raise after this many chunks were written
 
 
@@ -64,16 +77,51 @@ def versions() -> dict:
     }
 
 
+def _check_manifest(exp: Experiment, out: Path, resume: bool) -> None:
+    """On resume, refuse a folder whose manifest belongs to another experiment (reads only)."""
+    man = out / MANIFEST
+    if not (resume and man.is_file()):
+        return
+    try:
+        old = json.loads(man.read_text())
+    except (OSError, ValueError):
+        return  # an unreadable manifest is rewritten; the chunk digests decide what is reused
+    if not isinstance(old, dict) or old.get("fingerprint") != exp.fingerprint():
+        raise InputError("--resume", f"{out} holds a run of a different experiment (or different systems)")
+
+
+@contextlib.contextmanager
+def output_lock(out: Path):
+    """Hold an exclusive lock on the output folder (created if needed); refuse if another run holds it.
+
+    ``fcntl.flock`` on ``out/.jaxq-run.lock``; released when the block ends or the process dies. The
+    file keeps the holder's process id, which the refusal names.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            try:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            except OSError:
+                holder = "?"
+            raise InputError("--out", f"{out} is in use by another jaxq run (process {holder}); wait for it to "
+                                      "finish or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
     """Create the output directory and manifest; keep (resume) or clear earlier chunk files."""
     fp = exp.fingerprint()
-    man = out / MANIFEST
-    if resume and man.is_file():
-        import json
-
-        old = json.loads(man.read_text())
-        if old.get("fingerprint") != fp:
-            raise InputError("--resume", f"{out} holds a run of a different experiment (or different systems)")
+    _check_manifest(exp, out, resume)
     if not is_main:
         return
     out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +130,13 @@ def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
         shutil.rmtree(chunks)
     chunks.mkdir(exist_ok=True)
     storage.atomic_write(chunks / ".gitignore", b"*\n")  # chunk files are a cache, never committed
-    storage.write_json(man, {"fingerprint": fp, "experiment": exp.to_dict(), "points": list(exp.points)})
+    storage.write_json(out / MANIFEST, {"fingerprint": fp, "experiment": exp.to_dict(), "points": list(exp.points)})
+
+
+def chunk_digests(exp: Experiment) -> dict[tuple[int, int], str]:
+    """The digest every chunk file of this run must carry, by (point, chunk)."""
+    fp = exp.fingerprint()
+    return {(i, c): storage.chunk_digest(fp, exp.points[i], i, c, lo, count) for i, c, lo, count in tasks(exp)}
 
 
 def _progress_bar(total: int, name: str, enabled: bool | None):
@@ -90,19 +144,27 @@ def _progress_bar(total: int, name: str, enabled: bool | None):
     from tqdm.auto import tqdm
 
     disable = None if enabled is None else not enabled
-    return tqdm(total=total, unit="rep", desc=name, file=sys.stderr, disable=disable, dynamic_ncols=True)
+    return tqdm(total=total, unit="rep", desc=name, file=sys.stderr, disable=disable, dynamic_ncols=True, delay=0.5)
 
 
 def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progress: bool | None = None) -> dict:
     """Compute this process's missing chunks; returns counts of computed and reused chunks."""
     p, P = process
     mine = [t for k, t in enumerate(tasks(exp)) if k % P == p]
-    todo, reused = [], 0
+    digests = chunk_digests(exp)
+    todo, reused, bad = [], 0, {}
     for i, c, lo, count in mine:
-        if storage.load_chunk(storage.chunk_path(out, i, c), count) is None:
-            todo.append((i, c, lo, count))
-        else:
+        _, state = storage.read_chunk(storage.chunk_path(out, i, c), count, digests[i, c], lo)
+        if state == "ok":
             reused += 1
+        else:
+            todo.append((i, c, lo, count))
+            if state != "missing":
+                bad[state] = bad.get(state, 0) + 1
+    if bad:
+        what = ", ".join(f"{k} {v}" for k, v in sorted(bad.items()))
+        sys.stderr.write(f"jaxq: note: recomputing {sum(bad.values())} chunk files in {out / storage.CHUNKS} that "
+                         f"are damaged or belong to another run ({what})\n")
     fail_after = int(os.environ.get(FAIL_AFTER_ENV, "-1"))
     bar = _progress_bar(sum(t[3] for t in todo), exp.name, progress)
     events = 0
@@ -118,7 +180,8 @@ def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progres
             cols = {k2: np.asarray(v) for k2, v in cols.items()}
             cols["rep"] = np.arange(lo, lo + count, dtype=np.int64)
             ev = int(np.sum(cols["events"])) if "events" in cols else 0
-            storage.save_chunk(storage.chunk_path(out, i, c), cols, {"wall_s": wall, "events": ev, "process": p})
+            storage.save_chunk(storage.chunk_path(out, i, c), cols,
+                               {"wall_s": wall, "events": ev, "process": p, "digest": digests[i, c]})
             events += ev
             bar.update(count)
             el = time.perf_counter() - t_start
@@ -132,10 +195,11 @@ def gather(exp: Experiment, out: Path) -> tuple[list[dict], dict]:
     """All records, point by point (columns concatenated over chunks), and totals from chunk metadata."""
     per_point: list[list] = [[] for _ in exp.points]
     compute_s, events = 0.0, 0
+    digests = chunk_digests(exp)
     for i, c, lo, count in tasks(exp):
-        got = storage.load_chunk(storage.chunk_path(out, i, c), count)
+        got, state = storage.read_chunk(storage.chunk_path(out, i, c), count, digests[i, c], lo)
         if got is None:
-            raise InputError("--out", f"chunk {c} of grid point {i} is missing in {out} (run again with --resume)")
+            raise InputError("--out", f"chunk {c} of grid point {i} in {out} is {state} (run again with --resume)")
         cols, meta = got
         per_point[i].append(cols)
         compute_s += meta["wall_s"]
@@ -224,16 +288,19 @@ def run(exp: Experiment, out: str | Path, *, resume: bool = False, devices=None,
     out = Path(out)
     t0 = time.perf_counter()
     p, P = (jax.process_index(), jax.process_count()) if distributed else (0, 1)
-    _prepare(exp, out, resume, is_main=p == 0)
-    if P > 1:
-        _barrier("jaxq-run-prepared")
-    session = compute(exp, out, devices=devices, process=(p, P), progress=progress)
-    if P > 1:
-        _barrier("jaxq-run-computed")
-    if p != 0:
-        return None
-    session["wall_s"] = time.perf_counter() - t0
-    return finish(exp, out, session, devices, (p, P))
+    _check_manifest(exp, out, resume)  # refuse before touching the folder
+    lock = output_lock(out) if p == 0 else contextlib.nullcontext()
+    with lock:
+        _prepare(exp, out, resume, is_main=p == 0)
+        if P > 1:
+            _barrier("jaxq-run-prepared")
+        session = compute(exp, out, devices=devices, process=(p, P), progress=progress)
+        if P > 1:
+            _barrier("jaxq-run-computed")
+        if p != 0:
+            return None
+        session["wall_s"] = time.perf_counter() - t0
+        return finish(exp, out, session, devices, (p, P))
 
 
 def _barrier(name: str) -> None:

@@ -3,11 +3,17 @@
 Every file is written to a temporary file in the same directory, flushed, ``fsync``-ed and renamed
 over its final name (``os.replace`` is atomic on POSIX), so a killed run never leaves a half-written
 chunk or table: a chunk file either exists complete or not at all.
+
+Every chunk file carries, in its metadata, the digest of the run it belongs to (experiment fingerprint,
+grid point with its seed, chunk index and replication range: :func:`chunk_digest`). :func:`read_chunk`
+checks it and the file's shape, and says what is wrong with a file it will not trust (missing,
+unreadable, truncated, foreign); it never raises on a damaged file.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -59,19 +65,46 @@ def save_chunk(path: Path, columns: dict[str, np.ndarray], meta: dict) -> None:
     atomic_write(path, buf.getvalue())
 
 
-def load_chunk(path: Path, count: int) -> tuple[dict[str, np.ndarray], dict] | None:
-    """A saved chunk (columns, meta), or None if it is missing or does not hold ``count`` replications."""
+def chunk_digest(fingerprint: str, point: dict, index: int, chunk: int, start: int, count: int) -> str:
+    """sha256 naming the run a chunk belongs to: experiment fingerprint, grid point (with its seed), chunk."""
+    data = {"fingerprint": fingerprint, "point": point, "index": index, "chunk": chunk, "start": start, "count": count}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def read_chunk(path: Path, count: int, digest: str | None = None,
+               start: int | None = None) -> tuple[tuple[dict[str, np.ndarray], dict] | None, str]:
+    """A saved chunk and a word on its state: ``((columns, meta), "ok")`` or ``(None, why)``.
+
+    ``why`` is ``"missing"``, ``"corrupt"`` (not a readable chunk file: truncated, empty, garbage),
+    ``"incomplete"`` (not ``count`` replications, or not replications ``start .. start+count-1``) or
+    ``"foreign"`` (its digest is not ``digest``: another run's chunk). Never raises on a damaged file.
+    """
     if not path.is_file():
-        return None
+        return None, "missing"
     try:
-        with np.load(path) as z:
-            cols = {k: z[k] for k in z.files if k != "__meta__"}
+        data = path.read_bytes()  # np.load of a damaged file can leak its handle: read the bytes first
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            cols = {k: np.asarray(z[k]) for k in z.files if k != "__meta__"}
             meta = json.loads(bytes(z["__meta__"]).decode())
-    except (OSError, ValueError, KeyError):
-        return None
-    if "rep" not in cols or cols["rep"].shape[0] != count:
-        return None
-    return cols, meta
+    except Exception:  # noqa: BLE001  (BadZipFile, EOFError, ValueError, KeyError, OSError, ...: never trusted)
+        return None, "corrupt"
+    if not isinstance(meta, dict):
+        return None, "corrupt"
+    if digest is not None and meta.get("digest") != digest:
+        return None, "foreign"
+    rep = cols.get("rep")
+    if rep is None or rep.ndim != 1 or rep.shape[0] != count:
+        return None, "incomplete"
+    if any(c.ndim < 1 or c.shape[0] != count or c.dtype.kind not in "biuf" for c in cols.values()):
+        return None, "incomplete"
+    if start is not None and not np.array_equal(rep, np.arange(start, start + count)):
+        return None, "incomplete"
+    return (cols, meta), "ok"
+
+
+def load_chunk(path: Path, count: int, digest: str | None = None, start: int | None = None):
+    """A saved chunk (columns, meta), or None if it is missing, damaged, foreign or incomplete (:func:`read_chunk`)."""
+    return read_chunk(path, count, digest, start)[0]
 
 
 def _cell(v) -> str:

@@ -4,17 +4,33 @@
 smooth function of z. L-BFGS (optax, zoom line search) on ``z = softplus(theta)`` (so z stays
 positive) converges to the smooth-fit root z*, a check that the exact cost and the smooth-fit
 condition agree.
+
+Convergence is tested on z itself, free of the problem's units: at the last iterate the Newton step
+``|J'(z) / J''(z)|`` must be positive-curvature and below ``rtol * z``. A start where J(0; z) is flat to
+float64 (far below the shortest or far beyond the longest decay length of the problem) gives no
+gradient to follow; such a start, a run that does not converge within ``max_iter`` iterations or
+``time_limit`` seconds, and a run that stalls, are :class:`jaxq.errors.InputError`, never a silent
+answer.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxq.diffusion import hjb
+from jaxq.errors import InputError
+
+MAX_ITER_LIMIT = 100_000
+TIME_LIMIT = 60.0  # seconds
+RTOL = 1e-8  # Newton step relative to z at convergence
+STALL = 10  # iterations without any change of z before giving up
 
 
 class TuneResult(NamedTuple):
@@ -24,6 +40,7 @@ class TuneResult(NamedTuple):
     cost: float
     iterations: int
     trajectory: list[tuple[float, float]]  # (z, J(0; z)) after each iteration
+    newton_step: float = 0.0  # |J'/J''| at z_tuned (convergence: <= RTOL z)
 
 
 def _softplus_inv(z):
@@ -46,30 +63,85 @@ def _step(theta, state, coef):
     return optax.apply_updates(theta, updates), state, value, grad
 
 
-def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int = 200, tol: float = 1e-12) -> TuneResult:
+@jax.jit
+def _newton(z, coef):
+    """``(J(0; z), J'(z), J''(z))`` by automatic differentiation."""
+    f = lambda zz: hjb.switching_cost(0.0, zz, *coef)  # noqa: E731
+    return f(z), jax.grad(f)(z), jax.grad(jax.grad(f))(z)
+
+
+def start_range(bL, sL, bH, sH, gamma) -> tuple[float, float]:
+    """Starting levels from which the gradient is informative: 1e-8 of the shortest decay length to
+    1e4 of the longest (the bracket of :func:`jaxq.diffusion.hjb.switching_point`)."""
+    return (1e-8 * float(hjb.shortest_length(bL, sL, bH, sH, gamma)),
+            1e4 * float(hjb.length_scale(bL, sL, bH, sH, gamma)))
+
+
+def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int = 200, tol: float = 1e-12,
+               rtol: float = RTOL, time_limit: float = TIME_LIMIT) -> TuneResult:
     """Minimise ``J(0; z)`` over z > 0 with optax L-BFGS.
 
     Args:
       bL, sL, bH, sH, gamma: coefficients of the lower and higher mode, discount rate.
       z_init: starting level (default: the shortest decay length of the exponentials, where the
         cost still varies; far out J(0; z) is exponentially flat).
-      max_iter: iteration cap.
-      tol: stop when the gradient in theta is below this.
+      max_iter: iteration cap (1 .. 100000).
+      tol: also stop when the gradient in theta is below this (then the Newton test decides).
+      rtol: convergence: Newton step ``|J'/J''| <= rtol z`` with ``J'' > 0``.
+      time_limit: seconds.
     Returns:
-      A :class:`TuneResult`.
+      A converged :class:`TuneResult`.
+    Raises:
+      InputError: a bad or uninformative start, or no convergence within the caps.
     """
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or not 1 <= max_iter <= MAX_ITER_LIMIT:
+        raise InputError("--max-iter", f"must be an integer in [1, {MAX_ITER_LIMIT}], got {max_iter!r}")
     coef = tuple(jnp.float64(c) for c in (bL, sL, bH, sH, gamma))
-    z0 = float(hjb.shortest_length(*coef)) if z_init is None else z_init
+    lo, hi = start_range(*coef)
+    if z_init is None:
+        z0 = float(hjb.shortest_length(*coef))
+    else:
+        if isinstance(z_init, bool) or not isinstance(z_init, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(z_init) and z_init > 0):
+            raise InputError("--z-init", f"must be a positive finite number, got {z_init!r}")
+        z0 = float(z_init)
+        if not lo <= z0 <= hi:
+            raise InputError("--z-init", f"{z0:g} lies outside [{lo:.3g}, {hi:.3g}]: J(0; z) is flat there to "
+                                         "float64, so gradient descent cannot move (start near the problem's "
+                                         "decay lengths)")
 
     coef = jnp.stack(coef)
     theta = _softplus_inv(jnp.float64(z0))
     state = _OPT.init(theta)
     traj = []
-    it = 0
+    it, step_size, last_z, same = 0, math.inf, None, 0
+    deadline = time.monotonic() + time_limit
+    converged = False
     for it in range(1, max_iter + 1):  # a handful of optimiser iterations, not a loop over events
         theta, state, value, grad = _step(theta, state, coef)
         z = float(jax.nn.softplus(theta))
-        traj.append((z, float(_loss(theta, coef))))
-        if abs(float(grad)) < tol:
+        j, g, h = (float(v) for v in _newton(jnp.float64(z), coef))
+        traj.append((z, j))
+        step_size = abs(g / h) if h > 0 else math.inf
+        if not (math.isfinite(z) and z > 0 and math.isfinite(j)):
             break
-    return TuneResult(z=traj[-1][0], cost=traj[-1][1], iterations=it, trajectory=traj)
+        if h > 0 and step_size <= rtol * z:
+            converged = True
+            break
+        same = same + 1 if z == last_z else 0
+        last_z = z
+        if same >= STALL or abs(float(grad)) < tol and not h > 0 or time.monotonic() > deadline:
+            break
+    if not converged:
+        if time.monotonic() > deadline:
+            why = f"did not converge within the time limit ({time_limit:g} s)"
+        elif it >= max_iter:
+            why = f"did not converge within {it} iterations (raise --max-iter)"
+        else:
+            why = f"stopped after {it} iterations: J(0; z) is flat or not convex there"
+        raise InputError(
+            "--z-init" if it < max_iter else "--max-iter",
+            f"L-BFGS from z = {z0:g} {why} (last z = {traj[-1][0]:.6g}, Newton step {step_size:.3g}); "
+            f"start nearer the problem's decay lengths [{lo * 1e8:.3g}, {hi * 1e-4:.3g}]",
+        )
+    return TuneResult(z=traj[-1][0], cost=traj[-1][1], iterations=it, trajectory=traj, newton_step=step_size)

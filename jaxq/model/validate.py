@@ -1,0 +1,349 @@
+"""The one validation layer of jaxq: files, values, seeds, rates of the n-th system, work estimates.
+
+Every command and the Python API read configuration files with :func:`read_toml` and validate them
+with pydantic models in *strict* mode (:func:`validate_model`): no string-to-number or
+boolean-to-number coercion, unknown keys and tables refused, every number finite and inside the range
+``[MIN_POSITIVE, MAX_MAGNITUDE]`` that the computations need (:data:`Positive`, :data:`Real`,
+:data:`NonNegative`). Refusals are :class:`jaxq.errors.InputError` (one line ``KEY: REASON``).
+
+Helpers for code that takes numbers from elsewhere (command-line options, Python callers):
+
+* :func:`check_seed` ``(value, key) -> int``: a seed in ``[0, 2^32)``;
+* :func:`check_int` / :func:`check_float`: bounded integers and finite floats;
+* :func:`arg_type`: the same checks as an ``argparse`` ``type=``;
+* :func:`check_rates` ``(system, n)``: the n-th system's rates are finite, positive and in range;
+* :func:`pss_events_per_replication`, :func:`sde_steps_per_path`, :func:`check_work`,
+  :func:`check_chunk`: a work estimate before any work (replications x events per replication).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pydantic
+from pydantic import AfterValidator
+
+from jaxq.errors import InputError
+
+# ------------------------------------------------------------------------------------------ limits
+MAX_MAGNITUDE = 1e30  # |x| of any real input; b / gamma^2 * h then stays below ~1e120 (squares finite)
+MIN_POSITIVE = 1e-30  # smallest positive rate, cost weight or discount rate
+MAX_FILE_BYTES = 1 << 20  # a configuration file is a few hundred bytes; refuse anything over 1 MiB
+MAX_DEPTH = 8  # nesting of tables and arrays in a configuration file
+SEED_LIMIT = 2**32  # seeds lie in [0, 2^32)
+MAX_REPLICATIONS = 2**31 - 1  # replications (paths) of one grid point / one command: int32 indices
+MAX_EVENTS_PER_REPLICATION = 2**31  # the per-event key counters of the simulators are 32-bit
+MAX_STEPS_PER_PATH = 2**40  # time steps of one SDE path (horizon / dt)
+MAX_TOTAL_WORK = 2.0**53  # events or steps of a whole run: counts stay exact, runs stay finite
+MAX_CHUNKS = 2**20  # chunk files of one experiment
+BYTES_PER_REPLICATION = 4096  # generous per-replication working memory of a chunk (state, keys, records)
+MAX_RATE = 1e150  # any rate of the n-th system (events per unit time)
+
+
+def _fmt(v: Any) -> str:
+    """A value as the user typed it (TOML spelling for booleans), shortened."""
+    if isinstance(v, bool):
+        s = "true" if v else "false"
+    elif isinstance(v, str):
+        s = repr(v)
+    elif isinstance(v, float):
+        s = f"{v:g}"
+    else:
+        s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+# ------------------------------------------------------------------------------------------ files
+def parse_toml(data: bytes, name: str) -> dict[str, Any]:
+    """Parse the bytes of a TOML file; anything but valid UTF-8 TOML is an :class:`InputError`."""
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(name, f"{len(data)} bytes is too large for a configuration file (limit {MAX_FILE_BYTES})")
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, as some editors write it
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(
+            name, f"not a UTF-8 text file (byte 0x{data[e.start]:02x} at offset {e.start}); save it as UTF-8"
+        ) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(name, f"not valid TOML ({' '.join(str(e).split())})") from None
+    except RecursionError:
+        raise InputError(name, f"arrays or tables nested too deeply (limit {MAX_DEPTH})") from None
+    check_depth(doc, name)
+    return doc
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML configuration file; a missing, unreadable or malformed file is an :class:`InputError`."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(str(path), "no such file")
+    try:
+        with p.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise InputError(str(path), f"cannot be read ({e.strerror or e})") from None
+    return parse_toml(data, str(path))
+
+
+def check_depth(obj: Any, key: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse tables and arrays nested deeper than ``limit`` (iteratively: no recursion)."""
+    stack = [(obj, 0)]
+    while stack:
+        x, d = stack.pop()
+        if d > limit:
+            raise InputError(key, f"arrays or tables nested too deeply (limit {limit})")
+        if isinstance(x, dict):
+            stack.extend((v, d + 1) for v in x.values())
+        elif isinstance(x, list):
+            stack.extend((v, d + 1) for v in x)
+
+
+def check_tables(data: dict, allowed: tuple[str, ...], what: str) -> None:
+    """Refuse top-level tables or keys other than ``allowed`` (e.g. a stray ``[extra]`` table)."""
+    for k in data:
+        if k not in allowed:
+            raise InputError(k, f"unknown top-level table or key in {what} (expected {', '.join(allowed)})")
+
+
+# ------------------------------------------------------------------------------------------ pydantic
+def pydantic_error(e: pydantic.ValidationError, prefix: str = "") -> InputError:
+    """Turn the first pydantic validation error into one :class:`InputError` line naming the key."""
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"] if x not in ("function-after",))
+    loc = loc.replace(".[", "[")
+    key = f"{prefix}{loc}" if loc else prefix.rstrip(".") or "config"
+    typ, got = err["type"], err.get("input")
+    if typ == "extra_forbidden":
+        msg = "unknown key"
+    elif typ == "missing":
+        msg = "missing required key"
+    elif typ in ("float_type", "float_parsing"):
+        msg = f"expected a number, got {_fmt(got)} (strings and booleans are not numbers)"
+    elif typ in ("int_type", "int_parsing", "int_from_float"):
+        msg = f"expected an integer, got {_fmt(got)}"
+    elif typ == "bool_type":
+        msg = f"expected true or false, got {_fmt(got)}"
+    elif typ in ("string_type",):
+        msg = f"expected a string, got {_fmt(got)}"
+    elif typ in ("list_type", "tuple_type"):
+        msg = f"expected an array, got {_fmt(got)}"
+    elif typ in ("model_type", "dict_type", "model_attributes_type"):
+        msg = f"expected a table, got {_fmt(got)}"
+    elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[typ]
+        bound = next(iter(err.get("ctx", {}).values()), "?")
+        msg = f"must be {op} {bound}, got {_fmt(got)}"
+    elif typ == "value_error":
+        msg = str(err.get("ctx", {}).get("error", err["msg"]))
+    else:
+        msg = err["msg"]
+    msg = " ".join(msg.split())
+    return InputError(key, msg[0].lower() + msg[1:] if msg else "invalid value")
+
+
+def validate_model(model: type[pydantic.BaseModel], data: Any, prefix: str = ""):
+    """``model.model_validate(data, strict=True)`` with one-line errors (:func:`pydantic_error`)."""
+    try:
+        return model.model_validate(data, strict=True)
+    except pydantic.ValidationError as e:
+        raise pydantic_error(e, prefix) from None
+    except RecursionError:
+        raise InputError(prefix.rstrip(".") or "config", "values nested too deeply") from None
+
+
+def _finite(v: float) -> float:
+    if not math.isfinite(v):
+        raise ValueError(f"must be a finite number, got {v}")
+    return float(v)
+
+
+def _positive(v: float) -> float:
+    v = _finite(v)
+    if not v > 0:
+        raise ValueError(f"must be positive, got {v:g}")
+    if not MIN_POSITIVE <= v <= MAX_MAGNITUDE:
+        raise ValueError(f"{v:g} is outside the supported range [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}]")
+    return v
+
+
+def _nonnegative(v: float) -> float:
+    v = _finite(v)
+    if v < 0:
+        raise ValueError(f"must be >= 0, got {v:g}")
+    return _positive(v) if v else 0.0
+
+
+def _real(v: float) -> float:
+    v = _finite(v)
+    if abs(v) > MAX_MAGNITUDE:
+        raise ValueError(f"{v:g} is outside the supported range [-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}]")
+    return v
+
+
+#: pydantic field types: a finite number in [MIN_POSITIVE, MAX_MAGNITUDE], 0 or such a number,
+#: or any finite number of magnitude at most MAX_MAGNITUDE (use them in strict models).
+Positive = Annotated[float, AfterValidator(_positive)]
+NonNegative = Annotated[float, AfterValidator(_nonnegative)]
+Real = Annotated[float, AfterValidator(_real)]
+
+
+# ------------------------------------------------------------------------------------------ scalars
+def check_seed(value: Any, key: str = "--seed") -> int:
+    """A random seed: an integer (not a boolean) in ``[0, 2^32)``; returns it as an ``int``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InputError(key, f"must be an integer in [0, 2^32), got {_fmt(value)}")
+    if not 0 <= int(value) < SEED_LIMIT:
+        raise InputError(key, f"must lie in [0, 2^32), got {int(value)}")
+    return int(value)
+
+
+def check_int(value: Any, key: str, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer (not a boolean, not a float) in ``[lo, hi]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InputError(key, f"must be an integer, got {_fmt(value)}")
+    v = int(value)
+    if lo is not None and v < lo:
+        raise InputError(key, f"must be at least {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise InputError(key, f"must be at most {hi}, got {v}")
+    return v
+
+
+def check_float(value: Any, key: str, *, gt: float | None = None, ge: float | None = None,
+                lt: float | None = None, le: float | None = None) -> float:
+    """A finite number (not a boolean, not a string) within the given bounds."""
+    if isinstance(value, (bool, np.bool_, str)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(key, f"must be a number, got {_fmt(value)}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise InputError(key, f"must be a finite number, got {v}")
+    if gt is not None and not v > gt:
+        raise InputError(key, f"must be > {gt:g}, got {v:g}")
+    if ge is not None and not v >= ge:
+        raise InputError(key, f"must be >= {ge:g}, got {v:g}")
+    if lt is not None and not v < lt:
+        raise InputError(key, f"must be < {lt:g}, got {v:g}")
+    if le is not None and not v <= le:
+        raise InputError(key, f"must be <= {le:g}, got {v:g}")
+    return v
+
+
+def arg_type(kind: str = "float", **bounds):
+    """An ``argparse`` ``type=`` with the checks of :func:`check_float` / :func:`check_int` / :func:`check_seed`.
+
+    ``kind`` is ``"float"``, ``"int"`` or ``"seed"``; ``bounds`` go to the check (``gt``, ``ge``, ``lt``,
+    ``le`` for floats, ``lo``, ``hi`` for integers). Errors read ``argument --opt: REASON``.
+    """
+
+    def parse(text: str):
+        try:
+            if kind == "float":
+                try:
+                    v = float(text)
+                except ValueError:
+                    raise InputError("", f"expected a number, got {text!r}") from None
+                return check_float(v, "", **bounds)
+            try:
+                v = int(text, 10)
+            except ValueError:
+                raise InputError("", f"expected an integer, got {text!r}") from None
+            return check_seed(v, "") if kind == "seed" else check_int(v, "", **bounds)
+        except InputError as e:
+            raise argparse.ArgumentTypeError(e.reason) from None
+
+    parse.__name__ = kind  # argparse names the type in some messages
+    return parse
+
+
+# ------------------------------------------------------------------------------------------ rates
+def check_rates(system, n: float, key: str = "n"):
+    """The rates of the n-th system, refused unless finite, positive and at most ``MAX_RATE``.
+
+    ``system`` is a :class:`~jaxq.model.pss2x2.PSS2x2` (returns ``(lam_n, mu_n)``) or a
+    :class:`~jaxq.model.network.Network` (returns ``(lam_n, mu_n, N_n)``). Simulators call this before
+    building anything from n.
+    """
+    n = check_float(n, key, gt=0, le=MAX_MAGNITUDE)
+    out = system.rates(n)
+    for arr in out[:2]:
+        a = np.asarray(arr, dtype=float)
+        a = a[a != 0]  # absent network activities
+        if not np.all(np.isfinite(a)) or (a.size and np.max(np.abs(a)) > MAX_RATE):
+            raise InputError(key, f"n = {n:g} gives rates beyond {MAX_RATE:g} (overflow)")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ work
+def pss_events_per_replication(system, n: float, horizon: float) -> float:
+    """Expected arrivals plus service completions of one replication of the n-th 2x2 system up to ``horizon``.
+
+    About ``2 sum_i lambda_n_i T``: every arrival is served at most once.
+    """
+    lam_n = system.rates(n)[0]
+    return 2.0 * float(np.sum(lam_n)) * float(horizon)
+
+
+def pss_default_horizon(system, n: float, v0: float, rel_tol: float = 1e-4) -> float:
+    """Estimate of the simulators' default horizon: where the state-free tail bound is ``rel_tol * V0``."""
+    lam_n = system.rates(n)[0]
+    g = system.gamma
+    b = float(np.sum(system.h * (lam_n / g**2 + (1.0 + system.ca2) / g))) / math.sqrt(n)
+    return max(1.0, math.log(b / (rel_tol * v0)) / g)
+
+
+def sde_steps_per_path(horizon: float, dt: float) -> float:
+    """Time steps of one SDE path: ``horizon / dt`` (a float: it may be astronomically large)."""
+    return float(horizon) / float(dt)
+
+
+def estimate_work(replications: float, per_replication: float) -> float:
+    """Total work (events or steps) of ``replications`` replications."""
+    return float(replications) * float(per_replication)
+
+
+def check_work(key: str, replications: float, per_replication: float, *, unit: str = "events",
+               per_replication_limit: float | None = None, total_limit: float = MAX_TOTAL_WORK) -> float:
+    """Refuse (naming ``key``) more than ``MAX_REPLICATIONS`` replications, more than
+    ``per_replication_limit`` units (events or steps) per replication (default: ``MAX_STEPS_PER_PATH`` for
+    steps, ``MAX_EVENTS_PER_REPLICATION`` for events), or a total beyond ``total_limit``.
+
+    Returns the total work estimate.
+    """
+    if not math.isfinite(float(replications)) or replications > MAX_REPLICATIONS:
+        raise InputError(key, f"{replications:.6g} replications exceed the limit 2^31 - 1")
+    if per_replication_limit is None:
+        per_replication_limit = MAX_STEPS_PER_PATH if unit == "steps" else MAX_EVENTS_PER_REPLICATION
+    if not math.isfinite(per_replication) or per_replication > per_replication_limit:
+        raise InputError(key, f"about {per_replication:.3g} {unit} per replication exceed the limit "
+                              f"{per_replication_limit:.3g}")
+    total = estimate_work(replications, per_replication)
+    if not total <= total_limit:
+        raise InputError(key, f"about {total:.3g} {unit} in total exceed the limit {total_limit:.3g}")
+    return total
+
+
+def memory_budget() -> float:
+    """Bytes a chunk may use: a quarter of the physical memory (8 GiB when unknown)."""
+    try:
+        return 0.25 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8.0 * 2**30
+
+
+def check_chunk(key: str, chunk: int, bytes_per_replication: float = BYTES_PER_REPLICATION) -> None:
+    """Refuse a chunk (replications computed at once) whose working memory would not fit."""
+    need = float(chunk) * bytes_per_replication
+    budget = memory_budget()
+    if need > budget:
+        raise InputError(key, f"{chunk} replications at once need about {need / 2**30:.3g} GiB, more than the "
+                              f"{budget / 2**30:.3g} GiB available to a chunk; use a smaller chunk")
