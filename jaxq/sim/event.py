@@ -24,9 +24,10 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxq.sim import replications
-from jaxq.sim.markov import Functional, Horizon, Markov
+from jaxq.sim.markov import Functional, Horizon, Markov, control_increment
 
 State = Any
 Params = Any
@@ -127,18 +128,21 @@ def markov_engine(markov: Markov, functional: Functional) -> Engine:
         rec = jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), jnp.float64),
                                      markov.transition(s, none, a.params)[1])
         snap = markov.snapshot(s, a.params) if markov.snapshot is not None else jnp.zeros(())
+        ctl = tuple(jnp.float64(0.0) for _ in markov.controls(s, a.params)) if markov.controls is not None else ()
         return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
                 "disc": zeros if disc else (), "win": zeros if win else (), "rec": rec if win else (),
-                "snap": jnp.zeros(a.snap_times.shape + jnp.shape(snap), jnp.float64), "events": jnp.int64(0)}
+                "snap": jnp.zeros(a.snap_times.shape + jnp.shape(snap), jnp.float64), "ctl": ctl,
+                "events": jnp.int64(0)}
 
     def step(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
         s = c["state"]
         u = jax.random.uniform(jax.random.fold_in(c["key"], c["j"]), (2,), jnp.float64)
         rates = markov.rates(p)
-        cum, tot = [], jnp.float64(0.0)
+        cum, tot, each = [], jnp.float64(0.0), []
         for e, m in enumerate(markov.counts(s, p)):
-            tot = tot + jnp.asarray(m).astype(jnp.float64) * rates[e]
+            each.append(jnp.asarray(m).astype(jnp.float64) * rates[e])
+            tot = tot + each[-1]
             cum.append(tot)
         t0 = c["t"]
         t1 = t0 - jnp.log1p(-u[0]) / tot
@@ -146,6 +150,19 @@ def markov_engine(markov: Markov, functional: Functional) -> Engine:
         fired = tuple((target < cum[e]) & (target >= (cum[e - 1] if e else 0.0)) for e in range(len(cum)))
         obs = markov.observe(s, p)
         out = dict(c)
+        if markov.controls is not None:
+            # jump part at t1 and compensator over the holding time, with the functional's weights:
+            # sum_e phi_e (1{e} w(t1) - rate_e int_t0^t1 w), written as phi_e (1{e} - rate_e/R) plus a remainder
+            if disc:
+                end = jnp.minimum(t1, hz.horizon)
+                w_int = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * end)) / hz.gamma
+                w_jump = jnp.where(t1 <= hz.horizon, jnp.exp(-hz.gamma * t1), 0.0)
+            else:
+                w_int = jnp.maximum(0.0, jnp.minimum(t1, hz.horizon) - jnp.maximum(t0, hz.warmup))
+                w_jump = ((t1 >= hz.warmup) & (t1 < hz.horizon)).astype(jnp.float64)
+            jump = control_increment(markov.controls(s, p), fired, [jnp.float64(0.0)] * len(each))
+            comp = control_increment(markov.controls(s, p), [jnp.bool_(False)] * len(each), each)
+            out["ctl"] = tuple(acc + w_jump * j + w_int * m for acc, j, m in zip(c["ctl"], jump, comp))
         if disc:
             end = jnp.minimum(t1, hz.horizon)
             w = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * end)) / hz.gamma
@@ -181,7 +198,8 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
 
     Returns ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
     (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),
-    ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events``.
+    ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events`` and, when
+    the model states controls, ``controls`` (reps, C) in the units of the estimates.
     """
     a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)),
                    jnp.asarray(snap_times, jnp.float64).reshape(-1))
@@ -194,4 +212,7 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     if functional.window:
         res["window"] = jax.tree_util.tree_map(lambda v: v / (horizon - warmup), out["win"])
         res["records"] = out["rec"]
+    if markov.controls is not None:  # in the units of the estimates
+        scale = 1.0 if functional.discounted else horizon - warmup
+        res["controls"] = np.stack([np.asarray(v) / scale for v in out["ctl"]], axis=1)
     return res, timing

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+import jax.numpy as jnp
+
 State = Any
 Params = Any
 
@@ -42,6 +44,14 @@ class Markov(NamedTuple):
         at most one True (none: a self-loop of the uniformised chain, which must leave the state as it is).
       observe: ``observe(state, p) -> pytree of float64 scalars``: the integrand of the functional.
       snapshot: optional ``snapshot(state, p) -> array``, recorded at fixed times by the event driver.
+      controls: optional ``controls(state, p) -> tuple over controls c of tuples over events e`` of
+        ``phi[c][e]`` (float64 scalars, or a Python 0 for a term that is always zero): the drivers accumulate
+        the approximating martingales ``sum_k w_k sum_e phi[c][e](X_k) (1{e fires at k} - p_e(X_k))``
+        (uniformised; ``p_e`` the exact probability of event e in the step) or their continuous-time form
+        ``sum_jumps w(t) phi[c][e](X_t-) - int w(t) sum_e phi[c][e](X_t) rate_e(X_t) dt`` (event driver), with
+        ``w`` the functional's weight. Each has mean exactly zero, whatever phi (it is evaluated before the
+        step's randomness): control variates. With ``phi[c][e] = g_c(x + d_e) - g_c(x)`` they are the
+        martingales ``g_c(X_K) - g_c(X_0) - sum (P g_c - g_c)(X_k)`` of Henderson and Glynn.
     """
 
     name: str
@@ -52,6 +62,20 @@ class Markov(NamedTuple):
     transition: Callable[[State, tuple, Params], tuple]
     observe: Callable[[State, Params], Any]
     snapshot: Callable[[State, Params], Any] | None = None
+    controls: Callable[[State, Params], tuple] | None = None
+
+
+def control_increment(phi, fired, prob):
+    """``sum_e phi[c][e] (1{e fired} - prob[e])`` for every control c (skipping terms that are a Python 0)."""
+    out = []
+    for row in phi:
+        acc = jnp.float64(0.0)
+        for e, v in enumerate(row):
+            if isinstance(v, (int, float)) and v == 0:
+                continue
+            acc = acc + v * (fired[e].astype(jnp.float64) - prob[e])
+        out.append(acc)
+    return tuple(out)
 
 
 class Functional(NamedTuple):

@@ -23,6 +23,7 @@ from typing import Callable, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from jaxq.diffusion.value import value_function
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
@@ -31,6 +32,7 @@ from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
 from jaxq.sim.result import Estimate, SimResult
+from jaxq.stats import controlled_mean
 
 DEFAULT_THETA_EXPONENT = 5.0 / 12.0  # midpoint of (2.28)'s interval (1/3, 1/2) when all moments are finite
 POLICY_CHOICES = pol.CHOICES
@@ -101,15 +103,24 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
         scale = float(n) ** theta_exponent
         q = model.Perturb(jnp.float64(sign), jnp.float64(tau_z * rn), jnp.float64(theta_constant * scale),
                           jnp.float64(tau_c * scale))
+    alpha = np.asarray(an.modes.alpha)
+    cv_scale = np.concatenate([-1.0 / alpha, [1.0 / alpha[i] for i in range(2) for _ in range(2)]]) / rn
     params = model.Params(
         inv_lam=jnp.asarray(1.0 / lam_n), inv_mu=jnp.asarray(1.0 / mu_n), lam=jnp.asarray(lam_n),
         mu=jnp.asarray(mu_n), h_hat=jnp.asarray(system.h / rn), inv_sqrt_n=jnp.float64(1.0 / rn),
         gamma=jnp.float64(system.gamma), horizon=jnp.float64(horizon),
         policy=pol.make(res, an.modes, n, theta), t_rec=jnp.asarray(rec),
-        table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}, perturb=q)
+        table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}, perturb=q,
+        value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale))
     return Setup(params, sampling.spec_of(dists), an, res.name, theta,
                  None if not res.rules.dual or math.isinf(res.z) else res.z, sorted({res.lower + 1, res.higher + 1}),
                  float(horizon))
+
+
+def policy_value(an: Analysis, res: pol.Resolved):
+    """The value function V of the policy's diffusion limit: its lower and higher modes, switching at its level."""
+    return value_function(float(an.b[res.lower]), float(an.sigma[res.lower]), float(an.b[res.higher]),
+                          float(an.sigma[res.higher]), an.system.gamma, res.z)
 
 
 def choose_engine(system: PSS2x2, engine: str, *, needs_event: bool) -> str:
@@ -143,7 +154,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
              horizon: float | None = None, steps: int | None = None, rel_tol: float = 1e-4,
              theta_exponent: float = DEFAULT_THETA_EXPONENT, switch_at: float | None = None, record_times=(),
              theta_constant: float = 1.0, perturb: tuple[float, float, float] | None = None, debug: bool = False,
-             start: int = 0, chunk: int | None = None, block: int = 128, devices=None,
+             cv: bool = True, start: int = 0, chunk: int | None = None, block: int = 128, devices=None,
              progress: Callable[[int], None] | None = None, analysis: Analysis | None = None) -> SimResult:
     """Monte Carlo estimate of the discounted cost J_n (2.6) of the n-th system under a policy.
 
@@ -159,6 +170,9 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
       record_times: fixed times at which W_hat(t) is recorded per replication (event engine).
       perturb: ``(sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication (event engine).
       debug: accumulate the Definition 2.7 invariant counters (event engine).
+      cv: control variates from the diffusion limit (on by default; :mod:`jaxq.sim.models.pss2x2`): the
+        estimate is cross-fitted by replication index (:func:`jaxq.stats.controlled_mean`); the plain one is
+        reported beside it.
       start, chunk, block, devices, progress: replications ``start ..``, per compiled call, events per block,
         devices to shard over, progress callback (see :mod:`jaxq.sim.replications`).
     Returns:
@@ -184,18 +198,21 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         if steps is not None and not (isinstance(steps, (int, np.integer)) and steps >= 1):
             raise InputError("steps", f"need a positive whole number of steps, got {steps!r}")
         k = ctmc_steps(system, n, big, an.V0, rel_tol) if steps is None else int(steps)
-        out, timing, uinfo = uniformized.run(model.MARKOV, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
+        mk = model.MARKOV_CV if cv else model.MARKOV
+        out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
                                              steps=k, start=start, chunk=chunk, devices=devices, progress=progress)
         J = out["discounted"]["cost"]
+        controls = out.get("controls")
         bound = model.ctmc_tail_bound(lam_n, system.h, system.gamma, n, uinfo["r"], uinfo["steps"],
                                       np.stack([out["state"].x0, out["state"].x1], axis=1))
         samples = {"J": J, "switches": out["state"].switches, "tail_bound": bound, "events": out["events"]}
         info.update(steps=uinfo["steps"], horizon=uinfo["steps"] / big)
     else:
         replications.announce(progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
-        out, timing = event.run(model.engine(st.spec, bool(debug)), st.params, reps, seed, block=block, start=start,
-                                chunk=chunk, devices=devices, progress=progress)
+        out, timing = event.run(model.engine(st.spec, bool(debug), bool(cv)), st.params, reps, seed, block=block,
+                                start=start, chunk=chunk, devices=devices, progress=progress)
         J = out["cost"]
+        controls = out["cv"] if cv else None
         bound = model.tail_bound(lam_n, system.ca2, system.h, system.gamma, n, st.horizon, out["x_T"])
         samples = {"J": J, "W_hat_t": out["w_rec"], "sup_X_hat": out["sup_x"] / rn, "X_hat_T": out["x_T"] / rn,
                    "switches": out["switches"], "tail_bound": bound, "events": out["events"]}
@@ -205,6 +222,11 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
             info["violations"] = dict(zip(model.VIOLATIONS, np.asarray(out["viol"]).sum(axis=0).tolist()))
         info["horizon"] = st.horizon
     info["truncation_bound"] = float(np.mean(bound))
-    est = {"J_hat": Estimate.of(J)}
+    if controls is not None:
+        samples["controls"] = controls
+        c = controlled_mean(J, controls, start + np.arange(len(J)))
+        est = {"J_hat": Estimate(c.mean, c.stderr, c.plain, c.plain_stderr, c.coefficients)}
+    else:
+        est = {"J_hat": Estimate.of(J)}
     return SimResult("J_hat", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s, used,
                      samples, info)

@@ -17,6 +17,13 @@ Two statements of the same system, for the two drivers:
   of each class and the completion of a class-c job at server k (multiplicity 1 when server k serves c);
   a self-loop of the uniformised chain is not an event (it neither samples the mode nor dispatches).
 
+Control variates (issue 14): with V the value function of the policy's diffusion limit
+(:mod:`jaxq.diffusion.value`), every unit-mean variate v drawn at time t for class i contributes
+``exp(-gamma t) V'(W_hat(t)) (v - 1) s / (alpha_i sqrt(n))`` to the control of its stream, ``s = -1`` for an
+interarrival (a longer one removes arrivals) and ``+1`` for a service (a longer one removes departures):
+the weight is known when v is drawn and E[v - 1] = 0, so each control has mean exactly zero. The CTMC states the
+same idea as one approximating martingale per event (:data:`MARKOV_CV`).
+
 Cost (2.6) truncated at the horizon T: ``J_T = int_0^T exp(-gamma t) h.X_hat(t) dt``. The neglected tail
 is bounded rigorously, per replication and given the state at T, by (:func:`tail_bound`)
 
@@ -38,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxq.diffusion.value import ValueFunction, marginal
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import sampling
 from jaxq.sim.event import Engine
@@ -78,6 +86,8 @@ class Params(NamedTuple):
     t_rec: jnp.ndarray  # (m,) times at which W_hat(t) is recorded
     table: dict  # the samplers' per-stream parameters (sampling.param_table)
     perturb: Perturb | None = None
+    value: ValueFunction | None = None  # V of the policy's diffusion limit (control variates)
+    cv_scale: jnp.ndarray | None = None  # (6,) effect of a unit variate of each stream on W_hat: -+1/(alpha_i sqrt(n))
 
 
 class State(NamedTuple):
@@ -102,6 +112,21 @@ class State(NamedTuple):
     level: jnp.ndarray  # this replication's switching level (perturbed runs), else the policy's
     theta: jnp.ndarray  # this replication's threshold
     eps: jnp.ndarray  # (2,) the Gaussian perturbation (zeros when not perturbed)
+    cv: jnp.ndarray  # (CONTROLS,) control variates (zeros when not controlled)
+
+
+# Control variates: per variate (renewal) or per event (CTMC) the features of its effect on the state.
+CONTROLS = 11  # 6 per stream/event V'(W_hat) dW_hat, 2 linear in X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2)
+STREAM_JUMPS = jnp.array([[-1.0, 0.0, 1.0, 1.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0, 1.0, 1.0]])  # effect on X_i, (2, 6)
+
+
+def features(xh, vw, d, onehot, exact: bool = False):
+    """The controls' features of one random input: ``vw = V'(W_hat) dW_hat`` on the input's own control (``onehot``
+    over the six streams/events), the jump ``d`` of X_hat (2,) for the linear controls ``g = X_hat_i``, and the
+    change of ``X_hat_1^2``, ``X_hat_2^2``, ``X_hat_1 X_hat_2`` (first order, or ``exact`` differences)."""
+    sq = (d * d) if exact else jnp.zeros(2)
+    cross = d[0] * d[1] if exact else 0.0
+    return jnp.concatenate([onehot * vw, d, 2.0 * xh * d + sq, jnp.stack([xh[0] * d[1] + xh[1] * d[0] + cross])])
 
 
 def service_stream(i, k):
@@ -142,14 +167,14 @@ def _init(key, p: Params, spec):
         tc=jnp.full(2, jnp.inf, f64), mode=pol.initial_mode(p.policy, level), cost=jnp.zeros((), f64),
         events=jnp.zeros((), jnp.int64), switches=jnp.zeros((), jnp.int32), w_rec=jnp.zeros(p.t_rec.shape[0], f64),
         x_T=jnp.zeros(2, jnp.int32), sup_x=jnp.zeros(2, jnp.int32), viol=jnp.zeros(len(VIOLATIONS), jnp.int32),
-        level=jnp.asarray(level, f64), theta=jnp.asarray(theta, jnp.int32), eps=eps)
+        level=jnp.asarray(level, f64), theta=jnp.asarray(theta, jnp.int32), eps=eps, cv=jnp.zeros(CONTROLS, f64))
 
 
 def _done(s: State, p: Params):
     return s.t >= p.horizon
 
 
-def _step(s: State, p: Params, spec, debug):
+def _step(s: State, p: Params, spec, debug, cv=False):
     ks = jnp.arange(2)
     x, serving = s.x, s.serving
     clocks = jnp.concatenate([s.ta, s.tc])
@@ -192,6 +217,20 @@ def _step(s: State, p: Params, spec, debug):
     tc = jnp.where(started, t1 + v_srv * inv_mu, jnp.where(completed, jnp.inf, s.tc))
 
     real = t1 <= horizon
+    acc = s.cv
+    if cv:  # exp(-gamma t) (v - 1) times the features of the stream's effect, per variate v drawn at t
+        xh = x.astype(jnp.float64) * p.inv_sqrt_n
+        v_prime = marginal(p.value, jnp.dot(p.policy.alpha_inv, xh))
+        any_start = started[0] | started[1]
+        used0 = is_arr | any_start
+        used1 = jnp.where(is_arr, any_start, st0 & started[1])
+        streams = jnp.arange(6)
+        for slot, used, val in ((slot0, used0, v[0]), (slot1, used1, v[1])):
+            sel = streams == slot
+            d_w = jnp.sum(jnp.where(sel, p.cv_scale, 0.0))  # jump of W_hat per unit of (v - 1)
+            d = jnp.sum(jnp.where(sel[None, :], STREAM_JUMPS, 0.0), axis=1) * p.inv_sqrt_n  # jump of X_hat
+            f = features(xh, v_prime * d_w, d, jnp.where(sel, 1.0, 0.0))
+            acc = acc + jnp.where(used & real, disc1 * (val - 1.0), 0.0) * f
     viol = s.viol
     if debug:
         k1, i2 = pol.pick(p.policy.k1, mode), pol.pick(p.policy.i2, mode)
@@ -199,7 +238,7 @@ def _step(s: State, p: Params, spec, debug):
     return s._replace(
         step=s.step + 1, t=t1, disc=disc1, x=x, serving=serving, ta=ta, tc=tc, mode=mode, cost=cost,
         events=s.events + real.astype(jnp.int64), switches=s.switches + switched.astype(jnp.int32), w_rec=w_rec,
-        x_T=x_T, sup_x=jnp.where(real, jnp.maximum(s.sup_x, x), s.sup_x), viol=viol)
+        x_T=x_T, sup_x=jnp.where(real, jnp.maximum(s.sup_x, x), s.sup_x), viol=viol, cv=acc)
 
 
 def _violations(x, before, after, started, k1, i2, prio, is_arr):
@@ -220,16 +259,17 @@ def _violations(x, before, after, started, k1, i2, prio, is_arr):
 
 def _output(s: State, p: Params):
     return {"cost": s.cost, "events": s.events, "switches": s.switches, "w_rec": s.w_rec, "x_T": s.x_T,
-            "sup_x": s.sup_x, "viol": s.viol, "eps": s.eps}
+            "sup_x": s.sup_x, "viol": s.viol, "eps": s.eps, "cv": s.cv}
 
 
 @lru_cache(maxsize=None)
-def engine(spec: sampling.Spec, debug: bool = False) -> Engine:
+def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False) -> Engine:
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
-    ``debug``: accumulate the Definition 2.7 invariant counters.
+    ``debug``: accumulate the Definition 2.7 invariant counters; ``cv``: the control variates (``Params.value``
+    and ``Params.cv_scale`` must be set).
     """
-    return Engine(lambda k, p: _init(k, p, spec), lambda s, p: _step(s, p, spec, debug), _done, _output,
+    return Engine(lambda k, p: _init(k, p, spec), lambda s, p: _step(s, p, spec, debug, cv), _done, _output,
                   lambda s: s.events)
 
 
@@ -293,8 +333,27 @@ def _ctmc_observe(s: CtmcState, p: Params):
     return {"cost": p.h_hat[0] * s.x0.astype(jnp.float64) + p.h_hat[1] * s.x1.astype(jnp.float64)}
 
 
+EVENT_JUMPS = ((1, 0), (0, 1), (-1, 0), (0, -1), (-1, 0), (0, -1))  # effect of each event on x, in _ctmc_counts order
+
+
+def _ctmc_controls(s: CtmcState, p: Params):
+    """The approximating martingales of the CTMC: for event e with jump ``d_e`` of X_hat, the features of
+    :func:`features` (``V'(W_hat) d_e . alpha^-1`` on the event's own control, then ``d_e`` and the exact changes
+    of the quadratic basis). Control c has ``phi[c][e]`` = feature c of event e."""
+    ai = p.policy.alpha_inv
+    rn = p.inv_sqrt_n
+    xh = jnp.stack([s.x0, s.x1]).astype(jnp.float64) * rn
+    v_prime = marginal(p.value, jnp.dot(ai, xh))
+    cols = []
+    for e, (a, b) in enumerate(EVENT_JUMPS):
+        d = jnp.array([a, b], jnp.float64) * rn
+        cols.append(features(xh, v_prime * jnp.dot(ai, d), d, jnp.eye(6)[e], exact=True))
+    return tuple(tuple(cols[e][c] if (c >= 6 or c == e) else 0 for e in range(6)) for c in range(CONTROLS))
+
+
 MARKOV = Markov(name="pss2x2", init=_ctmc_init, counts=_ctmc_counts, rates=_ctmc_rates, bound=_ctmc_bound,
                 transition=_ctmc_transition, observe=_ctmc_observe)
+MARKOV_CV = MARKOV._replace(controls=_ctmc_controls)
 
 
 def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:
