@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Wheels of the pure-Python dependencies that the GPU machine's image lacks (it has jax with CUDA, numpy, scipy,
-# optax, chex, matplotlib, tqdm, numba and networkx, but not pydantic or Ciw, and it cannot reach a registry).
+# optax, chex, matplotlib, tqdm, numba and networkx, but not pydantic or Ciw, and it cannot reach a registry):
+# pydantic for jaxq itself, Ciw for the M/M/c baselines (benchmarks/baselines/mmc.py; without it their columns stay
+# empty).
 # Run here, once, before the device run; .whl/ is git-ignored and travels with `carry: [".whl"]`:
 #   bash benchmarks/gpu_wheels.sh && (device run) carry .whl, command: bash benchmarks/run_gpu.sh
 # Versions are the ones installed on this machine (pydantic pins pydantic-core exactly), for CPython 3.12.

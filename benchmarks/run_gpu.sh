@@ -7,7 +7,8 @@
 # The GPU machine has jax with CUDA, numpy, scipy, optax, chex, matplotlib, tqdm and numba, no registry, and no
 # pydantic or Ciw: run `bash benchmarks/gpu_wheels.sh` here first and carry `.whl` (installed below into
 # /tmp/jaxq-site, never over the image's own packages). jaxq itself is used from the checkout (PYTHONPATH), so
-# nothing is built there.
+# nothing is built there, and so are its baselines (benchmarks/baselines, found beside the jaxq package by
+# jaxq.bench.baseline; numba kernels, Ciw for M/M/c): a baseline that cannot load leaves its columns empty.
 # Each section runs in its own process under its own time limit (seconds, JAXQ_GPU_LIMITS="pss2x2=200 ..."):
 # a slow or failing section costs only its unmeasured rows (each row is saved as it is measured). The defaults
 # add up to 8.5 minutes (call the device with timeout_s 600); sizes follow
@@ -35,6 +36,10 @@ for name in ("jax", "jaxlib", "numpy", "pydantic", "numba", "ciw"):
         print(f"  {name} {md.version(name)}")
     except md.PackageNotFoundError:
         print(f"  {name}: not installed")
+from jaxq.bench import SECTIONS, baseline, baseline_note
+for name in SECTIONS:
+    mod = baseline(name)
+    print(f"  baseline {name}: {mod.__file__ if mod else baseline_note(name)}")
 PY
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 

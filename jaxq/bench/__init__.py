@@ -1,23 +1,80 @@
 """Benchmarks behind ``jaxq bench``: throughput of every engine beside its baselines, in one run.
 
-Each section is a module of this package with ``bench(quick: bool) -> list[dict]``. Rows report a
-throughput (events, path-steps or state-updates per second, the median of repeats), the compile
-time separately, and, where the section has one, the ratio to a baseline measured in the same run.
+Each section is a module of this package with ``bench(quick: bool)`` yielding rows. Rows report a
+throughput of a jaxq engine (events, path-steps or state-updates per second, the median of repeats), the
+compile time separately, its estimates, and, where the section has one, a baseline measured in the same
+run on the same model (its rate, its estimates and the ratio).
+
+The baselines (numba loops, Ciw) are not part of this package: they live in ``benchmarks/baselines/`` of
+the repository checkout and are loaded by :func:`baseline`; without them (an installed wheel, no numba or
+Ciw) every jaxq row is still measured, the baseline columns stay empty and a ``note`` says why.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import math
 import os
 import platform
 import resource
+import sys
 import time
+from pathlib import Path
+from types import ModuleType
 
 import jax
 
+import jaxq
+
 SECTIONS = ("pss2x2", "mmc", "network", "sde", "fastslow")
-OPTIONAL = ("numba", "ciw")  # baselines (pip install 'jaxq[bench]'); a section needing a missing one is skipped
+BASELINES_ENV = "JAXQ_BASELINES"  # a folder holding ``baselines/`` (default: ``benchmarks/`` of the checkout)
+REQUIRES = ("numba", "ciw")  # what the baselines import (pip install -e ".[bench]")
+
+
+def baselines_folder() -> Path:
+    """The folder that holds ``baselines/``: ``$JAXQ_BASELINES``, else ``benchmarks/`` beside the ``jaxq`` package."""
+    env = os.environ.get(BASELINES_ENV)
+    return Path(env) if env else Path(jaxq.__file__).resolve().parents[1] / "benchmarks"
+
+
+@functools.lru_cache(maxsize=None)
+def _load(name: str, folder: str) -> tuple[ModuleType | None, str | None]:
+    """``(module, None)`` or ``(None, why)``: ``benchmarks.baselines.<name>`` imported from ``folder/baselines``."""
+    pkg_dir = Path(folder) / "baselines"
+    if not (pkg_dir / "__init__.py").is_file() or not (pkg_dir / f"{name}.py").is_file():
+        where = pkg_dir / f"{name}.py"
+        return None, f"no baseline {name}: {where} not found (run from a checkout, or set {BASELINES_ENV})"
+    pkg = sys.modules.get("benchmarks.baselines")
+    if pkg is None or Path(list(pkg.__path__)[0]).resolve() != pkg_dir.resolve():
+        for key in [k for k in sys.modules if k == "benchmarks.baselines" or k.startswith("benchmarks.baselines.")]:
+            del sys.modules[key]  # another folder's baselines
+        spec = importlib.util.spec_from_file_location("benchmarks.baselines", pkg_dir / "__init__.py",
+                                                      submodule_search_locations=[str(pkg_dir)])
+        pkg = importlib.util.module_from_spec(spec)
+        sys.modules["benchmarks.baselines"] = pkg
+        spec.loader.exec_module(pkg)
+    try:
+        return importlib.import_module(f"benchmarks.baselines.{name}"), None
+    except ModuleNotFoundError as e:
+        if e.name not in REQUIRES:
+            raise
+        return None, f"{e.name} not installed (pip install -e '.[bench]')"
+
+
+def baseline(name: str) -> ModuleType | None:
+    """The baseline module ``benchmarks.baselines.<name>`` of a section, or None where it cannot run.
+
+    Imported once per process from :func:`baselines_folder`; None when that folder has no such module
+    (an installed wheel without the checkout) or when numba or Ciw is missing. :func:`baseline_note` says why.
+    """
+    return _load(name, str(baselines_folder()))[0]
+
+
+def baseline_note(name: str) -> str:
+    """Why :func:`baseline` gives None for ``name`` (the ``note`` of a row without its baseline)."""
+    return _load(name, str(baselines_folder()))[1] or f"baseline {name} not loaded"
 
 
 def machine() -> dict:
@@ -31,7 +88,25 @@ def machine() -> dict:
         "backend": jax.default_backend(),
         "device": getattr(dev, "device_kind", str(dev)),
         "device_count": jax.device_count(),
+        "baselines": _baselines_dir(),
+        **{name: _version(name) for name in REQUIRES},
     }
+
+
+def _baselines_dir() -> str | None:
+    """The baselines' folder, None when there is none (an installed wheel without the checkout)."""
+    d = baselines_folder() / "baselines"
+    return str(d) if (d / "__init__.py").is_file() else None
+
+
+def _version(name: str) -> str | None:
+    """The installed version of a distribution, None when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
 
 
 def peak_rss_mb() -> float:
@@ -40,13 +115,13 @@ def peak_rss_mb() -> float:
 
 
 def available() -> list[str]:
-    """Sections whose module is present."""
+    """Sections whose module is present (every section runs without its baseline)."""
     out = []
     for name in SECTIONS:
         try:
             importlib.import_module(f"jaxq.bench.{name}")
         except ModuleNotFoundError as e:
-            if e.name != f"jaxq.bench.{name}" and e.name not in OPTIONAL:
+            if e.name != f"jaxq.bench.{name}":
                 raise
             continue
         out.append(name)

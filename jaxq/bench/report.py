@@ -56,7 +56,8 @@ def _label(section: str, row: dict) -> str:
     """What was measured, in words a reader of the README recognises."""
     reps = _count(_reps(row))
     if section == "pss2x2":
-        kind = "uniformised engine" if row["engine"].endswith("ctmc") else "event engine"
+        # engine "jaxq.sim.pss2x2[uniformized]" (results before the engine redesign: "jaxq.sim.pss2x2_ctmc")
+        kind = "uniformised engine" if row["engine"].endswith(("[uniformized]", "_ctmc")) else "event engine"
         return f"2x2 system, {row['dist']}, n = {row['n']}, {reps} reps, {kind}"
     if section == "mmc":
         model = "M/M/c" if row["engine"] == "mmc" else "two-class priority M/M/c"

@@ -1,4 +1,8 @@
-"""``jaxq bench``: throughput of each simulator on this machine, side by side with its baselines."""
+"""``jaxq bench``: throughput of each simulator on this machine, side by side with its baselines.
+
+The baselines (numba, Ciw) are loaded from ``benchmarks/baselines/`` of the repository checkout
+(:func:`jaxq.bench.baseline`); without them the jaxq rows are measured and the baseline columns stay empty.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +53,10 @@ def render(r: dict) -> str:
     r = to_jsonable(r)
     m = r["machine"]
     lines = [f"machine: {m['processor']}, {m['cpu_count']} cpus, jax {m['jax']} on {m['backend']} ({m['device']} x{m['device_count']})"]
+    if "baselines" in m:  # results written before the baselines left the package have no such key
+        where = m["baselines"] or "none found (benchmarks/baselines of a checkout, or $JAXQ_BASELINES)"
+        lines.append(f"baselines: {where} (numba {m.get('numba') or 'not installed'}, "
+                     f"ciw {m.get('ciw') or 'not installed'})")
     for name, sec in r["sections"].items():
         lines.append(f"\n[{name}]  ({sec['wall_s']:.1f} s, peak RSS {sec['peak_rss_mb']:.0f} MB)")
         lines.append(format_table(sec["rows"], digits=3))

@@ -1,0 +1,67 @@
+"""jaxq.bench.pss2x2: both engines of the 2x2 system and the numba baseline agree; the section runs with and without it.
+
+Every run uses 256 replications in one chunk, so the whole file compiles each jaxq engine once.
+"""
+
+import math
+
+import pytest
+
+import jaxq.bench
+from jaxq.bench import pss2x2 as B
+from jaxq.examples import path
+from jaxq.model import load
+from jaxq.sim import pss2x2
+from jaxq.sim.models.pss2x2 import MARKOV
+
+N, REPS, HORIZON = 16, 256, 25.0  # exp(-gamma T) = 4e-6: the truncation is negligible beside the errors
+SIZES = {"pss2x2_event_reps": (REPS,), "pss2x2_ctmc_reps": (REPS,), "pss2x2_numba_reps": (REPS,),
+         "event_chunk": REPS, "lockstep_chunk": REPS, "target_events": 2e5, "lockstep_target_events": 2e5}
+
+
+def _baseline(system, horizon):
+    row = B.baseline_columns(system, N, REPS, horizon)
+    assert "note" not in row and row["baseline_events_per_s"] > 0, row
+    return row
+
+
+def test_event_engine_and_numba_agree(agree, numba_or_skip):
+    s = load(path("pss_P"))
+    row = B.jaxq_row(s, N, REPS, "event", REPS, horizon=HORIZON)
+    assert row["events_per_s"] > 0 and row["compile_s"] >= 0
+    agree(row, _baseline(s, HORIZON), ["J_hat"], ["baseline_J_hat"])
+
+
+def test_uniformised_engine_and_numba_agree(agree, numba_or_skip):
+    s = load(path("pss_P"))
+    big = MARKOV.bound(pss2x2.setup(s, N, policy="P").params)
+    steps = math.ceil(HORIZON * big)  # numba runs the mean time span of the steps
+    row = B.jaxq_row(s, N, REPS, "uniformized", REPS, steps=steps)
+    assert row["truncation_bound"] < 1e-3 * row["J_hat"]
+    agree(row, _baseline(s, steps / big), ["J_hat"], ["baseline_J_hat"])
+
+
+@pytest.mark.slow  # compiles the event engine for the general sampler (about 10 s more)
+def test_event_engine_and_numba_agree_with_erlang_and_hyperexponential_services(agree, numba_or_skip):
+    s = load(path("pss_spec"))
+    row = B.jaxq_row(s, N, REPS, "event", REPS, horizon=HORIZON)
+    agree(row, _baseline(s, HORIZON), ["J_hat"], ["baseline_J_hat"])
+
+
+def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree):
+    def exponential_only(mp):  # the general system: the slow test above
+        mp.setattr(B, "SYSTEMS", {"exponential": "pss_P"})
+
+    rows = tiny_bench("pss2x2", setup=exponential_only, **SIZES)
+    assert [(r["engine"], r["n"]) for r in rows] == [(B.ENGINES[e], n) for n in (100, 10_000)
+                                                     for e in ("event", "uniformized")]
+    have_numba = jaxq.bench.baseline("pss2x2") is not None
+    for r in rows:
+        assert r["reps"] == REPS and r["events_per_s"] > 0 and r["J_hat_stderr"] > 0
+        if have_numba:
+            assert r["ratio"] == pytest.approx(r["events_per_s"] / r["baseline_events_per_s"], rel=1e-12)
+        if have_numba and r["engine"] == B.ENGINES["event"]:  # the same horizon: the same estimand
+            agree(r, r, ["J_hat"], ["baseline_J_hat"])
+    for r in tiny_bench("pss2x2", missing=True, setup=exponential_only, **SIZES):
+        assert r["events_per_s"] > 0 and r["baseline_events_per_s"] is None and r["ratio"] is None
+        assert r["baseline_J_hat"] is None and r["note"]
