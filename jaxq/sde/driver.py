@@ -2,8 +2,10 @@
 
 A scheme is a ``Scheme(name, n_normal, n_uniform, init, step, observe)`` of module-level pure functions:
 ``init(params, z) -> y`` maps the state to the scheme's coordinates, ``step(params, y, h, normal,
-uniform) -> y`` advances all paths by one step of length h (normal: (paths, n_normal) standard
-normals, uniform: (paths, n_uniform) uniforms on [0, 1)), ``observe(params, y) -> z`` maps back.
+uniform) -> (y, dm)`` advances all paths by one step of length h (normal: (paths, n_normal) standard
+normals, uniform: (paths, n_uniform) uniforms on [0, 1)) and returns the step's martingale increment dm of Z
+(mean zero given the state: ``sigma sqrt(h) N``, or the scheme's exact equivalent), ``observe(params, y) -> z``
+maps back.
 
 Path r draws its noise from ``fold_in(fold_in(PRNGKey(seed), r), block)``: results do not depend on how
 paths are batched. Within a block of ``block`` steps the noise of all paths is drawn at once and the
@@ -27,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxq.diffusion.value import marginal
 from jaxq.errors import InputError
 from jaxq.sim import replications
 
@@ -68,22 +71,30 @@ def _start(scheme: Scheme, params, z0, paths: int, snap_steps):
     y0 = jnp.broadcast_to(scheme.init(params, jnp.asarray(z0, dtype=jnp.float64)), (paths,))
     zs0 = scheme.observe(params, y0)
     snaps0 = jnp.where(snap_steps[None, :] == 0, zs0[:, None], jnp.zeros((paths, snap_steps.shape[0])))
-    return (y0, zs0, jnp.zeros(paths), snaps0)
+    return (y0, zs0, jnp.zeros(paths), snaps0, jnp.zeros(paths))
 
 
-def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j):
-    """Advance every path by one block of ``block`` steps (block index ``j``), integrating the cost."""
+def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j, value=None):
+    """Advance every path by one block of ``block`` steps (block index ``j``), integrating the cost.
+
+    With ``value`` (a :class:`jaxq.diffusion.value.ValueFunction`), also the Ito sum
+    ``sum_k exp(-gamma t_k) V'(Z_k) dM_k`` over the steps' martingale increments (``sigma(Z_k) sqrt(h) N_k`` or
+    the scheme's exact equivalent): a control variate with mean exactly zero (dM_k has mean zero given Z_k)
+    that cancels, as h -> 0, the whole fluctuation of the cost (Ito's formula; :mod:`jaxq.diffusion.value`).
+    """
     w0, w1 = step_weights(gamma, h)
 
     def inner(c, x):
-        y, z, cost, snaps = c
+        y, z, cost, snaps, ctl = c
         k, normal, uniform = x
-        y1 = scheme.step(params, y, h, normal, uniform)
+        y1, dm = scheme.step(params, y, h, normal, uniform)
         z1 = scheme.observe(params, y1)
         disc = jnp.exp(-gamma * h * k)
         cost = cost + disc * (w0 * z + w1 * z1)
         snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
-        return (y1, z1, cost, snaps), None
+        if value is not None:
+            ctl = ctl + disc * marginal(value, z) * dm
+        return (y1, z1, cost, snaps, ctl), None
 
     normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)
     ks = (j * block + jnp.arange(block)).astype(jnp.float64)
@@ -112,9 +123,9 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
         return _block(scheme, params, gamma, h, keys, snap_steps, block, c, j), None
 
     if remat:  # reverse-mode differentiable: a scan over a static number of blocks
-        (_, _, cost, snaps), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))
+        (_, _, cost, snaps, _), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))
     else:  # a dynamic trip count: one compilation serves every step size and horizon
-        _, _, cost, snaps = jax.lax.fori_loop(0, n_blocks, lambda j, c: outer(c, j)[0], carry)
+        _, _, cost, snaps, _ = jax.lax.fori_loop(0, n_blocks, lambda j, c: outer(c, j)[0], carry)
     return cost, snaps
 
 
@@ -127,11 +138,13 @@ class Args(NamedTuple):
     h: jax.Array
     n_blocks: jax.Array  # int64
     snap_steps: jax.Array  # (S,) int64
+    value: object = None  # ValueFunction of the control variate (None: no control)
 
 
 @lru_cache(maxsize=None)
-def program(scheme: Scheme, block: int, blocks_per_call: int) -> replications.Program:
-    """The scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications)."""
+def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False) -> replications.Program:
+    """The scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications); ``cv``: also the
+    Ito-sum control (``Args.value`` set, piecewise-constant coefficients)."""
 
     @jax.jit
     def start(keys, a: Args):
@@ -141,14 +154,15 @@ def program(scheme: Scheme, block: int, blocks_per_call: int) -> replications.Pr
     def advance(c, a: Args):
         j1 = jnp.minimum(c["j"] + blocks_per_call, a.n_blocks)
         carry = jax.lax.fori_loop(c["j"], j1, lambda j, cc: _block(scheme, a.params, a.gamma, a.h, c["keys"],
-                                                                    a.snap_steps, block, cc, j), c["carry"])
+                                                                    a.snap_steps, block, cc, j,
+                                                                    a.value if cv else None), c["carry"])
         work = (j1 - c["j"]) * block * c["keys"].shape[0]
         return dict(c, carry=carry, j=j1), j1 >= a.n_blocks, work
 
     @jax.jit
     def finish(c, a: Args):
-        _, _, cost, snaps = c["carry"]
-        return {"cost": cost, "snaps": snaps}
+        _, _, cost, snaps, ctl = c["carry"]
+        return {"cost": cost, "snaps": snaps, "control": ctl}
 
     return replications.Program(start, advance, finish, unit="path-steps")
 
@@ -170,7 +184,8 @@ def check_step(dt: float, horizon: float) -> None:
 
 
 def simulate(scheme: Scheme, params, z0: float, gamma: float, dt: float, horizon: float, paths: int, seed: int = 0,
-             times=(), chunk: int = 1 << 16, block: int = 64, start: int = 0, devices=None, progress=None):
+             times=(), chunk: int = 1 << 16, block: int = 64, start: int = 0, devices=None, progress=None,
+             value=None):
     """Discounted cost and snapshots of ``paths`` paths through the replication layer (results do not depend
     on ``chunk`` or devices: path r uses ``fold_in(PRNGKey(seed), r)``).
 
@@ -180,9 +195,11 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, dt: float, horizon
       paths: number of paths; seed: random seed; times: fixed times at which Z is recorded
       (each rounded to the nearest multiple of dt); chunk: paths per compiled call;
       start, devices, progress: see :func:`jaxq.sim.replications.run`.
+      value: the value function of the control variate (:mod:`jaxq.diffusion.value`; None: no control).
     Returns:
       dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
-      ``horizon`` (the T used), ``steps``, ``wall_s``, ``compile_s``.
+      ``control`` (paths,) (zeros without ``value``), ``horizon`` (the T used), ``steps``, ``wall_s``,
+      ``compile_s``.
     """
     check_step(dt, horizon)
     if paths < 1:
@@ -191,11 +208,13 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, dt: float, horizon
     snap_steps = np.rint(times / dt).astype(np.int64)
     horizon = max(horizon, float(snap_steps.max(initial=0)) * dt)
     n_blocks, block = step_counts(dt, horizon, block)
-    a = Args(params, jnp.float64(z0), jnp.float64(gamma), jnp.float64(dt), jnp.int64(n_blocks), jnp.asarray(snap_steps))
+    a = Args(params, jnp.float64(z0), jnp.float64(gamma), jnp.float64(dt), jnp.int64(n_blocks), jnp.asarray(snap_steps),
+             value)
     plan = replications.plan(paths, chunk, devices)
-    per_call = int(max(1, min(n_blocks, (1 << 22) // (block * plan.size))))
+    per_call = 1 << max(0, ((1 << 22) // (block * plan.size)).bit_length() - 1)  # a power of two: few programs
     replications.announce(progress, float(paths) * n_blocks * block, "path-steps")
-    out, timing = replications.run(program(scheme, block, per_call), a, paths, seed, start=start, chunk=chunk,
-                                   devices=devices, progress=progress)
-    return {"cost": out["cost"], "snaps": out["snaps"], "horizon": n_blocks * block * dt, "steps": n_blocks * block,
+    out, timing = replications.run(program(scheme, block, per_call, value is not None), a, paths, seed, start=start,
+                                   chunk=chunk, devices=devices, progress=progress)
+    return {"cost": out["cost"], "snaps": out["snaps"], "control": out["control"], "horizon": n_blocks * block * dt,
+            "steps": n_blocks * block,
             "wall_s": timing.wall_s, "compile_s": timing.compile_s}

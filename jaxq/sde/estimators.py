@@ -16,7 +16,9 @@ from jaxq.errors import InputError
 from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
 from jaxq.sde.driver import simulate
+from jaxq.diffusion.value import value_function
 from jaxq.sim.result import Estimate, SimResult
+from jaxq.stats import controlled_mean
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
 DEFAULT_SCHEME = "skew"
@@ -58,13 +60,15 @@ def _check_start(z0: float) -> None:
 
 def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float = 1e-3, horizon: float | None = None,
                     paths: int = 20000, seed: int = 0, scheme_name: str = DEFAULT_SCHEME, chunk: int = 1 << 16,
-                    devices=None, progress=None) -> SimResult:
+                    devices=None, progress=None, cv: bool = True, start: int = 0) -> SimResult:
     """``E int_0^inf exp(-gamma t) Z_t dt`` for the reflected SDE with piecewise-constant coefficients.
 
     Args:
       params: coefficients (``jaxq.sde.coefficients.piecewise`` / ``wcp``); gamma: discount rate;
       z0: start; dt: step; horizon: truncation time T (default: bound <= 1e-3); paths, seed: Monte Carlo;
-      scheme_name: one of ``SCHEMES``; chunk, devices, progress: see :mod:`jaxq.sim.replications`.
+      scheme_name: one of ``SCHEMES``; chunk, devices, progress, start: see :mod:`jaxq.sim.replications`.
+      cv: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value function V
+        (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`).
     Returns:
       A :class:`~jaxq.sim.result.SimResult` with primary estimate ``V_hat``, per-path ``samples["V"]`` and
       ``info`` with ``horizon``, ``truncation_bound``, ``steps``, ``dt``, ``scheme``, ``z0``,
@@ -77,15 +81,32 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     s_max = float(np.max(np.asarray(params.s)))
     if horizon is None:
         horizon = default_horizon(z0, b_max, s_max, gamma)
+    value = _value_of(params, gamma) if cv else None
     r = simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed, chunk=chunk, devices=devices,
-                 progress=progress)
+                 progress=progress, value=value, start=start)
     cost = r["cost"]
     work = paths * r["steps"]
     run_s = max(r["wall_s"] - r["compile_s"], 1e-9)
     info = {"horizon": r["horizon"], "truncation_bound": truncation_bound(z0, b_max, s_max, gamma, r["horizon"]),
             "steps": r["steps"], "dt": dt, "scheme": scheme_name, "z0": z0, "path_steps_per_s": work / run_s}
-    return SimResult("V_hat", {"V_hat": Estimate.of(cost)}, paths, work, r["wall_s"], r["compile_s"], scheme_name,
-                     {"V": cost}, info)
+    samples = {"V": cost}
+    if value is not None:
+        samples["controls"] = r["control"][:, None]
+        c = controlled_mean(cost, samples["controls"], start + np.arange(paths))
+        est = Estimate(c.mean, c.stderr, c.plain, c.plain_stderr, c.coefficients)
+    else:
+        est = Estimate.of(cost)
+    return SimResult("V_hat", {"V_hat": est}, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
+
+
+def _value_of(params: Piecewise, gamma: float):
+    """The value function of piecewise-constant coefficients with at most one jump (the WCP's (2.25))."""
+    levels, b, s = (np.asarray(a, dtype=float) for a in params)
+    if levels.size > 1:
+        raise InputError("cv", "the control variate needs at most one switching level")
+    if levels.size == 0:
+        return value_function(b[0], s[0], b[0], s[0], gamma, math.inf)
+    return value_function(b[0], s[0], b[1], s[1], gamma, float(levels[0]))
 
 
 def wcp_coefficients(analysis, switch_at: float | None = None) -> tuple[Piecewise, float | None]:

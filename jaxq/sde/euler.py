@@ -27,7 +27,8 @@ def _identity(params, z):
 
 def _step(coef, params, z, h, normal, uniform):
     b, s = coef(params, z)
-    return jnp.maximum(z + b * h + s * jnp.sqrt(h) * normal[:, 0], 0.0)
+    dm = s * jnp.sqrt(h) * normal[:, 0]  # the martingale increment sigma dB (mean zero given z)
+    return jnp.maximum(z + b * h + dm, 0.0), dm
 
 
 @lru_cache(maxsize=None)

@@ -40,8 +40,8 @@ def reflected_end(z, g, var_h, uniform):
 
 def _step(coef, params, z, h, normal, uniform):
     b, s = coef(params, z)
-    g = b * h + s * jnp.sqrt(h) * normal[:, 0]
-    return reflected_end(z, g, s * s * h, uniform[:, 0])
+    dm = s * jnp.sqrt(h) * normal[:, 0]  # the martingale increment sigma dB (mean zero given z)
+    return reflected_end(z, b * h + dm, s * s * h, uniform[:, 0]), dm
 
 
 @lru_cache(maxsize=None)

@@ -7,6 +7,11 @@ upwards with probability ``p = s_below / (s_below + s_above)``. This is the Ito 
 continuous at c, as in the HJB (2.17)) and differs from naive Euler, whose frozen sigma misplaces the
 skew by O(sqrt(h)).
 
+A step also returns its martingale increment in Z coordinates (the control variate's integrator,
+:mod:`jaxq.sde.driver`): ``sigma sqrt(h) N`` near 0, and across a level the Z-increment of the driftless skew
+step, exactly mean zero because ``Phi^-1`` of skew Brownian motion with ``p = s_below/(s_below + s_above)`` is a
+martingale.
+
 One step from y, with the special point nearest to y (0 or a level c):
   * near 0 (y below half the first level): ``g = mu h + sqrt(h) N`` and the exact reflected end
     ``max(y + g, (g + sqrt(g^2 - 2 h log U)) / 2)`` (bridge minimum, as in ``jaxq.sde.exact_step``);
@@ -40,11 +45,13 @@ WEAK_ORDER = None  # not resolvable: errors below the Monte Carlo noise for dt <
 def _step(p, y, h, normal, uniform):
     ly = lamperti_levels(p)
     mu_k = p.b / p.s
-    mu = mu_k[region(ly, y)]
+    k0 = region(ly, y)
+    mu = mu_k[k0]
     g = mu * h + jnp.sqrt(h) * normal[:, 0]
     refl = reflected_end(y, g, h, uniform[:, 0])
+    dm0 = p.s[k0] * jnp.sqrt(h) * normal[:, 0]  # sigma dB in Z coordinates (mean zero given y)
     if p.levels.shape[0] == 0:
-        return refl
+        return refl, dm0
     j = jnp.argmin(jnp.abs(y[:, None] - ly[None, :]), axis=1)
     near_zero = y < 0.5 * ly[0]
     c = ly[j]
@@ -59,7 +66,10 @@ def _step(p, y, h, normal, uniform):
     up = u < p_touch * p_up  # given touching, u / p_touch is uniform: the sign of the last excursion
     y2 = c + jnp.where(touch, jnp.where(up, 1.0, -1.0) * jnp.abs(d1), d1)
     y3 = y2 + 0.5 * mu_k[region(ly, y2)] * h
-    return jnp.where(near_zero, refl, y3)
+    # Z = Phi^-1(Y) is a martingale under the driftless skew step (p_up sigma_above = (1 - p_up) sigma_below),
+    # so its increment over that step is the step's martingale increment, exactly mean zero given y
+    dm = from_lamperti(p, y2) - from_lamperti(p, y1)
+    return jnp.where(near_zero, refl, y3), jnp.where(near_zero, dm0, dm)
 
 
 SCHEME = Scheme("skew", 1, 1, to_lamperti, _step, from_lamperti)

@@ -29,6 +29,7 @@ from jaxq.sim.markov import Functional
 from jaxq.sim.models import mmc
 from jaxq.sim.models import network as model
 from jaxq.sim.result import Estimate, SimResult
+from jaxq.stats import controlled_mean
 
 ENGINES = ("auto", "event", "uniformized")
 POLICIES = pol.POLICIES
@@ -80,15 +81,15 @@ def _check(reps, warmup, horizon, engine, snap_times):
 
 
 def run_model(lay, p, reps, *, warmup, horizon, seed=0, engine="auto", hist_bins=60, deviations=True,
-              snap_times=None, start=0, chunk=None, devices=None, progress=None):
+              snap_times=None, start=0, chunk=None, devices=None, progress=None, cv=False):
     """Run the network model on a driver; per-replication window averages in the units of time.
 
-    Returns ``(per_rep, records, snaps, events, timing, engine, steps)``.
+    Returns ``(per_rep, records, snaps, events, timing, engine, steps, controls)`` (controls: (reps, C) or None).
     """
     _check(reps, warmup, horizon, engine, snap_times)
     if engine == "auto":
         engine = "event" if snap_times is not None else "uniformized"
-    mk = model.markov(lay, int(hist_bins), bool(deviations))
+    mk = model.markov(lay, int(hist_bins), bool(deviations), bool(cv))
     steps = None
     if engine == "uniformized":
         big = mk.bound(p)
@@ -102,7 +103,8 @@ def run_model(lay, p, reps, *, warmup, horizon, seed=0, engine="auto", hist_bins
                                        snap_times=() if snap_times is None else snap_times, start=start, chunk=chunk,
                                        devices=devices, progress=progress)
         snaps = out["snap"] if snap_times is not None else None
-    return out["window"], out["records"], snaps, int(np.sum(out["events"])), timing, engine, steps
+    return (out["window"], out["records"], snaps, int(np.sum(out["events"])), timing, engine, steps,
+            out.get("controls"))
 
 
 def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range: float) -> dict[str, np.ndarray]:
@@ -139,10 +141,24 @@ def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range
     return per
 
 
+def estimate(values, controls, index) -> Estimate:
+    """The mean over replications of a (possibly array-valued) statistic, controlled when controls are given."""
+    if controls is None:
+        return Estimate.of(values)
+    v = np.asarray(values, np.float64)
+    c = controlled_mean(v.reshape(v.shape[0], -1), controls, index)
+    shape = v.shape[1:]
+    if not shape:
+        return Estimate(float(c.mean[0]), float(c.stderr[0]), float(c.plain[0]), float(c.plain_stderr[0]),
+                        None if c.coefficients is None else c.coefficients[0])
+    return Estimate(c.mean.reshape(shape), c.stderr.reshape(shape), c.plain.reshape(shape),
+                    c.plain_stderr.reshape(shape), c.coefficients)
+
+
 def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priority", *, reps: int = 64,
              warmup: float = 20.0, horizon: float = 200.0, seed: int = 0, engine: str = "auto", hist_range: float = 6.0,
-             hist_bins: int = 60, snap_times=None, start: int = 0, chunk: int | None = None, devices=None,
-             progress=None) -> SimResult:
+             hist_bins: int = 60, snap_times=None, cv: bool = True, start: int = 0, chunk: int | None = None,
+             devices=None, progress=None) -> SimResult:
     """Stationary averages of the n-th network under a policy, over [warmup, horizon], with standard errors.
 
     Args:
@@ -152,6 +168,9 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
       engine: ``auto``, ``event`` or ``uniformized`` (see the module docstring).
       hist_range, hist_bins: histograms of X_hat on [-range, range] (bins = 0: none, a faster run).
       snap_times: times at which the class counts are recorded (event engine; transience studies).
+      cv: control variates (on by default): approximating martingales with a quadratic basis in X_hat
+        (:func:`jaxq.sim.models.network.controls`), every reported mean cross-fitted by replication index
+        (:func:`jaxq.stats.controlled_mean`); the plain means are reported beside (``<key>_plain``).
       start, chunk, devices, progress: see :func:`jaxq.sim.replications.run`.
     Returns:
       A :class:`SimResult` whose estimates are ``mean_in_system``, ``mean_queue`` (per class),
@@ -164,11 +183,14 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
     if not (isinstance(n, (int, float, np.integer, np.floating)) and math.isfinite(n) and n > 0):
         raise InputError("n", f"must be a positive number, got {n!r}")
     lay, p = make_params(an, n, policy, hist_range, hist_bins)
-    win, rec, snaps, events, timing, used, steps = run_model(
+    win, rec, snaps, events, timing, used, steps, ctl = run_model(
         lay, p, reps, warmup=warmup, horizon=horizon, seed=seed, engine=engine, hist_bins=hist_bins,
-        snap_times=snap_times, start=start, chunk=chunk, devices=devices, progress=progress)
+        snap_times=snap_times, start=start, chunk=chunk, devices=devices, progress=progress, cv=cv)
     per = summarize(lay, p, win, rec, hist_range)
-    est = {k: Estimate.of(v) for k, v in per.items() if k != "hist"}
+    index = start + np.arange(reps)
+    est = {k: estimate(v, ctl, index) for k, v in per.items() if k != "hist"}
+    if ctl is not None:
+        per["controls"] = ctl
     info: dict = {"n": n, "policy": policy, "scaling": an.scaling, "warmup": warmup, "horizon": horizon,
                   "pool_sizes": np.asarray(p.N), "arrival_rates": np.asarray(p.lam)}
     if steps is not None:
@@ -185,7 +207,7 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
         b1n, b2n = b_matrices(mu_n, an.plan.basic, an.basis_pool)
         w = 1.0 + np.linalg.solve(b1n, b2n).sum(axis=0)
         per["weighted_idleness_hat"] = per["mean_idle"] @ w / math.sqrt(n)
-        est["weighted_idleness_hat"] = Estimate.of(per["weighted_idleness_hat"])
+        est["weighted_idleness_hat"] = estimate(per["weighted_idleness_hat"], ctl, index)
         info.update(idleness_weights=w, spare_capacity=an.spare_capacity,
                     spare_capacity_n=spare_capacity_n(an.network, an.plan, n, an.basis_pool))
     return SimResult(None, est, reps, events, timing.wall_s, timing.compile_s, used, per, info)

@@ -120,12 +120,46 @@ def bound(p: Params, lay: Layout) -> float:
     return float(np.sum(np.asarray(p.lam)) + np.sum(big_n * top))
 
 
+def basis(lay: Layout) -> list[tuple[int, ...]]:
+    """The control variates' basis in X_hat: ``x_a`` for every class, then ``x_a x_b`` for a <= b."""
+    I = lay.num_i
+    return [(a,) for a in range(I)] + [(a, b) for a in range(I) for b in range(a, I)]
+
+
+def controls(s: State, p: Params, lay: Layout):
+    """Approximating martingales (Henderson and Glynn) with the quadratic basis of :func:`basis`:
+    ``phi[g][e] = g(X_hat + d_e) - g(X_hat)`` with d_e the jump of X_hat at event e (``+e_i/sqrt(n)`` for an
+    arrival of class i, ``-e_i/sqrt(n)`` for a completion of activity (i, j))."""
+    I = lay.num_i
+    f64 = jnp.float64
+    x = jobs(s, lay)
+    xh = [(x[i].astype(f64) - p.center[i]) / p.scale for i in range(I)]
+    step = 1.0 / p.scale
+    jumps = [{i: step} for i in range(I)] + [{i: -step} for (i, _) in lay.edges]  # event -> {class: jump}
+    out = []
+    for g in basis(lay):
+        row = []
+        for d in jumps:
+            if len(g) == 1:
+                row.append(d.get(g[0], 0))
+            else:
+                a, b = g
+                if a not in d and b not in d:
+                    row.append(0)
+                    continue
+                da, db = d.get(a, 0.0), d.get(b, 0.0)
+                row.append(xh[a] * db + xh[b] * da + da * db)
+        out.append(tuple(row))
+    return tuple(out)
+
+
 @lru_cache(maxsize=None)
-def markov(lay: Layout, bins: int = 0, deviations: bool = True) -> Markov:
+def markov(lay: Layout, bins: int = 0, deviations: bool = True, cv: bool = False) -> Markov:
     """The Markov statement of a network layout (cached: one compiled program per layout and statistics).
 
     ``bins``: histogram bins of X_hat (0: none; one-hot sums cost ``bins`` operations a step);
-    ``deviations``: accumulate ``|z - z_bar|`` and ``(z - z_bar)^2`` per activity.
+    ``deviations``: accumulate ``|z - z_bar|`` and ``(z - z_bar)^2`` per activity; ``cv``: state the
+    quadratic-basis martingale controls (:func:`controls`).
     """
     I = lay.num_i
 
@@ -150,4 +184,5 @@ def markov(lay: Layout, bins: int = 0, deviations: bool = True) -> Markov:
         transition=lambda s, fired, p: transition(s, fired, p, lay),
         observe=lambda s, p: observe(s, p, lay, bins, deviations),
         snapshot=snapshot,
+        controls=(lambda s, p: controls(s, p, lay)) if cv else None,
     )
