@@ -119,6 +119,7 @@ def make_files(d: Path) -> Path:
         (d / f"exp_{name}.toml").write_text(text)
     (d / "exp_latin1.toml").write_bytes(EXP.replace("seeds", "# \u00e9\nseeds").encode("latin-1"))
     (d / "exp_ok.toml").write_text(EXP)
+    (d / "pss_gamma_1e-12.toml").write_text(PSS.replace("gamma = 0.5", "gamma = 1e-12"))  # valid for analyze
     return d
 
 
@@ -240,6 +241,8 @@ def _cases():
     }.items():
         for val in vals:
             add(f"sde{opt}={val or 'empty'}", [*sde, opt, val])
+    add("simulate-gamma-1e-12", ["simulate", "{d}/pss_gamma_1e-12.toml", "--n", "4", "--reps", "2"])
+    add("sde-gamma-1e-12", ["sde", "{d}/pss_gamma_1e-12.toml", "--paths", "2"], xf_norun())
     add("sde--z0=1e300", [*sde, "--z0", "1e300"], xf_norun())
     add("sde--horizon=1e12", [*sde, "--horizon", "1e12"], xf_norun())
     add("sde--paths=1e10", ["sde", "{d}/pss_ok.toml", "--paths", BIG], xf_norun())
