@@ -100,17 +100,29 @@ def _positive_ints(args, names):
             raise InputError(f"--{name}", f"must be at least 2, got {v}")
 
 
+def sde_horizon_estimate(b_max: float, s_max: float, gamma: float, tol: float = 1e-3) -> float:
+    """Within a factor 2 above the SDE engine's default horizon (its truncation bound at most ``tol``), found by
+    doubling: a bounded number of steps whatever gamma (the engine's own search steps by 0.5)."""
+    import math
+
+    def bound(t):  # jaxq.sde.estimators.truncation_bound (SDE engine), restated to stay independent of it
+        g = gamma
+        lin = 2.0 * b_max * (t / g + 1.0 / g**2)
+        root = 2.0 * s_max * (math.sqrt(t) / g + 1.0 / (2.0 * g * g * math.sqrt(t)))
+        return math.exp(-g * t) * (lin + root)
+
+    t = 1.0
+    while t < 1e300 and bound(t) > tol:
+        t *= 2.0
+    return t
+
+
 def _check_sde_work(a, args) -> None:
     """Steps of the SDE target (chains x 3 stages x iterations x paths x horizon/dt), before any work."""
     from jaxq.model.validate import check_work
 
-    try:  # the SDE engine's default horizon (the engine owns it; a rough bound if it is not available)
-        from jaxq.sde.estimators import default_horizon
-
-        bL, sL, bH, sH = a.mode_coefficients()
-        horizon = float(default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), a.system.gamma))
-    except (ImportError, TypeError, ValueError):
-        horizon = 40.0 / a.system.gamma
+    bL, sL, bH, sH = a.mode_coefficients()
+    horizon = sde_horizon_estimate(max(abs(bL), abs(bH)), max(sL, sH), a.system.gamma)
     its = args.iterations or 12
     check_work("--dt", args.paths, horizon / args.dt, unit="steps")
     check_work("--paths", args.chains * 3 * its * args.paths, horizon / args.dt, unit="steps",

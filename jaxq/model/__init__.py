@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from jaxq.errors import InputError
 from jaxq.model.validate import pydantic_error, read_toml  # noqa: F401  (the one validation layer)

@@ -10,6 +10,9 @@ import math
 from dataclasses import dataclass
 
 from jaxq.errors import InputError
+from jaxq.model.validate import MAX_MAGNITUDE, MIN_POSITIVE
+
+MAX_ERLANG_PHASES = 1000  # an Erlang draw sums k uniforms' logarithms
 
 # name -> (default SCV or None when the SCV must be given)
 _DEFAULT_SCV = {
@@ -58,6 +61,8 @@ def parse(spec: str, key: str) -> Dist:
         scv = _DEFAULT_SCV[name]
     if not math.isfinite(scv):
         raise InputError(key, f"SCV must be finite, got {scv}")
+    if scv != 0.0 and not MIN_POSITIVE <= abs(scv) <= MAX_MAGNITUDE:
+        raise InputError(key, f"SCV {scv:g} is outside the supported range [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}]")
     _check_scv(name, scv, key)
     return Dist(name, scv)
 
@@ -71,6 +76,9 @@ def _check_scv(name: str, scv: float, key: str) -> None:
         k = 1.0 / scv if scv > 0 else math.inf
         if not (scv > 0 and abs(k - round(k)) < 1e-9 and round(k) >= 1):
             raise InputError(key, f"an Erlang distribution has SCV 1/k for an integer k >= 1, not {scv:g}")
+        if round(k) > MAX_ERLANG_PHASES:
+            raise InputError(key, f"an Erlang distribution with {round(k)} phases (more than {MAX_ERLANG_PHASES}); "
+                                  f"use 'gamma:{scv:g}' for the same mean and SCV")
     if name in ("gamma", "lognormal") and not scv > 0:
         raise InputError(key, f"a {name} distribution needs SCV > 0, not {scv:g}")
     if name == "hyperexponential" and not scv > 1:

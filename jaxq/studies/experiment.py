@@ -100,7 +100,7 @@ class Experiment:
         """sha256 of everything that determines the numbers (not the output paths): the resume key."""
         data = {
             "study": self.study.name,
-            "systems": {s.label: s.path.read_text() for s in self.systems},
+            "systems": {s.label: s.path.read_text(encoding="utf-8") for s in self.systems},
             "replications": self.replications,
             "chunk": self.chunk,
             "seeds": list(self.seeds),
