@@ -56,6 +56,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def add_cv(p: argparse.ArgumentParser) -> None:
+    """``--cv on|off``: control variates from the diffusion limit (on by default)."""
+    p.add_argument("--cv", choices=("on", "off"), default="on",
+                   help="control variates from the diffusion limit (default on): the plain estimate is reported beside")
+
+
 def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
     """Options every command shares: ``--json`` and, for random commands, ``--seed``."""
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")

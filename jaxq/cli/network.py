@@ -36,10 +36,12 @@ def _run_simulate(args) -> dict:
         raise InputError("chunk", f"must be >= 1, got {args.chunk}")
     with progress("network simulate") as tick:
         res = simulate(net, args.n, args.policy, reps=args.reps, warmup=args.warmup, horizon=args.horizon,
-                       seed=args.seed, chunk=args.chunk, progress=tick, engine=args.engine)
+                       seed=args.seed, chunk=args.chunk, progress=tick, engine=args.engine, cv=args.cv == "on")
     out = res.to_dict()
     for k in ("mean_busy", "mean_busy_stderr", "mean_abs_dev", "mean_abs_dev_stderr", "rms_dev", "rms_dev_stderr",
-              "throughput", "throughput_stderr", "arrival_rates", "idleness_weights", "steps"):
+              "throughput", "throughput_stderr", "arrival_rates", "idleness_weights", "steps",
+              *(f"{k}_{x}" for k in ("mean_busy", "mean_abs_dev", "rms_dev", "throughput")
+                for x in ("plain", "plain_stderr", "variance_reduction"))):
         out.pop(k, None)
     out["mean_busy"], out["mean_busy_stderr"] = res["mean_busy"], res["mean_busy_stderr"]
     return out
@@ -72,7 +74,7 @@ def _run_sde(args) -> dict:
 
 def register(subparsers) -> None:
     """Add ``network`` with its sub-subcommands ``analyze``, ``simulate`` and ``sde``."""
-    from jaxq.cli import _Parser, add_common
+    from jaxq.cli import _Parser, add_common, add_cv
 
     p = subparsers.add_parser("network", help="many-server networks: LP, spare capacity, LAP, CTMC (seeds 001, 003)")
     sub = p.add_subparsers(dest="network_command", metavar="ACTION", parser_class=_Parser)
@@ -95,6 +97,7 @@ def register(subparsers) -> None:
     s.add_argument("--engine", choices=("auto", "event", "uniformized"), default="auto",
                    help="event: one event per step with exact holding times; uniformized: the same chain "
                         "uniformised, replications in lockstep (several times faster); auto: uniformized")
+    add_cv(s)
     add_common(s, seed=True)
     s.set_defaults(func=_run_simulate)
 

@@ -46,26 +46,47 @@ def truncation_bound(z0: float, b_max: float, s_max: float, gamma: float, horizo
 
 
 def default_horizon(z0: float, b_max: float, s_max: float, gamma: float, tol: float = 1e-3) -> float:
-    """The smallest T (to 0.5) whose truncation bound is at most ``tol`` (workload units)."""
-    t = 1.0
-    while truncation_bound(z0, b_max, s_max, gamma, t) > tol:
-        t += 0.5
-    return t
+    """The smallest T (to 0.5%, at least 1) whose truncation bound is at most ``tol`` (workload units).
+
+    The bound decreases once ``gamma T`` exceeds a few units; T is found by doubling then bisection on the
+    time scale ``1/gamma`` (a bounded number of evaluations, for any gamma).
+    """
+    if not (tol > 0 and math.isfinite(tol)):
+        raise InputError("horizon", f"the truncation tolerance must be a positive number, got {tol}")
+    bound = lambda t: truncation_bound(z0, b_max, s_max, gamma, t)  # noqa: E731
+    lo, hi = 1.0, max(1.0, 1.0 / gamma)
+    for _ in range(200):  # the bound falls like exp(-gamma T) times a polynomial: a finite hi exists
+        if bound(hi) <= tol:
+            break
+        lo, hi = hi, 2.0 * hi
+    else:
+        raise InputError("horizon", "no horizon makes the truncation bound small enough (coefficients too large)")
+    if bound(lo) <= tol:
+        return lo
+    for _ in range(200):
+        if hi - lo <= 0.005 * hi:
+            break
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if bound(mid) <= tol else (mid, hi)
+    return hi
 
 
 def _check_start(z0: float) -> None:
-    if not (math.isfinite(z0) and z0 >= 0):
-        raise InputError("z0", "must be a finite number >= 0")
+    if not (isinstance(z0, (int, float, np.floating)) and math.isfinite(z0) and 0 <= z0 <= 1e30):
+        raise InputError("z0", f"must be a number in [0, 1e30], got {z0!r}")
 
 
 def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float = 1e-3, horizon: float | None = None,
                     paths: int = 20000, seed: int = 0, scheme_name: str = DEFAULT_SCHEME, chunk: int = 1 << 16,
-                    devices=None, progress=None, cv: bool = True, start: int = 0) -> SimResult:
+                    devices=None, progress=None, cv: bool = True, start: int = 0, rel_tol: float = 1e-4,
+                    scale: float | None = None) -> SimResult:
     """``E int_0^inf exp(-gamma t) Z_t dt`` for the reflected SDE with piecewise-constant coefficients.
 
     Args:
       params: coefficients (``jaxq.sde.coefficients.piecewise`` / ``wcp``); gamma: discount rate;
-      z0: start; dt: step; horizon: truncation time T (default: bound <= 1e-3); paths, seed: Monte Carlo;
+      z0: start; dt: step; horizon: truncation time T (default: the truncation bound at most ``rel_tol`` times
+      ``scale``, the size of the value: the exact value when known, else the cost of the slowest-decaying
+      mode ``z0/gamma + s_max^2 / gamma^2`` order); paths, seed: Monte Carlo;
       scheme_name: one of ``SCHEMES``; chunk, devices, progress, start: see :mod:`jaxq.sim.replications`.
       cv: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value function V
         (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`).
@@ -79,8 +100,15 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
         raise InputError("paths", "need at least 2 paths for a standard error")
     b_max = float(np.max(np.abs(np.asarray(params.b))))
     s_max = float(np.max(np.asarray(params.s)))
+    if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
+        raise InputError("gamma", f"must be a positive number, got {gamma!r}")
     if horizon is None:
-        horizon = default_horizon(z0, b_max, s_max, gamma)
+        if scale is None:  # an a-priori size of V: the larger of the start's and a diffusion length's cost
+            scale = max(z0 / gamma, max(s_max * s_max, 1e-300) / max(b_max * gamma + s_max * math.sqrt(gamma), 1e-300))
+        horizon = default_horizon(z0, b_max, s_max, gamma, rel_tol * scale)
+    from jaxq.model.validate import check_work, sde_steps_per_path
+
+    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps")
     value = _value_of(params, gamma) if cv else None
     r = simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed, chunk=chunk, devices=devices,
                  progress=progress, value=value, start=start)
@@ -128,8 +156,10 @@ def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **kw) -
     """
     _check_start(z0)
     params, z = wcp_coefficients(analysis, switch_at)
+    exact = analysis.wcp_cost(z0, switch_at)
+    kw.setdefault("scale", exact)
     out = discounted_cost(params, analysis.system.gamma, z0, **kw)
-    out.info.update(V_exact=analysis.wcp_cost(z0, switch_at), switch_at=z)
+    out.info.update(V_exact=exact, switch_at=z)
     return out
 
 

@@ -15,6 +15,8 @@ are the replications of the one replication layer (:mod:`jaxq.sim.replications`)
 
 from __future__ import annotations
 
+import math
+
 from functools import lru_cache
 
 import jax
@@ -116,8 +118,24 @@ def simulate_diffusion(
     num_i, num_j = dl.tree.shape
     uc, us = np.asarray(uc, float), np.asarray(us, float)
     for name, u, d in (("uc", uc, num_i), ("us", us, num_j)):
-        if u.shape != (d,) or np.any(u < 0) or abs(u.sum() - 1) > 1e-9:
+        if u.shape != (d,) or not np.all(np.isfinite(u)) or np.any(u < 0) or abs(u.sum() - 1) > 1e-9:
             raise InputError(name, f"must be a probability vector of length {d}")
+    for name, v in (("dt", dt), ("horizon", horizon), ("warmup", warmup)):
+        if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v >= 0):
+            raise InputError(name, f"must be a finite number >= 0, got {v!r}")
+    if not dt > 0:
+        raise InputError("dt", "must be positive")
+    if not 0 <= warmup < horizon:
+        raise InputError("horizon", f"need 0 <= warmup < horizon, got warmup={warmup}, horizon={horizon}")
+    from jaxq.model.validate import check_work, sde_steps_per_path
+
+    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps")
+    # explicit Euler: the linear drift's fastest rate (an eigenvalue of the drift matrix) times dt must stay
+    # small, or the scheme is unstable (it explodes instead of approximating the diffusion)
+    rate = float(np.max(np.abs(np.linalg.eigvals(np.asarray(dl.drift_matrix)[:, :num_i])))) if num_i else 0.0
+    if rate * dt > 0.5:
+        raise InputError("dt", f"dt = {dt:g} is too large for the drift's rate {rate:.3g}: the explicit Euler "
+                               f"scheme is unstable; use dt <= {0.5 / rate:.3g}")
     steps, warm = int(round(horizon / dt)), int(round(warmup / dt))
     if not 0 <= warm < steps:
         raise InputError("horizon", "need 0 <= warmup < horizon")

@@ -23,6 +23,7 @@ from jaxq.diffusion.network import b_matrices, spare_capacity_n
 from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.network import Network
+from jaxq.model.validate import check_work
 from jaxq.policies import network as pol
 from jaxq.sim import event, uniformized
 from jaxq.sim.markov import Functional
@@ -69,9 +70,11 @@ def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 
     return lay, p
 
 
-def _check(reps, warmup, horizon, engine, snap_times):
+def _check(reps, warmup, horizon, engine, snap_times, chunk=None):
     if not (isinstance(reps, (int, np.integer)) and reps >= 2):
         raise InputError("reps", f"need at least 2 replications for a standard error, got {reps!r}")
+    if chunk is not None and not (isinstance(chunk, (int, np.integer)) and chunk >= 1):
+        raise InputError("chunk", f"must be a whole number >= 1, got {chunk!r}")
     if not (math.isfinite(warmup) and math.isfinite(horizon) and 0 <= warmup < horizon):
         raise InputError("horizon", f"need 0 <= warmup < horizon (finite), got warmup={warmup}, horizon={horizon}")
     if engine not in ENGINES:
@@ -86,10 +89,12 @@ def run_model(lay, p, reps, *, warmup, horizon, seed=0, engine="auto", hist_bins
 
     Returns ``(per_rep, records, snaps, events, timing, engine, steps, controls)`` (controls: (reps, C) or None).
     """
-    _check(reps, warmup, horizon, engine, snap_times)
+    _check(reps, warmup, horizon, engine, snap_times, chunk)
     if engine == "auto":
         engine = "event" if snap_times is not None else "uniformized"
     mk = model.markov(lay, int(hist_bins), bool(deviations), bool(cv))
+    check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps",
+               per_replication_limit=2.0**31 if engine == "event" else 2.0**50)
     steps = None
     if engine == "uniformized":
         big = mk.bound(p)
@@ -223,9 +228,11 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, warmup: float
     """
     if not (lam > 0 and mu > 0 and isinstance(c, (int, np.integer)) and c >= 1):
         raise InputError("mmc", f"need lambda > 0, mu > 0 and an integer c >= 1 (got {lam}, {mu}, {c})")
-    _check(reps, warmup, horizon, engine, None)
+    _check(reps, warmup, horizon, engine, None, chunk)
     p = mmc.Params(jnp.float64(lam), jnp.float64(mu), jnp.int32(c))
     steps = None
+    check_work("horizon", reps, mmc.MARKOV.bound(p) * horizon, unit="events" if engine == "event" else "steps",
+               per_replication_limit=2.0**31 if engine == "event" else 2.0**50)
     if engine == "event":
         out, timing = event.run_markov(mmc.MARKOV, p, WINDOW, reps, seed, warmup=warmup, horizon=horizon, chunk=chunk,
                                        devices=devices, progress=progress)

@@ -27,6 +27,7 @@ from jaxq.diffusion.value import value_function
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
+from jaxq.model.validate import check_work
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
@@ -184,6 +185,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     """
     if not (isinstance(reps, (int, np.integer)) and reps >= 1):
         raise InputError("reps", f"need at least 1 replication, got {reps!r}")
+    if chunk is not None and not (isinstance(chunk, (int, np.integer)) and chunk >= 1):
+        raise InputError("chunk", f"must be a whole number >= 1, got {chunk!r}")
     needs_event = horizon is not None or debug or perturb is not None or len(np.atleast_1d(record_times)) > 0
     used = choose_engine(system, engine, needs_event=needs_event)
     st = setup(system, n, policy=policy, theta_exponent=theta_exponent, switch_at=switch_at, horizon=horizon,
@@ -198,6 +201,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         if steps is not None and not (isinstance(steps, (int, np.integer)) and steps >= 1):
             raise InputError("steps", f"need a positive whole number of steps, got {steps!r}")
         k = ctmc_steps(system, n, big, an.V0, rel_tol) if steps is None else int(steps)
+        check_work("n", reps, float(k), unit="steps", per_replication_limit=2.0**50)
         mk = model.MARKOV_CV if cv else model.MARKOV
         out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
                                              steps=k, start=start, chunk=chunk, devices=devices, progress=progress)
@@ -208,6 +212,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         samples = {"J": J, "switches": out["state"].switches, "tail_bound": bound, "events": out["events"]}
         info.update(steps=uinfo["steps"], horizon=uinfo["steps"] / big)
     else:
+        check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events")
         replications.announce(progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
         out, timing = event.run(model.engine(st.spec, bool(debug), bool(cv)), st.params, reps, seed, block=block,
                                 start=start, chunk=chunk, devices=devices, progress=progress)

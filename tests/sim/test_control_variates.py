@@ -1,0 +1,128 @@
+"""Control variates from the diffusion limit (issue 14): every control has mean zero, controlled estimates are
+unbiased against exact values (4 of their standard errors), and do not depend on chunking or blocks."""
+
+from __future__ import annotations
+
+import tomllib
+
+import numpy as np
+import pytest
+
+import jaxq
+from jaxq.diffusion import hjb
+from jaxq.diffusion.value import marginal, value_function
+from jaxq.examples import path
+from jaxq.model.pss2x2 import from_dict
+from jaxq.policies import pss2x2 as pol
+from jaxq.policies.pss2x2 import theta_level
+from jaxq.sim import exact_ctmc
+from jaxq.sim.pss2x2 import simulate
+from jaxq.stats import controlled_mean
+
+FAMILIES = ("exponential", "erlang:0.25", "gamma:0.5", "gamma:2", "lognormal:2", "hyperexponential:4", "deterministic")
+
+
+def family_system(dist):
+    """pss_PP with every renewal stream of one distribution family (``deterministic`` keeps exponential services)."""
+    data = tomllib.loads(path("pss_PP").read_text())
+    data["system"]["interarrival"] = [dist, dist]
+    svc = "exponential" if dist == "deterministic" else dist
+    data["system"]["service"] = [[svc, svc], [svc, svc]]
+    return from_dict(data)
+
+
+def test_controlled_mean_recovers_a_linear_relation_and_is_unbiased():
+    rng = np.random.default_rng(1)
+    R = 4000
+    c = rng.normal(size=(R, 3))
+    y = 2.0 + c @ np.array([1.5, -0.5, 0.0]) + 0.1 * rng.normal(size=R)
+    r = controlled_mean(y, c, np.arange(R))
+    assert abs(r.mean - 2.0) <= 4 * r.stderr and r.stderr < r.plain_stderr / 10
+    np.testing.assert_allclose(r.coefficients, [1.5, -0.5, 0.0], atol=0.02)
+    # too few replications to fit: the plain estimate, no coefficients
+    small = controlled_mean(y[:6], c[:6], np.arange(6))
+    assert small.coefficients is None and small.mean == small.plain
+    # the estimate depends on the replication index, not on the order of the rows
+    perm = rng.permutation(R)
+    assert controlled_mean(y[perm], c[perm], np.arange(R)[perm]).mean == pytest.approx(r.mean, rel=1e-12)
+
+
+def test_value_function_derivative():
+    bL, sL, bH, sH, g = 0.2857, 1.6279, -0.7857, 2.0736, 0.5
+    import jax
+
+    for z in (0.55, 2.0):
+        vf = value_function(bL, sL, bH, sH, g, z)
+        for w in (0.0, 0.3, 1.0, 3.0):
+            ref = float(jax.grad(lambda x: hjb.switching_cost(x, z, bL, sL, bH, sH, g))(w))
+            assert float(marginal(vf, w)) == pytest.approx(ref, abs=1e-12)
+    assert float(marginal(value_function(bL, sL, bH, sH, g, np.inf), 0.0)) == 0.0
+
+
+@pytest.mark.parametrize("dist", FAMILIES)
+def test_every_renewal_control_has_mean_zero(dist):
+    """The event engine's controls (without subtraction) over many replications: mean within 4 s.e. of 0."""
+    r = simulate(family_system(dist), 36, 1200, seed=5, engine="event", horizon=3.0)
+    c = r.samples["controls"]
+    live = c.std(axis=0) > 0
+    assert live.sum() >= 6 - (dist == "deterministic") * 0
+    z = c[:, live].mean(axis=0) / (c[:, live].std(axis=0, ddof=1) / np.sqrt(c.shape[0]))
+    assert np.all(np.abs(z) <= 4), z
+
+
+def test_ctmc_and_network_controls_have_mean_zero():
+    r = simulate(jaxq.load("pss_T2"), 36, 1200, seed=6, engine="uniformized")
+    c = r.samples["controls"]
+    live = c.std(axis=0) > 0
+    z = c[:, live].mean(axis=0) / (c[:, live].std(axis=0, ddof=1) / np.sqrt(c.shape[0]))
+    assert np.all(np.abs(z) <= 4), z
+    for engine in ("uniformized", "event"):
+        net = jaxq.simulate(jaxq.load("network_N"), 16, reps=400, warmup=2.0, horizon=12.0, seed=7, engine=engine,
+                            hist_bins=0)
+        c = net.samples["controls"]
+        z = c.mean(axis=0) / (c.std(axis=0, ddof=1) / np.sqrt(c.shape[0]))
+        assert np.all(np.abs(z) <= 4), (engine, z)
+
+
+@pytest.mark.parametrize("n", [16, 64])
+@pytest.mark.parametrize("name,rule", [("pss_P", "P"), ("pss_T2", "T2")])
+@pytest.mark.parametrize("engine", ["uniformized", "event"])
+def test_controlled_estimate_against_the_exact_solve(n, name, rule, engine):
+    system = jaxq.load(name)
+    an = jaxq.analyze(system)
+    theta = theta_level(n, 5 / 12)
+    exact = exact_ctmc.discounted_cost(system, n, an.active, rule, theta=theta, cap=40 if n == 16 else 90)["J"]
+    r = simulate(system, n, 600, seed=8, engine=engine, horizon=None if engine == "uniformized" else 30.0)
+    e = r.main
+    assert e.controlled and e.stderr < e.plain_stderr
+    assert abs(e.value - exact) <= 4 * e.stderr + r["truncation_bound"], (e.value, exact, e.stderr)
+    assert abs(e.value - e.plain) <= 4 * e.plain_stderr
+
+
+def test_controlled_results_do_not_depend_on_chunk_or_block():
+    s = jaxq.load("pss_T2T1")
+    a = simulate(s, 25, 40, seed=3, engine="event")
+    b = simulate(s, 25, 40, seed=3, engine="event", chunk=7, block=32)
+    assert a.value == b.value and a.stderr == b.stderr
+    np.testing.assert_array_equal(a.samples["controls"], b.samples["controls"])
+    u = simulate(jaxq.load("pss_P"), 25, 40, seed=3)
+    v = simulate(jaxq.load("pss_P"), 25, 40, seed=3, chunk=16)
+    assert u.value == v.value and u.stderr == v.stderr
+
+
+def test_cv_off_gives_the_plain_estimate():
+    s = jaxq.load("pss_P")
+    on = simulate(s, 25, 64, seed=2)
+    off = simulate(s, 25, 64, seed=2, cv=False)
+    assert off.main.plain is None and off.value == pytest.approx(on.main.plain, rel=1e-12)
+
+
+@pytest.mark.parametrize("switch_at", [None, 1.2])
+def test_sde_controlled_value_against_the_ode(switch_at):
+    an = jaxq.analyze(jaxq.load("pss_T2T1"))
+    r = jaxq.simulate_sde(jaxq.load("pss_T2T1"), paths=2000, dt=2e-3, switch_at=switch_at, seed=4)
+    exact = r.info["V_exact"]
+    assert r.main.variance_reduction > 30
+    assert abs(r.value - exact) <= 4 * r.stderr + r.info["truncation_bound"], (r.value, exact, r.stderr)
+    if switch_at is None:
+        assert r.info["switch_at"] == pytest.approx(an.z_star)
