@@ -30,7 +30,8 @@ from jaxq.errors import InputError
 from jaxq.model.network import Network
 from jaxq.policies.network import POLICIES
 from jaxq.studies import Study, figures, register
-from jaxq.studies.stats import loglog_rate, mean_stderr
+from jaxq.studies.engines import control_columns
+from jaxq.studies.stats import controlled_estimate, loglog_rate
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -140,7 +141,7 @@ def run_chunk(exp, pt, start, count, devices=None):
     n = pt["n"]
     r = simulate(an, n, pt["policy"], reps=count, warmup=g.warmup, horizon=g.horizon, seed=pt["seed"], start=start,
                  engine=g.engine, hist_range=g.hist_range, hist_bins=g.hist_bins, snap_times=g.times or None,
-                 chunk=max(count, pt["chunk"]), devices=devices)
+                 chunk=max(count, pt["chunk"]), devices=devices, cv=exp.cv)
     s = r.samples
     rn = math.sqrt(n)
     num_i, num_j = an.plan.basic.shape
@@ -161,12 +162,8 @@ def run_chunk(exp, pt, start, count, devices=None):
         centre = (an.fluid_z * n if an.scaling == "underloaded" else an.plan.xi * np.asarray(r["pool_sizes"])).sum()
         rec["sum_x_hat_t"] = (s["snapshots"].sum(axis=2) - centre) / rn
     rec["events"] = np.full(count, r.events // max(count, 1), dtype=np.int64)
+    rec.update(control_columns(s.get("controls")))
     return rec
-
-
-def _est(v):
-    m, se = mean_stderr(v)
-    return m, se
 
 
 def aggregate(exp, pts, records):
@@ -178,7 +175,10 @@ def aggregate(exp, pts, records):
                "spare_capacity": an.spare_capacity}
         for k in ("queue_hat", "idleness_hat", "identity_rhs", "weighted_idleness_hat", "p_wait", "abs_dev"):
             if k in rec:
-                row[k], row[k + "_stderr"] = _est(rec[k])
+                row[k], row[k + "_stderr"], plain = controlled_estimate(rec, k)
+                if plain:
+                    row[k + "_plain"], row[k + "_plain_stderr"] = plain[k + "_plain"], plain[k + "_plain_stderr"]
+                    row[k + "_variance_reduction"] = plain["variance_reduction"]
         if "sum_x_hat_t" in rec:
             m = rec["sum_x_hat_t"].mean(axis=0)
             se = rec["sum_x_hat_t"].std(axis=0, ddof=1) / math.sqrt(rec["sum_x_hat_t"].shape[0])

@@ -25,7 +25,7 @@ from jaxq.errors import InputError
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 from jaxq.studies import Study, register
 from jaxq.studies import engines, figures
-from jaxq.studies.stats import ks_distance, ks_noise_level, loglog_rate, mean_stderr
+from jaxq.studies.stats import controlled_estimate, ks_distance, ks_noise_level, loglog_rate, mean_stderr
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
@@ -97,9 +97,9 @@ def run_chunk(exp, pt, start, count, devices=None):
     path = exp.system(pt["system"]).path
     if pt["engine"] == "sde":
         return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], start, count, pt["chunk"], times=g.times,
-                                 devices=devices)
+                                 devices=devices, cv=exp.cv)
     return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], start, count, pt["chunk"], horizon=_horizon(exp),
-                             record_times=g.times, theta_exponent=g.theta_exponent, devices=devices)
+                             record_times=g.times, theta_exponent=g.theta_exponent, devices=devices, cv=exp.cv)
 
 
 def _point_rows(exp, pts, records):
@@ -111,7 +111,7 @@ def _point_rows(exp, pts, records):
         system, an = _system(exp, pt["system"])
         st = engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times,
                                exp.grid.theta_exponent)
-        J, se = mean_stderr(rec["J"])
+        J, se, plain = controlled_estimate(rec, "J")
         p = an.p
         sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"])
         sq, sq_se = mean_stderr(rec[f"sup_X_hat_{2 - p}"])
@@ -122,7 +122,7 @@ def _point_rows(exp, pts, records):
             "ci95_hi": J + 1.96 * se, "V0": an.V0, "gap": J - an.V0, "horizon": st.horizon,
             "truncation_bound": float(np.mean(rec["tail_bound"])), "hpc": p + 1,
             "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
-            "events": int(np.sum(rec["events"])),
+            "events": int(np.sum(rec["events"])), **plain,
         })
     return rows
 
@@ -287,7 +287,7 @@ def aggregate_policies(exp, pts, records):
         base = next((r for r in rs if r["policy"] == "auto"), rs[0])
         Jb = by_point[base["point"]]["J"]
         for r in rs:
-            d, d_se = mean_stderr(by_point[r["point"]]["J"] - Jb)  # paired: common random numbers
+            d, d_se = mean_stderr(by_point[r["point"]]["J"] - Jb)  # paired: common random numbers (plain costs)
             r["baseline"] = base["policy"]
             r["excess_over_baseline"] = d
             r["excess_over_baseline_stderr"] = d_se

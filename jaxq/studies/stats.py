@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from jaxq.stats import mean_stderr  # noqa: F401  (re-exported for the studies)
+from jaxq.stats import controlled_mean, mean_stderr
 
 
 def ks_distance(a, b) -> tuple[float, float]:
@@ -52,3 +52,22 @@ def loglog_rate(n, y, y_stderr=None) -> tuple[float, float, float]:
     else:
         se_rate = math.nan
     return float(coef[1]), se_rate, float(math.exp(coef[0]))
+
+
+def controls_of(rec: dict) -> np.ndarray | None:
+    """The control columns ``cv_0, cv_1, ...`` of a point's records as an array (replications, controls), or None."""
+    keys = sorted((k for k in rec if k.startswith("cv_")), key=lambda k: int(k[3:]))
+    return np.stack([rec[k] for k in keys], axis=1) if keys else None
+
+
+def controlled_estimate(rec: dict, key: str) -> tuple[float, float, dict]:
+    """Mean and standard error of ``rec[key]`` over replications, controlled when the records carry controls
+    (cross-fitted by the replication index ``rec["rep"]``, :func:`jaxq.stats.controlled_mean`), and the plain
+    estimate as extra table columns (``<key>_plain``, ``<key>_plain_stderr``, ``variance_reduction``)."""
+    c = controls_of(rec)
+    if c is None:
+        m, se = mean_stderr(rec[key])
+        return m, se, {}
+    r = controlled_mean(rec[key], c, rec["rep"])
+    vr = (r.plain_stderr / r.stderr) ** 2 if r.stderr > 0 else None
+    return r.mean, r.stderr, {f"{key}_plain": r.plain, f"{key}_plain_stderr": r.plain_stderr, "variance_reduction": vr}
