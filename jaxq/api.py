@@ -35,13 +35,9 @@ def load(source):
     Returns a :class:`jaxq.model.pss2x2.PSS2x2` (``kind = "pss2x2"``) or a :class:`jaxq.model.network.Network`
     (``kind = "network"``); bad files raise :class:`jaxq.InputError` naming the key and the reason.
     """
-    from jaxq.examples import names, path
     from jaxq.model import load as load_file
 
-    text = str(source)
-    if not Path(text).exists() and text in names():
-        return load_file(path(text))
-    return load_file(source)
+    return load_file(str(source) if isinstance(source, Path) else source)
 
 
 def analyze(system, basis_pool: int | None = None):
