@@ -15,7 +15,7 @@ from jaxq.diffusion import stationary
 from jaxq.errors import InputError
 from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
-from jaxq.sde.driver import simulate
+from jaxq.sde.driver import check_step, simulate
 from jaxq.diffusion.value import value_function
 from jaxq.sim.result import Estimate, SimResult
 from jaxq.stats import controlled_mean
@@ -96,8 +96,12 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
       ``path_steps_per_s``; ``events`` counts path-steps.
     """
     _check_start(z0)
-    if paths < 2:
-        raise InputError("paths", "need at least 2 paths for a standard error")
+    if not (isinstance(paths, (int, np.integer)) and paths >= 2):
+        raise InputError("paths", f"need at least 2 paths for a standard error, got {paths!r}")
+    if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
+        raise InputError("dt", f"must be a positive number, got {dt!r}")
+    if horizon is not None:
+        check_step(dt, horizon)
     b_max = float(np.max(np.abs(np.asarray(params.b))))
     s_max = float(np.max(np.asarray(params.s)))
     if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
