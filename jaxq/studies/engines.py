@@ -60,9 +60,11 @@ def pss_setup(system, an, n, policy, horizon=None, record_times=(), theta_expone
 
 
 def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, record_times=(),
-              theta_exponent=sim.DEFAULT_THETA_EXPONENT, devices=None, cv=True) -> dict[str, np.ndarray]:
+              theta_exponent=sim.DEFAULT_THETA_EXPONENT, devices=None, cv=True,
+              engine="event") -> dict[str, np.ndarray]:
     """Per-replication records of the n-th 2x2 system under ``policy`` for replications ``start..start+count-1``
-    (the event engine; ``pad_to``: the chunk size of the grid point, one compiled shape for all its chunks).
+    (``engine``: the event engine, or the uniformised one for exponential primitives, which records only the
+    cost; ``pad_to``: the chunk size of the grid point, one compiled shape for all its chunks).
 
     Returns:
       dict of (count,) arrays: ``J`` (discounted cost up to the horizon), ``tail_bound`` (bound on the
@@ -73,10 +75,11 @@ def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, reco
     system, an = system_and_analysis(path)
     name, z = parse_policy(policy, an.z_star)
     r = sim.simulate(system, float(n), count, policy=name, switch_at=z, horizon=horizon, record_times=record_times,
-                     theta_exponent=theta_exponent, analysis=an, engine="event", seed=seed, start=start,
+                     theta_exponent=theta_exponent, analysis=an, engine=engine, seed=seed, start=start,
                      chunk=max(pad_to, count), block=64, devices=devices, cv=cv)
-    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"],
-           "sup_X_hat_1": r.samples["sup_X_hat"][:, 0], "sup_X_hat_2": r.samples["sup_X_hat"][:, 1]}
+    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"]}
+    if "sup_X_hat" in r.samples:
+        rec.update(sup_X_hat_1=r.samples["sup_X_hat"][:, 0], sup_X_hat_2=r.samples["sup_X_hat"][:, 1])
     for j, t in enumerate(np.atleast_1d(np.asarray(record_times, dtype=np.float64))):
         rec[f"W_hat@{t:g}"] = r.samples["W_hat_t"][:, j]
     rec["events"] = r.samples["events"]
