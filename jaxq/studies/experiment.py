@@ -223,6 +223,15 @@ def point_work(exp: Experiment, pt: dict, cache: dict | None = None) -> tuple[fl
                 cache[pt["system"]] = analyze(system).V0
             horizon = v.pss_default_horizon(system, pt["n"], cache[pt["system"]])
         return v.pss_events_per_replication(system, pt["n"], horizon), "events", "grid.n"
+    if pt.get("engine") == "ctmc" and pt.get("n") is not None:  # network study: the uniformisation rate x horizon
+        net = exp.system(pt["system"]).model
+        lam, mu, big_n = net.rates(pt["n"], "underloaded" if net.scaling == "underloaded" else "halfin-whitt")
+        rate = float(lam.sum() + (big_n * mu.max(axis=0)).sum())
+        return rate * g.horizon, "events", "grid.n"
+    if pt.get("engine") == "diffusion":
+        return v.sde_steps_per_path(g.horizon, g.dt), "steps", "grid.dt"
+    if "criterion" in pt and getattr(g, "simulate", False):  # fast/slow study: uniformised steps
+        return float(g.steps), "steps", "grid.steps"
     return None
 
 

@@ -42,6 +42,7 @@ class Grid(BaseModel):
     theta_exponents: list[Annotated[float, Field(ge=0, le=1)]] = []  # a sweep of a_bar (overrides theta_exponent)
     times: list[PosFloat] = []  # fixed times at which W_hat(t) is recorded
     engine: Literal["event", "auto"] = "event"  # auto: the uniformised engine for exponential primitives
+    replications_at: dict[str, Annotated[int, Field(ge=2)]] = {}  # {"1000000": 64}: replications at that n
 
 
 class CollapseGrid(Grid):
@@ -91,6 +92,13 @@ def points(exp) -> list[dict]:
                     except InputError as e:
                         raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
                     pt = {"system": s.label, "engine": "pss", "policy": pol, "n": _num(n)}
+                    for key, reps in g.replications_at.items():
+                        try:
+                            hit = float(key) == float(n)
+                        except ValueError:
+                            raise InputError("grid.replications_at", f"{key!r} is not a value of n") from None
+                        if hit:
+                            pt.update(reps=reps, chunk=min(reps, exp.chunk))
                     if sweep:
                         pt["a"] = a
                     if lockstep and system.exponential and g.horizon is None:
