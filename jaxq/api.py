@@ -22,7 +22,7 @@ from pathlib import Path
 from jaxq.errors import InputError
 
 
-def examples() -> list[str]:
+def example_names() -> list[str]:
     """Names of the bundled example systems (``pss_P``, ..., ``network_N``, ...)."""
     from jaxq.examples import names
 
