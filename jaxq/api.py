@@ -51,6 +51,7 @@ def analyze(system, basis_pool: int | None = None):
     """
     from jaxq.model.network import Network
 
+    system = _loaded(system)
     if isinstance(system, Network):
         from jaxq.diffusion.network_analysis import analyze as analyze_network
 
@@ -75,6 +76,7 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
     """
     from jaxq.model.network import Network
 
+    system = _loaded(system)
     if isinstance(system, Network):
         from jaxq.sim.network import simulate as simulate_network
 
@@ -112,7 +114,7 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
 
     from jaxq.sde.network_euler import simulate_diffusion
 
-    an = analyze(network)
+    an = analyze(_loaded(network))
     if an.diffusion is None:
         raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
     num_i, num_j = an.diffusion.tree.shape
@@ -137,7 +139,7 @@ def tune(system, target: str = "exact", **options):
             raise InputError("n", "the prelimit target needs the index n of the system")
         n = options.pop("n")
         return tune_prelimit(_pss(system), n, **options)
-    a = analyze(system)
+    a = analyze(_pss(system))
     if a.case != "dual":
         raise InputError("system", "single-mode case (2.19): the optimal policy never switches, so there is no z to tune")
     if target == "exact":
@@ -225,11 +227,15 @@ def read_run(out) -> tuple[list[dict], list[dict]]:
     return points, records
 
 
+def _loaded(system):
+    """A system object: loaded from a bundled name or a file when given as a string or path."""
+    return load(system) if isinstance(system, (str, Path)) else system
+
+
 def _pss(system):
     from jaxq.model.pss2x2 import PSS2x2
 
-    if isinstance(system, (str, Path)):
-        system = load(system)
+    system = _loaded(system)
     if not isinstance(system, PSS2x2):
         raise InputError("system.kind", "this needs a 'pss2x2' system")
     return system

@@ -16,7 +16,7 @@ from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.sde import driver, skew
-from jaxq.sde.estimators import _value_of, wcp_coefficients
+from jaxq.sde.estimators import value_of, wcp_coefficients
 from jaxq.sim import pss2x2 as sim
 
 
@@ -107,7 +107,7 @@ def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), device
     system, an = system_and_analysis(path)
     params, _ = wcp_coefficients(an)  # (2.25): lower mode below z*, higher above
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
-    value = _value_of(params, system.gamma) if cv else None
+    value = value_of(params, system.gamma) if cv else None
     r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, dt, horizon, count, seed, times=times,
                         chunk=max(pad_to, count), start=start, devices=devices, value=value)
     rec = {"V": r["cost"]}

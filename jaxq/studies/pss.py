@@ -83,14 +83,17 @@ def points(exp) -> list[dict]:
     lockstep = g.engine == "auto" and not g.times and exp.study.name in ("convergence", "policies")
     for s in exp.systems:
         system, an = _system(exp, s.label)
+        def check(pol, n, *a):
+            try:
+                return engines.pss_setup(system, an, n, pol, _horizon(exp), g.times, *a)
+            except InputError as e:
+                raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
+
         for pol in policies:
-            has_theta = engines.pss_setup(system, an, min(g.n), pol, _horizon(exp), g.times).theta is not None
+            has_theta = check(pol, min(g.n)).theta is not None
             for a in (sweep if has_theta else sweep[:1]) or [g.theta_exponent]:
                 for n in g.n:
-                    try:
-                        engines.pss_setup(system, an, n, pol, _horizon(exp), g.times, a)
-                    except InputError as e:
-                        raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
+                    check(pol, n, a)
                     pt = {"system": s.label, "engine": "pss", "policy": pol, "n": _num(n)}
                     for key, reps in g.replications_at.items():
                         try:

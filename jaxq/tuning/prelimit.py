@@ -132,7 +132,7 @@ def tune_prelimit(
         state = opt.init(theta)
         paths[m, 0] = theta
         for k in range(iterations):
-            s = seed * 1_000_003 + 1_009 * (m + 1) + k
+            s = int(np.random.SeedSequence((seed, m, k)).generate_state(1)[0])  # distinct for every (chain, step)
             g, _, j = smoothed_gradient(system, n, theta[0] if tune_z else None, theta[1], reps, s, tau, name,
                                         theta_exponent, a)
             updates, state = opt.update(g * mask, state, theta)
