@@ -130,16 +130,6 @@ class SimResult:
     def stderr(self):
         return self.main.stderr
 
-    @classmethod
-    def with_controls(cls, samples, controls, index) -> "Estimate":
-        """The mean over replications (axis 0) of a scalar or array statistic controlled by ``controls``
-        (reps, C), cross-fitted by replication ``index`` (:func:`jaxq.stats.controlled_mean`); without
-        controls (None) the plain :meth:`of`."""
-        if controls is None:
-            return cls.of(samples)
-        c = controlled_mean(samples, controls, index)
-        return cls(_plain(c.mean), _plain(c.stderr), _plain(c.plain), _plain(c.plain_stderr), c.coefficients)
-
     @property
     def ci95(self):
         return self.main.ci95

@@ -139,24 +139,15 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
         words = jax.random.bits(jax.random.fold_in(c["key"], b.astype(jnp.uint32)), (PAGE,), jnp.uint32)
         s, p = c["state"], a.params
         zeros = lambda t: jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), jnp.asarray(v).dtype), t)  # noqa: E731
-        inner = {"state": s, "pe": jnp.int32(0)}  # only what a step changes is carried through the page
-        if disc:
-            inner.update(disc=c["disc"], w=c["w"])
-        if ctl and disc:
-            inner["ctl"] = c["ctl"]
-        if ctl and record:
-            inner["ctlw"] = c["ctlw"]
+        # only what a step changes is carried through the page
+        carried = ["disc", "w"] * disc + ["ctl"] * (ctl and disc) + ["ctlw"] * (ctl and record)
+        inner = {"state": s, "pe": jnp.int32(0), **{k: c[k] for k in carried}}
         if record:
             none = tuple(jnp.bool_(False) for _ in markov.counts(s, p))
             inner.update(pw=zeros(markov.observe(s, p)), pr=zeros(markov.transition(s, none, p)[1]))
         inner, _ = jax.lax.scan(lambda cc, u: step(cc, u, a, record), inner, words)
-        out = dict(c, state=inner["state"], events=c["events"] + inner["pe"].astype(jnp.int64))
-        if disc:
-            out.update(disc=inner["disc"], w=inner["w"])
-        if ctl and disc:
-            out["ctl"] = inner["ctl"]
-        if ctl and record:
-            out["ctlw"] = inner["ctlw"]
+        out = dict(c, state=inner["state"], events=c["events"] + inner["pe"].astype(jnp.int64),
+                   **{k: inner[k] for k in carried})
         if record:
             f64 = lambda t: jax.tree_util.tree_map(lambda v: v.astype(jnp.float64), t)  # noqa: E731
             out["win"] = jax.tree_util.tree_map(lambda acc, v: acc + v, c["win"], f64(inner["pw"]))
