@@ -116,9 +116,10 @@ def test_large_erlang_is_sampled_as_gamma():
 
 def test_words_needed():
     wn = lambda *ds: sampling.words_needed(sampling.spec_of(list(ds)))  # noqa: E731
-    assert wn(Dist("exponential", 1.0)) == 1
+    assert wn(Dist("exponential", 1.0)) == 2  # slots in pairs: U_1, U_2, V for two variates
     assert wn(Dist("erlang", 0.25)) == 4
-    assert wn(Dist("hyperexponential", 3.0)) == 2
+    assert wn(Dist("hyperexponential", 3.0)) == 3  # a phase word each, then U_1, U_2, V
+    assert wn(Dist("exponential", 1.0), Dist("lognormal", 2.0)) == 2  # not paired: exponential takes 1
     assert wn(Dist("lognormal", 2.0)) == 2
     assert wn(Dist("deterministic", 0.0)) == 0
     assert wn(Dist("gamma", 0.5)) == 2 * sampling.DEFAULT_PROPOSALS  # shape 2: no boost word
@@ -148,6 +149,53 @@ def test_mixed_streams_use_their_own_law_and_are_independent():
                 _check_law(x[:, j], dists[s])
         if "deterministic" not in (dists[a].name, dists[b].name):
             assert abs(np.corrcoef(x[:, 0], x[:, 1])[0, 1]) <= 4 / math.sqrt(COUNT), (a, b)
+
+
+def test_mixed_spec_gives_each_stream_what_it_gets_alone():
+    """The shared-transcendental path of mixed specs: the same words give the same variate as the
+    stream's single-family spec (and the same accept/void decision)."""
+    dists = [Dist("exponential", 1.0), Dist("erlang", 0.25), Dist("hyperexponential", 3.0), Dist("lognormal", 2.0),
+             Dist("gamma", 2.0), Dist("gamma", 0.5), Dist("deterministic", 0.0)]
+    mixed, mtab = sampling.spec_of(dists, proposals=2), _table(dists)
+    key = jax.random.PRNGKey(17)
+    W = sampling.words_needed(mixed)
+    counters = jnp.arange(2000, dtype=jnp.uint32)
+    for s, d in enumerate(dists):
+        single, stab = sampling.spec_of([d], proposals=2), _table([d])
+        Ws = sampling.words_needed(single)
+        assert Ws <= W
+
+        def both(c, s=s, single=single, stab=stab, Ws=Ws):
+            w = rng.words(key, c, W)
+            a = sampling.sample_or_void(w, mixed, mtab, jnp.array([s]))
+            b = sampling.sample_or_void(w[:Ws], single, stab, jnp.zeros(1, jnp.int32))
+            return a, b
+
+        (va, oka), (vb, okb) = jax.jit(jax.vmap(both))(counters)
+        assert np.array_equal(np.asarray(oka), np.asarray(okb)), d
+        ok = np.asarray(oka)
+        np.testing.assert_allclose(np.asarray(va)[ok], np.asarray(vb)[ok], rtol=1e-13, err_msg=str(d))
+
+
+@pytest.mark.parametrize("names", [("exponential",), ("hyperexponential",), ("exponential", "hyperexponential")])
+def test_paired_scaled_exponentials(names):
+    """Two slots from one logarithm (Gamma(2) split by a uniform): each slot has its law, the two are
+    independent (correlation, and the law of their maximum), and a single slot still works."""
+    dists = [Dist(n, 4.0 if n == "hyperexponential" else 1.0) for n in names]
+    spec = sampling.spec_of(dists)
+    table = _table(dists)
+    key = jax.random.PRNGKey(21)
+    idx = jnp.array([0, len(dists) - 1], jnp.int32)
+    x = np.asarray(jax.jit(jax.vmap(lambda c: sampling.draw(key, c, spec, table, idx)))(
+        jnp.arange(COUNT, dtype=jnp.uint32)))
+    for j in range(2):
+        _check_law(x[:, j], dists[idx[j]])
+    assert abs(np.corrcoef(x[:, 0], x[:, 1])[0, 1]) <= 4 / math.sqrt(COUNT)
+    F0, F1 = _cdf(dists[idx[0]]), _cdf(dists[idx[1]])
+    assert stats.kstest(np.maximum(x[:, 0], x[:, 1]), lambda t: F0(t) * F1(t)).pvalue > 1e-4
+    one = np.asarray(jax.jit(jax.vmap(lambda c: sampling.draw(key, c, spec, table, idx[:1])))(
+        jnp.arange(COUNT, dtype=jnp.uint32)))
+    _check_law(one[:, 0], dists[idx[0]])
 
 
 # ----------------------------------------------------------------------- gamma: exact completion

@@ -7,18 +7,27 @@ parameters are a small table of arrays per stream (:func:`param_table`; traced, 
 not recompile). An event that needs ``r`` variates (``r = 2`` in the 2x2 engine) takes
 ``r * words_needed(spec)`` words from ONE counter-based generator call (:func:`jaxq.sim.rng.words`,
 no key split per event) and :func:`sample` turns slot ``j``'s words into a draw of stream ``idx[j]``.
-Only the families present are evaluated, and with one family there is no select at all. All the
-arithmetic is on per-replication scalars (no small per-replication arrays: under ``vmap`` those
-become the vector axis on a CPU and run several times slower).
+Only the families present are evaluated, and with one family there is no select at all; in a
+mixed spec every present family is evaluated for each slot (the stream is traced) but the expensive
+functions are shared: one normal quantile, one logarithm and one exponential per slot whatever the
+mix (:func:`_slot_shared`). All the arithmetic is on per-replication scalars (no small
+per-replication arrays: under ``vmap`` those become the vector axis on a CPU and run several times
+slower) and the parameters are looked up by selects, not gathers. On this CPU a float64 ``log`` or
+``exp`` costs about 10 ns per replication in a vmapped scan, several Threefry blocks: the
+transforms are counted in logarithms.
 
 Families (all with mean 1 and SCV c) and the words one variate takes:
 
-* exponential (1 word): ``-log U``;
+* exponential (1 word): ``-log U``; when every stream is exponential or hyperexponential, the slots
+  are drawn in pairs from one logarithm: ``G = -log(U_1 U_2) ~ Gamma(2)`` split by a uniform V into
+  ``VG`` and ``(1 - V)G``, two independent Exp(1) variates (3 words and one log for two variates,
+  :func:`_exponential_pair`; ``words_needed`` is then 2, one word spare per pair);
 * erlang, c = 1/k (k words, one log): ``-log(U_1 ... U_k) / k`` for k <= ``ERLANG_DIRECT_MAX``; a
   larger k is sampled as gamma with shape k (the same law, fewer words);
-* hyperexponential with balanced means (2 words, one log): phase 1 iff ``W_1 < T``, ``T = round(p_1
-  2^32)``, so the phase probabilities are ``p~_1 = T 2^-32`` and ``1 - p~_1`` (within 2^-33 of
-  ``p_1 = (1 + sqrt((c-1)/(c+1)))/2``), then ``-log U_2`` times the phase mean ``1/(2 p~_j)``: the
+* hyperexponential with balanced means (2 words, one log; paired as above: 3 words, half a log):
+  phase 1 iff ``W_1 < T``, ``T = round(p_1 2^32)``, so the phase probabilities are ``p~_1 = T 2^-32``
+  and ``1 - p~_1`` (within 2^-33 of ``p_1 = (1 + sqrt((c-1)/(c+1)))/2``), then an Exp(1) variate
+  (``-log U_2``, or the pair's) times the phase mean ``1/(2 p~_j)``: the
   means stay exactly balanced and the mean exactly 1; the SCV moves by at most
   ``2.3e-10 (c + 2 + 1/c)`` relative (1.5e-9 at c = 4);
 * lognormal (2 words): ``exp(s Z - s^2/2)``, ``s^2 = log(1 + c)``, Z the normal quantile (Wichura's
@@ -39,8 +48,8 @@ Families (all with mean 1 and SCV c) and the words one variate takes:
     the same event's counter after the budget (a ``lax.while_loop``; under ``vmap`` it iterates only
     in event steps where some replication needs it). With the default P = 4 it is needed by at most
     5.5e-6 of the gamma variates (1.1e-7 at a' = 2, 9e-9 at a' = 3.3). Its price is the loop itself:
-    on a CPU a ``while_loop`` inside a vmapped ``scan`` costs about 15 ns per event even when it
-    never iterates, since XLA cannot fuse across it.
+    on a CPU a ``while_loop`` inside a vmapped ``scan`` costs 15-35 ns per event even when it never
+    iterates (measured beside the same sampler without it), since XLA cannot fuse across it.
   - :func:`sample_or_void` (for event engines): no fallback, an ``ok`` flag instead; the engine
     voids the event and redoes it with the next counter (exact, see there). With P = 1 a gamma
     variate costs one proposal and 5-10% of the events of an all-gamma system are redone.
@@ -110,15 +119,21 @@ def words_needed(spec: Spec) -> int:
 
     An event drawing ``r`` variates takes ``r * words_needed(spec)`` words, slot j the j-th run.
     """
+    paired = _paired(spec)
     need = {
-        "exponential": 1,
+        "exponential": 2 if paired else 1,
         "erlang": spec.kdirect,
-        "hyperexponential": 2,
+        "hyperexponential": 3 if paired else 2,
         "lognormal": 2,
         "deterministic": 0,
         "gamma": 2 * spec.proposals + int(spec.boost),
     }
     return max([need[m] for m in spec.methods] + [0])
+
+
+def _paired(spec: Spec) -> bool:
+    """Every method present is a scaled exponential: slots are drawn in pairs from one logarithm."""
+    return bool(spec.methods) and set(spec.methods) <= {"exponential", "hyperexponential"}
 
 
 def _method(d: Dist) -> str:
@@ -347,35 +362,142 @@ def _slots(words, spec: Spec, table: dict, idx):
     n_streams = int(np.shape(table["c0"])[0])
     words = [words[i] for i in range(r * W)]
     out = []
-    for j in range(r):
+    if _paired(spec):
+        for j in range(0, r - 1, 2):
+            out += _exponential_pair(words[j * W : (j + 2) * W], W, spec, table, idx[j], idx[j + 1], n_streams)
+    for j in range(len(out), r):
         w = words[j * W : (j + 1) * W]
         eq = [idx[j] == s for s in range(n_streams)] if n_streams > 1 else [True]
         c = [_lookup(table, f"c{i}", eq) for i in range(4)]
-        vals, g = {}, None
-        for m in spec.methods:
-            if m == "exponential":
-                vals[m] = _exponential(w, c)
-            elif m == "erlang":
-                vals[m] = _erlang(w, c, spec.kdirect)
-            elif m == "hyperexponential":
-                vals[m] = _hyperexponential(w, c, _lookup(table, "thr", eq))
-            elif m == "lognormal":
-                vals[m] = _lognormal(w, c)
-            elif m == "deterministic":
-                vals[m] = jnp.ones((), jnp.float64)
-            elif m == "gamma":
-                y, ok, fac = _gamma(w, c, spec.proposals, spec.boost)
-                vals[m] = y * fac
-                g = [y, ok, fac, c, None]
-        method = _lookup(table, "method", eq) if len(spec.methods) > 1 else None
-        v = vals[spec.methods[0]]
-        for m in spec.methods[1:]:
-            v = jnp.where(method == METHOD_CODE[m], vals[m], v)
-        if g is not None:
-            g[4] = method == METHOD_CODE["gamma"] if method is not None else jnp.ones((), bool)
-            g[1] = g[1] | jnp.logical_not(g[4])  # a slot of another family is never pending
+        thr = _lookup(table, "thr", eq) if "hyperexponential" in spec.methods else None
+        if len(spec.methods) > 1:
+            method = _lookup(table, "method", eq)
+            v, g = _slot_shared(w, c, thr, method, spec)
+        else:
+            v, g = _slot_single(w, c, thr, spec)
         out.append((v, g))
     return out
+
+
+def _slot_single(w, c, thr, spec: Spec):
+    """One slot of a single-method spec: that method's transform, no select."""
+    m = spec.methods[0]
+    if m == "exponential":
+        return _exponential(w, c), None
+    if m == "erlang":
+        return _erlang(w, c, spec.kdirect), None
+    if m == "hyperexponential":
+        return _hyperexponential(w, c, thr), None
+    if m == "lognormal":
+        return _lognormal(w, c), None
+    if m == "deterministic":
+        return jnp.ones((), jnp.float64), None
+    y, ok, fac = _gamma(w, c, spec.proposals, spec.boost)
+    return y * fac, [y, ok, fac, c, jnp.ones((), bool)]
+
+
+def _slot_shared(w, c, thr, method, spec: Spec):
+    """One slot of a mixed spec, the transcendental functions shared between the methods.
+
+    Every method present is evaluated (the stream is traced) and the slot's is selected; but the
+    transcendental work is done once on selected arguments: one normal quantile (lognormal's, or the
+    first gamma proposal's), one logarithm (exponential ``-log U``, Erlang ``-log(U_1...U_k)``,
+    hyperexponential ``-log U_2``, or the gamma proposal's ``log(1 + cZ)``) and one exponential
+    (lognormal's, or the gamma acceptance test's). Each method sees exactly what it sees alone.
+    """
+    M = spec.methods
+    is_m = {m: method == METHOD_CODE[m] for m in M}
+
+    def sel(cands):
+        items = list(cands.items())
+        v = items[0][1]
+        for m, x in items[1:]:
+            v = jnp.where(is_m[m], x, v)
+        return v
+
+    vals = {}
+    z = None
+    if "lognormal" in M or "gamma" in M:
+        cand = {}
+        if "lognormal" in M:
+            cand["lognormal"] = rng.uniform52(w[0], w[1])
+        if "gamma" in M:
+            cand["gamma"] = rng.uniform(w[0])
+        z = ndtri(sel(cand), far="lognormal" in M)
+    logc = {}
+    if "exponential" in M:
+        logc["exponential"] = rng.uniform(w[0])
+    if "erlang" in M:
+        p = rng.uniform(w[0])
+        for j in range(1, spec.kdirect):
+            p = p * jnp.where(j < c[0], rng.uniform(w[j]), 1.0)
+        logc["erlang"] = p
+    if "hyperexponential" in M:
+        logc["hyperexponential"] = rng.uniform(w[1])
+    if "gamma" in M:
+        d, cc = c[0], c[1]
+        t = 1.0 + cc * z
+        pos = t > 0.0
+        ts = jnp.where(pos, t, 1.0)
+        v = ts * ts * ts
+        logc["gamma"] = ts
+    L = log(sel(logc)) if logc else None
+    expc = {}
+    if "lognormal" in M:
+        expc["lognormal"] = c[0] * z + c[1]
+    if "gamma" in M:
+        expc["gamma"] = 0.5 * z * z + d - d * v + 3.0 * d * L
+    E = jnp.exp(sel(expc)) if expc else None
+    g = None
+    for m in M:
+        if m == "exponential":
+            vals[m] = -L
+        elif m == "erlang":
+            vals[m] = -L * c[1]
+        elif m == "hyperexponential":
+            vals[m] = -L * jnp.where(w[0] < thr, c[0], c[1])
+        elif m == "lognormal":
+            vals[m] = E
+        elif m == "deterministic":
+            vals[m] = jnp.ones((), jnp.float64)
+        elif m == "gamma":
+            y, ok = d * v, pos & (rng.uniform(w[1]) < E)  # proposal 0, as in _mt_proposal
+            if spec.proposals > 1:
+                y1, ok1, _ = _gamma(w[2:], c, spec.proposals - 1, False)  # proposals 1 .. P-1
+                y = jnp.where(ok, y, y1)
+                ok = ok | ok1
+            fac = c[3]
+            if spec.boost:
+                fac = fac * jnp.exp(c[2] * log(rng.uniform(w[2 * spec.proposals])))
+            vals[m] = y * fac
+            g = [y, ok | jnp.logical_not(is_m["gamma"]), fac, c, is_m["gamma"]]  # other families never pend
+    return sel(vals), g
+
+
+def _exponential_pair(w, W, spec, table, ia, ib, n_streams):
+    """Two slots of scaled-exponential methods from ONE logarithm (Gamma(2) split by a uniform).
+
+    ``G = -log(U_1 U_2) ~ Gamma(2)`` and an independent uniform V give ``VG`` and ``(1 - V)G``,
+    independent Exp(1) variates (for independent E_1, E_2 ~ Exp(1), ``E_1 + E_2`` and ``E_1 / (E_1 +
+    E_2)`` are independent, Gamma(2) and uniform); each is then scaled by its slot's phase mean
+    (hyperexponential: phase from the slot's own first word). Words: exponential-only specs take
+    ``U_1, U_2, V`` from ``(a0, b0, a1)``; with hyperexponential streams the phases are ``a0, b0`` and
+    ``U_1, U_2, V`` are ``(a1, b1, a2)``.
+    """
+    a, b = w[:W], w[W:]
+    hyper = "hyperexponential" in spec.methods
+    u1, u2, v = (a[1], b[1], a[2]) if hyper else (a[0], b[0], a[1])
+    g = -log(rng.uniform(u1) * rng.uniform(u2))
+    vv = rng.uniform(v)
+    out = [vv * g, (1.0 - vv) * g]  # 1 - V is exact on the midpoint grid
+    if hyper:
+        for k, (i, wk) in enumerate(((ia, a), (ib, b))):
+            eq = [i == s for s in range(n_streams)] if n_streams > 1 else [True]
+            mean = jnp.where(wk[0] < _lookup(table, "thr", eq), _lookup(table, "c0", eq), _lookup(table, "c1", eq))
+            if len(spec.methods) > 1:
+                mean = jnp.where(_lookup(table, "method", eq) == METHOD_CODE["hyperexponential"], mean, 1.0)
+            out[k] = out[k] * mean
+    return [(x, None) for x in out]
 
 
 def sample(words, spec: Spec, table: dict, idx, key=None, counter=None) -> jax.Array:
