@@ -52,7 +52,8 @@ FAMILIES = {  # deterministic is left out: its events draw nothing, XLA folds th
     "lognormal:2": ["lognormal:2"] * 6,
     "gamma:0.5": ["gamma:0.5"] * 6,
     "gamma:2": ["gamma:2"] * 6,
-    "pss_spec": ["exponential:1", "exponential:1", "erlang:0.25", "exponential:1", "exponential:1", "hyperexponential:4"],
+    "pss_spec": ["exponential:1", "exponential:1", "erlang:0.25", "exponential:1", "exponential:1",
+                 "hyperexponential:4"],
     "mix": ["exponential:1", "erlang:0.25", "gamma:0.5", "lognormal:2", "hyperexponential:3", "gamma:2"],
 }
 
@@ -226,8 +227,10 @@ def main(argv=None):
         old = f"{r['old']:.1f} [{r['old_cpu']:.1f}]" if "old" in r else ""
         void = f"{r['void']:.1f} [{r['void_cpu']:.1f}] ({100 * r['voided']:.1f}% voided)" if "void" in r else ""
         oldnew = f"{r['old'] / r['best']:.1f}x" if "old" in r else ""
-        rel = f"{r['best_over_exponential']:.2f} [{r['best_cpu_over_exponential']:.2f}]" if r["best_over_exponential"] else ""
-        print(f"| {r['config']} | {r['words_per_event']} | {old} | {r['new']:.1f} [{r['new_cpu']:.1f}] | {void} | {oldnew} | {rel} |")
+        rel = (f"{r['best_over_exponential']:.2f} [{r['best_cpu_over_exponential']:.2f}]"
+               if r["best_over_exponential"] else "")
+        new = f"{r['new']:.1f} [{r['new_cpu']:.1f}]"
+        print(f"| {r['config']} | {r['words_per_event']} | {old} | {new} | {void} | {oldnew} | {rel} |")
     if ref:
         print()
         print("numba loop with numpy's generator, one core, ns per variate:")

@@ -302,7 +302,8 @@ def test_uniforms_are_exact_midpoints_in_the_open_interval():
 
 
 def test_normal_quantile_matches_scipy():
-    p = np.concatenate([np.linspace(1e-6, 1 - 1e-6, 10_001), 2.0 ** -np.arange(2.0, 54.0), 1 - 2.0 ** -np.arange(2.0, 53.0)])
+    p = np.concatenate([np.linspace(1e-6, 1 - 1e-6, 10_001), 2.0 ** -np.arange(2.0, 54.0),
+                        1 - 2.0 ** -np.arange(2.0, 53.0)])
     ndtri = jax.jit(sampling.ndtri, static_argnames="far")
     z = np.asarray(ndtri(jnp.asarray(p)))
     assert np.allclose(z, special.ndtri(p), rtol=1e-14, atol=1e-14)
