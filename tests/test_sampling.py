@@ -241,6 +241,13 @@ def test_sample_or_void_accepted_values_are_exact():
     _check_law(v[:, 1], dists[1])
 
 
+def test_too_few_words_fail_loudly():
+    """The previous call ``sample(key, spec, table, idx)`` must not run on a key's two words."""
+    dists = [Dist("exponential", 1.0)]
+    with pytest.raises(ValueError, match="need 4 words"):
+        sampling.sample(jax.random.PRNGKey(0), sampling.spec_of(dists), _table(dists), jnp.arange(2))
+
+
 def test_gamma_spec_needs_key_and_counter_for_the_fallback():
     spec = sampling.spec_of([Dist("gamma", 0.5)])
     with pytest.raises(ValueError, match="key and counter"):

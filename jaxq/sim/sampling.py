@@ -360,6 +360,9 @@ def _slots(words, spec: Spec, table: dict, idx):
     W = words_needed(spec)
     r = int(np.shape(idx)[0])
     n_streams = int(np.shape(table["c0"])[0])
+    if len(words) < r * W:  # e.g. the previous call sample(key, ...): fail loudly, never index past the end
+        raise ValueError(f"{r} slots of this spec need {r * W} words, got {len(words)} "
+                         "(sample takes rng.words(key, counter, ...); the key-based sampler is sample_with_key)")
     words = [words[i] for i in range(r * W)]
     out = []
     if _paired(spec):
