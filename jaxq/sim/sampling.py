@@ -64,6 +64,20 @@ in each tail (4e-14 above 30.8 at a' = 1). Logarithms and exponentials are XLA's
 effects are orders of magnitude below any Monte Carlo error (4 standard errors of 10^10 draws of a
 unit-mean, unit-variance variate are 4e-5).
 
+How an event engine uses this layer (r = 2 slots, replication key ``key``, event counter ``e`` in
+the state)::
+
+    spec = spec_of(dists, proposals=1)               # static; P = 1 with the void protocol
+    table = param_table(dists)                       # traced
+    W = 2 * words_needed(spec)                       # static
+    v, ok = sample_or_void(rng.words(key, e, W), spec, table, jnp.stack([slot0, slot1]))
+    # ok is a constant True unless gamma-method streams are present; when False, keep the old
+    # state (as for a finished replication) but still advance e, so the event is redone with
+    # fresh words at the next step.
+
+or, self-contained at a higher cost when gamma is present, ``v = sample(rng.words(key, e, W), spec,
+table, idx, key, e)`` with ``spec_of(dists)`` (P = 4 and the exact fallback).
+
 :func:`sample_with_key` keeps the previous sampler (one key per event, 53-bit uniforms, every family
 of both slots evaluated, ``jax.random.gamma``) with the same outputs, for comparison.
 """
@@ -509,7 +523,7 @@ def sample(words, spec: Spec, table: dict, idx, key=None, counter=None) -> jax.A
     Args:
       words: ``r * words_needed(spec)`` uint32 words (array or sequence), e.g.
         ``rng.words(key, counter, r * words_needed(spec))``; slot j uses the j-th run of
-        ``words_needed(spec)`` words.
+        ``words_needed(spec)`` words (paired exponential slots share their two runs).
       spec: the static methods present (:func:`spec_of`).
       table: the per-stream parameters (:func:`param_table`), as arrays.
       idx: stream indices, shape (r,), static length.
