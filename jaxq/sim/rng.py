@@ -16,7 +16,7 @@ sampler) continues the same draw at a larger offset, so it never reuses a word. 
 pseudo-random function of its counter).
 
 The block function is written out here in ``jax.numpy`` (20 rounds unrolled, bit-identical to
-``jax.extend.random.threefry_2x32``: ``tests/test_sampling.py`` checks both that and Random123's
+``jax.extend.random.threefry_2x32``: ``tests/sim/test_sampling.py`` checks both that and Random123's
 known answers): JAX's own primitive is emitted on the CPU as a rolled loop in an out-of-line function,
 which XLA cannot fuse with the rest of an event step; measured in a vmapped ``lax.scan`` over events
 at 10^4 replications, the inline version costs about 4 ns per block against about 30 ns

@@ -1,42 +1,53 @@
 """Exact sampling of the mean-1 renewal primitives of SPEC.md from a fixed budget of random words.
 
 A simulator has a fixed list of *streams* (e.g. two interarrival and four service distributions). What
-is static (part of the compiled program) is a :class:`Spec`: the families present, how each is
-sampled, and the number of 32-bit words a variate takes (:func:`words_needed`); the numeric
-parameters are a small table of arrays per stream (:func:`param_table`; traced, so another SCV does
-not recompile). An event that needs ``r`` variates (``r = 2`` in the 2x2 engine) takes
+is static (part of the compiled program) is a :class:`Spec`: the methods present, and the number of
+32-bit words a variate takes (:func:`words_needed`); the numeric parameters are a small table of arrays
+per stream (:func:`param_table`; traced, so another SCV does not recompile, except where it changes the
+method). An event that needs ``r`` variates (``r = 2`` in the 2x2 engine) takes
 ``r * words_needed(spec)`` words from ONE counter-based generator call (:func:`jaxq.sim.rng.words`,
 no key split per event) and :func:`sample` turns slot ``j``'s words into a draw of stream ``idx[j]``.
-Only the families present are evaluated, and with one family there is no select at all; in a
-mixed spec every present family is evaluated for each slot (the stream is traced) but the expensive
+Only the methods present are evaluated, and with one method there is no select at all; in a
+mixed spec every present method is evaluated for each slot (the stream is traced) but the expensive
 functions are shared: one normal quantile, one logarithm and one exponential per slot whatever the
 mix (:func:`_slot_shared`). All the arithmetic is on per-replication scalars (no small
 per-replication arrays: under ``vmap`` those become the vector axis on a CPU and run several times
-slower) and the parameters are looked up by selects, not gathers. On this CPU a float64 ``log`` or
-``exp`` costs about 10 ns per replication in a vmapped scan, several Threefry blocks: the
-transforms are counted in logarithms.
+slower) and the parameters are looked up by selects, not gathers.
 
-Families (all with mean 1 and SCV c) and the words one variate takes:
+Cost model (XLA:CPU, measured in a vmapped scan at 10^3 replications): XLA's float64 ``log`` is a
+scalar library call (8 ns an element), so :func:`log` is written out (fdlibm's, 1.9 ns); ``exp`` and
+``sqrt`` are vectorised (2 ns, 0.5 ns); a Threefry block costs 2-4 ns. XLA compiles one loop per array
+an event produces and fuses every cheap operation into each loop that needs it, so a uniform read by
+two computations would be recomputed, Threefry block and all: an engine passes ``keep`` (a
+materialisation, :func:`slot_values`) and each value that several computations read takes a Threefry
+block of its own (the word layout below; a spare word is never computed).
 
-* exponential (1 word): ``-log U``; when every stream is exponential or hyperexponential, the slots
-  are drawn in pairs from one logarithm: ``G = -log(U_1 U_2) ~ Gamma(2)`` split by a uniform V into
-  ``VG`` and ``(1 - V)G``, two independent Exp(1) variates (3 words and one log for two variates,
-  :func:`_exponential_pair`; ``words_needed`` is then 2, one word spare per pair);
-* erlang, c = 1/k (k words, one log): ``-log(U_1 ... U_k) / k`` for k <= ``ERLANG_DIRECT_MAX``; a
-  larger k is sampled as gamma with shape k (the same law, fewer words);
-* hyperexponential with balanced means (2 words, one log; paired as above: 3 words, half a log):
-  phase 1 iff ``W_1 < T``, ``T = round(p_1 2^32)``, so the phase probabilities are ``p~_1 = T 2^-32``
-  and ``1 - p~_1`` (within 2^-33 of ``p_1 = (1 + sqrt((c-1)/(c+1)))/2``), then an Exp(1) variate
-  (``-log U_2``, or the pair's) times the phase mean ``1/(2 p~_j)``: the
-  means stay exactly balanced and the mean exactly 1; the SCV moves by at most
+Methods (all with mean 1 and SCV c) and the words one variate takes (a whole number of blocks):
+
+* exponential (2 words, one used): ``-log U``;
+* erlang, c = 1/k (k words rounded up to even, one log): ``-log(U_1 ... U_k) / k`` for
+  k <= ``ERLANG_DIRECT_MAX``; a larger k is sampled as gamma with shape k (the same law, fewer words);
+  a gamma with an integer shape k <= ``ERLANG_DIRECT_MAX`` is sampled this way too (the same law);
+* hyperexponential with balanced means (2 words, one log): phase 1 iff ``W_1 < T``,
+  ``T = round(p_1 2^32)``, so the phase probabilities are ``p~_1 = T 2^-32`` and ``1 - p~_1`` (within
+  2^-33 of ``p_1 = (1 + sqrt((c-1)/(c+1)))/2``), then ``-log U_2`` times the phase mean ``1/(2 p~_j)``:
+  the means stay exactly balanced and the mean exactly 1; the SCV moves by at most
   ``2.3e-10 (c + 2 + 1/c)`` relative (1.5e-9 at c = 4);
-* lognormal (2 words): ``exp(s Z - s^2/2)``, ``s^2 = log(1 + c)``, Z the normal quantile (Wichura's
-  AS241, relative error about 1e-15) of a 52-bit uniform: lognormal moments are carried by the far
-  tail (the SCV by Z near 2s), so Z gets the resolution of two words (|Z| up to 8.2);
+* the methods that take a standard normal Z (lognormal, gammahalf, and gamma's first proposal) find it
+  in the slot's last block, the *normal block* (two more words): slots come in pairs, and a pair's two
+  normals are one Box-Muller pair (:func:`box_muller`: the 52-bit uniform of the first slot's block,
+  the angle from the second's; ``|Z| <= 8.57``); a slot without a partner takes the normal quantile
+  (Wichura's AS241, relative error about 1e-15) of its block's 52-bit uniform (``|Z| <= 8.2``);
+* lognormal (0 words and the normal block): ``exp(s Z - s^2/2)``, ``s^2 = log(1 + c)``: lognormal moments
+  are carried by the far tail (the SCV by Z near 2s), so Z gets the resolution of two words;
+* gamma with a half-integer shape a = k + 1/2 <= ``ERLANG_DIRECT_MAX`` ("gammahalf", k words rounded up
+  to even, and the normal block): ``(-log(U_1 ... U_k) + Z^2/2) / a`` (``Z^2/2 ~ Gamma(1/2)``;
+  independent gammas add): gamma:2 (a = 1/2) is ``Z^2``;
 * deterministic (no word): 1;
-* gamma, shape a = 1/c (``2P`` words, plus one when some stream has a < 1): Marsaglia-Tsang with
-  ``P = Spec.proposals`` proposals evaluated side by side, the first accepted one taken. Proposal:
-  Z the normal quantile of one word, ``V = (1 + Z/sqrt(9d))^3``, ``d = a' - 1/3``; accepted iff
+* gamma, any other shape a = 1/c (``4P`` words, plus two when some stream has a < 1, and the normal
+  block): Marsaglia-Tsang with ``P = Spec.proposals`` proposals evaluated side by side, the first
+  accepted one taken. Proposal: Z a standard normal (the slot's normal for the first proposal, the
+  normal quantile of one word for the others), ``V = (1 + Z/sqrt(9d))^3``, ``d = a' - 1/3``; accepted iff
   ``V > 0`` and ``log U < Z^2/2 + d - dV + d log V``; then ``dV ~ Gamma(a')``. For a < 1, ``a' = a +
   1`` and the draw is multiplied by ``U_0^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1)
   U^(1/a)``); for a >= 1, ``a' = a``. No rejection loop of unbounded length runs per variate, and
@@ -50,9 +61,10 @@ Families (all with mean 1 and SCV c) and the words one variate takes:
     5.5e-6 of the gamma variates (1.1e-7 at a' = 2, 9e-9 at a' = 3.3). Its price is the loop itself:
     on a CPU a ``while_loop`` inside a vmapped ``scan`` costs 15-35 ns per event even when it never
     iterates (measured beside the same sampler without it), since XLA cannot fuse across it.
-  - :func:`sample_or_void` (for event engines): no fallback, an ``ok`` flag instead; the engine
-    voids the event and redoes it with the next counter (exact, see there). With P = 1 a gamma
-    variate costs one proposal and 5-10% of the events of an all-gamma system are redone.
+  - :func:`sample_or_void` / :func:`slot_values` (for event engines): no fallback, an ``ok`` flag (or
+    NaN) instead; the engine voids the event and redoes it with the next counter (exact, see there).
+    With P = 1 a gamma variate costs one proposal and 2-10% of the events of an all-gamma system are
+    redone.
 
 Resolution (stated, not hidden): a one-word uniform is ``U = (w + 1/2) 2^-32``, a midpoint grid of
 2^32 points in (0, 1) (:func:`jaxq.sim.rng.uniform`). ``-log U`` is then at most ``33 log 2 = 22.87``
@@ -74,6 +86,9 @@ the state)::
     # ok is a constant True unless gamma-method streams are present; when False, keep the old
     # state (as for a finished replication) but still advance e, so the event is redone with
     # fresh words at the next step.
+
+(:mod:`jaxq.sim.models.pss2x2` uses :func:`slot_values` with its materialisation, and voids an event
+only when a slot it uses was rejected.)
 
 or, self-contained at a higher cost when gamma is present, ``v = sample(rng.words(key, e, W), spec,
 table, idx, key, e)`` with ``spec_of(dists)`` (P = 4 and the exact fallback).
@@ -97,7 +112,12 @@ from jaxq.model.distributions import NAMES, Dist
 from jaxq.sim import rng
 
 FAMILY_CODE = {name: c for c, name in enumerate(NAMES)}
-METHOD_CODE = FAMILY_CODE  # a stream's sampling method is named after the family it samples
+# A stream's sampling method is named after the family it samples, or "gammahalf" (gamma with a half-integer
+# shape k + 1/2: an Erlang-k sum plus Z^2/2); a gamma with an integer shape k <= ERLANG_DIRECT_MAX is sampled
+# by the "erlang" method and an Erlang with more phases by the "gamma" method (the same laws).
+METHOD_CODE = {**FAMILY_CODE, "gammahalf": len(NAMES)}
+NORMAL_METHODS = {"lognormal", "gammahalf", "gamma"}  # methods that take a standard normal (proposal 0's for gamma)
+SHAPE_TOL = 1e-9  # a gamma shape within this (relative) of an integer or half-integer is that number (as Erlang k)
 ERLANG_DIRECT_MAX = 12  # Erlang-k with larger k is sampled as gamma(k): fewer words
 DEFAULT_PROPOSALS = 4  # Marsaglia-Tsang proposals per gamma variate before the exact fallback
 MT_ACCEPTANCE_MIN = 0.9516  # one proposal's acceptance probability at shape 1, the smallest (a' >= 1)
@@ -120,6 +140,7 @@ class Spec(NamedTuple):
     kdirect: int = 1
     proposals: int = DEFAULT_PROPOSALS
     boost: bool = False
+    khalf: int = 0  # the largest integer part k of a "gammahalf" stream's shape k + 1/2
 
     @property
     def uniforms(self) -> int:
@@ -129,33 +150,42 @@ class Spec(NamedTuple):
 
 
 def words_needed(spec: Spec) -> int:
-    """32-bit words one variate takes (static): the most any method present needs.
+    """32-bit words one variate takes (static): the most any method present needs, a whole number of
+    Threefry blocks (two words each; see the word layout of the methods below).
 
     An event drawing ``r`` variates takes ``r * words_needed(spec)`` words, slot j the j-th run.
     """
-    paired = _paired(spec)
     need = {
-        "exponential": 2 if paired else 1,
-        "erlang": spec.kdirect,
-        "hyperexponential": 3 if paired else 2,
-        "lognormal": 2,
+        "exponential": 2,  # U (one spare)
+        "erlang": spec.kdirect + spec.kdirect % 2,  # U_1 .. U_k
+        "hyperexponential": 2,  # phase, U
+        "lognormal": 0,  # the normal block only
         "deterministic": 0,
-        "gamma": 2 * spec.proposals + int(spec.boost),
+        "gamma": 4 * spec.proposals + 2 * int(spec.boost),  # per proposal j >= 1: Z; every proposal: U; the boost U
+        "gammahalf": spec.khalf + spec.khalf % 2,  # U_1 .. U_k
     }
-    return max([need[m] for m in spec.methods] + [0])
-
-
-def _paired(spec: Spec) -> bool:
-    """Every method present is a scaled exponential: slots are drawn in pairs from one logarithm."""
-    return bool(spec.methods) and set(spec.methods) <= {"exponential", "hyperexponential"}
+    return max([need[m] for m in spec.methods] + [0]) + (2 if set(spec.methods) & NORMAL_METHODS else 0)
 
 
 def _method(d: Dist) -> str:
-    return "gamma" if d.name == "erlang" and d.k > ERLANG_DIRECT_MAX else d.name
+    if d.name == "erlang":
+        return "gamma" if d.k > ERLANG_DIRECT_MAX else "erlang"
+    if d.name == "gamma":
+        a = 1.0 / d.scv
+        if abs(a - round(a)) <= SHAPE_TOL * a and 1 <= round(a) <= ERLANG_DIRECT_MAX:
+            return "erlang"
+        if abs(2 * a - round(2 * a)) <= SHAPE_TOL * a and round(2 * a) % 2 == 1 and round(2 * a) <= 2 * ERLANG_DIRECT_MAX:
+            return "gammahalf"
+    return d.name
 
 
 def _shape(d: Dist) -> float:
     return float(d.k) if d.name == "erlang" else 1.0 / d.scv
+
+
+def _phases(d: Dist) -> int:
+    """Erlang phases of a stream sampled by the "erlang" method, or the integer part of a "gammahalf" shape."""
+    return int(round(_shape(d))) if _method(d) == "erlang" else int(round(2 * _shape(d))) // 2
 
 
 def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
@@ -169,9 +199,11 @@ def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
     fams = tuple(sorted({d.name for d in dists}, key=FAMILY_CODE.get))
     kmax = max([d.k for d in dists if d.name == "erlang"] + [1])
     methods = tuple(sorted({_method(d) for d in dists}, key=METHOD_CODE.get))
-    kdirect = max([d.k for d in dists if _method(d) == "erlang"] + [1])
+    kdirect = max([_phases(d) for d in dists if _method(d) == "erlang"] + [1])
     boost = any(_method(d) == "gamma" and _shape(d) < 1.0 for d in dists)
-    return Spec(fams, kmax, methods, kdirect, int(proposals) if "gamma" in methods else DEFAULT_PROPOSALS, boost)
+    khalf = max([_phases(d) for d in dists if _method(d) == "gammahalf"] + [0])
+    return Spec(fams, kmax, methods, kdirect, int(proposals) if "gamma" in methods else DEFAULT_PROPOSALS, boost,
+                khalf)
 
 
 def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
@@ -200,8 +232,11 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
         else:
             a.append(1.0)
         if m == "erlang":
-            c[0] = float(d.k)
-            c[1] = 1.0 / d.k
+            c[0] = float(_phases(d))
+            c[1] = 1.0 / _phases(d)
+        elif m == "gammahalf":
+            c[0] = float(_phases(d))
+            c[1] = 1.0 / (_phases(d) + 0.5)
         elif m == "gamma":
             shape = _shape(d)
             ap = shape + 1.0 if shape < 1.0 else shape
@@ -229,10 +264,42 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------------ elementary
+_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01, 2.222219843214978396e-01,
+       1.818357216161805012e-01, 1.531383769920937332e-01, 1.479819860511658591e-01)
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_U64 = jnp.uint64
+
+
 def log(x):
-    """Natural logarithm (float64). XLA's own is vectorised on a CPU; an fdlibm logarithm written out
-    in ``jax.numpy`` was measured no faster in the event loop (``benchmarks/profile_sampling.py``)."""
-    return jnp.log(x)
+    """Natural logarithm of a positive normal float64 (fdlibm's ``__ieee754_log``: error below 1 ulp).
+
+    Written out in ``jax.numpy`` because XLA:CPU's float64 ``log`` is a scalar library call: in a vmapped
+    scan at 10^3 replications it costs 8 ns an element against 1.9 ns for this one (the exponent and
+    mantissa split with integer operations, ``s = f / (2 + f)`` and a degree-14 polynomial in s, no
+    branch). Only positive normal numbers reach it here (uniforms on the midpoint grid, their products,
+    ``1 + cZ > 0``); zero, negative, subnormal, infinite or NaN inputs give meaningless results.
+    """
+    b = lax.bitcast_convert_type(jnp.asarray(x, jnp.float64), _U64)
+    mant = b & _U64(0x000FFFFFFFFFFFFF)
+    i = (mant + _U64(0x95F64 << 32)) & _U64(1 << 52)  # m >= sqrt(2): halve it, k + 1
+    m = lax.bitcast_convert_type(mant | (i ^ _U64(0x3FF0000000000000)), jnp.float64)  # in [sqrt(2)/2, sqrt(2))
+    e = (b >> _U64(52)) + (i >> _U64(52))  # k + 1023, as a float64 below
+    dk = lax.bitcast_convert_type(_U64(0x4330000000000000) | e, jnp.float64) - (4503599627370496.0 + 1023.0)
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    R = z * (_LG[0] + w * (_LG[2] + w * (_LG[4] + w * _LG[6]))) + w * (_LG[1] + w * (_LG[3] + w * _LG[5]))
+    hx = mant >> _U64(32)
+    hfsq = 0.5 * f * f
+    big = (hx >= _U64(0x6147A)) & (hx <= _U64(0x6B851))
+    a = dk * _LN2_HI - ((hfsq - (s * (hfsq + R) + dk * _LN2_LO)) - f)
+    c = dk * _LN2_HI - ((s * (f - R) - dk * _LN2_LO) - f)
+    return jnp.where(big, a, c)
+
+
+def _identity(x):
+    return x
 
 
 # Wichura (1988), algorithm AS241 (PPND16): the standard normal quantile, relative error about 1e-16.
@@ -276,31 +343,83 @@ def ndtri(p, far: bool = True):
     return num / den
 
 
+# fdlibm's __kernel_sin / __kernel_cos minimax polynomials on [-pi/4, pi/4]
+_SIN = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
+      2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
+_COS = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+      -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
+
+
+def sincos2pi(u):
+    """``(sin 2 pi u, cos 2 pi u)`` for a uniform ``u`` of :func:`jaxq.sim.rng.uniform` (a multiple of 2^-33).
+
+    ``u = n/4 + y`` with ``n = round(4u)`` and ``|y| <= 1/8`` exactly (u has 33 significant bits), then
+    fdlibm's kernels at ``a = 2 pi y`` and the quadrant's symmetry: within about 1 ulp, no library call.
+    """
+    n = jnp.round(4.0 * u)
+    a = (u - 0.25 * n) * (2.0 * math.pi)
+    z = a * a
+    s = a + a * z * (_SIN[0] + z * (_SIN[1] + z * (_SIN[2] + z * (_SIN[3] + z * (_SIN[4] + z * _SIN[5])))))
+    c = 1.0 - 0.5 * z + z * z * (_COS[0] + z * (_COS[1] + z * (_COS[2] + z * (_COS[3] + z * (_COS[4] + z * _COS[5])))))
+    q = n.astype(jnp.int32) & 3
+    sin = jnp.where(q == 0, s, jnp.where(q == 1, c, jnp.where(q == 2, -s, -c)))
+    cos = jnp.where(q == 0, c, jnp.where(q == 1, -s, jnp.where(q == 2, -c, s)))
+    return sin, cos
+
+
+def box_muller(wa, wb, keep=_identity):
+    """Two independent standard normals from a 52-bit uniform (words ``wa``) and an angle (word ``wb``).
+
+    ``R = sqrt(-2 log U_1)``, ``(R cos 2 pi U_2, R sin 2 pi U_2)``: one logarithm, one square root and two
+    short polynomials for two normals (a normal quantile costs two logarithms' worth and rational functions of
+    degree 7 in three regions). U_1 has 52 random bits, so ``R <= 8.57``: the normal tail beyond it has mass
+    below 2^-53 (more resolution than :func:`ndtri` of a 52-bit uniform, |Z| <= 8.2).
+    """
+    r = jnp.sqrt(-2.0 * log(keep(rng.uniform52(wa[0], wa[1]))))
+    s, c = sincos2pi(keep(rng.uniform(wb)))
+    return r * c, r * s
+
+
 # --------------------------------------------------------------------------------------- methods
-def _exponential(w, c):
-    return -log(rng.uniform(w[0]))
+# Word layout of one slot (``words_needed`` words, a whole number of Threefry blocks of two words): every
+# value that is computed once and read by several later computations (a uniform that feeds a logarithm,
+# a normal quantile) takes a block of its own, so an engine that materialises it (``keep``) computes that
+# block once; the spare word of such a block is unused.
+def _exponential(w, c, keep):
+    return -log(keep(rng.uniform(w[0])))
 
 
-def _erlang(w, c, kdirect):
+def _erlang(w, c, kdirect, keep):
     p = rng.uniform(w[0])
     for j in range(1, kdirect):
         p = p * jnp.where(j < c[0], rng.uniform(w[j]), 1.0)  # >= 2^-33 each: no underflow for k <= 30
-    return -log(p) * c[1]
+    return -log(keep(p)) * c[1]
 
 
-def _hyperexponential(w, c, thr):
-    mean = jnp.where(w[0] < thr, c[0], c[1])
-    return -log(rng.uniform(w[1])) * mean
+def _hyperexponential(w, c, thr, keep):
+    # the phase travels with the uniform as its sign: one materialised value per slot
+    u = keep(jnp.where(w[0] < thr, rng.uniform(w[1]), -rng.uniform(w[1])))
+    return -log(jnp.abs(u)) * jnp.where(u > 0.0, c[0], c[1])
 
 
-def _lognormal(w, c):
-    z = ndtri(rng.uniform52(w[0], w[1]))
+def _lognormal(w, c, keep, z):
     return jnp.exp(c[0] * z + c[1])
 
 
-def _mt_proposal(wz, wu, d, cc):
-    """One Marsaglia-Tsang proposal: ``(d V, accepted)`` from two words."""
-    z = ndtri(rng.uniform(wz), far=False)
+def _gammahalf(w, c, khalf, keep, z):
+    """Gamma with shape k + 1/2: ``(E_k + Z^2/2) / (k + 1/2)``, ``E_k = -log(U_1 ... U_k) ~ Gamma(k)`` and Z an
+    independent standard normal (``Z^2/2 ~ Gamma(1/2)``; the sum of independent gammas is gamma)."""
+    x = 0.5 * z * z
+    if khalf:
+        p = rng.uniform(w[0])
+        for j in range(1, khalf):
+            p = p * jnp.where(j < c[0], rng.uniform(w[j]), 1.0)
+        x = x - jnp.where(c[0] > 0, log(keep(p)), 0.0)
+    return x * c[1]
+
+
+def _mt_proposal(z, wu, d, cc):
+    """One Marsaglia-Tsang proposal from a standard normal z and a word: ``(d V, accepted)``."""
     t = 1.0 + cc * z
     pos = t > 0.0
     ts = jnp.where(pos, t, 1.0)
@@ -310,28 +429,41 @@ def _mt_proposal(wz, wu, d, cc):
     return d * v, ok
 
 
-def _gamma(w, c, proposals, boost):
-    """First accepted of ``proposals`` Marsaglia-Tsang proposals: ``(unit-mean value, accepted)``.
+def _gamma_z(wz, keep):
+    """The proposal's normal: the quantile of a one-word uniform (|Z| <= 6.34)."""
+    return ndtri(keep(rng.uniform(wz)), far=False)
 
-    The value is final when accepted; otherwise :func:`_gamma_fallback` replaces the Gamma(a') part.
+
+def _gamma(w, c, proposals, boost, keep=_identity, z=None):
+    """First accepted of ``proposals`` Marsaglia-Tsang proposals: ``(Gamma(a') part, accepted, factor)``.
+
+    Proposal j takes words ``4j`` (its normal, for j >= 1: proposal 0's is ``z``, the slot's normal) and
+    ``4j + 2`` (its acceptance uniform), each the first word of a block; the boost uniform (a < 1) is word
+    ``4P``. The value is ``part * factor``, final when accepted; otherwise :func:`_gamma_fallback` replaces
+    the part.
     """
     d, cc = c[0], c[1]
-    y, ok = _mt_proposal(w[2 * proposals - 2], w[2 * proposals - 1], d, cc)
+
+    def normal(j):
+        return keep(z) if j == 0 and z is not None else _gamma_z(w[4 * j], keep)
+
+    y, ok = _mt_proposal(normal(proposals - 1), w[4 * proposals - 2], d, cc)
     for j in range(proposals - 2, -1, -1):  # the earliest accepted proposal wins
-        yj, okj = _mt_proposal(w[2 * j], w[2 * j + 1], d, cc)
+        yj, okj = _mt_proposal(normal(j), w[4 * j + 2], d, cc)
         y = jnp.where(okj, yj, y)
         ok = okj | ok
     factor = c[3]
     if boost:  # Gamma(a) = Gamma(a + 1) U^(1/a); c2 = 0 for a >= 1, so the factor is exactly 1 there
-        factor = factor * jnp.exp(c[2] * log(rng.uniform(w[2 * proposals])))
+        factor = factor * jnp.exp(c[2] * log(keep(rng.uniform(w[4 * proposals]))))
     return y, ok, factor
 
 
 def _gamma_fallback(ys, oks, cs, key, counter, first_block):
     """Exact completion: further proposals, one block (two words) per pending slot per round.
 
-    Round m gives slot j block ``first_block + m r + j`` of the same draw; under ``vmap`` the loop runs
-    while any replication has a pending slot (probability at most 5.5e-6 per variate with P = 4).
+    Round m gives slot j block ``first_block + m r + j`` of the same draw (its two words: the normal and
+    the acceptance uniform); under ``vmap`` the loop runs while any replication has a pending slot
+    (probability at most 5.5e-6 per variate with P = 4).
     """
     r = len(ys)
     k0, k1 = rng.key_words(key)
@@ -348,7 +480,7 @@ def _gamma_fallback(ys, oks, cs, key, counter, first_block):
         for j in range(r):
             b = (first_block + j + m * r).astype(_U32)
             wz, wu = rng.threefry2x32(k0, k1, c0, chi + b)
-            yj, okj = _mt_proposal(wz, wu, cs[j][0], cs[j][1])
+            yj, okj = _mt_proposal(ndtri(rng.uniform(wz), far=False), wu, cs[j][0], cs[j][1])
             take = jnp.logical_not(ok[j]) & okj
             y[j] = jnp.where(take, yj, y[j])
             ok[j] = ok[j] | okj
@@ -369,8 +501,12 @@ def _lookup(table, name, eq):
     return v
 
 
-def _slots(words, spec: Spec, table: dict, idx):
-    """Per slot: the value (final unless gamma-pending), gamma parts ``(y, ok, factor, c, is_gamma)``."""
+def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
+    """Per slot: ``(value, gamma parts)``; the parts are ``(y, ok, factor, c, is_gamma)`` or None.
+
+    ``keep``: applied to every intermediate value that several later computations read (see the word
+    layout above) and to each slot's value; an identity (the default) or an engine's materialisation.
+    """
     W = words_needed(spec)
     r = int(np.shape(idx)[0])
     n_streams = int(np.shape(table["c0"])[0])
@@ -378,49 +514,56 @@ def _slots(words, spec: Spec, table: dict, idx):
         raise ValueError(f"{r} slots of this spec need {r * W} words, got {len(words)} "
                          "(sample takes rng.words(key, counter, ...); the key-based sampler is sample_with_key)")
     words = [words[i] for i in range(r * W)]
+    normals = [None] * r
+    if set(spec.methods) & NORMAL_METHODS:  # every slot's last block: its normal, from a Box-Muller pair
+        nb = W - 2
+        for j in range(0, r - 1, 2):  # the pair's 52-bit uniform from slot j's block, its angle from slot j+1's
+            normals[j], normals[j + 1] = box_muller(words[j * W + nb : j * W + nb + 2], words[(j + 1) * W + nb], keep)
+        if r % 2:  # a slot without a partner: the normal quantile of its 52-bit uniform
+            normals[r - 1] = ndtri(keep(rng.uniform52(words[(r - 1) * W + nb], words[(r - 1) * W + nb + 1])))
     out = []
-    if _paired(spec):
-        for j in range(0, r - 1, 2):
-            out += _exponential_pair(words[j * W : (j + 2) * W], W, spec, table, idx[j], idx[j + 1], n_streams)
-    for j in range(len(out), r):
+    for j in range(r):
         w = words[j * W : (j + 1) * W]
         eq = [idx[j] == s for s in range(n_streams)] if n_streams > 1 else [True]
         c = [_lookup(table, f"c{i}", eq) for i in range(4)]
         thr = _lookup(table, "thr", eq) if "hyperexponential" in spec.methods else None
         if len(spec.methods) > 1:
             method = _lookup(table, "method", eq)
-            v, g = _slot_shared(w, c, thr, method, spec)
+            v, g = _slot_shared(w, c, thr, method, spec, keep, normals[j])
         else:
-            v, g = _slot_single(w, c, thr, spec)
+            v, g = _slot_single(w, c, thr, spec, keep, normals[j])
         out.append((v, g))
     return out
 
 
-def _slot_single(w, c, thr, spec: Spec):
-    """One slot of a single-method spec: that method's transform, no select."""
+def _slot_single(w, c, thr, spec: Spec, keep, z=None):
+    """One slot of a single-method spec: that method's transform, no select (``z``: its Box-Muller normal)."""
     m = spec.methods[0]
     if m == "exponential":
-        return _exponential(w, c), None
+        return _exponential(w, c, keep), None
     if m == "erlang":
-        return _erlang(w, c, spec.kdirect), None
+        return _erlang(w, c, spec.kdirect, keep), None
     if m == "hyperexponential":
-        return _hyperexponential(w, c, thr), None
+        return _hyperexponential(w, c, thr, keep), None
     if m == "lognormal":
-        return _lognormal(w, c), None
+        return _lognormal(w, c, keep, z), None
+    if m == "gammahalf":
+        return _gammahalf(w, c, spec.khalf, keep, z), None
     if m == "deterministic":
         return jnp.ones((), jnp.float64), None
-    y, ok, fac = _gamma(w, c, spec.proposals, spec.boost)
+    y, ok, fac = _gamma(w, c, spec.proposals, spec.boost, keep, z)
     return y * fac, [y, ok, fac, c, jnp.ones((), bool)]
 
 
-def _slot_shared(w, c, thr, method, spec: Spec):
+def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
     """One slot of a mixed spec, the transcendental functions shared between the methods.
 
     Every method present is evaluated (the stream is traced) and the slot's is selected; but the
-    transcendental work is done once on selected arguments: one normal quantile (lognormal's, or the
-    first gamma proposal's), one logarithm (exponential ``-log U``, Erlang ``-log(U_1...U_k)``,
-    hyperexponential ``-log U_2``, or the gamma proposal's ``log(1 + cZ)``) and one exponential
-    (lognormal's, or the gamma acceptance test's). Each method sees exactly what it sees alone.
+    transcendental work is done once on selected arguments: the slot's normal ``zbm`` (its Box-Muller
+    pair's: lognormal's, gammahalf's or the first gamma proposal's), one logarithm (exponential ``-log U``,
+    Erlang ``-log(U_1...U_k)``, hyperexponential ``-log U_2``, gammahalf's Erlang part or the gamma proposal's
+    ``log(1 + cZ)``) and one exponential (lognormal's, or the gamma acceptance test's). Each method sees
+    exactly what it sees alone.
     """
     M = spec.methods
     is_m = {m: method == METHOD_CODE[m] for m in M}
@@ -433,14 +576,7 @@ def _slot_shared(w, c, thr, method, spec: Spec):
         return v
 
     vals = {}
-    z = None
-    if "lognormal" in M or "gamma" in M:
-        cand = {}
-        if "lognormal" in M:
-            cand["lognormal"] = rng.uniform52(w[0], w[1])
-        if "gamma" in M:
-            cand["gamma"] = rng.uniform(w[0])
-        z = ndtri(sel(cand), far="lognormal" in M)
+    z = None if zbm is None else keep(zbm)  # the slot's normal (Box-Muller), for every method that takes one
     logc = {}
     if "exponential" in M:
         logc["exponential"] = rng.uniform(w[0])
@@ -451,6 +587,11 @@ def _slot_shared(w, c, thr, method, spec: Spec):
         logc["erlang"] = p
     if "hyperexponential" in M:
         logc["hyperexponential"] = rng.uniform(w[1])
+    if "gammahalf" in M and spec.khalf:
+        p = jnp.where(c[0] > 0, rng.uniform(w[0]), 1.0)
+        for j in range(1, spec.khalf):
+            p = p * jnp.where(j < c[0], rng.uniform(w[j]), 1.0)
+        logc["gammahalf"] = p
     if "gamma" in M:
         d, cc = c[0], c[1]
         t = 1.0 + cc * z
@@ -458,7 +599,7 @@ def _slot_shared(w, c, thr, method, spec: Spec):
         ts = jnp.where(pos, t, 1.0)
         v = ts * ts * ts
         logc["gamma"] = ts
-    L = log(sel(logc)) if logc else None
+    L = log(keep(sel(logc))) if logc else None
     expc = {}
     if "lognormal" in M:
         expc["lognormal"] = c[0] * z + c[1]
@@ -475,46 +616,22 @@ def _slot_shared(w, c, thr, method, spec: Spec):
             vals[m] = -L * jnp.where(w[0] < thr, c[0], c[1])
         elif m == "lognormal":
             vals[m] = E
+        elif m == "gammahalf":
+            vals[m] = (0.5 * z * z - (L if spec.khalf else 0.0)) * c[1]
         elif m == "deterministic":
             vals[m] = jnp.ones((), jnp.float64)
         elif m == "gamma":
-            y, ok = d * v, pos & (rng.uniform(w[1]) < E)  # proposal 0, as in _mt_proposal
+            y, ok = d * v, pos & (rng.uniform(w[2]) < E)  # proposal 0, as in _mt_proposal
             if spec.proposals > 1:
-                y1, ok1, _ = _gamma(w[2:], c, spec.proposals - 1, False)  # proposals 1 .. P-1
+                y1, ok1, _ = _gamma(w[4:], c, spec.proposals - 1, False, keep)  # proposals 1 .. P-1
                 y = jnp.where(ok, y, y1)
                 ok = ok | ok1
             fac = c[3]
             if spec.boost:
-                fac = fac * jnp.exp(c[2] * log(rng.uniform(w[2 * spec.proposals])))
+                fac = fac * jnp.exp(c[2] * log(keep(rng.uniform(w[4 * spec.proposals]))))
             vals[m] = y * fac
             g = [y, ok | jnp.logical_not(is_m["gamma"]), fac, c, is_m["gamma"]]  # other families never pend
     return sel(vals), g
-
-
-def _exponential_pair(w, W, spec, table, ia, ib, n_streams):
-    """Two slots of scaled-exponential methods from ONE logarithm (Gamma(2) split by a uniform).
-
-    ``G = -log(U_1 U_2) ~ Gamma(2)`` and an independent uniform V give ``VG`` and ``(1 - V)G``,
-    independent Exp(1) variates (for independent E_1, E_2 ~ Exp(1), ``E_1 + E_2`` and ``E_1 / (E_1 +
-    E_2)`` are independent, Gamma(2) and uniform); each is then scaled by its slot's phase mean
-    (hyperexponential: phase from the slot's own first word). Words: exponential-only specs take
-    ``U_1, U_2, V`` from ``(a0, b0, a1)``; with hyperexponential streams the phases are ``a0, b0`` and
-    ``U_1, U_2, V`` are ``(a1, b1, a2)``.
-    """
-    a, b = w[:W], w[W:]
-    hyper = "hyperexponential" in spec.methods
-    u1, u2, v = (a[1], b[1], a[2]) if hyper else (a[0], b[0], a[1])
-    g = -log(rng.uniform(u1) * rng.uniform(u2))
-    vv = rng.uniform(v)
-    out = [vv * g, (1.0 - vv) * g]  # 1 - V is exact on the midpoint grid
-    if hyper:
-        for k, (i, wk) in enumerate(((ia, a), (ib, b))):
-            eq = [i == s for s in range(n_streams)] if n_streams > 1 else [True]
-            mean = jnp.where(wk[0] < _lookup(table, "thr", eq), _lookup(table, "c0", eq), _lookup(table, "c1", eq))
-            if len(spec.methods) > 1:
-                mean = jnp.where(_lookup(table, "method", eq) == METHOD_CODE["hyperexponential"], mean, 1.0)
-            out[k] = out[k] * mean
-    return [(x, None) for x in out]
 
 
 def sample(words, spec: Spec, table: dict, idx, key=None, counter=None) -> jax.Array:
@@ -523,7 +640,7 @@ def sample(words, spec: Spec, table: dict, idx, key=None, counter=None) -> jax.A
     Args:
       words: ``r * words_needed(spec)`` uint32 words (array or sequence), e.g.
         ``rng.words(key, counter, r * words_needed(spec))``; slot j uses the j-th run of
-        ``words_needed(spec)`` words (paired exponential slots share their two runs).
+        ``words_needed(spec)`` words.
       spec: the static methods present (:func:`spec_of`).
       table: the per-stream parameters (:func:`param_table`), as arrays.
       idx: stream indices, shape (r,), static length.
@@ -559,7 +676,8 @@ def sample_or_void(words, spec: Spec, table: dict, idx) -> tuple[jax.Array, jax.
     other slot's value is independent of the voiding. With ``spec_of(dists, proposals=1)`` a gamma
     variate costs one proposal and an event is voided with probability at most 1 - 0.9516^r (0.094
     for r = 2 gamma slots at shape 1, 0.036 at shape 2, 0.020 at shape 3.3; other families never);
-    no control flow at all, so nothing runs at a cost per replication batch under ``vmap``.
+    no control flow at all, so nothing runs at a cost per replication batch under ``vmap``. (An engine
+    may also void only when a slot it uses was rejected: :func:`slot_values`.)
     """
     slots = _slots(words, spec, table, idx)
     ok = jnp.ones((), bool)
@@ -567,6 +685,21 @@ def sample_or_void(words, spec: Spec, table: dict, idx) -> tuple[jax.Array, jax.
         if g is not None:
             ok = ok & g[1]
     return jnp.stack([v for v, _ in slots]), ok
+
+
+def slot_values(words, spec: Spec, table: dict, idx, keep=_identity) -> list:
+    """The void protocol slot by slot, for event engines: a list of r float64 values, NaN for a gamma slot
+    whose proposals were all rejected (each value then carries its own flag, so an engine that
+    materialises it reads one array).
+
+    ``keep`` materialises the shared intermediate values and each slot's value (see ``_slots``). An
+    engine voids an event when a slot it *uses* is NaN: whether a slot is used depends on the state
+    only, so the kept values are exact as in :func:`sample_or_void`.
+    """
+    out = []
+    for v, g in _slots(words, spec, table, idx, keep):
+        out.append(keep(v if g is None else jnp.where(g[1], v, jnp.nan)))
+    return out
 
 
 def draw(key, counter, spec: Spec, table: dict, idx) -> jax.Array:

@@ -1,5 +1,6 @@
-"""Exact sampling of the mean-1 renewal primitives: mean, SCV (4 stderr) and the law (KS test); the
-counter-based generator (known answers, determinism); the exact gamma fallback and the void protocol."""
+"""Exact sampling of the mean-1 renewal primitives: mean, SCV (4 stderr) and the law (KS test) of every
+method; the counter-based generator (known answers, determinism); the written-out logarithm; the exact
+gamma fallback and the void protocol (also slot by slot, as the event engine uses it)."""
 
 import math
 
@@ -18,10 +19,13 @@ DISTS = [
     Dist("exponential", 1.0),
     Dist("erlang", 0.25),
     Dist("erlang", 0.5),
-    Dist("gamma", 0.3),
-    Dist("gamma", 2.0),  # shape 0.5: the shape + 1 boost
-    Dist("gamma", 2.5),
-    Dist("gamma", 0.5),  # shape 2
+    Dist("gamma", 0.3),  # shape 3.33: Marsaglia-Tsang
+    Dist("gamma", 3.0),  # shape 1/3: Marsaglia-Tsang with the shape + 1 boost
+    Dist("gamma", 2.5),  # shape 0.4: the boost
+    Dist("gamma", 0.7),  # shape 1.43
+    Dist("gamma", 0.5),  # shape 2: the erlang method
+    Dist("gamma", 2.0),  # shape 1/2: Z^2/2
+    Dist("gamma", 0.4),  # shape 5/2: Erlang-2 + Z^2/2
     Dist("lognormal", 0.5),
     Dist("lognormal", 2.0),
     Dist("hyperexponential", 3.0),
@@ -110,31 +114,48 @@ def test_large_erlang_is_sampled_as_gamma():
     """Erlang-k with k > ERLANG_DIRECT_MAX goes through the gamma method: same law, fewer words."""
     d = Dist("erlang", 0.05)  # k = 20
     spec = sampling.spec_of([d])
-    assert spec.methods == ("gamma",) and sampling.words_needed(spec) == 2 * spec.proposals
+    assert spec.methods == ("gamma",) and sampling.words_needed(spec) == 4 * spec.proposals + 2
     _check_law(np.asarray(sampling.sample_dist(jax.random.PRNGKey(4), d, COUNT)), d)
 
 
 def test_words_needed():
+    """Whole Threefry blocks: every value that is materialised once takes a block of its own; the methods that
+    take a normal have a normal block at the end (a Box-Muller pair's uniform or angle)."""
     wn = lambda *ds: sampling.words_needed(sampling.spec_of(list(ds)))  # noqa: E731
-    assert wn(Dist("exponential", 1.0)) == 2  # slots in pairs: U_1, U_2, V for two variates
+    assert wn(Dist("exponential", 1.0)) == 2  # U, one spare
     assert wn(Dist("erlang", 0.25)) == 4
-    assert wn(Dist("hyperexponential", 3.0)) == 3  # a phase word each, then U_1, U_2, V
-    assert wn(Dist("exponential", 1.0), Dist("lognormal", 2.0)) == 2  # not paired: exponential takes 1
-    assert wn(Dist("lognormal", 2.0)) == 2
+    assert wn(Dist("erlang", 1 / 3)) == 4  # three words, rounded up to a block
+    assert wn(Dist("hyperexponential", 3.0)) == 2  # the phase word, U
+    assert wn(Dist("lognormal", 2.0)) == 2  # the normal block
     assert wn(Dist("deterministic", 0.0)) == 0
-    assert wn(Dist("gamma", 0.5)) == 2 * sampling.DEFAULT_PROPOSALS  # shape 2: no boost word
-    assert wn(Dist("gamma", 2.0)) == 2 * sampling.DEFAULT_PROPOSALS + 1  # shape 0.5: one boost word
-    assert wn(Dist("exponential", 1.0), Dist("erlang", 0.2)) == 5
+    assert wn(Dist("gamma", 0.7)) == 4 * sampling.DEFAULT_PROPOSALS + 2  # shape 1.43: no boost words
+    assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 4  # shape 1/3: a boost block
+    assert wn(Dist("gamma", 0.5)) == 2  # shape 2: Erlang-2
+    assert wn(Dist("gamma", 2.0)) == 2  # shape 1/2: the normal block
+    assert wn(Dist("gamma", 2 / 7)) == 6  # shape 3.5: U_1 .. U_3 (a block and a half), the normal block
+    assert wn(Dist("exponential", 1.0), Dist("erlang", 0.2)) == 6
+    assert wn(Dist("exponential", 1.0), Dist("lognormal", 2.0)) == 4
+
+
+def test_gamma_with_an_integer_or_half_integer_shape_takes_the_exact_shortcut():
+    """Gamma(k) is Erlang-k and Gamma(k + 1/2) is Erlang-k plus Z^2/2: the same laws, no rejection."""
+    method = lambda scv: sampling.spec_of([Dist("gamma", scv)]).methods  # noqa: E731
+    assert method(0.5) == method(1.0) == method(1 / 12) == ("erlang",)
+    assert method(2.0) == method(0.4) == method(2 / 3) == method(1 / 11.5) == ("gammahalf",)
+    assert method(0.7) == method(3.0) == method(1 / 13) == method(1 / 12.5) == ("gamma",)
+    assert method(1 / (2 + 1e-12)) == ("erlang",) and method(1 / (2 + 1e-6)) == ("gamma",)
+    for d in (Dist("gamma", 2.0), Dist("gamma", 2 / 7), Dist("gamma", 1.0)):
+        _check_law(np.asarray(sampling.sample_dist(jax.random.PRNGKey(31), d, COUNT)), d)
 
 
 def test_mixed_streams_use_their_own_law_and_are_independent():
     """One sampler over every family: each slot gets its stream's law; slots are independent."""
     dists = [Dist("exponential", 1.0), Dist("erlang", 0.5), Dist("hyperexponential", 3.0), Dist("lognormal", 2.0),
-             Dist("gamma", 2.0), Dist("gamma", 0.5), Dist("deterministic", 0.0)]
+             Dist("gamma", 3.0), Dist("gamma", 0.4), Dist("deterministic", 0.0), Dist("gamma", 0.7)]
     spec = sampling.spec_of(dists, proposals=2)  # two proposals: the fallback runs in a mixed spec too
     table = _table(dists)
     key = jax.random.PRNGKey(5)
-    pairs = [(0, 2), (1, 3), (4, 5), (6, 4)]
+    pairs = [(0, 2), (1, 3), (4, 5), (6, 4), (7, 5)]
 
     @jax.jit
     def run(idx):
@@ -155,7 +176,7 @@ def test_mixed_spec_gives_each_stream_what_it_gets_alone():
     """The shared-transcendental path of mixed specs: the same words give the same variate as the
     stream's single-family spec (and the same accept/void decision)."""
     dists = [Dist("exponential", 1.0), Dist("erlang", 0.25), Dist("hyperexponential", 3.0), Dist("lognormal", 2.0),
-             Dist("gamma", 2.0), Dist("gamma", 0.5), Dist("deterministic", 0.0)]
+             Dist("gamma", 3.0), Dist("gamma", 0.7), Dist("deterministic", 0.0), Dist("gamma", 2 / 7), Dist("gamma", 2.0)]
     mixed, mtab = sampling.spec_of(dists, proposals=2), _table(dists)
     key = jax.random.PRNGKey(17)
     W = sampling.words_needed(mixed)
@@ -168,7 +189,10 @@ def test_mixed_spec_gives_each_stream_what_it_gets_alone():
         def both(c, s=s, single=single, stab=stab, Ws=Ws):
             w = rng.words(key, c, W)
             a = sampling.sample_or_void(w, mixed, mtab, jnp.array([s]))
-            b = sampling.sample_or_void(w[:Ws], single, stab, jnp.zeros(1, jnp.int32))
+            ws = w[:Ws]  # the same method words, and the normal block (the last block) where the method has one
+            if set(single.methods) & sampling.NORMAL_METHODS:
+                ws = jnp.concatenate([w[:Ws - 2], w[W - 2:]])
+            b = sampling.sample_or_void(ws, single, stab, jnp.zeros(1, jnp.int32))
             return a, b
 
         (va, oka), (vb, okb) = jax.jit(jax.vmap(both))(counters)
@@ -178,9 +202,9 @@ def test_mixed_spec_gives_each_stream_what_it_gets_alone():
 
 
 @pytest.mark.parametrize("names", [("exponential",), ("hyperexponential",), ("exponential", "hyperexponential")])
-def test_paired_scaled_exponentials(names):
-    """Two slots from one logarithm (Gamma(2) split by a uniform): each slot has its law, the two are
-    independent (correlation, and the law of their maximum), and a single slot still works."""
+def test_two_slots_have_their_laws_and_are_independent(names):
+    """Two slots of one draw: each slot has its law, the two are independent (correlation, and the law of
+    their maximum), and a single slot gives the same law."""
     dists = [Dist(n, 4.0 if n == "hyperexponential" else 1.0) for n in names]
     spec = sampling.spec_of(dists)
     table = _table(dists)
@@ -199,7 +223,7 @@ def test_paired_scaled_exponentials(names):
 
 
 # ----------------------------------------------------------------------- gamma: exact completion
-@pytest.mark.parametrize("d", [Dist("gamma", 1.0), Dist("gamma", 2.5)], ids=str)
+@pytest.mark.parametrize("d", [Dist("gamma", 0.9), Dist("gamma", 2.5)], ids=str)
 def test_gamma_fallback_is_exercised_and_exact(d):
     """With P = 1 the fallback completes 3-5% of the draws; those alone are exactly gamma too."""
     spec = sampling.spec_of([d], proposals=1)
@@ -219,14 +243,14 @@ def test_gamma_fallback_is_exercised_and_exact(d):
     shape = 1.0 / d.scv
     q = _mt_acceptance(shape if shape >= 1 else shape + 1)
     assert abs(fell_back.mean() - (1 - q)) <= 4 * math.sqrt(q * (1 - q) / COUNT)  # the MT acceptance test
-    assert np.array_equal(x[ok], first[ok])  # the fallback only touches the rejected draws
+    np.testing.assert_allclose(x[ok], first[ok], rtol=1e-14)  # the fallback only touches the rejected draws
     _check_law(x, d)
     assert stats.kstest(x[fell_back], _law(d).cdf).pvalue > 1e-4  # the completed draws alone: exact
 
 
 def test_sample_or_void_accepted_values_are_exact():
     """The void protocol: values of the calls that are not voided follow the law exactly."""
-    dists = [Dist("gamma", 2.0), Dist("exponential", 1.0)]
+    dists = [Dist("gamma", 3.0), Dist("exponential", 1.0)]  # shape 1/3: Marsaglia-Tsang at shape 4/3, boosted
     spec = sampling.spec_of(dists, proposals=1)
     table = _table(dists)
     key = jax.random.PRNGKey(13)
@@ -235,7 +259,7 @@ def test_sample_or_void_accepted_values_are_exact():
     v, ok = jax.jit(jax.vmap(lambda c: sampling.sample_or_void(rng.words(key, c, W), spec, table, idx)))(
         jnp.arange(COUNT, dtype=jnp.uint32))
     v, ok = np.asarray(v)[np.asarray(ok)], np.asarray(ok)
-    q = _mt_acceptance(1.5)
+    q = _mt_acceptance(4 / 3)
     assert abs(ok.mean() - q) <= 4 * math.sqrt(q * (1 - q) / COUNT)  # only the gamma slot voids
     _check_law(v[:, 0], dists[0])
     _check_law(v[:, 1], dists[1])
@@ -249,9 +273,9 @@ def test_too_few_words_fail_loudly():
 
 
 def test_gamma_spec_needs_key_and_counter_for_the_fallback():
-    spec = sampling.spec_of([Dist("gamma", 0.5)])
+    spec = sampling.spec_of([Dist("gamma", 0.7)])
     with pytest.raises(ValueError, match="key and counter"):
-        sampling.sample(jnp.zeros(8, jnp.uint32), spec, _table([Dist("gamma", 0.5)]), jnp.zeros(1, jnp.int32))
+        sampling.sample(jnp.zeros(16, jnp.uint32), spec, _table([Dist("gamma", 0.7)]), jnp.zeros(1, jnp.int32))
 
 
 # ------------------------------------------------------------------------------------ generator
@@ -306,6 +330,57 @@ def test_uniforms_are_exact_midpoints_in_the_open_interval():
     assert float(rng.uniform52(hi, hi)) == 1 - 2.0**-53
     b = (0xDEADBEEF << 20) | (0x12345678 >> 12)
     assert float(rng.uniform52(jnp.uint32(0xDEADBEEF), jnp.uint32(0x12345678))) == (b + 0.5) * 2.0**-52
+
+
+def test_log_is_within_an_ulp_of_numpy():
+    """The written-out logarithm (fdlibm's) on positive normal numbers: the uniforms' grid, its ends,
+    products of uniforms, values near 1 and powers of two."""
+    r = np.random.default_rng(1)
+    x = np.concatenate([(r.integers(0, 2**32, 200_000) + 0.5) * 2.0**-32, [2.0**-33, 1 - 2.0**-33, 2.0**-53],
+                        np.prod((r.integers(0, 2**32, (100_000, 12)) + 0.5) * 2.0**-32, axis=1),
+                        1 + (r.random(100_000) - 0.5) * 1e-6, r.random(100_000) * 30, 2.0 ** np.arange(-1022, 1024)])
+    got, ref = np.asarray(jax.jit(sampling.log)(jnp.asarray(x))), np.log(x)
+    assert np.all(np.abs(got - ref) <= np.spacing(np.abs(ref)) + 1e-300)
+    assert np.array_equal(np.asarray(jax.jit(sampling.log)(jnp.asarray([1.0, 2.0, 0.5]))), np.log([1.0, 2.0, 0.5]))
+
+
+def test_slot_values_void_only_rejected_gamma_slots_and_keep_their_law():
+    """The engine's form of the void protocol: NaN marks a rejected gamma slot; the others keep their law."""
+    dists = [Dist("gamma", 0.7), Dist("lognormal", 2.0)]
+    spec, table, key = sampling.spec_of(dists, proposals=1), _table(dists), jax.random.PRNGKey(19)
+    W = 2 * sampling.words_needed(spec)
+    v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(
+        rng.words(key, c, W), spec, table, jnp.array([0, 1]), lambda x: x / 1.0))))(jnp.arange(COUNT, dtype=jnp.uint32)))
+    rejected = np.isnan(v[:, 0])
+    q = _mt_acceptance(1 / 0.7)
+    assert abs(rejected.mean() - (1 - q)) <= 4 * math.sqrt(q * (1 - q) / COUNT)
+    assert not np.any(np.isnan(v[:, 1]))
+    _check_law(v[~rejected, 0], dists[0])
+    _check_law(v[:, 1], dists[1])
+
+
+@pytest.mark.parametrize("d", [Dist("lognormal", 2.0), Dist("gamma", 2.0), Dist("gamma", 0.7)], ids=str)
+def test_box_muller_pairs_give_each_slot_its_law_independently(d):
+    """Two slots of a method that takes a normal share a Box-Muller pair: both have the law, and the
+    pair's normals are independent (correlation of the variates and of their logarithms)."""
+    spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(23)
+    W = 2 * sampling.words_needed(spec)
+    v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(
+        rng.words(key, c, W), spec, table, jnp.zeros(2, jnp.int32)))))(jnp.arange(COUNT, dtype=jnp.uint32)))
+    ok = ~np.isnan(v).any(axis=1)
+    for j in range(2):
+        _check_law(v[~np.isnan(v[:, j]), j], d)
+    for f in (lambda x: x, np.log):
+        assert abs(np.corrcoef(f(v[ok, 0]), f(v[ok, 1]))[0, 1]) <= 4 / math.sqrt(ok.sum())
+
+
+def test_sincos_is_within_a_few_units_in_the_last_place():
+    w = jnp.asarray(np.random.default_rng(2).integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32))
+    u = rng.uniform(w)
+    s, c = (np.asarray(a) for a in jax.jit(sampling.sincos2pi)(u))
+    ref = 2 * np.pi * np.asarray(u)
+    assert np.max(np.abs(s - np.sin(ref))) < 1e-15 and np.max(np.abs(c - np.cos(ref))) < 1e-15
+    assert np.allclose(s * s + c * c, 1.0, rtol=0, atol=1e-15)
 
 
 def test_normal_quantile_matches_scipy():
