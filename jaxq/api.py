@@ -22,7 +22,7 @@ from pathlib import Path
 from jaxq.errors import InputError
 
 
-def examples() -> list[str]:
+def example_names() -> list[str]:
     """Names of the bundled example systems (``pss_P``, ..., ``network_N``, ...)."""
     from jaxq.examples import names
 
@@ -35,13 +35,9 @@ def load(source):
     Returns a :class:`jaxq.model.pss2x2.PSS2x2` (``kind = "pss2x2"``) or a :class:`jaxq.model.network.Network`
     (``kind = "network"``); bad files raise :class:`jaxq.InputError` naming the key and the reason.
     """
-    from jaxq.examples import names, path
     from jaxq.model import load as load_file
 
-    text = str(source)
-    if not Path(text).exists() and text in names():
-        return load_file(path(text))
-    return load_file(source)
+    return load_file(str(source) if isinstance(source, Path) else source)
 
 
 def analyze(system, basis_pool: int | None = None):
@@ -55,6 +51,7 @@ def analyze(system, basis_pool: int | None = None):
     """
     from jaxq.model.network import Network
 
+    system = _loaded(system)
     if isinstance(system, Network):
         from jaxq.diffusion.network_analysis import analyze as analyze_network
 
@@ -79,6 +76,7 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
     """
     from jaxq.model.network import Network
 
+    system = _loaded(system)
     if isinstance(system, Network):
         from jaxq.sim.network import simulate as simulate_network
 
@@ -116,7 +114,7 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
 
     from jaxq.sde.network_euler import simulate_diffusion
 
-    an = analyze(network)
+    an = analyze(_loaded(network))
     if an.diffusion is None:
         raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
     num_i, num_j = an.diffusion.tree.shape
@@ -141,7 +139,7 @@ def tune(system, target: str = "exact", **options):
             raise InputError("n", "the prelimit target needs the index n of the system")
         n = options.pop("n")
         return tune_prelimit(_pss(system), n, **options)
-    a = analyze(system)
+    a = analyze(_pss(system))
     if a.case != "dual":
         raise InputError("system", "single-mode case (2.19): the optimal policy never switches, so there is no z to tune")
     if target == "exact":
@@ -229,11 +227,15 @@ def read_run(out) -> tuple[list[dict], list[dict]]:
     return points, records
 
 
+def _loaded(system):
+    """A system object: loaded from a bundled name or a file when given as a string or path."""
+    return load(system) if isinstance(system, (str, Path)) else system
+
+
 def _pss(system):
     from jaxq.model.pss2x2 import PSS2x2
 
-    if isinstance(system, (str, Path)):
-        system = load(system)
+    system = _loaded(system)
     if not isinstance(system, PSS2x2):
         raise InputError("system.kind", "this needs a 'pss2x2' system")
     return system

@@ -40,6 +40,31 @@ class Controlled(NamedTuple):
     coefficients: Any  # (controls,) or (quantities, controls); None when too few replications to fit
 
 
+def controlled_values(y, controls, index):
+    """Per-replication values with the controls subtracted, cross-fitted by replication index (see
+    :func:`controlled_mean`): ``(adjusted (R,) or (R, m), coefficients)``; ``y`` itself and None when a half
+    has too few replications to fit."""
+    y = np.asarray(y, dtype=np.float64)
+    c = np.asarray(controls, dtype=np.float64).reshape(y.shape[0], -1)
+    Y = y[:, None] if y.ndim == 1 else y.reshape(y.shape[0], -1)
+    odd = (np.asarray(index) % 2).astype(bool)
+    if min(odd.sum(), (~odd).sum()) < c.shape[1] + 2:
+        return y, None
+    adjusted = np.empty_like(Y)
+    betas = []
+    for fit, apply in ((odd, ~odd), (~odd, odd)):
+        cf = c[fit] - c[fit].mean(axis=0)
+        yf = Y[fit] - Y[fit].mean(axis=0)
+        keep = cf.std(axis=0) > 0
+        beta = np.zeros((c.shape[1], Y.shape[1]))
+        if keep.any():
+            beta[keep] = np.linalg.lstsq(cf[:, keep], yf, rcond=None)[0]
+        adjusted[apply] = Y[apply] - c[apply] @ beta
+        betas.append(beta)
+    coef = 0.5 * (betas[0] + betas[1]).T  # (quantities, controls)
+    return adjusted.reshape(y.shape), (coef[0] if y.ndim == 1 else coef)
+
+
 def controlled_mean(y, controls, index) -> Controlled:
     """The mean of ``y`` over replications with mean-zero controls subtracted, cross-fitted by replication index.
 
@@ -59,28 +84,14 @@ def controlled_mean(y, controls, index) -> Controlled:
       estimate is the plain one and ``coefficients`` is None.
     """
     y = np.asarray(y, dtype=np.float64)
-    c = np.asarray(controls, dtype=np.float64).reshape(y.shape[0], -1)
-    idx = np.asarray(index)
     vector = y.ndim == 1
     Y = y[:, None] if vector else y.reshape(y.shape[0], -1)
     plain, plain_se = mean_stderr(Y)
-    odd = (idx % 2).astype(bool)
-    if min(odd.sum(), (~odd).sum()) < c.shape[1] + 2:
+    adjusted, coef = controlled_values(Y, controls, index)
+    if coef is None:
         m, s = (plain[0], plain_se[0]) if vector else (plain.reshape(y.shape[1:]), plain_se.reshape(y.shape[1:]))
         return Controlled(m, s, m, s, None)
-    adjusted = np.empty_like(Y)
-    betas = []
-    for fit, apply in ((odd, ~odd), (~odd, odd)):
-        cf = c[fit] - c[fit].mean(axis=0)
-        yf = Y[fit] - Y[fit].mean(axis=0)
-        keep = cf.std(axis=0) > 0
-        beta = np.zeros((c.shape[1], Y.shape[1]))
-        if keep.any():
-            beta[keep] = np.linalg.lstsq(cf[:, keep], yf, rcond=None)[0]
-        adjusted[apply] = Y[apply] - c[apply] @ beta
-        betas.append(beta)
     m, s = mean_stderr(adjusted)
-    coef = 0.5 * (betas[0] + betas[1]).T  # (quantities, controls)
     if vector:
         return Controlled(float(m[0]), float(s[0]), float(plain[0]), float(plain_se[0]), coef[0])
     shape = y.shape[1:]

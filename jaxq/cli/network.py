@@ -40,10 +40,13 @@ def _run_simulate(args) -> dict:
     out = res.to_dict()
     for k in ("mean_busy", "mean_busy_stderr", "mean_abs_dev", "mean_abs_dev_stderr", "rms_dev", "rms_dev_stderr",
               "throughput", "throughput_stderr", "arrival_rates", "idleness_weights", "steps",
-              *(f"{k}_{x}" for k in ("mean_busy", "mean_abs_dev", "rms_dev", "throughput")
+              *(f"{k}_{x}" for k in ("mean_abs_dev", "rms_dev", "throughput")
                 for x in ("plain", "plain_stderr", "variance_reduction"))):
         out.pop(k, None)
-    out["mean_busy"], out["mean_busy_stderr"] = res["mean_busy"], res["mean_busy_stderr"]
+    full = res.to_dict()
+    for k in ("mean_busy", "mean_busy_stderr", "mean_busy_plain", "mean_busy_plain_stderr", "mean_busy_variance_reduction"):
+        if k in full:
+            out[k] = full[k]
     return out
 
 
@@ -64,7 +67,7 @@ def _run_sde(args) -> dict:
     us = np.full(num_j, 1.0 / num_j) if args.us is None else np.array(args.us, float)
     with progress("network sde") as tick:
         res = simulate_diffusion(dl, uc, us, args.control, paths=args.paths, dt=args.dt, horizon=args.horizon,
-                                 warmup=args.warmup, seed=args.seed, progress=tick)
+                                 warmup=args.warmup, seed=args.seed, cv=args.cv == "on", progress=tick)
     out = res.to_dict()
     for k in ("times", "mean_sum_path", "reps"):
         out.pop(k, None)
@@ -110,6 +113,7 @@ def register(subparsers) -> None:
     d.add_argument("--dt", type=float, default=0.01)
     d.add_argument("--horizon", type=float, default=200.0)
     d.add_argument("--warmup", type=float, default=20.0)
+    add_cv(d)
     add_common(d, seed=True)
     d.set_defaults(func=_run_sde)
 

@@ -9,7 +9,15 @@ from jaxq.model.validate import pydantic_error, read_toml  # noqa: F401  (the on
 
 
 def load(path: str | Path):
-    """Load a system configuration: a :class:`~jaxq.model.pss2x2.PSS2x2` or a network."""
+    """Load a system configuration: a :class:`~jaxq.model.pss2x2.PSS2x2` or a network.
+
+    ``path`` is a TOML file, or the name of a bundled example (``pss_PP``, ``network_N``, ...; see
+    :mod:`jaxq.examples`) when no such file exists.
+    """
+    from jaxq.examples import names, path as example_path
+
+    if isinstance(path, str) and not Path(path).exists() and path in names():
+        path = example_path(path)
     data = read_toml(path)
     system = data.get("system")
     if not isinstance(system, dict):

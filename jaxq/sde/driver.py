@@ -89,6 +89,9 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
         k, normal, uniform = x
         y1, dm = scheme.step(params, y, h, normal, uniform)
         z1 = scheme.observe(params, y1)
+        # a fusion boundary: the cost and the control do not change how the step is compiled, so a path's
+        # numbers stay bit-identical whatever the batch, sharding or control
+        y1, z1, dm = jax.lax.optimization_barrier((y1, z1, dm))
         disc = jnp.exp(-gamma * h * k)
         cost = cost + disc * (w0 * z + w1 * z1)
         snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)

@@ -15,10 +15,9 @@ from jaxq.diffusion import stationary
 from jaxq.errors import InputError
 from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
-from jaxq.sde.driver import simulate
+from jaxq.sde.driver import check_step, simulate
 from jaxq.diffusion.value import value_function
 from jaxq.sim.result import Estimate, SimResult
-from jaxq.stats import controlled_mean
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
 DEFAULT_SCHEME = "skew"
@@ -96,8 +95,12 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
       ``path_steps_per_s``; ``events`` counts path-steps.
     """
     _check_start(z0)
-    if paths < 2:
-        raise InputError("paths", "need at least 2 paths for a standard error")
+    if not (isinstance(paths, (int, np.integer)) and paths >= 2):
+        raise InputError("paths", f"need at least 2 paths for a standard error, got {paths!r}")
+    if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
+        raise InputError("dt", f"must be a positive number, got {dt!r}")
+    if horizon is not None:
+        check_step(dt, horizon)
     b_max = float(np.max(np.abs(np.asarray(params.b))))
     s_max = float(np.max(np.asarray(params.s)))
     if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
@@ -109,7 +112,7 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     from jaxq.model.validate import check_work, sde_steps_per_path
 
     check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps")
-    value = _value_of(params, gamma) if cv else None
+    value = value_of(params, gamma) if cv else None
     r = simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed, chunk=chunk, devices=devices,
                  progress=progress, value=value, start=start)
     cost = r["cost"]
@@ -120,14 +123,11 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     samples = {"V": cost}
     if value is not None:
         samples["controls"] = r["control"][:, None]
-        c = controlled_mean(cost, samples["controls"], start + np.arange(paths))
-        est = Estimate(c.mean, c.stderr, c.plain, c.plain_stderr, c.coefficients)
-    else:
-        est = Estimate.of(cost)
+    est = Estimate.with_controls(cost, samples.get("controls"), start + np.arange(paths))
     return SimResult("V_hat", {"V_hat": est}, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
 
 
-def _value_of(params: Piecewise, gamma: float):
+def value_of(params: Piecewise, gamma: float):
     """The value function of piecewise-constant coefficients with at most one jump (the WCP's (2.25))."""
     levels, b, s = (np.asarray(a, dtype=float) for a in params)
     if levels.size > 1:

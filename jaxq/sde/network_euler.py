@@ -9,6 +9,12 @@ some x_i > 0, else the given u^c; u^s fixed). Euler's scheme has weak order 1 fo
 the linear statistic <e, B1^{-1} X> has drift -rho + w(u^s) <e, x>^- exactly, so the identity
 rho = E[w(u^s) <e, X>^-] holds for the Euler chain's own stationary law at every step size.
 
+Control variates (``cv``, on by default): Ito sums ``sum_k grad g(X_k) . sigma dW_k`` over the window's
+steps, for g in the quadratic basis of the network model's controls (``x_a``, ``x_a x_b`` for a <= b,
+``s^+`` and ``(s^+)^2`` of ``s = <e, x>``): each increment has mean zero exactly (dW_k is independent of
+X_k), so these are exact martingales of the Euler chain, and with g near the solution of Poisson's equation
+they absorb most of the noise of the time averages (cross-fitted by path index).
+
 Paths are independent: path r uses ``fold_in(PRNGKey(seed), r)`` and step k ``fold_in(key_r, k)``; they
 are the replications of the one replication layer (:mod:`jaxq.sim.replications`).
 """
@@ -39,7 +45,23 @@ def _control(x, uc, feedback):
     return jnp.where(feedback, prop, uc)
 
 
-def _step(c, k, key, p):
+def basis_gradients(x):
+    """``(C, I)``: the gradients at x of the control basis ``x_a``; ``x_a x_b`` (a <= b); ``s^+``; ``(s^+)^2``."""
+    num_i = x.shape[0]
+    eye = jnp.eye(num_i)
+    rows = [eye[a] for a in range(num_i)]
+    rows += [x[b] * eye[a] + x[a] * eye[b] for a in range(num_i) for b in range(a, num_i)]
+    s = x.sum()
+    ones = jnp.ones(num_i)
+    rows += [(s > 0).astype(jnp.float64) * ones, 2.0 * jnp.maximum(s, 0.0) * ones]
+    return jnp.stack(rows)
+
+
+def num_controls(num_i: int) -> int:
+    return num_i + num_i * (num_i + 1) // 2 + 2
+
+
+def _step(c, k, key, p, cv: bool):
     """One Euler step from ``c = (x, acc, path)`` at step index k (noise from ``fold_in(key, k)``)."""
     x, acc, path = c
     uc = _control(x, p["uc"], p["feedback"])
@@ -47,14 +69,16 @@ def _step(c, k, key, p):
     dw = jax.random.normal(jax.random.fold_in(key, k), x.shape) * jnp.sqrt(p["dt"])
     s = x.sum()
     on = (k >= p["warm"]).astype(jnp.float64)
-    acc = {"x": acc["x"] + on * x, "neg": acc["neg"] + on * jnp.maximum(-s, 0.0),
+    new = {"x": acc["x"] + on * x, "neg": acc["neg"] + on * jnp.maximum(-s, 0.0),
            "pos": acc["pos"] + on * jnp.maximum(s, 0.0)}
+    if cv:  # Ito sum of grad g(X_k) . sigma dW_k over the window
+        new["ctl"] = acc["ctl"] + on * (basis_gradients(x) @ (p["sigma"] * dw))
     path = jnp.where(p["snap_steps"] == k, s, path)
-    return x + b * p["dt"] + p["sigma"] * dw, acc, path
+    return x + b * p["dt"] + p["sigma"] * dw, new, path
 
 
 @lru_cache(maxsize=None)
-def program(steps_per_call: int) -> replications.Program:
+def program(steps_per_call: int, cv: bool = False) -> replications.Program:
     """The Euler scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications)."""
 
     @jax.jit
@@ -62,13 +86,15 @@ def program(steps_per_call: int) -> replications.Program:
         num_i = p["ell"].shape[0]
         paths = keys.shape[0]
         acc0 = {"x": jnp.zeros((paths, num_i)), "neg": jnp.zeros(paths), "pos": jnp.zeros(paths)}
+        if cv:
+            acc0["ctl"] = jnp.zeros((paths, num_controls(num_i)))
         x0 = jnp.broadcast_to(p["x0"], (paths, num_i))
         return {"keys": keys, "c": (x0, acc0, jnp.zeros((paths, p["snap_steps"].shape[0]))), "k": jnp.int64(0)}
 
     @jax.jit
     def advance(c, p):
         k1 = jnp.minimum(c["k"] + steps_per_call, p["steps"])
-        one = lambda key, cc: jax.lax.fori_loop(c["k"], k1, lambda k, z: _step(z, k, key, p), cc)  # noqa: E731
+        one = lambda key, cc: jax.lax.fori_loop(c["k"], k1, lambda k, z: _step(z, k, key, p, cv), cc)  # noqa: E731
         out = jax.vmap(one)(c["keys"], c["c"])
         return dict(c, c=out, k=k1), k1 >= p["steps"], (k1 - c["k"]) * c["keys"].shape[0]
 
@@ -92,6 +118,7 @@ def simulate_diffusion(
     seed: int = 0,
     x0: np.ndarray | None = None,
     snaps: int = 50,
+    cv: bool = True,
     chunk: int | None = None,
     devices=None,
     progress=None,
@@ -104,6 +131,7 @@ def simulate_diffusion(
       dl: the diffusion limit; uc, us: control values in the simplexes (2.20); control: see CONTROLS.
       paths, dt, horizon, warmup: Monte Carlo and Euler settings (time averages over [warmup, horizon]).
       x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each path.
+      cv: control variates (see the module docstring); the plain means are reported beside.
       chunk, devices, progress, start: see :func:`jaxq.sim.replications.run` (paths are its replications).
       times: record <e, X_t> at these times instead of ``snaps`` equally spaced ones (each rounded to a step).
 
@@ -156,7 +184,7 @@ def simulate_diffusion(
         snap_steps = np.clip(np.rint(np.asarray(times, float) / dt).astype(np.int64), 0, steps - 1)
     p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_steps=jnp.asarray(snap_steps))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
-    out, timing = replications.run(program(per_call), p, paths, seed, start=start, chunk=chunk, devices=devices,
+    out, timing = replications.run(program(per_call, bool(cv)), p, paths, seed, start=start, chunk=chunk, devices=devices,
                                    progress=progress)
     acc, sums = out["acc"], out["path"]
     count = steps - warm
@@ -168,7 +196,11 @@ def simulate_diffusion(
     }
     per["identity_rhs"] = w * per["mean_neg"]
     per["sum_path"] = np.asarray(sums)
-    est = {k: Estimate.of(per[k]) for k in ("mean_neg", "mean_pos", "mean_x", "identity_rhs")}
+    ctl = np.asarray(acc["ctl"]) / count if cv else None
+    index = start + np.arange(paths)
+    est = {k: Estimate.with_controls(per[k], ctl, index) for k in ("mean_neg", "mean_pos", "mean_x", "identity_rhs")}
+    if ctl is not None:
+        per["controls"] = ctl
     info = {"identity_lhs": dl.spare_capacity, "idleness_weight": w, "times": snap_steps * dt,
             "mean_sum_path": per["sum_path"].mean(axis=0), "dt": dt, "paths": paths, "horizon": horizon,
             "warmup": warmup, "control": control}

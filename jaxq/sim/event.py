@@ -138,8 +138,8 @@ def markov_engine(markov: Markov, functional: Functional) -> Engine:
         ctl = tuple(jnp.float64(0.0) for _ in markov.controls(s, a.params)) if markov.controls is not None else ()
         return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
                 "disc": zeros if disc else (), "win": zeros if win else (), "rec": rec if win else (),
-                "snap": jnp.zeros(a.snap_times.shape + jnp.shape(snap), jnp.float64), "ctl": ctl,
-                "events": jnp.int64(0)}
+                "snap": jnp.zeros(a.snap_times.shape + jnp.shape(snap), jnp.float64),
+                "ctl": ctl if disc else (), "ctlw": ctl if win else (), "events": jnp.int64(0)}
 
     def step(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
@@ -158,18 +158,20 @@ def markov_engine(markov: Markov, functional: Functional) -> Engine:
         obs = markov.observe(s, p)
         out = dict(c)
         if markov.controls is not None:
-            # jump part at t1 and compensator over the holding time, with the functional's weights:
-            # sum_e phi_e (1{e} w(t1) - rate_e int_t0^t1 w), written as phi_e (1{e} - rate_e/R) plus a remainder
+            # per functional: sum_e phi_e (1{e fires at t1} w(t1) - rate_e int_t0^t1 w(t) dt), with the
+            # functional's weight w (discounted: exp(-gamma t) up to the horizon; window: 1 on [T0, T))
+            phi = markov.controls(s, p)
+            jump = control_increment(phi, fired, [jnp.float64(0.0)] * len(each))
+            comp = control_increment(phi, [jnp.bool_(False)] * len(each), each)
             if disc:
                 end = jnp.minimum(t1, hz.horizon)
                 w_int = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * end)) / hz.gamma
                 w_jump = jnp.where(t1 <= hz.horizon, jnp.exp(-hz.gamma * t1), 0.0)
-            else:
+                out["ctl"] = tuple(acc + w_jump * j + w_int * m for acc, j, m in zip(c["ctl"], jump, comp))
+            if win:
                 w_int = jnp.maximum(0.0, jnp.minimum(t1, hz.horizon) - jnp.maximum(t0, hz.warmup))
                 w_jump = ((t1 >= hz.warmup) & (t1 < hz.horizon)).astype(jnp.float64)
-            jump = control_increment(markov.controls(s, p), fired, [jnp.float64(0.0)] * len(each))
-            comp = control_increment(markov.controls(s, p), [jnp.bool_(False)] * len(each), each)
-            out["ctl"] = tuple(acc + w_jump * j + w_int * m for acc, j, m in zip(c["ctl"], jump, comp))
+                out["ctlw"] = tuple(acc + w_jump * j + w_int * m for acc, j, m in zip(c["ctlw"], jump, comp))
         if disc:
             end = jnp.minimum(t1, hz.horizon)
             w = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * end)) / hz.gamma
@@ -206,7 +208,8 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     Returns ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
     (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),
     ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events`` and, when
-    the model states controls, ``controls`` (reps, C) in the units of the estimates.
+    the model states controls, ``controls``: per functional (``"discounted"``, ``"window"``) a (reps, C) array
+    of the martingales weighted as that functional's integral (window: divided by ``horizon - warmup``).
     """
     a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)),
                    jnp.asarray(snap_times, jnp.float64).reshape(-1))
@@ -220,6 +223,9 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
         res["window"] = jax.tree_util.tree_map(lambda v: v / (horizon - warmup), out["win"])
         res["records"] = out["rec"]
     if markov.controls is not None:  # in the units of the estimates
-        scale = 1.0 if functional.discounted else horizon - warmup
-        res["controls"] = np.stack([np.asarray(v) / scale for v in out["ctl"]], axis=1)
+        res["controls"] = {}
+        if functional.discounted:
+            res["controls"]["discounted"] = np.stack([np.asarray(v) for v in out["ctl"]], axis=1)
+        if functional.window:
+            res["controls"]["window"] = np.stack([np.asarray(v) / (horizon - warmup) for v in out["ctlw"]], axis=1)
     return res, timing

@@ -78,6 +78,27 @@ def control_increment(phi, fired, prob):
     return tuple(out)
 
 
+def difference_controls(transition, g, num_events: int):
+    """Henderson-Glynn controls from functions of the state: ``phi[c][e] = g_c(T_e(s)) - g_c(s)`` with ``T_e``
+    the (deterministic) transition of event e, policy decisions included.
+
+    ``g(state, p) -> tuple of float64 scalars``; returns a ``controls(state, p)`` for :class:`Markov`. With g
+    close to the solution of Poisson's equation of the functional the martingales absorb most of its noise.
+    """
+
+    def controls(s, p):
+        g0 = g(s, p)
+        rows = [[None] * num_events for _ in g0]
+        for e in range(num_events):
+            fired = tuple(jnp.bool_(k == e) for k in range(num_events))
+            ge = g(transition(s, fired, p)[0], p)
+            for c in range(len(g0)):
+                rows[c][e] = ge[c] - g0[c]
+        return tuple(tuple(r) for r in rows)
+
+    return controls
+
+
 class Functional(NamedTuple):
     """Which integrals of ``observe`` a run estimates (static: part of the compiled program).
 

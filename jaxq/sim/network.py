@@ -30,7 +30,6 @@ from jaxq.sim.markov import Functional
 from jaxq.sim.models import mmc
 from jaxq.sim.models import network as model
 from jaxq.sim.result import Estimate, SimResult
-from jaxq.stats import controlled_mean
 
 ENGINES = ("auto", "event", "uniformized")
 POLICIES = pol.POLICIES
@@ -109,7 +108,7 @@ def run_model(lay, p, reps, *, warmup, horizon, seed=0, engine="auto", hist_bins
                                        devices=devices, progress=progress)
         snaps = out["snap"] if snap_times is not None else None
     return (out["window"], out["records"], snaps, int(np.sum(out["events"])), timing, engine, steps,
-            out.get("controls"))
+            out["controls"]["window"] if cv else None)
 
 
 def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range: float) -> dict[str, np.ndarray]:
@@ -146,20 +145,6 @@ def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range
     return per
 
 
-def estimate(values, controls, index) -> Estimate:
-    """The mean over replications of a (possibly array-valued) statistic, controlled when controls are given."""
-    if controls is None:
-        return Estimate.of(values)
-    v = np.asarray(values, np.float64)
-    c = controlled_mean(v.reshape(v.shape[0], -1), controls, index)
-    shape = v.shape[1:]
-    if not shape:
-        return Estimate(float(c.mean[0]), float(c.stderr[0]), float(c.plain[0]), float(c.plain_stderr[0]),
-                        None if c.coefficients is None else c.coefficients[0])
-    return Estimate(c.mean.reshape(shape), c.stderr.reshape(shape), c.plain.reshape(shape),
-                    c.plain_stderr.reshape(shape), c.coefficients)
-
-
 def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priority", *, reps: int = 64,
              warmup: float = 20.0, horizon: float = 200.0, seed: int = 0, engine: str = "auto", hist_range: float = 6.0,
              hist_bins: int = 60, snap_times=None, cv: bool = True, start: int = 0, chunk: int | None = None,
@@ -193,7 +178,7 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
         snap_times=snap_times, start=start, chunk=chunk, devices=devices, progress=progress, cv=cv)
     per = summarize(lay, p, win, rec, hist_range)
     index = start + np.arange(reps)
-    est = {k: estimate(v, ctl, index) for k, v in per.items() if k != "hist"}
+    est = {k: Estimate.with_controls(v, ctl, index) for k, v in per.items() if k != "hist"}
     if ctl is not None:
         per["controls"] = ctl
     info: dict = {"n": n, "policy": policy, "scaling": an.scaling, "warmup": warmup, "horizon": horizon,
@@ -212,41 +197,48 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
         b1n, b2n = b_matrices(mu_n, an.plan.basic, an.basis_pool)
         w = 1.0 + np.linalg.solve(b1n, b2n).sum(axis=0)
         per["weighted_idleness_hat"] = per["mean_idle"] @ w / math.sqrt(n)
-        est["weighted_idleness_hat"] = estimate(per["weighted_idleness_hat"], ctl, index)
+        est["weighted_idleness_hat"] = Estimate.with_controls(per["weighted_idleness_hat"], ctl, index)
         info.update(idleness_weights=w, spare_capacity=an.spare_capacity,
                     spare_capacity_n=spare_capacity_n(an.network, an.plan, n, an.basis_pool))
     return SimResult(None, est, reps, events, timing.wall_s, timing.compile_s, used, per, info)
 
 
 def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, warmup: float = 20.0, horizon: float = 200.0,
-                 seed: int = 0, engine: str = "uniformized", chunk: int | None = None, devices=None,
-                 progress=None) -> SimResult:
+                 seed: int = 0, engine: str = "uniformized", cv: bool = True, start: int = 0,
+                 chunk: int | None = None, devices=None, progress=None) -> SimResult:
     """M/M/c (arrival rate ``lam``, ``c`` servers of rate ``mu``): stationary averages over [warmup, horizon].
 
     The birth-death statement of :mod:`jaxq.sim.models.mmc` (the network with one class and one pool, without
-    its per-activity bookkeeping). Estimates ``mean_in_system``, ``mean_queue``, ``mean_idle``, ``p_wait``.
+    its per-activity bookkeeping). Estimates ``mean_in_system``, ``mean_queue``, ``mean_idle``, ``p_wait``;
+    with ``cv`` (default) each is controlled by the model's Halfin-Whitt quadratic martingales
+    (:data:`jaxq.sim.models.mmc.MARKOV_CV`), cross-fitted by replication index, the plain mean beside it.
     """
     if not (lam > 0 and mu > 0 and isinstance(c, (int, np.integer)) and c >= 1):
         raise InputError("mmc", f"need lambda > 0, mu > 0 and an integer c >= 1 (got {lam}, {mu}, {c})")
     _check(reps, warmup, horizon, engine, None, chunk)
     p = mmc.Params(jnp.float64(lam), jnp.float64(mu), jnp.int32(c))
+    mk = mmc.MARKOV_CV if cv else mmc.MARKOV
     steps = None
-    check_work("horizon", reps, mmc.MARKOV.bound(p) * horizon, unit="events" if engine == "event" else "steps",
+    check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps",
                per_replication_limit=2.0**31 if engine == "event" else 2.0**50)
     if engine == "event":
-        out, timing = event.run_markov(mmc.MARKOV, p, WINDOW, reps, seed, warmup=warmup, horizon=horizon, chunk=chunk,
-                                       devices=devices, progress=progress)
+        out, timing = event.run_markov(mk, p, WINDOW, reps, seed, warmup=warmup, horizon=horizon, start=start,
+                                       chunk=chunk, devices=devices, progress=progress)
     else:
         engine = "uniformized"
-        big = mmc.MARKOV.bound(p)
-        out, timing, info = uniformized.run(mmc.MARKOV, p, WINDOW, reps, seed, warm_steps=round(big * warmup),
-                                            steps=max(1, round(big * (horizon - warmup))), chunk=chunk,
+        big = mk.bound(p)
+        out, timing, info = uniformized.run(mk, p, WINDOW, reps, seed, warm_steps=round(big * warmup),
+                                            steps=max(1, round(big * (horizon - warmup))), start=start, chunk=chunk,
                                             devices=devices, progress=progress)
         steps = info["steps"]
     win, rec = out["window"], out["records"]
     per = {"mean_in_system": win["x"], "mean_queue": win["q"], "mean_idle": c - (win["x"] - win["q"]),
            "p_wait": rec["waited"] / np.maximum(rec["arrivals"], 1.0)}
-    est = {k: Estimate.of(v) for k, v in per.items()}
+    ctl = out["controls"]["window"] if cv else None
+    index = start + np.arange(reps)
+    est = {k: Estimate.with_controls(v, ctl, index) for k, v in per.items()}
+    if ctl is not None:
+        per["controls"] = ctl
     info = {"servers": int(c), "warmup": warmup, "horizon": horizon}
     if steps is not None:
         info["steps"] = steps

@@ -33,7 +33,6 @@ from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
 from jaxq.sim.result import Estimate, SimResult
-from jaxq.stats import controlled_mean
 
 DEFAULT_THETA_EXPONENT = 5.0 / 12.0  # midpoint of (2.28)'s interval (1/3, 1/2) when all moments are finite
 POLICY_CHOICES = pol.CHOICES
@@ -206,7 +205,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
                                              steps=k, start=start, chunk=chunk, devices=devices, progress=progress)
         J = out["discounted"]["cost"]
-        controls = out.get("controls")
+        controls = out["controls"]["discounted"] if cv else None
         bound = model.ctmc_tail_bound(lam_n, system.h, system.gamma, n, uinfo["r"], uinfo["steps"],
                                       np.stack([out["state"].x0, out["state"].x1], axis=1))
         samples = {"J": J, "switches": out["state"].switches, "tail_bound": bound, "events": out["events"]}
@@ -229,9 +228,6 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     info["truncation_bound"] = float(np.mean(bound))
     if controls is not None:
         samples["controls"] = controls
-        c = controlled_mean(J, controls, start + np.arange(len(J)))
-        est = {"J_hat": Estimate(c.mean, c.stderr, c.plain, c.plain_stderr, c.coefficients)}
-    else:
-        est = {"J_hat": Estimate.of(J)}
+    est = {"J_hat": Estimate.with_controls(J, controls, start + np.arange(len(J)))}
     return SimResult("J_hat", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s, used,
                      samples, info)

@@ -18,8 +18,10 @@ and this module does everything else, once, for all of them:
 * **core slices**: on a single CPU device a chunk is cut into slices dispatched asynchronously (XLA
   runs one vectorised loop on one core; several slices use several cores); slices are capped in size so
   that a lockstep state stays in cache;
-* **sharding**: with several devices the replication axis of each chunk is sharded over them (a mesh
-  over replications; no communication until results are gathered);
+* **devices**: with several devices each chunk is cut into one slice per device, and every slice runs the
+  same single-device program on its own device (dispatched asynchronously; no communication until results
+  are gathered). One program for every device count keeps a replication's numbers bit-identical: the SPMD
+  partitioner compiles a sharded program differently and can change the last bit of some replications;
 * **compile cache**: each program is compiled ahead of time once per shape (:func:`compiled`), and the
   compile time is reported apart from the run time;
 * **progress**: ``advance`` returns how much work it did (events, steps), and the host loop reports it
@@ -76,18 +78,6 @@ def keys(seed: int, start: int, count: int) -> jax.Array:
     return jax.vmap(lambda r: jax.random.fold_in(base, r))(idx)
 
 
-def replication_sharding(devices=None):
-    """A sharding that splits the replication axis over ``devices`` (default: all local devices).
-
-    None on a single device.
-    """
-    devices = jax.local_devices() if devices is None else list(devices)
-    if len(devices) <= 1:
-        return None
-    mesh = jax.sharding.Mesh(np.array(devices), ("reps",))
-    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("reps"))
-
-
 def core_count() -> int:
     """CPU cores this process may use."""
     try:
@@ -97,34 +87,40 @@ def core_count() -> int:
 
 
 class Plan(NamedTuple):
-    """How ``reps`` replications are cut: chunks of ``chunk`` (padded), each in ``parts`` slices of ``size``."""
+    """How ``reps`` replications are cut: chunks of ``chunk`` (padded), each in ``parts`` slices of ``size``;
+    slice j runs on ``devices[j % len(devices)]`` (None: the default device)."""
 
     chunk: int
     parts: int
     size: int
-    sharding: Any
+    devices: tuple | None
+
+
+DEFAULT_CHUNK = {"cpu": 1 << 16}  # replications per chunk when none is given (accelerators: 1 << 20)
 
 
 def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE) -> Plan:
-    """The chunk/slice/sharding layout for ``reps`` replications.
+    """The chunk/slice/device layout for ``reps`` replications.
 
-    ``max_slice``: the largest slice on a single CPU device (None: one slice per core at most, no cap;
-    0: never slice).
+    ``chunk`` None: all replications, at most ``DEFAULT_CHUNK`` at once (memory). ``max_slice``: the largest
+    slice on a single CPU device (None: one slice per core at most, no cap; 0: never slice).
     """
-    chunk = reps if chunk is None else max(1, min(int(chunk), reps))
-    sharding = replication_sharding(devices)
-    if sharding is not None:
-        parts, width = 1, sharding.mesh.size
-    elif jax.default_backend() != "cpu" or max_slice == 0:
-        parts, width = 1, 1
+    cap = DEFAULT_CHUNK.get(jax.default_backend(), 1 << 20)
+    chunk = min(reps, cap) if chunk is None else max(1, min(int(chunk), reps))
+    devs = jax.local_devices() if devices is None else list(devices)
+    if len(devs) > 1:
+        parts, devs = len(devs), tuple(devs)
     else:
-        parts = max(1, min(core_count(), chunk // MIN_SLICE))
-        if max_slice:
-            parts = max(parts, -(-chunk // max_slice))
-        width = parts
-    unit = width * LANES
+        devs = None
+        if jax.default_backend() != "cpu" or max_slice == 0:
+            parts = 1
+        else:
+            parts = max(1, min(core_count(), chunk // MIN_SLICE))
+            if max_slice:
+                parts = max(parts, -(-chunk // max_slice))
+    unit = parts * LANES
     chunk = -(-chunk // unit) * unit
-    return Plan(chunk, parts, chunk // parts, sharding)
+    return Plan(chunk, parts, chunk // parts, devs)
 
 
 def announce(progress, total: float, unit: str) -> None:
@@ -182,9 +178,20 @@ def run(program: Program, args, reps: int, seed: int, *, start: int = 0, chunk: 
       ``(outputs, timing)``.
     """
     p = plan(reps, chunk, devices, max_slice)
+    placed = {}
 
-    def place(k):
-        return k if p.sharding is None else jax.device_put(k, p.sharding)
+    def on(j):
+        """The device of slice j and the arguments placed there (once per device)."""
+        if p.devices is None:
+            return None, args
+        dev = p.devices[j % len(p.devices)]
+        if dev not in placed:
+            placed[dev] = jax.device_put(args, dev)
+        return dev, placed[dev]
+
+    def place(k, j):
+        dev, _ = on(j)
+        return k if dev is None else jax.device_put(k, dev)
 
     t0 = time.perf_counter()
     compile_s = 0.0
@@ -199,10 +206,10 @@ def run(program: Program, args, reps: int, seed: int, *, start: int = 0, chunk: 
     for lo in range(0, reps, p.chunk):  # chunks of replications, not single ones
         m = min(p.chunk, reps - lo)
         k = _pad(keys(seed, start + lo, m), p.chunk)
-        carries = [call(program.start, place(k[j * p.size:(j + 1) * p.size]), args) for j in range(p.parts)]
+        carries = [call(program.start, place(k[j * p.size:(j + 1) * p.size], j), on(j)[1]) for j in range(p.parts)]
         live = list(range(p.parts))
         while live:
-            stepped = {j: call(program.advance, carries[j], args) for j in live}  # asynchronous: one slice a core
+            stepped = {j: call(program.advance, carries[j], on(j)[1]) for j in live}  # asynchronous: one slice a core
             work = 0
             for j, (c, done, w) in stepped.items():
                 carries[j] = c
@@ -211,7 +218,7 @@ def run(program: Program, args, reps: int, seed: int, *, start: int = 0, chunk: 
                     live.remove(j)
             if progress is not None and work:
                 progress(work)
-        parts = [call(program.finish, c, args) for c in carries]
+        parts = [call(program.finish, c, on(j)[1]) for j, c in enumerate(carries)]
         outs.append(jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs])[:m], *parts))
     result = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *outs)
     return result, Timing(compile_s, time.perf_counter() - t0)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxq.stats import mean_stderr
+from jaxq.stats import controlled_mean, mean_stderr
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,16 @@ class Estimate:
         m, se = mean_stderr(x, axis=axis)
         return cls(_plain(m), _plain(se))
 
+    @classmethod
+    def with_controls(cls, samples, controls, index) -> "Estimate":
+        """The mean over replications (axis 0) of a scalar or array statistic controlled by ``controls``
+        (reps, C), cross-fitted by replication ``index`` (:func:`jaxq.stats.controlled_mean`); without
+        controls (None) the plain :meth:`of`."""
+        if controls is None:
+            return cls.of(samples)
+        c = controlled_mean(samples, controls, index)
+        return cls(_plain(c.mean), _plain(c.stderr), _plain(c.plain), _plain(c.plain_stderr), c.coefficients)
+
     @property
     def ci95(self):
         """The normal 95% interval ``value -+ 1.96 stderr``."""
@@ -53,12 +63,26 @@ class Estimate:
 
     @property
     def variance_reduction(self):
-        """``(plain_stderr / stderr)^2`` (None without a control)."""
+        """``(plain_stderr / stderr)^2`` (None without a control). A statistic with no spread at all (a class
+        that never waits) has nothing to reduce: 1. An entry that is undefined otherwise is NaN, which
+        :meth:`SimResult.to_dict` prints as null."""
         if self.plain is None:
             return None
         s, p = np.asarray(self.stderr, dtype=float), np.asarray(self.plain_stderr, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return _plain(np.where(s > 0, (p / np.where(s > 0, s, 1.0)) ** 2, math.inf))
+            ratio = np.where(p > 0, np.where(s > 0, (p / np.where(s > 0, s, 1.0)) ** 2, math.nan), 1.0)
+        return _plain(ratio)
+
+
+def _finite_or_null(v):
+    """NaN and infinities (an undefined standard error of one replication, an undefined ratio) as None."""
+    if isinstance(v, (float, np.floating)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.all(np.isfinite(v)):
+        return [_finite_or_null(x) for x in v.tolist()] if v.ndim == 1 else [_finite_or_null(np.asarray(r)) for r in v]
+    if isinstance(v, list):
+        return [_finite_or_null(x) for x in v]
+    return v
 
 
 def _plain(x):
@@ -106,6 +130,16 @@ class SimResult:
     def stderr(self):
         return self.main.stderr
 
+    @classmethod
+    def with_controls(cls, samples, controls, index) -> "Estimate":
+        """The mean over replications (axis 0) of a scalar or array statistic controlled by ``controls``
+        (reps, C), cross-fitted by replication ``index`` (:func:`jaxq.stats.controlled_mean`); without
+        controls (None) the plain :meth:`of`."""
+        if controls is None:
+            return cls.of(samples)
+        c = controlled_mean(samples, controls, index)
+        return cls(_plain(c.mean), _plain(c.stderr), _plain(c.plain), _plain(c.plain_stderr), c.coefficients)
+
     @property
     def ci95(self):
         return self.main.ci95
@@ -151,4 +185,4 @@ class SimResult:
         out.update(self.info)
         out.update(reps=self.reps, events=self.events, wall_s=self.wall_s, compile_s=self.compile_s,
                    events_per_s=self.events_per_s, engine=self.engine)
-        return out
+        return {k: _finite_or_null(v) for k, v in out.items()}

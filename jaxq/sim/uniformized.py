@@ -102,7 +102,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
         rec = _zeros_like_tree(markov.transition(s, none, a.params)[1])
         zc = tuple(jnp.float64(0.0) for _ in markov.controls(s, a.params)) if ctl else ()
         return {"key": key, "state": s, "disc": obs if disc else (), "w": jnp.float64(1.0),
-                "win": obs if win else (), "rec": rec if win else (), "ctl": zc, "events": jnp.int64(0)}
+                "win": obs if win else (), "rec": rec if win else (), "ctl": zc if disc else (),
+                "ctlw": zc if win else (), "events": jnp.int64(0)}
 
     def controls(s, p, counts, fired, a: Args):
         """The step's martingale increments: event probabilities ``counts[e] W_e / 2^32`` of the chain."""
@@ -119,8 +120,10 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
         out = dict(c)
         if ctl and (disc or record):
             inc = controls(s, p, counts, fired, a)
-            weight = c["w"] if disc else jnp.float64(1.0)
-            out["ctl"] = tuple(acc + weight * v for acc, v in zip(c["ctl"], inc))
+            if disc:  # weight r^k = E exp(-gamma T_k)
+                out["ctl"] = tuple(acc + c["w"] * v for acc, v in zip(c["ctl"], inc))
+            if record:  # weight 1 on the window's steps
+                out["ctlw"] = tuple(acc + v for acc, v in zip(c["ctlw"], inc))
         if disc:
             out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + c["w"] * o, c["disc"], obs)
             out["w"] = c["w"] * a.r
@@ -139,8 +142,10 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
         inner = {"state": s, "pe": jnp.int32(0)}  # only what a step changes is carried through the page
         if disc:
             inner.update(disc=c["disc"], w=c["w"])
-        if ctl and (disc or record):
+        if ctl and disc:
             inner["ctl"] = c["ctl"]
+        if ctl and record:
+            inner["ctlw"] = c["ctlw"]
         if record:
             none = tuple(jnp.bool_(False) for _ in markov.counts(s, p))
             inner.update(pw=zeros(markov.observe(s, p)), pr=zeros(markov.transition(s, none, p)[1]))
@@ -148,8 +153,10 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
         out = dict(c, state=inner["state"], events=c["events"] + inner["pe"].astype(jnp.int64))
         if disc:
             out.update(disc=inner["disc"], w=inner["w"])
-        if ctl and (disc or record):
+        if ctl and disc:
             out["ctl"] = inner["ctl"]
+        if ctl and record:
+            out["ctlw"] = inner["ctlw"]
         if record:
             f64 = lambda t: jax.tree_util.tree_map(lambda v: v.astype(jnp.float64), t)  # noqa: E731
             out["win"] = jax.tree_util.tree_map(lambda acc, v: acc + v, c["win"], f64(inner["pw"]))
@@ -180,7 +187,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
     def finish(carry, a: Args):
         c = carry["rep"]
         return {"state": c["state"], "disc": c["disc"], "win": c["win"], "rec": c["rec"], "ctl": c["ctl"],
-                "events": c["events"]}
+                "ctlw": c["ctlw"], "events": c["events"]}
 
     return replications.Program(start, advance, finish, unit="steps")
 
@@ -204,9 +211,9 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     Returns:
       ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``
       (the discounted estimate of ``observe``), ``window`` (its average over the window), ``records``
-      (the window's event records summed), ``events`` (real jumps), ``controls`` (reps, C: the model's
-      martingale controls when it states any; discounted: ``sum_k r^k ...``, the discrete form of
-      ``int exp(-gamma t) ...``; window: averaged over the window's steps); ``info`` has ``Lambda``, ``steps``
+      (the window's event records summed), ``events`` (real jumps), ``controls`` (when the model states
+      martingale controls: per functional a (reps, C) array; ``"discounted"``: ``sum_k r^k ...``, the discrete
+      form of ``int exp(-gamma t) ...``; ``"window"``: averaged over the window's steps); ``info`` has ``Lambda``, ``steps``
       (total, rounded), ``window_steps``, ``warm_steps``, ``r``.
     """
     big = float(markov.bound(params))
@@ -232,7 +239,10 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
         res["window"] = jax.tree_util.tree_map(lambda v: v / window_steps, out["win"])
         res["records"] = out["rec"]
     if markov.controls is not None:  # discounted: sum_k r^k phi (r^k = E exp(-gamma T_k)); window: per step
-        scale = 1.0 if functional.discounted else window_steps
-        res["controls"] = np.stack([np.asarray(v) / scale for v in out["ctl"]], axis=1)
+        res["controls"] = {}
+        if functional.discounted:
+            res["controls"]["discounted"] = np.stack([np.asarray(v) for v in out["ctl"]], axis=1)
+        if functional.window:
+            res["controls"]["window"] = np.stack([np.asarray(v) / window_steps for v in out["ctlw"]], axis=1)
     info = {"Lambda": big, "steps": pages * PAGE, "warm_steps": int(warm_steps), "window_steps": window_steps, "r": r}
     return res, timing, info

@@ -16,7 +16,7 @@ from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.sde import driver, skew
-from jaxq.sde.estimators import wcp_coefficients
+from jaxq.sde.estimators import value_of, wcp_coefficients
 from jaxq.sim import pss2x2 as sim
 
 
@@ -60,29 +60,44 @@ def pss_setup(system, an, n, policy, horizon=None, record_times=(), theta_expone
 
 
 def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, record_times=(),
-              theta_exponent=sim.DEFAULT_THETA_EXPONENT, devices=None) -> dict[str, np.ndarray]:
+              theta_exponent=sim.DEFAULT_THETA_EXPONENT, devices=None, cv=True,
+              engine="event") -> dict[str, np.ndarray]:
     """Per-replication records of the n-th 2x2 system under ``policy`` for replications ``start..start+count-1``
-    (the event engine; ``pad_to``: the chunk size of the grid point, one compiled shape for all its chunks).
+    (``engine``: the event engine, or the uniformised one for exponential primitives, which records only the
+    cost; ``pad_to``: the chunk size of the grid point, one compiled shape for all its chunks).
 
     Returns:
       dict of (count,) arrays: ``J`` (discounted cost up to the horizon), ``tail_bound`` (bound on the
       neglected tail), ``sup_X_hat_1``, ``sup_X_hat_2`` (sup over [0, T] of X_i / sqrt(n)),
-      ``W_hat@t`` for each record time t (scaled workload), ``events``.
+      ``W_hat@t`` for each record time t (scaled workload), ``events`` and, with ``cv``, the control variates
+      ``cv_0 ..`` (:mod:`jaxq.sim.models.pss2x2`).
     """
     system, an = system_and_analysis(path)
     name, z = parse_policy(policy, an.z_star)
     r = sim.simulate(system, float(n), count, policy=name, switch_at=z, horizon=horizon, record_times=record_times,
-                     theta_exponent=theta_exponent, analysis=an, engine="event", seed=seed, start=start,
-                     chunk=max(pad_to, count), block=64, devices=devices)
-    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"],
-           "sup_X_hat_1": r.samples["sup_X_hat"][:, 0], "sup_X_hat_2": r.samples["sup_X_hat"][:, 1]}
+                     theta_exponent=theta_exponent, analysis=an, engine=engine, seed=seed, start=start,
+                     chunk=max(pad_to, count), block=64, devices=devices, cv=cv)
+    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"]}
+    if "sup_X_hat" in r.samples:
+        rec.update(sup_X_hat_1=r.samples["sup_X_hat"][:, 0], sup_X_hat_2=r.samples["sup_X_hat"][:, 1])
     for j, t in enumerate(np.atleast_1d(np.asarray(record_times, dtype=np.float64))):
         rec[f"W_hat@{t:g}"] = r.samples["W_hat_t"][:, j]
     rec["events"] = r.samples["events"]
+    rec.update(control_columns(r.samples.get("controls")))
     return rec
 
 
-def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), devices=None) -> dict[str, np.ndarray]:
+def control_columns(controls) -> dict[str, np.ndarray]:
+    """A chunk's control variates as record columns ``cv_0, cv_1, ...`` (none without controls)."""
+    if controls is None:
+        return {}
+    c = np.asarray(controls)
+    return {f"cv_{k}": c[:, k] for k in range(c.shape[1])}
+
+
+
+def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), devices=None,
+              cv=True) -> dict[str, np.ndarray]:
     """Per-path records of the WCP's reflected SDE Z (skew-exact scheme) started at 0.
 
     Returns:
@@ -92,10 +107,13 @@ def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), device
     system, an = system_and_analysis(path)
     params, _ = wcp_coefficients(an)  # (2.25): lower mode below z*, higher above
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
+    value = value_of(params, system.gamma) if cv else None
     r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, dt, horizon, count, seed, times=times,
-                        chunk=max(pad_to, count), start=start, devices=devices)
+                        chunk=max(pad_to, count), start=start, devices=devices, value=value)
     rec = {"V": r["cost"]}
     for j, t in enumerate(times):
         rec[f"Z@{t:g}"] = r["snaps"][:, j]
     rec["events"] = np.full(count, r["steps"], dtype=np.int64)
+    if cv:
+        rec["cv_0"] = r["control"]
     return rec

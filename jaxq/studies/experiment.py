@@ -50,6 +50,7 @@ class _Experiment(BaseModel):
     chunk: Annotated[int, Field(ge=1)] = 64
     seeds: Annotated[list[Annotated[int, Field(ge=0, lt=2**32)]], Field(min_length=1)] = [0]
     records: bool = True  # write records.csv (one row per replication); chunks/ keep them anyway
+    cv: bool = True  # control variates from the diffusion limit (records the controls; controlled estimates)
 
     @model_validator(mode="after")
     def _one_system_key(self):
@@ -87,6 +88,7 @@ class Experiment:
     grid: Any  # the study's Grid model instance
     description: str = ""
     records: bool = True
+    cv: bool = True
     points: tuple[dict, ...] = field(default=())
 
     def system(self, label: str) -> SystemRef:
@@ -106,6 +108,7 @@ class Experiment:
             "seeds": list(self.seeds),
             "grid": self.grid.model_dump(mode="json"),
             "points": list(self.points),
+            "cv": self.cv,
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -121,6 +124,7 @@ class Experiment:
             "chunk": self.chunk,
             "seeds": list(self.seeds),
             "records": self.records,
+            "cv": self.cv,
             "grid": self.grid.model_dump(mode="json"),
         }
 
@@ -171,6 +175,7 @@ def from_dict(data: dict, file: Path) -> Experiment:
         grid=grid,
         description=e.description,
         records=e.records,
+        cv=e.cv,
     )
     points = []
     for seed in exp.seeds:
@@ -218,6 +223,15 @@ def point_work(exp: Experiment, pt: dict, cache: dict | None = None) -> tuple[fl
                 cache[pt["system"]] = analyze(system).V0
             horizon = v.pss_default_horizon(system, pt["n"], cache[pt["system"]])
         return v.pss_events_per_replication(system, pt["n"], horizon), "events", "grid.n"
+    if pt.get("engine") == "ctmc" and pt.get("n") is not None:  # network study: the uniformisation rate x horizon
+        net = exp.system(pt["system"]).model
+        lam, mu, big_n = net.rates(pt["n"], "underloaded" if net.scaling == "underloaded" else "halfin-whitt")
+        rate = float(lam.sum() + (big_n * mu.max(axis=0)).sum())
+        return rate * g.horizon, "events", "grid.n"
+    if pt.get("engine") == "diffusion":
+        return v.sde_steps_per_path(g.horizon, g.dt), "steps", "grid.dt"
+    if "criterion" in pt and getattr(g, "simulate", False):  # fast/slow study: uniformised steps
+        return float(g.steps), "steps", "grid.steps"
     return None
 
 

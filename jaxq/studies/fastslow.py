@@ -140,7 +140,7 @@ def run_chunk(exp, pt, start, count, devices=None):
                      seed=pt["seed"], start=start, devices=devices)
         key = "average_cost" if discount is None else "value_empty"
         rec["simulated_cost"] = r.samples[key][:count]
-        rec["events"] = np.full(count, r.events // max(count, 1), dtype=np.int64)
+        rec["events"] = np.full(count, r.events // max(count, 2), dtype=np.int64)
     return rec
 
 

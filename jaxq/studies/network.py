@@ -30,7 +30,8 @@ from jaxq.errors import InputError
 from jaxq.model.network import Network
 from jaxq.policies.network import POLICIES
 from jaxq.studies import Study, figures, register
-from jaxq.studies.stats import loglog_rate, mean_stderr
+from jaxq.studies.engines import control_columns
+from jaxq.studies.stats import controlled_estimate, loglog_rate
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -126,22 +127,24 @@ def run_chunk(exp, pt, start, count, devices=None):
         from jaxq.sde.network_euler import simulate_diffusion
 
         uc, us = _controls(an, g)
-        r = simulate_diffusion(an.diffusion, uc, us, g.control, paths=count, dt=g.dt, horizon=g.horizon,
+        r = simulate_diffusion(an.diffusion, uc, us, g.control, paths=max(count, 2), dt=g.dt, horizon=g.horizon,
                                warmup=g.warmup, seed=pt["seed"], start=start, chunk=max(count, pt["chunk"]),
-                               devices=devices, times=g.times or None)
-        rec = {"queue_hat": r.samples["mean_pos"], "idleness_hat": r.samples["mean_neg"],
-               "identity_rhs": r.samples["identity_rhs"]}
+                               devices=devices, times=g.times or None, cv=exp.cv)
+        smp = {k: v[:count] for k, v in r.samples.items()}
+        rec = {"queue_hat": smp["mean_pos"], "idleness_hat": smp["mean_neg"], "identity_rhs": smp["identity_rhs"]}
         if g.times:
-            rec["sum_x_hat_t"] = r.samples["sum_path"]
+            rec["sum_x_hat_t"] = smp["sum_path"]
         rec["events"] = np.full(count, int(round((g.horizon) / g.dt)), dtype=np.int64)
+        rec.update(control_columns(smp.get("controls")))
         return rec
     from jaxq.sim.network import simulate
 
     n = pt["n"]
-    r = simulate(an, n, pt["policy"], reps=count, warmup=g.warmup, horizon=g.horizon, seed=pt["seed"], start=start,
+    runs = max(count, 2)  # a simulation needs two replications (a standard error); the extra one is dropped
+    r = simulate(an, n, pt["policy"], reps=runs, warmup=g.warmup, horizon=g.horizon, seed=pt["seed"], start=start,
                  engine=g.engine, hist_range=g.hist_range, hist_bins=g.hist_bins, snap_times=g.times or None,
-                 chunk=max(count, pt["chunk"]), devices=devices)
-    s = r.samples
+                 chunk=max(runs, pt["chunk"]), devices=devices, cv=exp.cv)
+    s = {k: v[:count] for k, v in r.samples.items()}
     rn = math.sqrt(n)
     num_i, num_j = an.plan.basic.shape
     rec = {"queue_hat": s["mean_queue"].sum(axis=1) / rn, "idleness_hat": s["mean_idleness_hat"],
@@ -160,13 +163,9 @@ def run_chunk(exp, pt, start, count, devices=None):
     if "snapshots" in s:
         centre = (an.fluid_z * n if an.scaling == "underloaded" else an.plan.xi * np.asarray(r["pool_sizes"])).sum()
         rec["sum_x_hat_t"] = (s["snapshots"].sum(axis=2) - centre) / rn
-    rec["events"] = np.full(count, r.events // max(count, 1), dtype=np.int64)
+    rec["events"] = np.full(count, r.events // runs, dtype=np.int64)
+    rec.update(control_columns(s.get("controls")))
     return rec
-
-
-def _est(v):
-    m, se = mean_stderr(v)
-    return m, se
 
 
 def aggregate(exp, pts, records):
@@ -178,7 +177,10 @@ def aggregate(exp, pts, records):
                "spare_capacity": an.spare_capacity}
         for k in ("queue_hat", "idleness_hat", "identity_rhs", "weighted_idleness_hat", "p_wait", "abs_dev"):
             if k in rec:
-                row[k], row[k + "_stderr"] = _est(rec[k])
+                row[k], row[k + "_stderr"], plain = controlled_estimate(rec, k)
+                if plain:
+                    row[k + "_plain"], row[k + "_plain_stderr"] = plain[k + "_plain"], plain[k + "_plain_stderr"]
+                    row[k + "_variance_reduction"] = plain["variance_reduction"]
         if "sum_x_hat_t" in rec:
             m = rec["sum_x_hat_t"].mean(axis=0)
             se = rec["sum_x_hat_t"].std(axis=0, ddof=1) / math.sqrt(rec["sum_x_hat_t"].shape[0])

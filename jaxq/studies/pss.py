@@ -16,7 +16,7 @@ All four share one grid (systems x policies x n) and one per-chunk record (``eng
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,7 +25,7 @@ from jaxq.errors import InputError
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 from jaxq.studies import Study, register
 from jaxq.studies import engines, figures
-from jaxq.studies.stats import ks_distance, ks_noise_level, loglog_rate, mean_stderr
+from jaxq.studies.stats import controlled_estimate, ks_distance, ks_noise_level, limit_fit, loglog_rate, mean_stderr
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
@@ -39,7 +39,10 @@ class Grid(BaseModel):
     policies: Annotated[list[str], Field(min_length=1)] = ["auto"]
     horizon: PosFloat | None = None  # default: the simulator's tail-bound horizon (cost) or the study's
     theta_exponent: Annotated[float, Field(ge=0, le=1)] = DEFAULT_THETA_EXPONENT
+    theta_exponents: list[Annotated[float, Field(ge=0, le=1)]] = []  # a sweep of a_bar (overrides theta_exponent)
     times: list[PosFloat] = []  # fixed times at which W_hat(t) is recorded
+    engine: Literal["event", "auto"] = "event"  # auto: the uniformised engine for exponential primitives
+    replications_at: dict[str, Annotated[int, Field(ge=2)]] = {}  # {"1000000": 64}: replications at that n
 
 
 class CollapseGrid(Grid):
@@ -76,15 +79,34 @@ def points(exp) -> list[dict]:
     g = exp.grid
     out = []
     policies = ["auto"] if isinstance(g, WeakGrid) else g.policies
+    sweep = list(g.theta_exponents)
+    lockstep = g.engine == "auto" and not g.times and exp.study.name in ("convergence", "policies")
     for s in exp.systems:
         system, an = _system(exp, s.label)
+        def check(pol, n, *a):
+            try:
+                return engines.pss_setup(system, an, n, pol, _horizon(exp), g.times, *a)
+            except InputError as e:
+                raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
+
         for pol in policies:
-            for n in g.n:
-                try:
-                    engines.pss_setup(system, an, n, pol, _horizon(exp), g.times, g.theta_exponent)
-                except InputError as e:
-                    raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
-                out.append({"system": s.label, "engine": "pss", "policy": pol, "n": _num(n)})
+            has_theta = check(pol, min(g.n)).theta is not None
+            for a in (sweep if has_theta else sweep[:1]) or [g.theta_exponent]:
+                for n in g.n:
+                    check(pol, n, a)
+                    pt = {"system": s.label, "engine": "pss", "policy": pol, "n": _num(n)}
+                    for key, reps in g.replications_at.items():
+                        try:
+                            hit = float(key) == float(n)
+                        except ValueError:
+                            raise InputError("grid.replications_at", f"{key!r} is not a value of n") from None
+                        if hit:
+                            pt.update(reps=reps, chunk=min(reps, exp.chunk))
+                    if sweep:
+                        pt["a"] = a
+                    if lockstep and system.exponential and g.horizon is None:
+                        pt["driver"] = "uniformized"
+                    out.append(pt)
         if isinstance(g, WeakGrid):
             out.append({"system": s.label, "engine": "sde", "policy": "auto", "n": None, "reps": g.sde_paths,
                         "chunk": g.sde_chunk})
@@ -97,9 +119,15 @@ def run_chunk(exp, pt, start, count, devices=None):
     path = exp.system(pt["system"]).path
     if pt["engine"] == "sde":
         return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], start, count, pt["chunk"], times=g.times,
-                                 devices=devices)
+                                 devices=devices, cv=exp.cv)
     return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], start, count, pt["chunk"], horizon=_horizon(exp),
-                             record_times=g.times, theta_exponent=g.theta_exponent, devices=devices)
+                             record_times=g.times, theta_exponent=_exponent(exp, pt), devices=devices, cv=exp.cv,
+                             engine=pt.get("driver", "event"))
+
+
+def _exponent(exp, pt) -> float:
+    """The threshold exponent a_bar of a grid point (the sweep's value, else the grid's)."""
+    return float(pt.get("a", exp.grid.theta_exponent))
 
 
 def _point_rows(exp, pts, records):
@@ -109,20 +137,20 @@ def _point_rows(exp, pts, records):
         if pt["engine"] != "pss":
             continue
         system, an = _system(exp, pt["system"])
-        st = engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times,
-                               exp.grid.theta_exponent)
-        J, se = mean_stderr(rec["J"])
+        st = engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, _exponent(exp, pt))
+        J, se, plain = controlled_estimate(rec, "J")
         p = an.p
-        sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"])
-        sq, sq_se = mean_stderr(rec[f"sup_X_hat_{2 - p}"])
+        sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"]) if f"sup_X_hat_{p + 1}" in rec else (None, None)
+        sq, sq_se = mean_stderr(rec[f"sup_X_hat_{2 - p}"]) if f"sup_X_hat_{2 - p}" in rec else (None, None)
         rows.append({
             "point": i, "system": pt["system"], "policy": pt["policy"], "policy_used": st.policy,
-            "theta": st.theta, "switch_at": st.switch_at, "n": pt["n"], "seed": pt["seed"],
+            "theta": st.theta, "theta_exponent": _exponent(exp, pt), "switch_at": st.switch_at, "n": pt["n"],
+            "seed": pt["seed"], "engine": pt.get("driver", "event"),
             "reps": int(rec["J"].shape[0]), "J_hat": J, "J_hat_stderr": se, "ci95_lo": J - 1.96 * se,
             "ci95_hi": J + 1.96 * se, "V0": an.V0, "gap": J - an.V0, "horizon": st.horizon,
             "truncation_bound": float(np.mean(rec["tail_bound"])), "hpc": p + 1,
             "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
-            "events": int(np.sum(rec["events"])),
+            "events": int(np.sum(rec["events"])), **plain,
         })
     return rows
 
@@ -138,49 +166,89 @@ def _groups(rows, keys):
 def aggregate_convergence(exp, pts, records):
     rows = _point_rows(exp, pts, records)
     fits = []
-    for (system, policy, seed), rs in _groups(rows, ("system", "policy", "seed")).items():
+    for (system, policy, a, seed), rs in _groups(rows, ("system", "policy", "theta_exponent", "seed")).items():
         rs = sorted(rs, key=lambda r: r["n"])
         n = [r["n"] for r in rs]
         rate, rate_se, C = loglog_rate(n, [abs(r["gap"]) for r in rs], [r["J_hat_stderr"] for r in rs])
-        fits.append({"system": system, "policy": policy, "policy_used": rs[0]["policy_used"], "seed": seed,
-                     "n_min": min(n), "n_max": max(n), "rate": rate, "rate_stderr": rate_se, "C": C,
-                     "gap_at_n_max": rs[-1]["gap"], "gap_stderr_at_n_max": rs[-1]["J_hat_stderr"]})
+        fit = limit_fit(n, [r["J_hat"] for r in rs], [r["J_hat_stderr"] for r in rs])
+        row = {"system": system, "policy": policy, "policy_used": rs[0]["policy_used"], "theta_exponent": a,
+               "seed": seed, "n_min": min(n), "n_max": max(n), "rate": rate, "rate_stderr": rate_se, "C": C,
+               "gap_at_n_max": rs[-1]["gap"], "gap_stderr_at_n_max": rs[-1]["J_hat_stderr"],
+               "V0": rs[0]["V0"], "V0_fit": fit["L"], "V0_fit_stderr": fit["L_stderr"], "fit_C": fit["C"],
+               "fit_rate": -fit["r"], "fit_rate_stderr": fit["r_stderr"], "fit_chi2": fit["chi2"], "fit_dof": fit["dof"]}
+        row["threshold_rate"] = a - 0.5 if rs[0]["theta"] is not None else None  # Theta_n/sqrt(n) = n^(a - 1/2)
+        row["verdict"] = verdict(row)
+        fits.append(row)
     return {"summary": rows, "fits": fits}
+
+
+def verdict(f: dict) -> str:
+    """A sentence on whether J_n -> V0 at the measured n, from the fitted limit and rates (intervals: 2 s.e.)."""
+    if not np.isfinite(f["V0_fit"] if f["V0_fit"] is not None else np.nan):
+        gap, se = f["gap_at_n_max"], f["gap_stderr_at_n_max"]
+        if abs(gap) <= 2 * se:
+            return f"J_n is within 2 s.e. of V0 at n = {f['n_max']:g} (too few n for a limit fit)"
+        return f"J_n - V0 = {gap:.3g} +- {se:.2g} at n = {f['n_max']:g} (too few n for a limit fit)"
+    dev = (f["V0_fit"] - f["V0"]) / f["V0_fit_stderr"] if f["V0_fit_stderr"] > 0 else np.inf
+    head = (f"fitted limit {f['V0_fit']:.4g} +- {f['V0_fit_stderr']:.2g} against V0 = {f['V0']:.4g} "
+            f"({dev:+.1f} s.e.), gap ~ n^({f['fit_rate']:.2f} +- {f['fit_rate_stderr']:.2f})")
+    if not f["V0_fit_stderr"] < 0.25 * abs(f["V0"]):
+        return f"{head}: inconclusive, the measured range does not pin the limit down (more n or larger n needed)"
+    if abs(dev) <= 2:
+        tail = "consistent with J_n -> V0"
+    elif f["threshold_rate"] is not None and np.isfinite(f["fit_rate"]) and \
+            abs(f["fit_rate"] - f["threshold_rate"]) <= 2 * max(f["fit_rate_stderr"], 1e-3):
+        tail = (f"not yet at V0: the gap decays like the threshold term Theta_n/sqrt(n) = n^({f['threshold_rate']:.3f}), "
+                "slower than the measured range can resolve")
+    else:
+        tail = "not consistent with V0 at these n (pre-asymptotic: the fitted limit is biased by the slow terms)"
+    return f"{head}: {tail}"
 
 
 def figure_convergence(exp, pts, records, tables, out):
     rows, fits = tables["summary"], tables["fits"]
-    groups = _groups(rows, ("system", "policy", "seed"))
-    fig, axes = figures.grid_figure(len(groups))
-    for ax, ((system, policy, seed), rs) in zip(axes, groups.items()):
-        rs = sorted(rs, key=lambda r: r["n"])
-        n = np.array([r["n"] for r in rs], dtype=float)
-        J = np.array([r["J_hat"] for r in rs])
-        ci = 1.96 * np.array([r["J_hat_stderr"] for r in rs])
-        ax.errorbar(n, J, yerr=ci, fmt="o-", ms=4, capsize=3, label=r"$J_n$ (95% CI)")
-        ax.axhline(rs[0]["V0"], color="k", ls="--", lw=1, label=r"$V_0$")
+    keys = ("system", "policy", "theta_exponent", "seed")
+    sweep = bool(exp.grid.theta_exponents)
+    groups = _groups(rows, keys)
+    panels = _groups(rows, ("system", "policy", "seed"))
+
+    def label(rs, a):
+        return rs[0]["policy_used"] + (f", a = {a:.3g}" if sweep else "")
+
+    fig, axes = figures.grid_figure(len(panels))
+    for ax, (pkey, prs) in zip(axes, panels.items()):
+        for (system, policy, a, seed), rs in groups.items():
+            if (system, policy, seed) != pkey:
+                continue
+            rs = sorted(rs, key=lambda r: r["n"])
+            n = np.array([r["n"] for r in rs], dtype=float)
+            J = np.array([r["J_hat"] for r in rs])
+            ci = 1.96 * np.array([r["J_hat_stderr"] for r in rs])
+            ax.errorbar(n, J, yerr=ci, fmt="o-", ms=4, capsize=3, label=r"$J_n$ (95% CI)" + (f", a={a:.3g}" if sweep
+                                                                                             else ""))
+        ax.axhline(prs[0]["V0"], color="k", ls="--", lw=1, label=r"$V_0$")
         ax.set_xscale("log")
-        ax.set_title(f"{system}: {rs[0]['policy_used']}", fontsize=10)
+        ax.set_title(f"{pkey[0]}: {prs[0]['policy_used']}", fontsize=10)
         ax.set_xlabel("n")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     paths = [figures.save(fig, out, "J_n.png")]
     fig, ax = figures.single_figure()
-    for (system, policy, seed), rs in groups.items():
+    for key, rs in groups.items():
         rs = sorted(rs, key=lambda r: r["n"])
         n = np.array([r["n"] for r in rs], dtype=float)
         gap = np.abs([r["gap"] for r in rs])
         se = np.array([r["J_hat_stderr"] for r in rs])
-        fit = next(f for f in fits if (f["system"], f["policy"], f["seed"]) == (system, policy, seed))
+        fit = next(f for f in fits if tuple(f[k] for k in keys) == key)
         rate = "-" if fit["rate"] is None else f"{fit['rate']:.2f}"
         line = ax.errorbar(n, gap, yerr=1.96 * se, fmt="o", ms=4, capsize=2,
-                           label=f"{system} ({rs[0]['policy_used']}): rate {rate}")
+                           label=f"{key[0]} ({label(rs, key[2])}): rate {rate}")
         if fit["rate"] is not None:
             ax.plot(n, fit["C"] * n ** fit["rate"], "-", color=line[0].get_color(), lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n")
     ax.set_ylabel(r"$|J_n - V_0|$")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
     paths.append(figures.save(fig, out, "gap_loglog.png"))
     return paths
 
@@ -287,7 +355,7 @@ def aggregate_policies(exp, pts, records):
         base = next((r for r in rs if r["policy"] == "auto"), rs[0])
         Jb = by_point[base["point"]]["J"]
         for r in rs:
-            d, d_se = mean_stderr(by_point[r["point"]]["J"] - Jb)  # paired: common random numbers
+            d, d_se = mean_stderr(by_point[r["point"]]["J"] - Jb)  # paired: common random numbers (plain costs)
             r["baseline"] = base["policy"]
             r["excess_over_baseline"] = d
             r["excess_over_baseline_stderr"] = d_se

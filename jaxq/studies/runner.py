@@ -18,8 +18,8 @@ run's tables.
 
 With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
 writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
-draws. Within a process each chunk's replications are sharded over all local devices (a mesh over the
-replication axis, :func:`jaxq.sim.replications.replication_sharding`).
+draws. Within a process each chunk's replications are cut into one slice per local device, every slice
+running the same single-device program (:mod:`jaxq.sim.replications`).
 """
 
 from __future__ import annotations

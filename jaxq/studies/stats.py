@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from jaxq.stats import mean_stderr  # noqa: F401  (re-exported for the studies)
+from jaxq.stats import controlled_mean, mean_stderr
 
 
 def ks_distance(a, b) -> tuple[float, float]:
@@ -52,3 +52,52 @@ def loglog_rate(n, y, y_stderr=None) -> tuple[float, float, float]:
     else:
         se_rate = math.nan
     return float(coef[1]), se_rate, float(math.exp(coef[0]))
+
+
+def controls_of(rec: dict) -> np.ndarray | None:
+    """The control columns ``cv_0, cv_1, ...`` of a point's records as an array (replications, controls), or None."""
+    keys = sorted((k for k in rec if k.startswith("cv_")), key=lambda k: int(k[3:]))
+    return np.stack([rec[k] for k in keys], axis=1) if keys else None
+
+
+def controlled_estimate(rec: dict, key: str) -> tuple[float, float, dict]:
+    """Mean and standard error of ``rec[key]`` over replications, controlled when the records carry controls
+    (cross-fitted by the replication index ``rec["rep"]``, :func:`jaxq.stats.controlled_mean`), and the plain
+    estimate as extra table columns (``<key>_plain``, ``<key>_plain_stderr``, ``variance_reduction``)."""
+    c = controls_of(rec)
+    if c is None:
+        m, se = mean_stderr(rec[key])
+        return m, se, {}
+    r = controlled_mean(rec[key], c, rec["rep"])
+    vr = (r.plain_stderr / r.stderr) ** 2 if r.stderr > 0 else None
+    return r.mean, r.stderr, {f"{key}_plain": r.plain, f"{key}_plain_stderr": r.plain_stderr, "variance_reduction": vr}
+
+
+def limit_fit(n, y, y_stderr) -> dict:
+    """Weighted least-squares fit ``y_n = L + C n^(-r)`` with standard errors (the delta method of the fit).
+
+    Returns ``L``, ``L_stderr``, ``C``, ``r``, ``r_stderr``, ``chi2`` and ``dof``; NaN entries when there
+    are fewer than four points or the fit does not converge (three parameters need at least one degree of
+    freedom to say anything about the fit).
+    """
+    from scipy.optimize import curve_fit
+
+    n = np.asarray(n, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    se = np.maximum(np.asarray(y_stderr, dtype=np.float64), 1e-300)
+    nan = {"L": math.nan, "L_stderr": math.nan, "C": math.nan, "r": math.nan, "r_stderr": math.nan,
+           "chi2": math.nan, "dof": max(0, int(n.size) - 3)}
+    if n.size < 4:
+        return nan
+    m = n / n.min()  # scale-free in n: C is the gap at the smallest n
+    model = lambda x, L, C, r: L + C * x ** (-r)  # noqa: E731
+    p0 = (float(y[-1]), float(y[0] - y[-1]), 0.25)
+    try:
+        popt, pcov = curve_fit(model, m, y, p0=p0, sigma=se, absolute_sigma=True, maxfev=20000,
+                               bounds=([-np.inf, -np.inf, 0.0], [np.inf, np.inf, 5.0]))
+    except (RuntimeError, ValueError):
+        return nan
+    resid = (y - model(m, *popt)) / se
+    perr = np.sqrt(np.clip(np.diag(pcov), 0.0, np.inf))
+    return {"L": float(popt[0]), "L_stderr": float(perr[0]), "C": float(popt[1]), "r": float(popt[2]),
+            "r_stderr": float(perr[2]), "chi2": float(np.sum(resid**2)), "dof": int(n.size - 3)}

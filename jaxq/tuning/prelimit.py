@@ -31,7 +31,7 @@ from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, simulate
-from jaxq.stats import mean_stderr, t_interval
+from jaxq.stats import controlled_values, mean_stderr, t_interval
 
 
 class PrelimitTune(NamedTuple):
@@ -46,15 +46,31 @@ class PrelimitTune(NamedTuple):
     evaluation: dict
 
 
-def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, analysis) -> tuple[np.ndarray, np.ndarray, float]:
-    """Antithetic Gaussian-smoothing gradient of J_n at (z, c): (mean (2,), stderr (2,), J_tau estimate)."""
-    kw = dict(policy=policy, switch_at=z, theta_constant=c, theta_exponent=theta_exponent, seed=seed, analysis=analysis)
+def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, analysis,
+                      cv: bool = True) -> tuple[np.ndarray, np.ndarray, float]:
+    """Antithetic Gaussian-smoothing gradient of J_n at (z, c): (mean (2,), stderr (2,), J_tau estimate).
+
+    With ``cv`` each run's costs are controlled by the diffusion limit's control variates, cross-fitted by
+    replication index (:func:`jaxq.stats.controlled_values`): each control has mean zero given the
+    replication's perturbation eps, and the coefficients come from other replications, so the gradient
+    estimate stays unbiased while its variance falls.
+    """
+    kw = dict(policy=policy, switch_at=z, theta_constant=c, theta_exponent=theta_exponent, seed=seed, analysis=analysis,
+              cv=cv)
     plus = simulate(system, n, reps, perturb=(1, tau[0], tau[1]), **kw)
     minus = simulate(system, n, reps, perturb=(-1, tau[0], tau[1]), **kw)
-    half = 0.5 * (plus.samples["J"] - minus.samples["J"])
+    jp, jm = (_costs(r) for r in (plus, minus))
+    half = 0.5 * (jp - jm)
     g = half[:, None] * plus.samples["eps"] / np.asarray(tau)
-    return (g.mean(axis=0), g.std(axis=0, ddof=1) / math.sqrt(reps),
-            float(0.5 * (plus.samples["J"] + minus.samples["J"]).mean()))
+    return g.mean(axis=0), g.std(axis=0, ddof=1) / math.sqrt(reps), float(0.5 * (jp + jm).mean())
+
+
+def _costs(r):
+    """Per-replication costs, controlled (cross-fitted) when the run recorded controls."""
+    if "controls" not in r.samples:
+        return r.samples["J"]
+    adjusted, _ = controlled_values(r.samples["J"], r.samples["controls"], np.arange(len(r.samples["J"])))
+    return adjusted
 
 
 def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
@@ -116,7 +132,7 @@ def tune_prelimit(
         state = opt.init(theta)
         paths[m, 0] = theta
         for k in range(iterations):
-            s = seed * 1_000_003 + 1_009 * (m + 1) + k
+            s = int(np.random.SeedSequence((seed, m, k)).generate_state(1)[0])  # distinct for every (chain, step)
             g, _, j = smoothed_gradient(system, n, theta[0] if tune_z else None, theta[1], reps, s, tau, name,
                                         theta_exponent, a)
             updates, state = opt.update(g * mask, state, theta)

@@ -22,8 +22,14 @@ def test_simulation_matches_exact(q):
     cost = np.arange(N + 1)[:, None] + np.arange(3)[None, :]
     assert float((pi * cost).sum()) == pytest.approx(g, rel=1e-9)  # two exact routes agree
     r = simulate(LAM, MU1, MU2, q, alpha=ALPHA, steps=20_000, warmup=2_000, reps=48, seed=3)
-    assert abs(r["value_empty"] - V) <= 4 * r["value_empty_stderr"]
-    assert abs(r["average_cost"] - g) <= 4 * r["average_cost_stderr"]
+    for key, exact_value in (("value_empty", V), ("average_cost", g)):  # controlled (default) and plain
+        est = r.estimates[key]
+        assert abs(est.value - exact_value) <= 4 * est.stderr, (key, est.value, exact_value, est.stderr)
+        assert abs(est.plain - exact_value) <= 4 * est.plain_stderr
+        assert est.variance_reduction > 20, (key, est.variance_reduction)  # measured: about 200 and 560
+    for key in ("controls_discounted", "controls_window"):  # every control has mean zero
+        c = r.samples[key]
+        assert np.all(np.abs(c.mean(axis=0)) <= 4 * c.std(axis=0, ddof=1) / np.sqrt(c.shape[0])), key
 
 
 def test_simulation_independent_of_chunking():
@@ -42,7 +48,7 @@ def test_uniformised_driver_equals_a_numpy_replay_of_its_words():
     from jaxq.sim import replications, uniformized as U
 
     lam, mu1, mu2, alpha, q = LAM, MU1, MU2, ALPHA, [1, 2]
-    r = simulate(lam, mu1, mu2, q, alpha=alpha, steps=100, warmup=30, reps=3, seed=5)
+    r = simulate(lam, mu1, mu2, q, alpha=alpha, steps=100, warmup=30, reps=3, seed=5, cv=False)
     assert r.info["steps"] == 192 and r.info["warmup"] == 64
     gamma = lam + mu1 + 2 * mu2
     w_arr, w_fast, w_slow = (int(v) for v in U.unit_words([lam, mu1, mu2], gamma))

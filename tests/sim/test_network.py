@@ -127,7 +127,16 @@ def test_identity_3_6_by_euler():
     r = simulate_diffusion(dl, [0.5, 0.5], [0.3, 0.7], "proportional", paths=64, dt=0.02, horizon=100.0,
                            warmup=10.0, seed=5)
     assert r["idleness_weight"] == pytest.approx(1 + 0.7 * (-0.5) / 1.5)
-    within(r["identity_rhs"], r["identity_rhs_stderr"], dl.spare_capacity)
+    within(r["identity_rhs"], r["identity_rhs_stderr"], dl.spare_capacity)  # controlled (the default)
+    est = r.estimates["identity_rhs"]
+    within(est.plain, est.plain_stderr, dl.spare_capacity)
+    assert est.variance_reduction > 3, est.variance_reduction
+    c = r.samples["controls"]  # the Ito sums have mean zero
+    assert np.all(np.abs(c.mean(axis=0)) <= 4 * c.std(axis=0, ddof=1) / np.sqrt(c.shape[0]))
+    # results do not depend on chunking (the fit is cross-fitted by path index)
+    b = simulate_diffusion(dl, [0.5, 0.5], [0.3, 0.7], "proportional", paths=64, dt=0.02, horizon=100.0,
+                           warmup=10.0, seed=5, chunk=24)
+    assert b["identity_rhs"] == r["identity_rhs"] and b["mean_neg_stderr"] == r["mean_neg_stderr"]
 
 
 def test_cli_simulate_json_and_reproducible(capsys):

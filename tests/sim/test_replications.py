@@ -108,7 +108,7 @@ def test_one_two_four_devices_give_identical_results():
                 np.testing.assert_array_equal(outs[0][k], o[k])
         net = load(path("network_N"))
         res = [network.simulate(net, 16, "priority", reps=12, warmup=1.0, horizon=6.0, seed=2, chunk=c,
-                                devices=jax.local_devices()[:d]) for d, c in ((1, 12), (2, 5), (4, 12))]
+                                devices=jax.local_devices()[:d], hist_bins=0) for d, c in ((1, 12), (4, 5))]
         for r in res[1:]:
             np.testing.assert_array_equal(res[0].samples["mean_queue"], r.samples["mean_queue"])
         sy = load(path("pss_P"))

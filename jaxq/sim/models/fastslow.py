@@ -6,6 +6,9 @@ uniformised operator (7)), a slow completion (rate ``y mu2``). After every event
 included, the threshold policy (:func:`jaxq.policies.fastslow.decide`) assigns queued jobs to idle slow
 servers; threshold policies are idempotent, so this is the continuous-time system. Uniformisation rate
 ``lambda + mu1 + K mu2``, the rate of seed 002's uniformised chain. Observed: the cost ``x + y``.
+Controls (:data:`MARKOV_CV`): the Henderson-Glynn martingales of ``x, y, x^2, x y, y^2`` (the value
+function of a threshold policy is close to a quadratic in (x, y): linear in the slow servers' jobs, about
+quadratic in the queue), each difference taken over the full transition, decisions included.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.policies.fastslow import decide
-from jaxq.sim.markov import Markov
+from jaxq.sim.markov import Markov, difference_controls
 
 
 class Params(NamedTuple):
@@ -48,3 +51,11 @@ MARKOV = Markov(
     transition=_transition,
     observe=lambda s, p: {"cost": s.x + s.y},  # an integer: summed exactly within a page
 )
+
+
+def _basis(s: State, p: Params):
+    x, y = s.x.astype(jnp.float64), s.y.astype(jnp.float64)
+    return x, y, x * x, x * y, y * y
+
+
+MARKOV_CV = MARKOV._replace(name="fastslow-cv", controls=difference_controls(_transition, _basis, 3))

@@ -2,7 +2,10 @@
 
 State: jobs in the system x. Events: an arrival (rate ``lambda``), a completion (rate ``min(x, c) mu``).
 Uniformisation rate ``lambda + c mu``. Observed: x and the queue ``(x - c)^+``; recorded per arrival:
-whether it waited (all c servers busy). The general network model (:mod:`jaxq.sim.models.network`) runs
+whether it waited (all c servers busy). Controls (:data:`MARKOV_CV`): the Henderson-Glynn martingales of
+``X_hat, X_hat^2, Q_hat, Q_hat^2`` with ``X_hat = (x - a)/sqrt(a)``, ``Q_hat = (x - c)^+/sqrt(a)``,
+``a = lambda/mu`` (Halfin-Whitt scaling): Poisson's equation of x is linear below c (the infinite-server
+part) and quadratic above it (the queue), which this basis spans up to the kink. The general network model (:mod:`jaxq.sim.models.network`) runs
 the same chain; this statement has no policy or per-activity bookkeeping and runs about twice as fast, so
 the M/M/c checks and benchmarks use it.
 """
@@ -14,7 +17,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jaxq.sim.markov import Markov
+from jaxq.sim.markov import Markov, difference_controls
 
 
 class Params(NamedTuple):
@@ -37,6 +40,14 @@ def _observe(x, p: Params):
     return {"x": x, "q": jnp.maximum(x - p.c, 0)}  # integers: summed exactly within a page
 
 
+def _basis(x, p: Params):
+    a = p.lam / p.mu
+    root = jnp.sqrt(a)
+    xh = (x.astype(jnp.float64) - a) / root
+    qh = jnp.maximum(x - p.c, 0).astype(jnp.float64) / root
+    return xh, xh * xh, qh, qh * qh
+
+
 MARKOV = Markov(
     name="mmc",
     init=lambda p: jnp.int32(0),
@@ -47,3 +58,5 @@ MARKOV = Markov(
     observe=_observe,
     snapshot=lambda x, p: x.astype(jnp.float64)[None],
 )
+
+MARKOV_CV = MARKOV._replace(name="mmc-cv", controls=difference_controls(_transition, _basis, 2))

@@ -129,18 +129,6 @@ def files(tmp_path_factory) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ the table
-ENGINE = "engine rewrite"  # a command of the simulation engines, being rewritten by another change
-HANGS = "engine rewrite: hangs or exhausts memory today, not run"
-
-
-def xf(reason=ENGINE):
-    return pytest.mark.xfail(strict=False, reason=reason)
-
-
-def xf_norun(reason=HANGS):
-    return pytest.mark.xfail(strict=False, run=False, reason=reason)
-
-
 def _cases():
     cases = []
 
@@ -228,7 +216,7 @@ def _cases():
             extra = [] if opt == "--n" else ["--n", "4"]
             add(f"simulate{opt}={val or 'empty'}", [*sim, *extra, "--reps", "2", opt, val] if opt != "--reps"
                 else [*sim, "--n", "4", opt, val])
-    add("simulate--reps=1e10", [*sim, "--n", "4", "--reps", BIG], xf_norun())
+    add("simulate--reps=1e10", [*sim, "--n", "4", "--reps", BIG])
     sde = ["sde", "{d}/pss_ok.toml", "--paths", "2"]
     for opt, vals in {
         "--paths": ["0", "-1"],
@@ -242,10 +230,10 @@ def _cases():
         for val in vals:
             add(f"sde{opt}={val or 'empty'}", [*sde, opt, val])
     add("simulate-gamma-1e-12", ["simulate", "{d}/pss_gamma_1e-12.toml", "--n", "4", "--reps", "2"])
-    add("sde-gamma-1e-12", ["sde", "{d}/pss_gamma_1e-12.toml", "--paths", "2"], xf_norun())
-    add("sde--z0=1e300", [*sde, "--z0", "1e300"], xf_norun())
-    add("sde--horizon=1e12", [*sde, "--horizon", "1e12"], xf_norun())
-    add("sde--paths=1e10", ["sde", "{d}/pss_ok.toml", "--paths", BIG], xf_norun())
+    add("sde-gamma-1e-12", ["sde", "{d}/pss_gamma_1e-12.toml", "--paths", "2"])
+    add("sde--z0=1e300", [*sde, "--z0", "1e300"])
+    add("sde--horizon=1e12", [*sde, "--horizon", "1e12"])
+    add("sde--paths=1e10", ["sde", "{d}/pss_ok.toml", "--paths", BIG])
     nsim = ["network", "simulate", "{d}/net_ok.toml", "--reps", "2"]
     for opt, vals in {
         "--n": ["nan", "0", "-1", "inf", "1e300"],
@@ -260,7 +248,7 @@ def _cases():
             extra = [] if opt == "--n" else ["--n", "4"]
             add(f"network-simulate{opt}={val}", [*nsim, *extra, opt, val])
     add("network-simulate--reps=1e10", ["network", "simulate", "{d}/net_ok.toml", "--n", "4", "--reps", BIG],
-        xf_norun())
+        )
     nsde = ["network", "sde", "{d}/net_ok.toml", "--paths", "2"]
     for opt, vals in {
         "--horizon": ["nan", "inf", "0", "-1"],
@@ -272,48 +260,15 @@ def _cases():
     }.items():
         for val in vals:
             add(f"network-sde{opt}={val}", [*nsde, opt, val])
-    add("network-sde--horizon=1e300", [*nsde, "--horizon", "1e300"], xf_norun())
+    add("network-sde--horizon=1e300", [*nsde, "--horizon", "1e300"])
     add("network-sde--uc=nan", [*nsde, "--uc", "nan", "1"])
     add("network-sde--uc=short", [*nsde, "--uc", "1"])
     add("network-sde--us=nan", [*nsde, "--us", "nan", "1"])
-    add("network-sde--paths=1e10", ["network", "sde", "{d}/net_ok.toml", "--paths", BIG], xf_norun())
+    add("network-sde--paths=1e10", ["network", "sde", "{d}/net_ok.toml", "--paths", BIG])
     return cases
 
 
-# Cases of the engine commands that do not refuse cleanly today (traceback, exit 0, or more than one
-# line): expected failures until the engine rewrite lands. Listed by id; see the module docstring.
-ENGINE_KNOWN_FAILURES = {
-    "sde--dt=1e-300",  # internal error: OverflowError (n_blocks of a jitted call)
-    "sde--horizon=1e300",  # the same
-    "sde--scheme=empty",  # exit 0: an empty scheme name falls back to the default
-    "network-simulate--chunk=0",  # exit 0
-    "network-simulate--chunk=-1",  # exit 0
-    "network-sde--horizon=nan",  # internal error: ValueError (float NaN to integer)
-    "network-sde--horizon=inf",  # internal error: OverflowError
-    "network-sde--warmup=nan",  # internal error: ValueError
-    "network-sde--warmup=inf",  # internal error: OverflowError
-    "network-sde--dt=1e-300",  # internal error: OverflowError (a jitted call's argument)
-    "network-sde--uc=nan",  # internal error: a NaN result reaches the output
-    "network-sde--us=nan",  # the same
-}
-
-
-# Of those, the ones that run a whole simulation before exiting 0 (seconds each) are not run.
-ENGINE_SLOW = {"sde--scheme=empty", "network-simulate--chunk=0", "network-simulate--chunk=-1", "network-sde--uc=nan",
-               "network-sde--us=nan"}
-
-
-def _marked(cases):
-    out = []
-    for c in cases:
-        if c.id in ENGINE_KNOWN_FAILURES and not c.marks:
-            mark = xf_norun(f"{ENGINE}: runs a simulation and exits 0 today, not run") if c.id in ENGINE_SLOW else xf()
-            c = pytest.param(*c.values, id=c.id, marks=mark)
-        out.append(c)
-    return out
-
-
-CASES = _marked(_cases())
+CASES = _cases()
 
 
 def _argv(argv, d: Path):

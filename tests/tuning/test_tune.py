@@ -96,7 +96,7 @@ def test_tune_experiment_small(tmp_path):
     import importlib.util
     import os
 
-    file = os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments", "tune_prelimit.py")
+    file = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "experiments", "tune_prelimit.py")
     spec = importlib.util.spec_from_file_location("tune_prelimit", file)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -111,7 +111,7 @@ def test_t1t2_diagnosis_small(tmp_path):
     import importlib.util
     import os
 
-    file = os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments", "t1t2_diagnosis.py")
+    file = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "experiments", "t1t2_diagnosis.py")
     spec = importlib.util.spec_from_file_location("t1t2_diagnosis", file)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -1,0 +1,87 @@
+"""Variance reduction of the control variates from the diffusion limit (issue 14), against n.
+
+For each bundled system of Theorem 2.11 (the policy the theory picks) and n = 10^2 ... 10^5, runs
+``jaxq.simulate`` with its default control variates and reports ``variance_reduction`` = (plain standard
+error / controlled standard error)^2, the controlled and plain estimates, and the effective speed-up (events
+per second x variance reduction). Exponential systems run on both drivers. The SDE row is ``jaxq sde`` at
+dt = 1e-3 for each system. Same seed, same numbers.
+
+    python benchmarks/variance_reduction.py [--reps 128] [--max-n 100000] [--out benchmarks/results/cv.json]
+
+prints a Markdown table (the README's) and writes the rows as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import jaxq
+from jaxq.serialize import to_jsonable
+
+SYSTEMS = ("pss_P", "pss_T2", "pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1")
+
+
+def rows(reps: int, ns, sde_paths: int, seed: int):
+    for name in SYSTEMS:
+        system = jaxq.load(name)
+        engines = ("uniformized", "event") if system.exponential else ("event",)
+        for engine in engines:
+            for n in ns:
+                t = time.perf_counter()
+                r = jaxq.simulate(system, n, reps, engine=engine, seed=seed)
+                e = r.main
+                yield {"system": name, "policy": r["policy"], "engine": engine, "n": n, "reps": reps,
+                       "J_hat": e.value, "stderr": e.stderr, "J_plain": e.plain, "stderr_plain": e.plain_stderr,
+                       "variance_reduction": e.variance_reduction, "V0": r["V0"], "events_per_s": r.events_per_s,
+                       "effective_events_per_s": r.events_per_s * e.variance_reduction,
+                       "wall_s": time.perf_counter() - t}
+        s = jaxq.simulate_sde(system, paths=sde_paths, dt=1e-3, seed=seed)
+        yield {"system": name, "policy": "SDE (skew, dt = 1e-3)", "engine": "sde", "n": None, "reps": sde_paths,
+               "J_hat": s.value, "stderr": s.stderr, "J_plain": s.main.plain, "stderr_plain": s.main.plain_stderr,
+               "variance_reduction": s.main.variance_reduction, "V0": s.info["V_exact"],
+               "events_per_s": s.info["path_steps_per_s"],
+               "effective_events_per_s": s.info["path_steps_per_s"] * s.main.variance_reduction, "wall_s": s.wall_s}
+
+
+def table(rs) -> str:
+    ns = sorted({r["n"] for r in rs if r["n"] is not None})
+    head = "| system | policy | engine | " + " | ".join(f"n = {n:g}" for n in ns) + " | SDE, dt = 1e-3 |"
+    lines = [head, "|" + "---|" * (4 + len(ns))]
+    for name in SYSTEMS:
+        sde = next((r for r in rs if r["system"] == name and r["engine"] == "sde"), None)
+        for engine in ("uniformized", "event"):
+            sel = {r["n"]: r for r in rs if r["system"] == name and r["engine"] == engine}
+            if not sel:
+                continue
+            pol = next(iter(sel.values()))["policy"]
+            cells = [f"{sel[n]['variance_reduction']:.3g}" if n in sel else "" for n in ns]
+            sde_cell = f"{sde['variance_reduction']:.3g}" if sde and engine == ("uniformized" if len(
+                {r["engine"] for r in rs if r["system"] == name}) > 2 else "event") else ""
+            lines.append(f"| {name} | {pol} | {engine} | " + " | ".join(cells) + f" | {sde_cell} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=128)
+    ap.add_argument("--max-n", type=float, default=1e5)
+    ap.add_argument("--sde-paths", type=int, default=4000)
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "cv.json"))
+    a = ap.parse_args(argv)
+    ns = [n for n in (100, 1000, 10_000, 100_000) if n <= a.max_n]
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = []
+    for r in rows(a.reps, ns, a.sde_paths, a.seed):
+        done.append(r)
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
+        out.write_text(json.dumps(to_jsonable(done), indent=1) + "\n")  # a run cut short keeps what it measured
+    print(table(done))
+
+
+if __name__ == "__main__":
+    main()
