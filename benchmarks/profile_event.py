@@ -1,106 +1,128 @@
-"""Where a step of the event-driven 2x2 engine spends its time: ablations, measured side by side.
+"""Where a step of the event-driven 2x2 engine spends its time: XLA's own per-kernel profile, per family.
 
-Run: ``python benchmarks/profile_event.py [--reps R] [--horizon T]`` (about a minute on a CPU).
+Run: ``python benchmarks/profile_event.py [--reps 2048] [--families exponential,gamma:2] [--cpu 1] [--json]``
+(about 15 s per family on a CPU).
 
-The 2x2 system's event rule (:func:`jaxq.sim.models.pss2x2.engine`) is run on the event driver
-(:func:`jaxq.sim.event.run`: all replications in one chunk, policy P, n = 100) on two systems
-(``pss_P``: exponential primitives, one uniform per variate; ``pss_spec``: Erlang-4 and hyperexponential
-services, four uniforms per variate) in three variants, each in a fresh process so that nothing compiled
-leaks between them:
-
-* ``full``: the engine as shipped;
-* ``cheap_rng``: the counter-based Threefry generator (``fold_in`` per event and ``bits``) replaced by a
-  splitmix64-style hash of (key, counter): a few integer operations per word instead of twenty rounds;
-* ``cheap_rng_no_log``: as ``cheap_rng``, and every ``log`` in the samplers replaced by ``u - 1``; what is
-  left is the cheap hash, the event logic, the policy, the cost integration and the driver (masking,
-  scan and while loop). (Constant variates are no ablation: simultaneous events change the dynamics.)
-
-The ablated variants are not correct simulations (they exist to time the pieces); their events per
-second are comparable because every variant runs the same number of replications over the same
-horizon, and the rate counts the events each one actually ran.
+The 2x2 system's event rule (:func:`jaxq.sim.models.pss2x2.engine`, plain: no control variates) on the event
+driver (:func:`jaxq.sim.event.program`), ``pss_P`` at n = 100 with one family in all six streams, a horizon
+so far away that no replication finishes: every step of the traced calls is a real event of every
+replication. XLA:CPU runs a step as a sequence of kernels (one loop over the replications per array the step
+produces, "fusions", and copies of loop state); ``jax.profiler`` records each kernel's duration, so the
+median duration of a kernel over the steps of a call, divided by the replications, is its cost per event.
+Each kernel is labelled by what its fused computation contains (``threefry``: a Threefry-2x32 block, 20
+xor; ``exp``, ``log`` (the written-out one: its final polynomial), ``quantile`` (a normal quantile's
+rational functions), ``policy`` (the decision packed into the new ``code``), ``copy``, ``other``), and the
+table gives, per family, the sum over kernels (ns per event, single core: ``--cpu`` pins the process to
+one core; the profiler adds about 0.2 ns per kernel and event at 2048 replications) and the share of each
+label. The medians of ``--repeats`` traced calls are taken (shared machines are noisy).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import glob
 import json
-import subprocess
+import os
+import re
+import statistics
 import sys
+import tempfile
 
-VARIANTS = ("full", "cheap_rng", "cheap_rng_no_log")
-
-CHILD = r"""
-import json, sys
-import jax, jax.numpy as jnp
-import jaxq
-from jaxq.examples import path
-from jaxq.model import load
-from jaxq.sim import event, pss2x2, sampling
-from jaxq.sim.models import pss2x2 as model
-
-variant, name, reps, horizon = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+FAMILIES = ("exponential", "erlang:0.5", "hyperexponential:3", "lognormal:2", "gamma:2", "gamma:0.5", "gamma:0.7",
+            "gamma:3")
 
 
-def _mix(x):
-    x = (x ^ (x >> jnp.uint64(33))) * jnp.uint64(0xFF51AFD7ED558CCD)
-    x = (x ^ (x >> jnp.uint64(33))) * jnp.uint64(0xC4CEB9FE1A85EC53)
-    return x ^ (x >> jnp.uint64(33))
+def _label(ops: collections.Counter) -> str:
+    if ops["xor"] >= 18:
+        return "threefry"
+    if ops["exponential"]:
+        return "exp"
+    if ops["select"] >= 20 and ops["shift-left"] >= 4:
+        return "policy"
+    if ops["multiply"] >= 30 and ops["sqrt"]:
+        return "quantile"
+    if ops["multiply"] >= 10 and ops["bitcast-convert"] >= 2:
+        return "log"
+    return "other"
 
 
-if variant in ("cheap_rng", "cheap_rng_no_log"):
-    def fold_in(key, data):
-        k = key.astype(jnp.uint64)
-        h = _mix((k[0] << jnp.uint64(32) | k[1]) + jnp.asarray(data).astype(jnp.uint64) * jnp.uint64(0x9E3779B97F4A7C15))
-        return jnp.stack([(h >> jnp.uint64(32)).astype(jnp.uint32), h.astype(jnp.uint32)])
-
-    def open_uniforms(key, shape):
-        k = key.astype(jnp.uint64)
-        base = k[0] << jnp.uint64(32) | k[1]
-        n = 1
-        for d in shape:
-            n *= d
-        idx = jnp.arange(1, n + 1, dtype=jnp.uint64).reshape(shape)
-        bits = _mix(base + idx * jnp.uint64(0x9E3779B97F4A7C15)) >> jnp.uint64(11)
-        return (bits.astype(jnp.float64) + 0.5) * (2.0 ** -53)
-
-    jax.random.fold_in = fold_in  # the event rule's per-event keys (and the replication keys)
-    sampling.open_uniforms = open_uniforms
-if variant == "cheap_rng_no_log":
-    sampling.jnp = type("jnp_no_log", (), {k: getattr(jnp, k) for k in dir(jnp) if not k.startswith("__")})
-    sampling.jnp.log = lambda u: u - 1.0
-
-st = pss2x2.setup(load(path(name)), 100, policy="P", horizon=horizon)
-rule = model.engine(st.spec)  # traced (with the patches above) on the first run
+def _fusion_ops(hlo: str) -> dict[str, collections.Counter]:
+    """Op counts of every fused computation, by the name of the fusion instruction that calls it."""
+    comps = {}
+    for block in re.split(r"\n(?=%|ENTRY)", hlo):
+        name = block.split(" ", 1)[0].lstrip("%")
+        comps[name] = collections.Counter(re.findall(r"= \S+ ([a-z][a-z-]*)\(", block))
+    out = {}
+    for m in re.finditer(r"%(\S+) = \S+ fusion\(.*?calls=%([\w.\-]+)", hlo):
+        out[m.group(1)] = comps.get(m.group(2), collections.Counter())
+    return out
 
 
-def rate(seed):
-    out, timing = event.run(rule, st.params, reps, seed, chunk=reps)
-    return float(out["events"].sum()) / (timing.wall_s - timing.compile_s)
+def profile(family: str, reps: int, repeats: int) -> dict:
+    import jax
+    from jax.profiler import ProfileData
 
+    import jaxq  # noqa: F401  (float64)
+    from jaxq.bench.pss2x2 import family_system
+    from jaxq.sim import event, pss2x2, replications
+    from jaxq.sim.models import pss2x2 as model
 
-rate(0)  # compiles
-rates = sorted(rate(k) for k in (1, 2, 3))
-print(json.dumps({"variant": variant, "system": name, "events_per_s": rates[1]}))
-"""
+    st = pss2x2.setup(family_system(family), 100, policy="P", horizon=1e6)
+    prog = event.program(model.engine(st.spec, False, False), 128, 1)
+    states = prog.start(replications.keys(0, 0, reps), st.params)
+    exe = jax.jit(prog.advance).lower(states, st.params).compile()
+    ops = _fusion_ops(exe.as_text())
+    states, _, work = exe(states, st.params)
+    jax.block_until_ready(states)
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as d:
+            with jax.profiler.trace(d):
+                states, _, work = exe(states, st.params)
+                jax.block_until_ready(states)
+            data = ProfileData.from_file(glob.glob(f"{d}/**/*.xplane.pb", recursive=True)[0])
+        durations = collections.defaultdict(list)
+        for plane in data.planes:
+            for line in plane.lines:
+                for ev in line.events:
+                    durations[ev.name].append(ev.duration_ns)
+        for name, d in durations.items():
+            if len(d) >= 64 and not name.startswith("end:") and "Thunk" not in name:  # once per step
+                best[name] = min(best.get(name, float("inf")), statistics.median(d))
+    kernels = {k: v / reps for k, v in best.items()}
+    labels = collections.Counter()
+    for k, v in kernels.items():
+        labels["copy" if k.startswith("copy") else _label(ops.get(k, collections.Counter()))] += v
+    events = int(work) / reps  # events per replication per call (= steps: nothing finishes)
+    return {"family": family, "method": st.spec.methods[0], "reps": reps, "steps_per_call": events,
+            "ns_per_event": sum(kernels.values()), "by_label": dict(labels.most_common()),
+            "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1]))}
 
 
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=10_000)
-    ap.add_argument("--horizon", type=float, default=8.0)
+    ap.add_argument("--reps", type=int, default=2048)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--cpu", type=int, default=None, help="pin the process to this core")
+    ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
     rows = []
-    for name in ("pss_P", "pss_spec"):
-        for variant in VARIANTS:
-            out = subprocess.run([sys.executable, "-c", CHILD, variant, name, str(args.reps), str(args.horizon)],
-                                 capture_output=True, text=True, check=True)
-            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        full = rows[-len(VARIANTS)]["events_per_s"]
-        for r in rows[-len(VARIANTS):]:
-            r["ns_per_event"] = 1e9 / r["events_per_s"]
-            r["speedup_vs_full"] = r["events_per_s"] / full
-            print(f"{name:9s} {r['variant']:17s} {r['events_per_s']:10.3g} ev/s {r['ns_per_event']:7.1f} ns/event "
-                  f"x{r['speedup_vs_full']:.2f}", flush=True)
+    for fam in args.families.split(","):
+        r = profile(fam.strip(), args.reps, args.repeats)
+        rows.append(r)
+        if not args.json:
+            share = ", ".join(f"{k} {v:.1f}" for k, v in r["by_label"].items())
+            print(f"{r['family']:20s} {r['method']:17s} {r['ns_per_event']:6.1f} ns/event ({share})", flush=True)
+    exp = next((r["ns_per_event"] for r in rows if r["family"] == "exponential"), None)
+    if exp and not args.json:
+        print("per event against exponential: " + ", ".join(f"{r['family']} {r['ns_per_event'] / exp:.2f}x"
+                                                           for r in rows))
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
     return rows
 
 

@@ -10,10 +10,13 @@
 # nothing is built there, and so are its baselines (benchmarks/baselines, found beside the jaxq package by
 # jaxq.bench.baseline; numba kernels, Ciw for M/M/c): a baseline that cannot load leaves its columns empty.
 # Each section runs in its own process under its own time limit (seconds, JAXQ_GPU_LIMITS="pss2x2=200 ..."):
-# a slow or failing section costs only its unmeasured rows (each row is saved as it is measured). The defaults
-# add up to 8.5 minutes (call the device with timeout_s 600); sizes follow
-# jax.default_backend() (jaxq/bench/sizes.py: 10^4-10^6 replications for the lockstep engines on an accelerator);
-# the default is the --quick grid, --full the larger one.
+# a slow or failing section costs only its unmeasured rows (each row is saved as it is measured). The 2x2
+# section runs as two processes: "pss2x2" (the event engine per renewal family: exponential, erlang:0.5,
+# hyperexponential:3, lognormal:2, gamma:2, gamma:0.5, then the Marsaglia-Tsang gamma shapes, and the controlled
+# run's effective rate) and "pss2x2-engines" (event and uniformised engines at n = 100 and 10^4), merged into one
+# section. The defaults add up to 8.5 minutes (call the device with timeout_s 600); sizes follow
+# jax.default_backend() (jaxq/bench/sizes.py: 10^4-10^6 replications for the lockstep engines and the event
+# engine's families on an accelerator); the default is the --quick grid, --full the larger one.
 # Dry run on a CPU (about a minute):  JAX_PLATFORMS=cpu JAXQ_BENCH_TINY=1 OUT=/tmp/gpu bash benchmarks/run_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,13 +48,15 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 
 quick=--quick
 [ "${1:-}" = "--full" ] && quick=
-declare -A limit=([pss2x2]=240 [mmc]=75 [sde]=75 [network]=75 [fastslow]=45)
+declare -A limit=([pss2x2]=200 [pss2x2-engines]=90 [mmc]=60 [sde]=60 [network]=60 [fastslow]=40)
+declare -A pss_parts=([pss2x2]="families,effective" [pss2x2-engines]="engines")
 for kv in ${JAXQ_GPU_LIMITS:-}; do limit[${kv%%=*}]=${kv#*=}; done
 parts=$(mktemp -d)
 start=$(date +%s)
-for s in pss2x2 mmc sde network fastslow; do
+for s in pss2x2 pss2x2-engines mmc sde network fastslow; do
   t0=$(date +%s)
-  if timeout "${limit[$s]}" python3 -m jaxq bench $quick --only "$s" --out "$parts/$s.json" > /dev/null; then
+  if JAXQ_BENCH_PSS2X2_PARTS="${pss_parts[$s]:-}" timeout "${limit[$s]}" \
+      python3 -m jaxq bench $quick --only "${s%%-*}" --out "$parts/$s.json" > /dev/null; then
     echo "bench: $s done in $(( $(date +%s) - t0 )) s"
   else  # --out rewrote the file after every row: the rows measured before the stop are kept
     echo "bench: $s failed or passed its ${limit[$s]} s limit (exit $?); only the rows measured by then are kept" >&2
@@ -61,9 +66,19 @@ import json, pathlib, sys
 from jaxq.bench import SECTIONS, combine
 from jaxq.cli.bench import render
 dest = pathlib.Path(sys.argv[1])
-parts = sorted(pathlib.Path(sys.argv[2]).glob("*.json"), key=lambda p: SECTIONS.index(p.stem))
+order = ["pss2x2", "pss2x2-engines"] + list(SECTIONS[1:])
+parts = sorted(pathlib.Path(sys.argv[2]).glob("*.json"), key=lambda p: order.index(p.stem))
 if parts:
-    result = combine([json.loads(p.read_text()) for p in parts])
+    loaded = [json.loads(p.read_text()) for p in parts]
+    for a, b in zip(parts, loaded):  # "pss2x2-engines" joins the rows of "pss2x2" (one section, two processes)
+        if a.stem == "pss2x2-engines":
+            b["sections"] = {"pss2x2": b["sections"]["pss2x2"]}
+            first = next((x for p, x in zip(parts, loaded) if p.stem == "pss2x2"), None)
+            if first is not None:
+                sec = first["sections"]["pss2x2"]
+                b["sections"]["pss2x2"]["rows"] = sec["rows"] + b["sections"]["pss2x2"]["rows"]
+                b["sections"]["pss2x2"]["wall_s"] += sec["wall_s"]
+    result = combine(loaded)
     (dest / "gpu.json.tmp").write_text(json.dumps(result, indent=1))
     (dest / "gpu.json.tmp").replace(dest / "gpu.json")
     (dest / "gpu.txt").write_text(render(result) + "\n")

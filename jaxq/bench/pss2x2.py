@@ -7,18 +7,36 @@ Three implementations of the same model, measured in the same run:
     cores), truncated after a number of steps;
   * the baseline ``benchmarks/baselines/pss2x2.py`` (numba): one replication at a time, a plain event loop
     over the four clocks, ``prange`` over replications on all cores, the P rule of the active mode, the
-    same renewal primitives.
+    same renewal primitives (numpy's samplers).
 All integrate the same discounted cost, so their estimates must agree (``J_hat`` beside
 ``baseline_J_hat``, with standard errors). Rates are medians of 3 repeats; compile time is separate.
-``bench(quick)`` yields rows with keys engine, n, reps, dist, horizon or steps, events_per_s, compile_s,
-J_hat, baseline_events_per_s, baseline_J_hat, ratio (jaxq / numba); without the baseline its columns
-are None and ``note`` says why. Run ``python -m jaxq.bench.pss2x2 [--quick]``.
+
+Three parts, in this order (``JAXQ_BENCH_PSS2X2_PARTS``, default all, selects some: ``benchmarks/run_gpu.sh``
+runs them in separate processes):
+
+* ``families``: the event engine on one single-mode system at n = 100 (``pss_P`` with the same family in
+  all six streams: :data:`FAMILIES`, then the gamma shapes that Marsaglia-Tsang samples,
+  :data:`GENERAL_GAMMA`), plain estimates (``cv=False``, as numba), each beside numba; ``ns_per_event``
+  and ``vs_exponential`` (this row's cost per event over the exponential row's, same run);
+* ``effective``: the exponential system with the control variates on (``cv=True``): its events/s, the
+  ``variance_reduction`` and ``effective_events_per_s`` = events/s x variance reduction (the events/s a
+  plain run would need for the same standard error), beside the plain numba rate;
+* ``engines``: both engines on ``pss_P`` (exponential) and the event engine on ``pss_spec`` (Erlang and
+  hyperexponential services) at n = 100 and 10^4 over a range of replications, plain.
+
+``bench(quick)`` yields rows with keys part, engine, n, reps, dist, horizon or steps, cv, events_per_s,
+compile_s, J_hat, J_hat_stderr, baseline_events_per_s, baseline_J_hat, baseline_J_hat_stderr, ratio (jaxq /
+numba); without the baseline its columns are None and ``note`` says why. Run
+``python -m jaxq.bench.pss2x2 [--quick]``.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
+import tomllib
+from pathlib import Path
 from typing import Iterator
 
 import jaxq.bench
@@ -26,29 +44,51 @@ from jaxq.bench.sizes import grid
 from jaxq.bench.timing import measure, ratio
 from jaxq.examples import path
 from jaxq.model import load
+from jaxq.model.pss2x2 import from_dict
 from jaxq.sim import pss2x2
 from jaxq.sim.models.pss2x2 import MARKOV
 
 SYSTEMS = {"exponential": "pss_P", "general": "pss_spec"}  # pss_spec: Erlang and hyperexponential services
 ENGINES = {"event": "jaxq.sim.pss2x2[event]", "uniformized": "jaxq.sim.pss2x2[uniformized]"}
 EVENTS_PER_STEP = 0.74  # real events per uniformised step of pss_P (the rest are self-loops)
+FAMILIES = ("exponential", "erlang:0.5", "hyperexponential:3", "lognormal:2", "gamma:2", "gamma:0.5")
+# gamma:2 (shape 1/2) and gamma:0.5 (shape 2) take the exact shortcuts of jaxq.sim.sampling (Z^2/2, Erlang-2);
+# these shapes take Marsaglia-Tsang with the void protocol (shape 1.43; shape 1/3, boosted):
+GENERAL_GAMMA = ("gamma:0.7", "gamma:3")
+PARTS = ("families", "effective", "engines")
+FAMILY_N = 100
 
 
-def jaxq_row(system, n: float, reps: int, engine: str, chunk: int, **run) -> dict:
+def family_system(family: str):
+    """``pss_P`` (single mode, P policy) with ``family`` in all six streams."""
+    data = tomllib.loads(Path(path("pss_P")).read_text())
+    data["system"]["interarrival"] = [family] * 2
+    data["system"]["service"] = [[family] * 2 for _ in range(2)]
+    return from_dict(data)
+
+
+def jaxq_row(system, n: float, reps: int, engine: str, chunk: int, cv: bool = False, **run) -> dict:
     """One engine of :func:`jaxq.sim.pss2x2.simulate` (policy P): median events/s after a compiling run.
 
-    ``run``: ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine).
+    ``run``: ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine). ``cv``: the control variates
+    (plain by default, as the baseline); with them the row also has the plain estimate and the variance
+    reduction.
     """
 
     def once(seed):
-        r = pss2x2.simulate(system, n, reps, policy="P", engine=engine, chunk=min(reps, chunk), seed=seed, **run)
+        r = pss2x2.simulate(system, n, reps, policy="P", engine=engine, chunk=min(reps, chunk), seed=seed, cv=cv,
+                            **run)
         est = {"J_hat": r.value, "J_hat_stderr": r.stderr}
+        if cv:
+            est.update(J_plain=r.main.plain, J_plain_stderr=r.main.plain_stderr,
+                       variance_reduction=r.main.variance_reduction)
         if engine == "uniformized":
             est["truncation_bound"] = r["truncation_bound"]
         return r.events, r.wall_s - r.compile_s, est
 
     rate, compile_s, est = measure(once)
-    return {"events_per_s": rate, "compile_s": compile_s, **est}
+    return {"cv": cv, "events_per_s": rate, "ns_per_event": 1e9 / rate if rate else None, "compile_s": compile_s,
+            **est}
 
 
 def baseline_columns(system, n: float, reps: int, horizon: float) -> dict:
@@ -65,25 +105,66 @@ def baseline_columns(system, n: float, reps: int, horizon: float) -> dict:
     return {"baseline_events_per_s": rate, **est}
 
 
-def bench(quick: bool = False) -> Iterator[dict]:
-    """jaxq (both engines) and numba events/s for n in {1e2, 1e4} and a growing number of replications.
+def _horizon(g: dict, system, n: float, reps: int, target: str = "target_events") -> float:
+    """About ``g[target]`` events in all (at most 25 time units, and the per-replication cap)."""
+    lam_n, _ = system.rates(n)
+    rate = 2.0 * float(lam_n.sum())  # events per unit time, about
+    return min(25.0, g[target] / (reps * rate), (g["rep_events"] or math.inf) / rate)
 
-    A generator: each row is yielded as soon as it is measured (``jaxq bench --out`` saves it at once).
 
-    Each configuration runs about ``target`` events (the horizon, or the uniformised engine's number of
-    steps, is shortened to fit); the uniformised engine, which needs exponential primitives, is
-    measured on the exponential system with more replications where the backend is an accelerator.
-    """
-    g = grid(quick)
+def parts() -> tuple[str, ...]:
+    """The parts this run measures (``JAXQ_BENCH_PSS2X2_PARTS``: comma-separated, default all)."""
+    env = os.environ.get("JAXQ_BENCH_PSS2X2_PARTS", "")
+    chosen = tuple(p.strip() for p in env.split(",") if p.strip()) or PARTS
+    unknown = [p for p in chosen if p not in PARTS]
+    if unknown:
+        raise ValueError(f"JAXQ_BENCH_PSS2X2_PARTS: unknown part(s) {unknown}; choose from {PARTS}")
+    return chosen
+
+
+def _families(g: dict) -> Iterator[dict]:
+    exp_ns = {}
+    for family in FAMILIES + GENERAL_GAMMA:
+        system = family_system(family)
+        for reps in g["pss2x2_family_reps"]:
+            horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
+            row = {"part": "families", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": family,
+                   "method": pss2x2.setup(system, FAMILY_N, policy="P").spec.methods[0], "horizon": horizon}
+            row.update(jaxq_row(system, FAMILY_N, reps, "event", g["event_chunk"], horizon=horizon))
+            if family == "exponential":
+                exp_ns[reps] = row["ns_per_event"]
+            row["vs_exponential"] = row["ns_per_event"] / exp_ns[reps] if exp_ns.get(reps) else None
+            if reps in g["pss2x2_numba_reps"]:
+                row.update(baseline_columns(system, FAMILY_N, reps, horizon))
+                row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
+            yield row
+
+
+def _effective(g: dict) -> Iterator[dict]:
+    system = family_system("exponential")
+    reps = max(g["pss2x2_family_reps"])
+    horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
+    row = {"part": "effective", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": "exponential",
+           "horizon": horizon}
+    row.update(jaxq_row(system, FAMILY_N, reps, "event", g["event_chunk"], cv=True, horizon=horizon))
+    vr = row.get("variance_reduction")
+    row["effective_events_per_s"] = row["events_per_s"] * vr if vr else None
+    if reps in g["pss2x2_numba_reps"]:
+        row.update(baseline_columns(system, FAMILY_N, reps, horizon))
+        row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
+        row["effective_ratio"] = ratio(row["effective_events_per_s"], row["baseline_events_per_s"])
+    yield row
+
+
+def _engines(g: dict) -> Iterator[dict]:
     cap = g["rep_events"] or math.inf
     for dist, name in SYSTEMS.items():
         system = load(path(name))
         for n in (100, 10_000):
-            lam_n, _ = system.rates(n)
-            rate = 2.0 * float(lam_n.sum())  # events per unit time, about
             for reps in g["pss2x2_event_reps"]:
-                horizon = min(25.0, g["target_events"] / (reps * rate), cap / rate)
-                row = {"engine": ENGINES["event"], "n": n, "reps": reps, "dist": dist, "horizon": horizon}
+                horizon = _horizon(g, system, n, reps)
+                row = {"part": "engines", "engine": ENGINES["event"], "n": n, "reps": reps, "dist": dist,
+                       "horizon": horizon}
                 row.update(jaxq_row(system, n, reps, "event", g["event_chunk"], horizon=horizon))
                 if reps in g["pss2x2_numba_reps"]:
                     row.update(baseline_columns(system, n, reps, horizon))
@@ -96,7 +177,8 @@ def bench(quick: bool = False) -> Iterator[dict]:
                 reps = max(reps, 2)  # a standard error needs two replications
                 steps = min(max(g["lockstep_target_events"] / (reps * EVENTS_PER_STEP), 64), 25.0 * big)
                 steps = int(min(steps, cap / EVENTS_PER_STEP))
-                row = {"engine": ENGINES["uniformized"], "n": n, "reps": reps, "dist": dist, "steps": steps}
+                row = {"part": "engines", "engine": ENGINES["uniformized"], "n": n, "reps": reps, "dist": dist,
+                       "steps": steps}
                 row.update(jaxq_row(system, n, reps, "uniformized", g["lockstep_chunk"], steps=steps))
                 if reps in g["pss2x2_numba_reps"]:
                     row.update(baseline_columns(system, n, reps, steps / big))  # the mean time span of the steps
@@ -104,16 +186,35 @@ def bench(quick: bool = False) -> Iterator[dict]:
                 yield row
 
 
+def bench(quick: bool = False) -> Iterator[dict]:
+    """The parts of :func:`parts`, each row yielded as soon as it is measured (``jaxq bench --out`` saves it).
+
+    Each configuration runs about ``target`` events (the horizon, or the uniformised engine's number of
+    steps, is shortened to fit); the uniformised engine, which needs exponential primitives, is measured
+    on the exponential system with more replications where the backend is an accelerator.
+    """
+    g = grid(quick)
+    chosen = parts()
+    if "families" in chosen:
+        yield from _families(g)
+    if "effective" in chosen:
+        yield from _effective(g)
+    if "engines" in chosen:
+        yield from _engines(g)
+
+
 def main(argv=None) -> None:
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
-    print(f"{'engine':30s} {'dist':12s} {'n':>6s} {'reps':>7s} {'jaxq ev/s':>11s} {'numba ev/s':>11s} {'ratio':>6s} "
-          f"{'compile':>8s}")
+    print(f"{'engine':30s} {'dist':20s} {'n':>6s} {'reps':>7s} {'cv':>5s} {'jaxq ev/s':>11s} {'numba ev/s':>11s} "
+          f"{'ratio':>6s} {'J_hat':>17s} {'numba J_hat':>17s}")
     for r in bench(quick):
         b, q = r.get("baseline_events_per_s"), r.get("ratio")
+        bj = r.get("baseline_J_hat")
         print(
-            f"{r['engine']:30s} {r['dist']:12s} {r['n']:6d} {r['reps']:7d} {r['events_per_s']:11.3g} "
-            f"{'-' if b is None else format(b, '.3g'):>11} {'-' if q is None else format(q, '.2f'):>6} "
-            f"{r['compile_s']:8.2f}"
+            f"{r['engine']:30s} {r['dist']:20s} {r['n']:6d} {r['reps']:7d} {str(r['cv']):>5s} "
+            f"{r['events_per_s']:11.3g} {'-' if b is None else format(b, '.3g'):>11} "
+            f"{'-' if q is None else format(q, '.2f'):>6} {r['J_hat']:9.4f}+-{r['J_hat_stderr']:.4f} "
+            f"{'-' if bj is None else format(bj, '9.4f') + '+-' + format(r['baseline_J_hat_stderr'], '.4f'):>17}"
         )
 
 

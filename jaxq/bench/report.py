@@ -3,7 +3,8 @@
 ``python -m jaxq.bench.report RESULT.json`` prints a markdown table: for every jaxq configuration that
 has a baseline measured beside it (numba, Ciw), the jaxq rate, the baseline's rate and their ratio,
 taken at the largest number of replications (or paths) measured (the 2x2 system: every size from 10^4
-replications on); jaxq rows without a baseline follow
+replications on, one row per family in all six streams, and the effective rate of the controlled run:
+events/s times the variance reduction of the control variates); jaxq rows without a baseline follow
 with the baseline cell empty. Rates are those of the file (medians of repeats); nothing is re-measured.
 """
 
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 RATE_KEYS = ("events_per_s", "path_steps_per_s", "updates_per_s")
+METHODS = {"gammahalf": "as Erlang + Z^2/2", "gamma": "Marsaglia-Tsang"}  # jaxq.sim.sampling; else "as <method>"
 UNITS = {"events_per_s": "ev/s", "path_steps_per_s": "path-steps/s", "updates_per_s": "updates/s"}
 
 
@@ -58,6 +60,16 @@ def _label(section: str, row: dict) -> str:
     if section == "pss2x2":
         # engine "jaxq.sim.pss2x2[uniformized]" (results before the engine redesign: "jaxq.sim.pss2x2_ctmc")
         kind = "uniformised engine" if row["engine"].endswith(("[uniformized]", "_ctmc")) else "event engine"
+        part = row.get("part")
+        if part == "families":  # one family in all six streams; the sampling method where it is not the family
+            method = row.get("method")
+            name = row["dist"].split(":")[0]
+            how = f" ({METHODS.get(method, 'as ' + str(method))})" if method and (method != name or method in METHODS) else ""
+            return f"2x2 system, {row['dist']}{how} in all six streams, n = {row['n']}, {reps} reps, {kind}"
+        if part == "effective":
+            vr = row.get("variance_reduction")
+            return (f"2x2 system, {row['dist']}, n = {row['n']}, {reps} reps, {kind} with control variates: effective "
+                    f"ev/s = {_num(row['events_per_s'])} ev/s x variance reduction {_num(vr)}")
         return f"2x2 system, {row['dist']}, n = {row['n']}, {reps} reps, {kind}"
     if section == "mmc":
         model = "M/M/c" if row["engine"] == "mmc" else "two-class priority M/M/c"
@@ -89,9 +101,11 @@ def headline(result: dict) -> list[dict]:
                 most[g] = max(most.get(g, 0), _reps(r))
             for r in (r for r in rows if _reps(r) >= min(10_000, most[(r["engine"], r["dist"], r["n"])])):
                 base = r.get("baseline_events_per_s")
-                out.append({"model": _label(section, r), "jaxq": r["events_per_s"], "unit": "ev/s",
+                effective = r.get("part") == "effective"
+                rate = r.get("effective_events_per_s") if effective else r["events_per_s"]
+                out.append({"model": _label(section, r), "jaxq": rate, "unit": "ev/s",
                             "baseline": f"numba, all cores: {_num(base)}" if base else None,
-                            "ratio": r.get("ratio")})
+                            "ratio": r.get("effective_ratio") if effective else r.get("ratio")})
             continue
         group = {"network": lambda r: (r["engine"], r["n"]), "mmc": lambda r: (r["engine"], r["n"]),
                  "sde": lambda r: (r["scheme"],)}.get(section, lambda r: (r.get("engine"),))

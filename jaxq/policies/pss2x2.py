@@ -157,7 +157,7 @@ def decide(pol: Policy, x, serving_before, mode, is_arrival, completed_server, l
     """
     level = pol.level if level is None else level
     theta = pol.theta if theta is None else theta
-    workload = jnp.dot(pol.alpha_inv, x.astype(jnp.float64))  # W of (2.10), unscaled
+    workload = pol.alpha_inv[0] * x[0].astype(jnp.float64) + pol.alpha_inv[1] * x[1].astype(jnp.float64)  # W (2.10)
     new = sample_mode(mode, pol.sampling, is_arrival, completed_server, pol.k1, workload, level, pol.lower, pol.higher)
     mode = (new if real is None else jnp.where(real, new, mode)).astype(jnp.int32)
     i1, i2, k1 = pick(pol.i1, mode), pick(pol.i2, mode), pick(pol.k1, mode)
@@ -195,8 +195,8 @@ def priority_class(rule, x, i1, i2, theta):
     Returns:
       The prioritised class (int).
     """
-    t1 = jnp.where(x[i1] >= theta, i1, i2)
-    t2 = jnp.where(x[i2] >= theta, i2, i1)
+    t1 = jnp.where(pick(x, i1) >= theta, i1, i2)  # x[i1] as a select (no gather under vmap)
+    t2 = jnp.where(pick(x, i2) >= theta, i2, i1)
     return jnp.where(rule == RULE_P, i1, jnp.where(rule == RULE_T1, t1, t2))
 
 

@@ -41,10 +41,17 @@ class Engine(NamedTuple):
     done: Callable[[State, Params], jax.Array]
     output: Callable[[State, Params], Any]
     events: Callable[[State], jax.Array]
+    frozen_when_done: bool = False  # step leaves done, events and every output unchanged once done: no masking
 
 
 def masked_step(engine: Engine, state: State, params: Params) -> State:
-    """``step`` for a replication that is not done; a finished one keeps its state."""
+    """``step`` for a replication that is not done; a finished one keeps its state (a select per state leaf).
+
+    An engine with ``frozen_when_done`` guarantees this itself (its finished replications may keep stepping,
+    their outputs frozen), so it is stepped as it is.
+    """
+    if engine.frozen_when_done:
+        return engine.step(state, params)
     fin = engine.done(state, params)
     new = engine.step(state, params)
     return jax.tree_util.tree_map(lambda a, b: jnp.where(fin, a, b), state, new)

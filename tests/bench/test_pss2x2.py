@@ -1,6 +1,7 @@
-"""jaxq.bench.pss2x2: both engines of the 2x2 system and the numba baseline agree; the section runs with and without it.
+"""jaxq.bench.pss2x2: both engines of the 2x2 system and the numba baseline agree, for every family of the
+per-family rows; the section runs with and without the baseline.
 
-Every run uses 256 replications in one chunk, so the whole file compiles each jaxq engine once.
+Every run uses 256 replications in one chunk, so the whole file compiles each jaxq engine once per family.
 """
 
 import math
@@ -16,7 +17,8 @@ from jaxq.sim.models.pss2x2 import MARKOV
 
 N, REPS, HORIZON = 16, 256, 25.0  # exp(-gamma T) = 4e-6: the truncation is negligible beside the errors
 SIZES = {"pss2x2_event_reps": (REPS,), "pss2x2_ctmc_reps": (REPS,), "pss2x2_numba_reps": (REPS,),
-         "event_chunk": REPS, "lockstep_chunk": REPS, "target_events": 2e5, "lockstep_target_events": 2e5}
+         "pss2x2_family_reps": (REPS,), "event_chunk": REPS, "lockstep_chunk": REPS, "target_events": 2e5,
+         "family_target_events": 2e5, "lockstep_target_events": 2e5}
 
 
 def _baseline(system, horizon):
@@ -41,6 +43,25 @@ def test_uniformised_engine_and_numba_agree(agree, numba_or_skip):
     agree(row, _baseline(s, steps / big), ["J_hat"], ["baseline_J_hat"])
 
 
+@pytest.mark.parametrize("family", [f for f in B.FAMILIES if f != "exponential"]
+                         + [pytest.param(f, marks=pytest.mark.slow) for f in B.GENERAL_GAMMA])
+def test_every_family_agrees_with_numba(family, agree, numba_or_skip):
+    """The family rows' system (one family in all six streams): jaxq's event engine and the numba loop, which
+    samples with numpy's generators, estimate the same truncated cost (plain estimates, as the bench runs them)."""
+    s = B.family_system(family)
+    row = B.jaxq_row(s, N, REPS, "event", REPS, horizon=HORIZON)
+    assert row["cv"] is False and row["ns_per_event"] == pytest.approx(1e9 / row["events_per_s"])
+    agree(row, _baseline(s, HORIZON), ["J_hat"], ["baseline_J_hat"])
+
+
+def test_controlled_row_reports_the_variance_reduction(agree, numba_or_skip):
+    s = B.family_system("exponential")
+    row = B.jaxq_row(s, N, REPS, "event", REPS, cv=True, horizon=HORIZON)
+    assert row["variance_reduction"] > 1 and row["J_plain_stderr"] > row["J_hat_stderr"]
+    agree(row, _baseline(s, HORIZON), ["J_hat"], ["baseline_J_hat"])
+    agree(row, _baseline(s, HORIZON), ["J_plain"], ["baseline_J_hat"])
+
+
 @pytest.mark.slow  # compiles the event engine for the general sampler (about 10 s more)
 def test_event_engine_and_numba_agree_with_erlang_and_hyperexponential_services(agree, numba_or_skip):
     s = load(path("pss_spec"))
@@ -49,12 +70,16 @@ def test_event_engine_and_numba_agree_with_erlang_and_hyperexponential_services(
 
 
 def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree):
-    def exponential_only(mp):  # the general system: the slow test above
+    def exponential_only(mp):  # every part, exponential systems only (the other families: the tests above)
         mp.setattr(B, "SYSTEMS", {"exponential": "pss_P"})
+        mp.setattr(B, "FAMILIES", ("exponential",))
+        mp.setattr(B, "GENERAL_GAMMA", ())
+        mp.setattr(B, "FAMILY_N", N)
 
     rows = tiny_bench("pss2x2", setup=exponential_only, **SIZES)
-    assert [(r["engine"], r["n"]) for r in rows] == [(B.ENGINES[e], n) for n in (100, 10_000)
-                                                     for e in ("event", "uniformized")]
+    assert [(r["part"], r["engine"], r["n"], r["cv"]) for r in rows] == (
+        [("families", B.ENGINES["event"], N, False), ("effective", B.ENGINES["event"], N, True)]
+        + [("engines", B.ENGINES[e], n, False) for n in (100, 10_000) for e in ("event", "uniformized")])
     have_numba = jaxq.bench.baseline("pss2x2") is not None
     for r in rows:
         assert r["reps"] == REPS and r["events_per_s"] > 0 and r["J_hat_stderr"] > 0
@@ -62,6 +87,21 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
             assert r["ratio"] == pytest.approx(r["events_per_s"] / r["baseline_events_per_s"], rel=1e-12)
         if have_numba and r["engine"] == B.ENGINES["event"]:  # the same horizon: the same estimand
             agree(r, r, ["J_hat"], ["baseline_J_hat"])
+    fam, eff = rows[0], rows[1]
+    assert fam["vs_exponential"] == 1.0 and fam["dist"] == "exponential" and fam["method"] == "exponential"
+    assert eff["effective_events_per_s"] == pytest.approx(eff["events_per_s"] * eff["variance_reduction"])
+    if have_numba:
+        assert eff["effective_ratio"] == pytest.approx(eff["effective_events_per_s"] / eff["baseline_events_per_s"])
     for r in tiny_bench("pss2x2", missing=True, setup=exponential_only, **SIZES):
-        assert r["events_per_s"] > 0 and r["baseline_events_per_s"] is None and r["ratio"] is None
+        assert r["reps"] == REPS and r["events_per_s"] > 0 and r["baseline_events_per_s"] is None and r["ratio"] is None
         assert r["baseline_J_hat"] is None and r["note"]
+
+
+def test_parts_are_selected_by_the_environment(monkeypatch):
+    monkeypatch.setenv("JAXQ_BENCH_PSS2X2_PARTS", "effective, families")
+    assert B.parts() == ("effective", "families")
+    monkeypatch.setenv("JAXQ_BENCH_PSS2X2_PARTS", "")
+    assert B.parts() == B.PARTS
+    monkeypatch.setenv("JAXQ_BENCH_PSS2X2_PARTS", "nope")
+    with pytest.raises(ValueError, match="nope"):
+        B.parts()

@@ -43,3 +43,18 @@ def test_report_pairs_each_baseline_with_the_jaxq_row_it_was_divided_into(engine
 def test_report_names_the_event_engine():
     result = _result("jaxq.sim.pss2x2[event]")
     assert "event engine" in report.headline(result)[0]["model"]
+
+
+def test_report_has_a_row_per_family_and_the_effective_rate():
+    rows = [{"part": "families", "engine": "jaxq.sim.pss2x2[event]", "dist": d, "method": m, "n": 100, "reps": 10_000,
+             "cv": False, "events_per_s": e, "baseline_events_per_s": 2e7, "ratio": e / 2e7}
+            for d, m, e in (("exponential", "exponential", 4e7), ("gamma:2", "gammahalf", 3e7), ("gamma:3", "gamma", 2e7))]
+    rows.append({"part": "effective", "engine": "jaxq.sim.pss2x2[event]", "dist": "exponential", "n": 100,
+                 "reps": 10_000, "cv": True, "events_per_s": 3e7, "variance_reduction": 10.0,
+                 "effective_events_per_s": 3e8, "baseline_events_per_s": 2e7, "ratio": 1.5, "effective_ratio": 15.0})
+    result = {"machine": {}, "sections": {"pss2x2": {"rows": rows}}}
+    lines = report.headline(result)
+    assert [h["jaxq"] for h in lines] == [4e7, 3e7, 2e7, 3e8] and [h["ratio"] for h in lines] == [2.0, 1.5, 1.0, 15.0]
+    assert lines[0]["model"] == "2x2 system, exponential in all six streams, n = 100, 10^4 reps, event engine"
+    assert "gamma:2 (as Erlang + Z^2/2)" in lines[1]["model"] and "gamma:3 (Marsaglia-Tsang)" in lines[2]["model"]
+    assert "effective ev/s = 3e7 ev/s x variance reduction 10" in lines[3]["model"]

@@ -47,7 +47,7 @@ import numpy as np
 
 from jaxq.diffusion.value import ValueFunction, marginal
 from jaxq.policies import pss2x2 as pol
-from jaxq.sim import sampling
+from jaxq.sim import rng, sampling
 from jaxq.sim.event import Engine
 from jaxq.sim.markov import Markov
 
@@ -91,33 +91,59 @@ class Params(NamedTuple):
 
 
 class State(NamedTuple):
-    """One replication of the event rule."""
+    """One replication of the event rule: per-replication scalars, small integers packed.
 
-    key: jnp.ndarray
-    step: jnp.ndarray  # uint32 event counter (the random stream's index)
+    (Under ``vmap`` a two-element array per replication becomes a strided axis of the batch and every
+    indexing by a traced class or server a gather; scalars keep the whole step one vectorised loop. XLA:CPU
+    computes one loop over the replications per state array, so pairs of integers share an int64.)
+    Fields that a run does not use are ``None`` (empty pytrees): ``w_rec`` without record times, the
+    perturbation without ``Params.perturb``, ``viol`` without ``debug``, ``cv`` without controls.
+    """
+
+    k0: jnp.ndarray  # uint32: the replication key's two words (its random stream, jaxq.sim.rng)
+    k1: jnp.ndarray
+    draw: jnp.ndarray  # uint32: the next draw counter (draw 0: the initial interarrival times; then one a step)
     t: jnp.ndarray
-    disc: jnp.ndarray  # exp(-gamma t)
-    x: jnp.ndarray  # (2,) int32 jobs per class
-    serving: jnp.ndarray  # (2,) int32 class served by each server, -1 idle
-    ta: jnp.ndarray  # (2,) next arrival time of each class
-    tc: jnp.ndarray  # (2,) next completion time of each server (inf when idle)
-    mode: jnp.ndarray  # int32 current mode
+    disc: jnp.ndarray  # exp(-gamma min(t, T))
+    ta0: jnp.ndarray  # next arrival time of class 1
+    ta1: jnp.ndarray
+    tc0: jnp.ndarray  # next completion time of server 1 (inf when idle)
+    tc1: jnp.ndarray
     cost: jnp.ndarray  # discounted cost so far
-    events: jnp.ndarray  # int64 real events (arrivals and completions before T)
-    switches: jnp.ndarray  # int32 mode changes
-    w_rec: jnp.ndarray  # (m,) W_hat at the record times
-    x_T: jnp.ndarray  # (2,) X at the horizon
-    sup_x: jnp.ndarray  # (2,) sup of X over [0, T]
-    viol: jnp.ndarray  # (6,) Definition 2.7 violations (debug engines)
-    level: jnp.ndarray  # this replication's switching level (perturbed runs), else the policy's
-    theta: jnp.ndarray  # this replication's threshold
-    eps: jnp.ndarray  # (2,) the Gaussian perturbation (zeros when not perturbed)
-    cv: jnp.ndarray  # (CONTROLS,) control variates (zeros when not controlled)
+    x: jnp.ndarray  # int64: jobs of class 1 + 2^32 jobs of class 2 (pack2)
+    code: jnp.ndarray  # int32: class served by each server (+1, 2 bits each, from bit 5 and 7), mode (bit 9)
+    rec: jnp.ndarray  # int64: real events (arrivals and completions up to T) + 2^32 mode switches
+    x_T: jnp.ndarray  # int64: X at the horizon (packed as x)
+    sup: jnp.ndarray  # int64: sup of X over [0, T] (packed as x)
+    w_rec: jnp.ndarray | None  # (m,) W_hat at the record times
+    level: jnp.ndarray | None  # this replication's switching level (perturbed runs)
+    theta: jnp.ndarray | None  # this replication's threshold (perturbed runs)
+    eps: jnp.ndarray | None  # (2,) the Gaussian perturbation (perturbed runs)
+    viol: tuple | None  # 6 int32 Definition 2.7 violation counters (debug engines)
+    cv: tuple | None  # CONTROLS float64 control variates (controlled engines)
+
+
+def pack2(a, b):
+    """Two non-negative int32 (below 2^31) as one int64 ``a + 2^32 b``."""
+    return a.astype(jnp.int64) | (b.astype(jnp.int64) << 32)
+
+
+def unpack2(v):
+    """The two int32 halves of :func:`pack2`."""
+    return (v & 0xFFFFFFFF).astype(jnp.int32), (v >> 32).astype(jnp.int32)
+
+
+_SERVING0, _SERVING1, _MODE = 5, 7, 9  # bit positions in State.code (below them: the last event's flags)
+
+
+def _serving_mode(code):
+    return ((code >> _SERVING0) & 3) - 1, ((code >> _SERVING1) & 3) - 1, code >> _MODE
 
 
 # Control variates: per variate (renewal) or per event (CTMC) the features of its effect on the state.
 CONTROLS = 11  # 6 per stream/event V'(W_hat) dW_hat, 2 linear in X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2)
 STREAM_JUMPS = jnp.array([[-1.0, 0.0, 1.0, 1.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0, 1.0, 1.0]])  # effect on X_i, (2, 6)
+VOID_PROPOSALS = 1  # Marsaglia-Tsang proposals per gamma variate in an event (the void protocol redoes the rest)
 
 
 def features(xh, vw, d, onehot, exact: bool = False):
@@ -154,91 +180,186 @@ def perturbed_parameters(key, p: Params):
     return level, jnp.maximum(theta, 0), eps
 
 
-def _init(key, p: Params, spec):
-    f64 = jnp.float64
-    v = sampling.sample(jax.random.fold_in(key, 0), spec, p.table, jnp.arange(2))
+def event_spec(spec: sampling.Spec) -> sampling.Spec:
+    """The spec an event draws with: gamma-method streams take ``VOID_PROPOSALS`` proposals (void protocol)."""
+    return spec._replace(proposals=VOID_PROPOSALS) if "gamma" in spec.methods else spec
+
+
+def _init(key, p: Params, spec, debug, cv):
+    f64, i32 = jnp.float64, jnp.int32
+    k0, k1 = rng.key_words(key)
+    # Draw 0: the two initial interarrival times, with the self-contained sampler (its exact fallback, once).
+    init_spec = event_spec(spec)
+    idx = jnp.arange(2, dtype=i32)
+    words = rng.word_list(key, jnp.uint32(0), 2 * sampling.words_needed(init_spec))
+    v = sampling.sample(words, init_spec, p.table, idx, key, jnp.uint32(0))
     if p.perturb is not None:
         level, theta, eps = perturbed_parameters(key, p)
+        level, theta = jnp.asarray(level, f64), jnp.asarray(theta, i32)
     else:
-        level, theta, eps = p.policy.level, p.policy.theta, jnp.zeros(2, f64)
+        level = theta = eps = None
+    zl, zf = jnp.zeros((), jnp.int64), jnp.zeros((), f64)
+    inf = jnp.full((), jnp.inf, f64)
+    mode = pol.initial_mode(p.policy, p.policy.level if level is None else level).astype(i32)
     return State(
-        key=key, step=jnp.zeros((), jnp.uint32), t=jnp.zeros((), f64), disc=jnp.ones((), f64),
-        x=jnp.zeros(2, jnp.int32), serving=jnp.full(2, pol.IDLE, jnp.int32), ta=v * p.inv_lam,
-        tc=jnp.full(2, jnp.inf, f64), mode=pol.initial_mode(p.policy, level), cost=jnp.zeros((), f64),
-        events=jnp.zeros((), jnp.int64), switches=jnp.zeros((), jnp.int32), w_rec=jnp.zeros(p.t_rec.shape[0], f64),
-        x_T=jnp.zeros(2, jnp.int32), sup_x=jnp.zeros(2, jnp.int32), viol=jnp.zeros(len(VIOLATIONS), jnp.int32),
-        level=jnp.asarray(level, f64), theta=jnp.asarray(theta, jnp.int32), eps=eps, cv=jnp.zeros(CONTROLS, f64))
+        k0=k0, k1=k1, draw=jnp.ones((), jnp.uint32), t=zf, disc=jnp.ones((), f64), ta0=v[0] * p.inv_lam[0],
+        ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, cost=zf, x=zl, code=mode << _MODE, rec=zl, x_T=zl, sup=zl,
+        w_rec=jnp.zeros(p.t_rec.shape[0], f64) if p.t_rec.shape[0] else None, level=level, theta=theta, eps=eps,
+        viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
+        cv=tuple(zf for _ in range(CONTROLS)) if cv else None)
 
 
 def _done(s: State, p: Params):
     return s.t >= p.horizon
 
 
+def _sel(c, a, b):
+    """``a`` where ``c`` else ``b`` (a select, never an index)."""
+    return jnp.where(c, a, b)
+
+
+def _bit(code, k):
+    return ((code >> k) & 1).astype(bool)
+
+
 def _step(s: State, p: Params, spec, debug, cv=False):
-    ks = jnp.arange(2)
-    x, serving = s.x, s.serving
-    clocks = jnp.concatenate([s.ta, s.tc])
-    e = jnp.argmin(clocks)
-    t0, t1 = s.t, clocks[e]
-    horizon = p.horizon
+    """One event. A finished replication (``t >= T``) keeps stepping with every output frozen (the driver
+    does not mask it: :attr:`jaxq.sim.event.Engine.frozen_when_done`); with gamma-method streams an event
+    whose used gamma variates were all rejected is void (nothing but the draw counter changes: exact, see
+    :func:`jaxq.sim.sampling.sample_or_void`) and is redone with the next draw.
+
+    Written for XLA:CPU, which compiles a step into one loop over the replications per array it produces
+    and fuses every cheap operation into each loop that needs it, so that a value read by several new
+    state fields (the Threefry words, the policy's decision) would be recomputed in each. The values that
+    several fields read are therefore materialised once (``keep``: a division by an opaque 1.0, which
+    XLA never duplicates): the event time, the event and the policy's decision packed in one integer
+    (which is also the new ``code``), the uniforms that feed a logarithm or a normal quantile, and the
+    two variates.
+    """
+    f64, i32, i64 = jnp.float64, jnp.int32, jnp.int64
+    T = p.horizon
+    t0 = s.t
+    live = t0 < T
+    one = _sel(t0 >= 0.0, 1.0, 2.0)  # 1.0, opaque to the compiler (t >= 0 always)
+
+    def keep(v):  # materialise v (exact: a division by 1)
+        return v / one
+
+    s0, s1, mode0 = _serving_mode(s.code)
+    x0_, x1_ = unpack2(s.x)
+
+    # The smallest of the four clocks, first index on ties (as argmin over (ta0, ta1, tc0, tc1)).
+    a1 = s.ta1 < s.ta0
+    ta = jnp.minimum(s.ta0, s.ta1)
+    c1 = s.tc1 < s.tc0
+    tcm = jnp.minimum(s.tc0, s.tc1)
+    is_arr = ta <= tcm
+    t1 = keep(_sel(is_arr, ta, tcm))
+
+    def after(is_arr, a1, c1):  # the change of x and the assignment right after the event (before the policy)
+        c_done = _sel(c1, s1, s0)
+        d0 = (is_arr & ~a1).astype(i32) - (~is_arr & (c_done == 0)).astype(i32)
+        d1 = (is_arr & a1).astype(i32) - (~is_arr & (c_done == 1)).astype(i32)
+        b0 = _sel(~is_arr & ~c1, pol.IDLE, s0).astype(i32)
+        b1 = _sel(~is_arr & c1, pol.IDLE, s1).astype(i32)
+        return d0, d1, b0, b1
+
+    # The event and the policy's decision, materialised as one small integer: the new code.
+    d0, d1, b0, b1 = after(is_arr, a1, c1)
+    level = p.policy.level if s.level is None else s.level
+    theta = p.policy.theta if s.theta is None else s.theta
+    mode, serving, started, prio = pol.decide(p.policy, jnp.stack([x0_ + d0, x1_ + d1]), jnp.stack([b0, b1]), mode0,
+                                              is_arr, c1.astype(i32), level, theta)
+    code = (is_arr.astype(i32) | (a1.astype(i32) << 1) | (c1.astype(i32) << 2) | (started[0].astype(i32) << 3)
+            | (started[1].astype(i32) << 4) | ((serving[0] + 1) << _SERVING0) | ((serving[1] + 1) << _SERVING1)
+            | (mode << _MODE))
+    code = keep(code.astype(f64)).astype(i32)
+    is_arr, a1, c1, st0, st1 = (_bit(code, k) for k in range(5))
+    n0, n1, mode = _serving_mode(code)
+    d0, d1, b0, b1 = after(is_arr, a1, c1)
+    x0, x1 = x0_ + d0, x1_ + d1
+    arr0, arr1 = is_arr & ~a1, is_arr & a1
+    comp0, comp1 = ~is_arr & ~c1, ~is_arr & c1
+
+    # Fresh clocks: at most two variates (the arrival's next interarrival and/or up to two starts), one draw.
+    svc0 = 2 + 2 * jnp.maximum(n0, 0)  # service_stream(n0, 0)
+    svc1 = 3 + 2 * jnp.maximum(n1, 0)  # service_stream(n1, 1)
+    slot0 = _sel(is_arr, a1.astype(i32), _sel(st0, svc0, svc1))
+    slot1 = _sel(is_arr & st0, svc0, svc1)
+    any_start = st0 | st1
+    used0 = is_arr | any_start
+    used1 = _sel(is_arr, any_start, st0 & st1)
+    espec = event_spec(spec)
+    words = rng.word_list(jnp.stack([s.k0, s.k1]), s.draw, 2 * sampling.words_needed(espec))
+    v0, v1 = sampling.slot_values(words, espec, p.table, jnp.stack([slot0, slot1]), keep)
+    ok = None  # None: no gamma-method stream, no event is ever void
+    if "gamma" in espec.methods:  # void the event when a slot it uses was rejected (NaN)
+        ok = (~jnp.isnan(v0) | ~used0) & (~jnp.isnan(v1) | ~used1)
+
+    ta0 = _sel(arr0, t1 + v0 * p.inv_lam[0], s.ta0)
+    ta1 = _sel(arr1, t1 + v0 * p.inv_lam[1], s.ta1)
+    vs0 = _sel(is_arr, v1, v0)  # server 1 takes the first variate after the arrival's
+    vs1 = _sel(is_arr | st0, v1, v0)
+    mu0 = _sel(n0 == 1, p.inv_mu[1, 0], p.inv_mu[0, 0])  # 1/mu_n of the activity that starts
+    mu1 = _sel(n1 == 1, p.inv_mu[1, 1], p.inv_mu[0, 1])
+    tc0 = _sel(st0, t1 + vs0 * mu0, _sel(comp0, jnp.inf, s.tc0))
+    tc1 = _sel(st1, t1 + vs1 * mu1, _sel(comp1, jnp.inf, s.tc1))
 
     # Exact discounted cost over [t0, min(t1, T)]: the state is constant there.
-    tt = jnp.minimum(t1, horizon)
-    disc1 = jnp.exp(-p.gamma * tt)
-    xf = x.astype(jnp.float64)
-    cost = s.cost + jnp.dot(p.h_hat, xf) * (s.disc - disc1) / p.gamma
-    # Path recorders: W_hat at fixed times and X at the horizon (state on [t0, t1)).
-    w_hat = jnp.dot(p.policy.alpha_inv, xf) * p.inv_sqrt_n
-    in_rec = (p.t_rec >= t0) & (p.t_rec < t1)
-    w_rec = jnp.where(in_rec, w_hat, s.w_rec)
-    x_T = jnp.where((horizon >= t0) & (horizon < t1), x, s.x_T)
+    disc1 = jnp.exp(-p.gamma * jnp.minimum(t1, T))
+    x0f, x1f = x0_.astype(f64), x1_.astype(f64)
+    cost = s.cost + (p.h_hat[0] * x0f + p.h_hat[1] * x1f) * ((s.disc - disc1) / p.gamma)
 
-    # The event.
-    is_arr = e < 2
-    cls_arr = jnp.where(is_arr, e, 0)
-    k_done = jnp.where(is_arr, 0, e - 2)
-    c_done = serving[k_done]
-    x = x + jnp.where(is_arr, (ks == cls_arr).astype(jnp.int32), -(ks == c_done).astype(jnp.int32))
-    completed = jnp.logical_not(is_arr) & (ks == k_done)
-    serving_before = jnp.where(completed, pol.IDLE, serving)
-    mode, serving, started, prio = pol.decide(p.policy, x, serving_before, s.mode, is_arr, k_done, s.level, s.theta)
-    switched = (mode != s.mode) & (t1 <= horizon)
-
-    # Fresh clocks: at most two draws (the arrival's next interarrival and/or up to two starts).
-    st0 = started[0]
-    svc = service_stream(jnp.maximum(serving, 0), ks)
-    slot0 = jnp.where(is_arr, cls_arr, jnp.where(st0, svc[0], svc[1]))
-    slot1 = jnp.where(is_arr & st0, svc[0], svc[1])
-    v = sampling.sample(jax.random.fold_in(s.key, s.step + 1), spec, p.table, jnp.stack([slot0, slot1]))
-    v_arr = v[0]
-    v_srv = jnp.stack([jnp.where(is_arr, v[1], v[0]), jnp.where(is_arr | st0, v[1], v[0])])
-    ta = jnp.where(is_arr & (ks == cls_arr), t1 + v_arr * p.inv_lam, s.ta)
-    inv_mu = p.inv_mu[jnp.maximum(serving, 0), ks]
-    tc = jnp.where(started, t1 + v_srv * inv_mu, jnp.where(completed, jnp.inf, s.tc))
-
-    real = t1 <= horizon
-    acc = s.cv
+    # Records (outputs): frozen once done and for a void event.
+    keep_ev = live if ok is None else live & ok
+    real = keep_ev & (t1 <= T)
+    upd = {}
+    if s.w_rec is not None:  # W_hat on [t0, t1)
+        w_hat = (p.policy.alpha_inv[0] * x0f + p.policy.alpha_inv[1] * x1f) * p.inv_sqrt_n
+        upd["w_rec"] = _sel(keep_ev & (p.t_rec >= t0) & (p.t_rec < t1), w_hat, s.w_rec)
+    # sup over [0, T] of X: the state on [t0, t1), folded in when t0 <= T (it holds at t0), read as it is
+    sup0, sup1 = unpack2(s.sup)
+    upd.update(x_T=_sel(keep_ev & (T < t1), s.x, s.x_T),  # (t0 < T by live): X(T) is the state on [t0, t1)
+               sup=_sel((t0 <= T) if ok is None else (t0 <= T) & ok,
+                        pack2(jnp.maximum(sup0, x0_), jnp.maximum(sup1, x1_)), s.sup),
+               cost=_sel(keep_ev, cost, s.cost),
+               rec=s.rec + (real.astype(i64) | ((real & (mode != mode0)).astype(i64) << 32)))
     if cv:  # exp(-gamma t) (v - 1) times the features of the stream's effect, per variate v drawn at t
-        xh = x.astype(jnp.float64) * p.inv_sqrt_n
-        v_prime = marginal(p.value, jnp.dot(p.policy.alpha_inv, xh))
-        any_start = started[0] | started[1]
-        used0 = is_arr | any_start
-        used1 = jnp.where(is_arr, any_start, st0 & started[1])
-        streams = jnp.arange(6)
-        for slot, used, val in ((slot0, used0, v[0]), (slot1, used1, v[1])):
-            sel = streams == slot
-            d_w = jnp.sum(jnp.where(sel, p.cv_scale, 0.0))  # jump of W_hat per unit of (v - 1)
-            d = jnp.sum(jnp.where(sel[None, :], STREAM_JUMPS, 0.0), axis=1) * p.inv_sqrt_n  # jump of X_hat
-            f = features(xh, v_prime * d_w, d, jnp.where(sel, 1.0, 0.0))
-            acc = acc + jnp.where(used & real, disc1 * (val - 1.0), 0.0) * f
-    viol = s.viol
+        rn = p.inv_sqrt_n
+        xh0, xh1 = x0.astype(f64) * rn, x1.astype(f64) * rn
+        v_prime = keep(marginal(p.value, p.policy.alpha_inv[0] * xh0 + p.policy.alpha_inv[1] * xh1))
+        acc = list(s.cv)
+        for slot, used, val in ((slot0, used0, v0), (slot1, used1, v1)):
+            w = _sel(used & real, disc1 * (val - 1.0), 0.0)
+            is_s = [slot == j for j in range(6)]
+            d_w = p.cv_scale[0]  # jump of W_hat per unit of (v - 1)
+            for j in range(1, 6):
+                d_w = _sel(is_s[j], p.cv_scale[j], d_w)
+            wv = w * (v_prime * d_w)
+            for j in range(6):
+                acc[j] = acc[j] + _sel(is_s[j], wv, 0.0)
+            # jumps of X_hat: -1 for an interarrival of its class, +1 for a service of its class
+            e0 = _sel(is_s[0], -rn, _sel(is_s[2] | is_s[3], rn, 0.0))
+            e1 = _sel(is_s[1], -rn, _sel(is_s[4] | is_s[5], rn, 0.0))
+            acc[6] = acc[6] + w * e0
+            acc[7] = acc[7] + w * e1
+            acc[8] = acc[8] + w * (2.0 * xh0 * e0)
+            acc[9] = acc[9] + w * (2.0 * xh1 * e1)
+            acc[10] = acc[10] + w * (xh0 * e1 + xh1 * e0)
+        upd["cv"] = tuple(acc)
     if debug:
         k1, i2 = pol.pick(p.policy.k1, mode), pol.pick(p.policy.i2, mode)
-        viol = viol + _violations(x, serving_before, serving, started, k1, i2, prio, is_arr).astype(jnp.int32)
+        found = _violations(jnp.stack([x0, x1]), jnp.stack([b0, b1]), jnp.stack([n0, n1]), jnp.stack([st0, st1]),
+                            k1, i2, prio, is_arr)
+        upd["viol"] = tuple(c + (keep_ev & found[j]).astype(i32) for j, c in enumerate(s.viol))
+
+    def new(a, b):  # the event's new dynamic state, or the old one for a void event
+        return b if ok is None else _sel(ok, b, a)
+
     return s._replace(
-        step=s.step + 1, t=t1, disc=disc1, x=x, serving=serving, ta=ta, tc=tc, mode=mode, cost=cost,
-        events=s.events + real.astype(jnp.int64), switches=s.switches + switched.astype(jnp.int32), w_rec=w_rec,
-        x_T=x_T, sup_x=jnp.where(real, jnp.maximum(s.sup_x, x), s.sup_x), viol=viol, cv=acc)
+        draw=s.draw + jnp.uint32(1), t=new(s.t, t1), disc=new(s.disc, disc1), x=new(s.x, pack2(x0, x1)),
+        code=new(s.code, code), ta0=new(s.ta0, ta0), ta1=new(s.ta1, ta1), tc0=new(s.tc0, tc0), tc1=new(s.tc1, tc1),
+        **upd)
 
 
 def _violations(x, before, after, started, k1, i2, prio, is_arr):
@@ -258,8 +379,14 @@ def _violations(x, before, after, started, k1, i2, prio, is_arr):
 
 
 def _output(s: State, p: Params):
-    return {"cost": s.cost, "events": s.events, "switches": s.switches, "w_rec": s.w_rec, "x_T": s.x_T,
-            "sup_x": s.sup_x, "viol": s.viol, "eps": s.eps, "cv": s.cv}
+    i32, f64 = jnp.int32, jnp.float64
+    events, switches = unpack2(s.rec)
+    return {"cost": s.cost, "events": events.astype(jnp.int64), "switches": switches,
+            "w_rec": jnp.zeros((0,), f64) if s.w_rec is None else s.w_rec,
+            "x_T": jnp.stack(unpack2(s.x_T)), "sup_x": jnp.stack(unpack2(s.sup)),
+            "viol": jnp.zeros(len(VIOLATIONS), i32) if s.viol is None else jnp.stack(s.viol),
+            "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,
+            "cv": jnp.zeros(CONTROLS, f64) if s.cv is None else jnp.stack(s.cv)}
 
 
 @lru_cache(maxsize=None)
@@ -267,10 +394,11 @@ def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False) -> Engine
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
     ``debug``: accumulate the Definition 2.7 invariant counters; ``cv``: the control variates (``Params.value``
-    and ``Params.cv_scale`` must be set).
+    and ``Params.cv_scale`` must be set). A finished replication's outputs are frozen by the rule itself, so
+    the driver runs it without masking.
     """
-    return Engine(lambda k, p: _init(k, p, spec), lambda s, p: _step(s, p, spec, debug, cv), _done, _output,
-                  lambda s: s.events)
+    return Engine(lambda k, p: _init(k, p, spec, debug, cv), lambda s, p: _step(s, p, spec, debug, cv), _done,
+                  _output, lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
 
 def tail_bound(lam_n, ca2, h, gamma: float, n: float, horizon: float, x_T: np.ndarray) -> np.ndarray:

@@ -1,0 +1,406 @@
+"""Exact sampling of the mean-1 renewal primitives: mean, SCV (4 stderr) and the law (KS test) of every
+method; the counter-based generator (known answers, determinism); the written-out logarithm; the exact
+gamma fallback and the void protocol (also slot by slot, as the event engine uses it)."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+import jaxq  # noqa: F401  (float64)
+from jaxq.model.distributions import Dist
+from jaxq.sim import rng, sampling
+
+COUNT = 40_000
+DISTS = [
+    Dist("exponential", 1.0),
+    Dist("erlang", 0.25),
+    Dist("erlang", 0.5),
+    Dist("gamma", 0.3),  # shape 3.33: Marsaglia-Tsang
+    Dist("gamma", 3.0),  # shape 1/3: Marsaglia-Tsang with the shape + 1 boost
+    Dist("gamma", 2.5),  # shape 0.4: the boost
+    Dist("gamma", 0.7),  # shape 1.43
+    Dist("gamma", 0.5),  # shape 2: the erlang method
+    Dist("gamma", 2.0),  # shape 1/2: Z^2/2
+    Dist("gamma", 0.4),  # shape 5/2: Erlang-2 + Z^2/2
+    Dist("lognormal", 0.5),
+    Dist("lognormal", 2.0),
+    Dist("hyperexponential", 3.0),
+    Dist("hyperexponential", 4.0),
+    Dist("deterministic", 0.0),
+]
+
+
+def _law(d: Dist):
+    """The scipy distribution with mean 1 and SCV d.scv (independent of the sampler's formulas)."""
+    c = d.scv
+    if d.name == "exponential":
+        return stats.expon()
+    if d.name in ("erlang", "gamma"):
+        return stats.gamma(1.0 / c, scale=c)
+    if d.name == "lognormal":
+        s = math.sqrt(math.log1p(c))
+        return stats.lognorm(s, scale=math.exp(-s * s / 2))
+    return None
+
+
+def _hyper_cdf(c):
+    """CDF of the balanced-means hyperexponential with SCV c (written from its definition)."""
+    p1 = 0.5 * (1 + math.sqrt((c - 1) / (c + 1)))
+    return lambda t: 1 - p1 * np.exp(-2 * p1 * t) - (1 - p1) * np.exp(-2 * (1 - p1) * t)
+
+
+def _cdf(d: Dist):
+    return _hyper_cdf(d.scv) if d.name == "hyperexponential" else _law(d).cdf
+
+
+def _mean_scv_stderr(x):
+    """Sample mean and SCV with their delta-method standard errors."""
+    m, m2 = x.mean(), (x * x).mean()
+    scv = m2 / m**2 - 1
+    psi = x * x / m**2 - 2 * m2 * x / m**3  # influence function of m2/m^2
+    return m, x.std(ddof=1) / math.sqrt(x.size), scv, psi.std(ddof=1) / math.sqrt(x.size)
+
+
+def _check_law(x, d: Dist):
+    m, m_se, scv, scv_se = _mean_scv_stderr(x)
+    assert abs(m - 1.0) <= 4 * m_se, (d, m, m_se)
+    assert abs(scv - d.scv) <= 4 * scv_se, (d, scv, scv_se)
+    assert stats.kstest(x, _cdf(d)).pvalue > 1e-4, d
+
+
+def _mt_acceptance(shape):
+    """Probability that one Marsaglia-Tsang proposal is accepted (shape >= 1), by quadrature."""
+    d = shape - 1 / 3
+    c = 1 / math.sqrt(9 * d)
+
+    def f(z):
+        t = 1 + c * z
+        return stats.norm.pdf(z) * math.exp(0.5 * z * z + d - d * t**3 + 3 * d * math.log(t))
+
+    return integrate.quad(f, -1 / c, np.inf, limit=200)[0]
+
+
+def _table(dists):
+    return {k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}
+
+
+# --------------------------------------------------------------------------------- every family
+@pytest.mark.parametrize("d", DISTS, ids=str)
+def test_mean_scv_and_law(d):
+    x = np.asarray(sampling.sample_dist(jax.random.PRNGKey(11), d, COUNT))
+    assert np.all(x > 0) and np.all(np.isfinite(x))
+    if d.name == "deterministic":
+        assert np.all(x == 1.0)
+        return
+    _check_law(x, d)
+
+
+def test_hyperexponential_balanced_means():
+    """Balanced means: the two phases contribute equally to the mean; P(X > t) has the 2-phase form."""
+    c = 4.0
+    x = np.asarray(sampling.sample_dist(jax.random.PRNGKey(2), Dist("hyperexponential", c), COUNT))
+    assert stats.kstest(x, _hyper_cdf(c)).pvalue > 1e-4
+    t = sampling.param_table([Dist("hyperexponential", c)])
+    p1 = float(t["thr"][0]) * 2.0**-32
+    assert float(t["c0"][0]) * p1 == pytest.approx(0.5, rel=1e-15)  # phase 1's share of the mean
+    assert float(t["c1"][0]) * (1 - p1) == pytest.approx(0.5, rel=1e-15)
+
+
+def test_large_erlang_is_sampled_as_gamma():
+    """Erlang-k with k > ERLANG_DIRECT_MAX goes through the gamma method: same law, fewer words."""
+    d = Dist("erlang", 0.05)  # k = 20
+    spec = sampling.spec_of([d])
+    assert spec.methods == ("gamma",) and sampling.words_needed(spec) == 4 * spec.proposals + 2
+    _check_law(np.asarray(sampling.sample_dist(jax.random.PRNGKey(4), d, COUNT)), d)
+
+
+def test_words_needed():
+    """Whole Threefry blocks: every value that is materialised once takes a block of its own; the methods that
+    take a normal have a normal block at the end (a Box-Muller pair's uniform or angle)."""
+    wn = lambda *ds: sampling.words_needed(sampling.spec_of(list(ds)))  # noqa: E731
+    assert wn(Dist("exponential", 1.0)) == 2  # U, one spare
+    assert wn(Dist("erlang", 0.25)) == 4
+    assert wn(Dist("erlang", 1 / 3)) == 4  # three words, rounded up to a block
+    assert wn(Dist("hyperexponential", 3.0)) == 2  # the phase word, U
+    assert wn(Dist("lognormal", 2.0)) == 2  # the normal block
+    assert wn(Dist("deterministic", 0.0)) == 0
+    assert wn(Dist("gamma", 0.7)) == 4 * sampling.DEFAULT_PROPOSALS + 2  # shape 1.43: no boost words
+    assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 4  # shape 1/3: a boost block
+    assert wn(Dist("gamma", 0.5)) == 2  # shape 2: Erlang-2
+    assert wn(Dist("gamma", 2.0)) == 2  # shape 1/2: the normal block
+    assert wn(Dist("gamma", 2 / 7)) == 6  # shape 3.5: U_1 .. U_3 (a block and a half), the normal block
+    assert wn(Dist("exponential", 1.0), Dist("erlang", 0.2)) == 6
+    assert wn(Dist("exponential", 1.0), Dist("lognormal", 2.0)) == 4
+
+
+def test_gamma_with_an_integer_or_half_integer_shape_takes_the_exact_shortcut():
+    """Gamma(k) is Erlang-k and Gamma(k + 1/2) is Erlang-k plus Z^2/2: the same laws, no rejection."""
+    method = lambda scv: sampling.spec_of([Dist("gamma", scv)]).methods  # noqa: E731
+    assert method(0.5) == method(1.0) == method(1 / 12) == ("erlang",)
+    assert method(2.0) == method(0.4) == method(2 / 3) == method(1 / 11.5) == ("gammahalf",)
+    assert method(0.7) == method(3.0) == method(1 / 13) == method(1 / 12.5) == ("gamma",)
+    assert method(1 / (2 + 1e-12)) == ("erlang",) and method(1 / (2 + 1e-6)) == ("gamma",)
+    for d in (Dist("gamma", 2.0), Dist("gamma", 2 / 7), Dist("gamma", 1.0)):
+        _check_law(np.asarray(sampling.sample_dist(jax.random.PRNGKey(31), d, COUNT)), d)
+
+
+def test_mixed_streams_use_their_own_law_and_are_independent():
+    """One sampler over every family: each slot gets its stream's law; slots are independent."""
+    dists = [Dist("exponential", 1.0), Dist("erlang", 0.5), Dist("hyperexponential", 3.0), Dist("lognormal", 2.0),
+             Dist("gamma", 3.0), Dist("gamma", 0.4), Dist("deterministic", 0.0), Dist("gamma", 0.7)]
+    spec = sampling.spec_of(dists, proposals=2)  # two proposals: the fallback runs in a mixed spec too
+    table = _table(dists)
+    key = jax.random.PRNGKey(5)
+    pairs = [(0, 2), (1, 3), (4, 5), (6, 4), (7, 5)]
+
+    @jax.jit
+    def run(idx):
+        return jax.vmap(lambda c: sampling.draw(key, c, spec, table, idx))(jnp.arange(COUNT, dtype=jnp.uint32))
+
+    for a, b in pairs:
+        x = np.asarray(run(jnp.array([a, b], jnp.int32)))
+        for j, s in enumerate((a, b)):
+            if dists[s].name == "deterministic":
+                assert np.all(x[:, j] == 1.0)
+            else:
+                _check_law(x[:, j], dists[s])
+        if "deterministic" not in (dists[a].name, dists[b].name):
+            assert abs(np.corrcoef(x[:, 0], x[:, 1])[0, 1]) <= 4 / math.sqrt(COUNT), (a, b)
+
+
+def test_mixed_spec_gives_each_stream_what_it_gets_alone():
+    """The shared-transcendental path of mixed specs: the same words give the same variate as the
+    stream's single-family spec (and the same accept/void decision)."""
+    dists = [Dist("exponential", 1.0), Dist("erlang", 0.25), Dist("hyperexponential", 3.0), Dist("lognormal", 2.0),
+             Dist("gamma", 3.0), Dist("gamma", 0.7), Dist("deterministic", 0.0), Dist("gamma", 2 / 7), Dist("gamma", 2.0)]
+    mixed, mtab = sampling.spec_of(dists, proposals=2), _table(dists)
+    key = jax.random.PRNGKey(17)
+    W = sampling.words_needed(mixed)
+    counters = jnp.arange(2000, dtype=jnp.uint32)
+    for s, d in enumerate(dists):
+        single, stab = sampling.spec_of([d], proposals=2), _table([d])
+        Ws = sampling.words_needed(single)
+        assert Ws <= W
+
+        def both(c, s=s, single=single, stab=stab, Ws=Ws):
+            w = rng.words(key, c, W)
+            a = sampling.sample_or_void(w, mixed, mtab, jnp.array([s]))
+            ws = w[:Ws]  # the same method words, and the normal block (the last block) where the method has one
+            if set(single.methods) & sampling.NORMAL_METHODS:
+                ws = jnp.concatenate([w[:Ws - 2], w[W - 2:]])
+            b = sampling.sample_or_void(ws, single, stab, jnp.zeros(1, jnp.int32))
+            return a, b
+
+        (va, oka), (vb, okb) = jax.jit(jax.vmap(both))(counters)
+        assert np.array_equal(np.asarray(oka), np.asarray(okb)), d
+        ok = np.asarray(oka)
+        np.testing.assert_allclose(np.asarray(va)[ok], np.asarray(vb)[ok], rtol=1e-13, err_msg=str(d))
+
+
+@pytest.mark.parametrize("names", [("exponential",), ("hyperexponential",), ("exponential", "hyperexponential")])
+def test_two_slots_have_their_laws_and_are_independent(names):
+    """Two slots of one draw: each slot has its law, the two are independent (correlation, and the law of
+    their maximum), and a single slot gives the same law."""
+    dists = [Dist(n, 4.0 if n == "hyperexponential" else 1.0) for n in names]
+    spec = sampling.spec_of(dists)
+    table = _table(dists)
+    key = jax.random.PRNGKey(21)
+    idx = jnp.array([0, len(dists) - 1], jnp.int32)
+    x = np.asarray(jax.jit(jax.vmap(lambda c: sampling.draw(key, c, spec, table, idx)))(
+        jnp.arange(COUNT, dtype=jnp.uint32)))
+    for j in range(2):
+        _check_law(x[:, j], dists[idx[j]])
+    assert abs(np.corrcoef(x[:, 0], x[:, 1])[0, 1]) <= 4 / math.sqrt(COUNT)
+    F0, F1 = _cdf(dists[idx[0]]), _cdf(dists[idx[1]])
+    assert stats.kstest(np.maximum(x[:, 0], x[:, 1]), lambda t: F0(t) * F1(t)).pvalue > 1e-4
+    one = np.asarray(jax.jit(jax.vmap(lambda c: sampling.draw(key, c, spec, table, idx[:1])))(
+        jnp.arange(COUNT, dtype=jnp.uint32)))
+    _check_law(one[:, 0], dists[idx[0]])
+
+
+# ----------------------------------------------------------------------- gamma: exact completion
+@pytest.mark.parametrize("d", [Dist("gamma", 0.9), Dist("gamma", 2.5)], ids=str)
+def test_gamma_fallback_is_exercised_and_exact(d):
+    """With P = 1 the fallback completes 3-5% of the draws; those alone are exactly gamma too."""
+    spec = sampling.spec_of([d], proposals=1)
+    table = _table([d])
+    key = jax.random.PRNGKey(9)
+    W = sampling.words_needed(spec)
+    zero = jnp.zeros(1, jnp.int32)
+
+    @jax.jit
+    def run(c):
+        w = rng.words(key, c, W)
+        v, ok = sampling.sample_or_void(w, spec, table, zero)
+        return sampling.sample(w, spec, table, zero, key, c)[0], v[0], ok
+
+    x, first, ok = (np.asarray(a) for a in jax.vmap(run)(jnp.arange(COUNT, dtype=jnp.uint32)))
+    fell_back = ~ok
+    shape = 1.0 / d.scv
+    q = _mt_acceptance(shape if shape >= 1 else shape + 1)
+    assert abs(fell_back.mean() - (1 - q)) <= 4 * math.sqrt(q * (1 - q) / COUNT)  # the MT acceptance test
+    np.testing.assert_allclose(x[ok], first[ok], rtol=1e-14)  # the fallback only touches the rejected draws
+    _check_law(x, d)
+    assert stats.kstest(x[fell_back], _law(d).cdf).pvalue > 1e-4  # the completed draws alone: exact
+
+
+def test_sample_or_void_accepted_values_are_exact():
+    """The void protocol: values of the calls that are not voided follow the law exactly."""
+    dists = [Dist("gamma", 3.0), Dist("exponential", 1.0)]  # shape 1/3: Marsaglia-Tsang at shape 4/3, boosted
+    spec = sampling.spec_of(dists, proposals=1)
+    table = _table(dists)
+    key = jax.random.PRNGKey(13)
+    W = 2 * sampling.words_needed(spec)
+    idx = jnp.array([0, 1], jnp.int32)
+    v, ok = jax.jit(jax.vmap(lambda c: sampling.sample_or_void(rng.words(key, c, W), spec, table, idx)))(
+        jnp.arange(COUNT, dtype=jnp.uint32))
+    v, ok = np.asarray(v)[np.asarray(ok)], np.asarray(ok)
+    q = _mt_acceptance(4 / 3)
+    assert abs(ok.mean() - q) <= 4 * math.sqrt(q * (1 - q) / COUNT)  # only the gamma slot voids
+    _check_law(v[:, 0], dists[0])
+    _check_law(v[:, 1], dists[1])
+
+
+def test_too_few_words_fail_loudly():
+    """The previous call ``sample(key, spec, table, idx)`` must not run on a key's two words."""
+    dists = [Dist("exponential", 1.0)]
+    with pytest.raises(ValueError, match="need 4 words"):
+        sampling.sample(jax.random.PRNGKey(0), sampling.spec_of(dists), _table(dists), jnp.arange(2))
+
+
+def test_gamma_spec_needs_key_and_counter_for_the_fallback():
+    spec = sampling.spec_of([Dist("gamma", 0.7)])
+    with pytest.raises(ValueError, match="key and counter"):
+        sampling.sample(jnp.zeros(16, jnp.uint32), spec, _table([Dist("gamma", 0.7)]), jnp.zeros(1, jnp.int32))
+
+
+# ------------------------------------------------------------------------------------ generator
+def test_threefry_known_answers():
+    """Random123's known-answer vectors for threefry2x32 (20 rounds), and JAX's own function."""
+    kat = [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+           ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+           ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]
+    for key, ctr, out in kat:
+        y = rng.threefry2x32(*(np.uint32(v) for v in key + ctr))
+        assert tuple(int(v) for v in y) == out
+    import jax.extend.random as jr
+
+    r = np.random.default_rng(0).integers(0, 2**32, (4, 256), dtype=np.uint64).astype(np.uint32)
+    y = np.stack(jax.jit(rng.threefry2x32)(*r), axis=1)
+    ref = jax.vmap(lambda a, b, c, d: jr.threefry_2x32(jnp.stack([a, b]), jnp.stack([c, d])))(*r)
+    assert np.array_equal(y, np.asarray(ref))
+
+
+def test_words_are_deterministic_and_addressed_by_counter():
+    key = jax.random.fold_in(jax.random.PRNGKey(3), 7)
+    words = jax.jit(rng.words, static_argnums=(2, 3))
+    w = np.asarray(words(key, 5, 8))
+    assert np.array_equal(w, np.asarray(words(key, 5, 8)))  # same key and counter, same words
+    assert np.array_equal(w[:3], np.asarray(words(key, 5, 3)))  # a prefix
+    assert np.array_equal(w[3:], np.asarray(words(key, 5, 5, 3)))  # continued at an offset
+    assert np.array_equal(w[:2], np.asarray(rng.threefry2x32(*rng.key_words(key), np.uint32(5), np.uint32(0))))
+    assert np.array_equal(w, np.asarray(words(key, jnp.uint64(5), 8)))  # uint64 counters agree below 2^32
+    other = [np.asarray(words(key, 6, 8)), np.asarray(words(key, jnp.uint64(5 + 2**32), 8)),
+             np.asarray(words(jax.random.fold_in(jax.random.PRNGKey(3), 8), 5, 8))]
+    for o in other:
+        assert not np.any(o == w)  # another draw, counter high word or replication: other words
+    typed = jax.random.fold_in(jax.random.key(3), 7)
+    assert np.array_equal(w, np.asarray(words(typed, 5, 8)))  # typed keys give the same stream
+    with pytest.raises(ValueError):
+        rng.words(key, 0, 4, offset=rng.MAX_WORD - 2)
+
+
+def test_words_are_uniform():
+    key = jax.random.PRNGKey(0)
+    w = np.asarray(jax.vmap(lambda c: rng.words(key, c, 4))(jnp.arange(50_000, dtype=jnp.uint32))).ravel()
+    counts = np.bincount((w >> 24).astype(np.int64), minlength=256)  # top byte: chi-square, 255 dof
+    assert stats.chisquare(counts).pvalue > 1e-4
+    assert stats.kstest(np.asarray(rng.uniform(w)), "uniform").pvalue > 1e-4
+
+
+def test_uniforms_are_exact_midpoints_in_the_open_interval():
+    w = jnp.array([0, 1, 12345, 2**31, 2**32 - 1], jnp.uint32)
+    assert np.array_equal(np.asarray(rng.uniform(w)), (np.asarray(w, np.float64) + 0.5) * 2.0**-32)
+    lo, hi = jnp.uint32(0), jnp.uint32(2**32 - 1)
+    assert float(rng.uniform52(lo, lo)) == 2.0**-53
+    assert float(rng.uniform52(hi, hi)) == 1 - 2.0**-53
+    b = (0xDEADBEEF << 20) | (0x12345678 >> 12)
+    assert float(rng.uniform52(jnp.uint32(0xDEADBEEF), jnp.uint32(0x12345678))) == (b + 0.5) * 2.0**-52
+
+
+def test_log_is_within_an_ulp_of_numpy():
+    """The written-out logarithm (fdlibm's) on positive normal numbers: the uniforms' grid, its ends,
+    products of uniforms, values near 1 and powers of two."""
+    r = np.random.default_rng(1)
+    x = np.concatenate([(r.integers(0, 2**32, 200_000) + 0.5) * 2.0**-32, [2.0**-33, 1 - 2.0**-33, 2.0**-53],
+                        np.prod((r.integers(0, 2**32, (100_000, 12)) + 0.5) * 2.0**-32, axis=1),
+                        1 + (r.random(100_000) - 0.5) * 1e-6, r.random(100_000) * 30, 2.0 ** np.arange(-1022, 1024)])
+    got, ref = np.asarray(jax.jit(sampling.log)(jnp.asarray(x))), np.log(x)
+    assert np.all(np.abs(got - ref) <= np.spacing(np.abs(ref)) + 1e-300)
+    assert np.array_equal(np.asarray(jax.jit(sampling.log)(jnp.asarray([1.0, 2.0, 0.5]))), np.log([1.0, 2.0, 0.5]))
+
+
+def test_slot_values_void_only_rejected_gamma_slots_and_keep_their_law():
+    """The engine's form of the void protocol: NaN marks a rejected gamma slot; the others keep their law."""
+    dists = [Dist("gamma", 0.7), Dist("lognormal", 2.0)]
+    spec, table, key = sampling.spec_of(dists, proposals=1), _table(dists), jax.random.PRNGKey(19)
+    W = 2 * sampling.words_needed(spec)
+    v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(
+        rng.words(key, c, W), spec, table, jnp.array([0, 1]), lambda x: x / 1.0))))(jnp.arange(COUNT, dtype=jnp.uint32)))
+    rejected = np.isnan(v[:, 0])
+    q = _mt_acceptance(1 / 0.7)
+    assert abs(rejected.mean() - (1 - q)) <= 4 * math.sqrt(q * (1 - q) / COUNT)
+    assert not np.any(np.isnan(v[:, 1]))
+    _check_law(v[~rejected, 0], dists[0])
+    _check_law(v[:, 1], dists[1])
+
+
+@pytest.mark.parametrize("d", [Dist("lognormal", 2.0), Dist("gamma", 2.0), Dist("gamma", 0.7)], ids=str)
+def test_box_muller_pairs_give_each_slot_its_law_independently(d):
+    """Two slots of a method that takes a normal share a Box-Muller pair: both have the law, and the
+    pair's normals are independent (correlation of the variates and of their logarithms)."""
+    spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(23)
+    W = 2 * sampling.words_needed(spec)
+    v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(
+        rng.words(key, c, W), spec, table, jnp.zeros(2, jnp.int32)))))(jnp.arange(COUNT, dtype=jnp.uint32)))
+    ok = ~np.isnan(v).any(axis=1)
+    for j in range(2):
+        _check_law(v[~np.isnan(v[:, j]), j], d)
+    for f in (lambda x: x, np.log):
+        assert abs(np.corrcoef(f(v[ok, 0]), f(v[ok, 1]))[0, 1]) <= 4 / math.sqrt(ok.sum())
+
+
+def test_sincos_is_within_a_few_units_in_the_last_place():
+    w = jnp.asarray(np.random.default_rng(2).integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32))
+    u = rng.uniform(w)
+    s, c = (np.asarray(a) for a in jax.jit(sampling.sincos2pi)(u))
+    ref = 2 * np.pi * np.asarray(u)
+    assert np.max(np.abs(s - np.sin(ref))) < 1e-15 and np.max(np.abs(c - np.cos(ref))) < 1e-15
+    assert np.allclose(s * s + c * c, 1.0, rtol=0, atol=1e-15)
+
+
+def test_normal_quantile_matches_scipy():
+    p = np.concatenate([np.linspace(1e-6, 1 - 1e-6, 10_001), 2.0 ** -np.arange(2.0, 54.0),
+                        1 - 2.0 ** -np.arange(2.0, 53.0)])
+    ndtri = jax.jit(sampling.ndtri, static_argnames="far")
+    z = np.asarray(ndtri(jnp.asarray(p)))
+    assert np.allclose(z, special.ndtri(p), rtol=1e-14, atol=1e-14)
+    p32 = (np.arange(0, 2**32, 2**20 + 7, dtype=np.float64) + 0.5) * 2.0**-32
+    assert np.allclose(np.asarray(ndtri(jnp.asarray(p32), far=False)), special.ndtri(p32), rtol=1e-14, atol=1e-14)
+
+
+def test_sample_with_key_keeps_the_previous_outputs():
+    """The previous sampler (one key per event) still gives what it gave before this rewrite."""
+    dists = [Dist("exponential", 1.0), Dist("erlang", 0.25), Dist("hyperexponential", 3.0), Dist("lognormal", 2.0),
+             Dist("gamma", 0.5), Dist("deterministic", 0.0)]
+    spec, table, key = sampling.spec_of(dists), _table(dists), jax.random.PRNGKey(7)
+    expected = {(0, 1): (0.1694760802306077, 1.3351266610745789), (2, 3): (1.8112317524549264, 0.054086915518976715),
+                (4, 5): (0.6220225158708842, 1.0)}
+    run = jax.jit(lambda idx: sampling.sample_with_key(key, spec, table, idx))
+    for idx, want in expected.items():
+        got = np.asarray(run(jnp.array(idx)))
+        np.testing.assert_allclose(got, want, rtol=1e-12)
