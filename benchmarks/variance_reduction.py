@@ -7,8 +7,11 @@ per second x variance reduction). Exponential systems run on both drivers. The S
 dt = 1e-3 for each system. Same seed, same numbers.
 
     python benchmarks/variance_reduction.py [--reps 128] [--max-n 100000] [--out benchmarks/results/cv.json]
+    python benchmarks/variance_reduction.py --models [--out benchmarks/results/cv_models.json]
 
-prints a Markdown table (the README's) and writes the rows as JSON.
+prints a Markdown table (the README's) and writes the rows as JSON. ``--models``: the other models' controls
+instead (network N under priority on both drivers, M/M/c in the Halfin-Whitt regime, one fast and two slow
+servers, the network diffusion's Euler scheme), one row per reported mean.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import jaxq
 from jaxq.serialize import to_jsonable
+from jaxq.sim.network import simulate_mmc
 
 SYSTEMS = ("pss_P", "pss_T2", "pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1")
 
@@ -46,6 +50,41 @@ def rows(reps: int, ns, sde_paths: int, seed: int):
                "effective_events_per_s": s.info["path_steps_per_s"] * s.main.variance_reduction, "wall_s": s.wall_s}
 
 
+def model_rows(reps: int, seed: int):
+    """Variance reduction of the Markov models' and the network diffusion's controls (issue 14)."""
+    net = jaxq.load("network_N")
+
+    def row(model, engine, n, r, keys):
+        for k in keys:
+            e = r.estimates[k]
+            yield {"model": model, "engine": engine, "n": n, "reps": r.reps, "estimate": k, "value": e.value,
+                   "stderr": e.stderr, "plain": e.plain, "stderr_plain": e.plain_stderr,
+                   "variance_reduction": e.variance_reduction, "events_per_s": r.events_per_s,
+                   "wall_s": r.wall_s}
+
+    for engine in ("uniformized", "event"):
+        for n in (100, 400):
+            r = jaxq.simulate(net, n, reps=reps, policy="priority", engine=engine, seed=seed, hist_bins=0)
+            yield from row("network_N, priority", engine, n, r, ("mean_queue", "mean_idle"))
+    for c in (100, 400):  # Halfin-Whitt: lambda = c - sqrt(c), mu = 1
+        r = simulate_mmc(c - c ** 0.5, 1.0, c, reps=reps, seed=seed)
+        yield from row("M/M/c, lambda = c - sqrt(c)", "uniformized", c, r, ("mean_queue", "mean_in_system"))
+    r = jaxq.simulate_fastslow(1.2, 1.0, 0.5, [3, 8], reps=reps, seed=seed)
+    yield from row("fast/slow (lambda 1.2, mu 1, 0.5, 0.5; q = 3, 8)", "uniformized", None, r,
+                   ("value_empty", "average_cost"))
+    r = jaxq.simulate_network_sde(net, paths=reps, seed=seed)
+    yield from row("network_N diffusion (Euler, dt = 0.01)", "euler", None, r, ("mean_neg", "mean_pos"))
+
+
+def model_table(rs) -> str:
+    lines = ["| model | engine | n | estimate | controlled | plain | VR |", "|---|---|---|---|---|---|---|"]
+    for r in rs:
+        n = "" if r["n"] is None else f"{r['n']:g}"
+        lines.append(f"| {r['model']} | {r['engine']} | {n} | {r['estimate']} | {r['value']:.4f} ± {r['stderr']:.4f} "
+                     f"| {r['plain']:.4f} ± {r['stderr_plain']:.4f} | {r['variance_reduction']:.3g} |")
+    return "\n".join(lines)
+
+
 def table(rs) -> str:
     ns = sorted({r["n"] for r in rs if r["n"] is not None})
     head = "| system | policy | engine | " + " | ".join(f"n = {n:g}" for n in ns) + " | SDE, dt = 1e-3 |"
@@ -70,11 +109,17 @@ def main(argv=None):
     ap.add_argument("--max-n", type=float, default=1e5)
     ap.add_argument("--sde-paths", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=2024)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "cv.json"))
+    ap.add_argument("--models", action="store_true", help="the other models' controls (see the docstring)")
+    ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
-    ns = [n for n in (100, 1000, 10_000, 100_000) if n <= a.max_n]
-    out = Path(a.out)
+    out = Path(a.out or Path(__file__).parent / "results" / ("cv_models.json" if a.models else "cv.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
+    if a.models:
+        done = list(model_rows(a.reps, a.seed))
+        out.write_text(json.dumps(to_jsonable(done), indent=1) + "\n")
+        print(model_table(done))
+        return
+    ns = [n for n in (100, 1000, 10_000, 100_000) if n <= a.max_n]
     done = []
     for r in rows(a.reps, ns, a.sde_paths, a.seed):
         done.append(r)

@@ -75,18 +75,19 @@ class DState(NamedTuple):
 
 
 def _init_d(key, p: DParams, spec):
-    return DState(model._init(key, p.base, spec), jnp.zeros(len(ACC), jnp.float64), jnp.zeros(2, jnp.float64),
+    return DState(model.engine(spec).init(key, p.base), jnp.zeros(len(ACC), jnp.float64), jnp.zeros(2, jnp.float64),
                   jnp.zeros(2, jnp.int32), jnp.zeros((), jnp.int32))
 
 
 def _step_d(d: DState, p: DParams, spec):
     s = d.s
-    new = model._step(s, p.base, spec, False)
+    new = model.engine(spec).step(s, p.base)  # a void event (gamma) leaves t: dt = 0
     pol = p.base.policy
     t0, t1 = s.t, new.t
     dt = jnp.maximum(jnp.minimum(t1, p.t_end) - t0, 0.0)
-    x = s.x.astype(jnp.float64)
-    serving, mode = s.serving, s.mode
+    xi = model.queues(s)
+    x = xi.astype(jnp.float64)
+    serving, mode = model.serving_and_mode(s)
     rn = 1.0 / p.base.inv_sqrt_n
     idle = (serving == -1).astype(jnp.float64)
     W = jnp.dot(pol.alpha_inv, x)
@@ -114,8 +115,8 @@ def _step_d(d: DState, p: DParams, spec):
     # discounted cost per class on [t0, min(t1, H)] (new.disc = exp(-gamma min(t1, H)))
     cls = d.cls_cost + p.base.h_hat * x * (s.disc - new.disc) / p.base.gamma
     in_end = (p.t_end >= t0) & (p.t_end < t1)
-    sw = d.sw_end + ((new.mode != mode) & (t1 <= p.t_end)).astype(jnp.int32)
-    return DState(new, d.acc + inc, cls, jnp.where(in_end, s.x, d.x_end), sw)
+    sw = d.sw_end + ((model.serving_and_mode(new)[1] != mode) & (t1 <= p.t_end)).astype(jnp.int32)
+    return DState(new, d.acc + inc, cls, jnp.where(in_end, xi, d.x_end), sw)
 
 
 def _output_d(d: DState, p: DParams):
@@ -124,8 +125,8 @@ def _output_d(d: DState, p: DParams):
 
 @lru_cache(maxsize=None)
 def engine_d(spec) -> Engine:
-    return Engine(partial(_init_d, spec=spec), partial(_step_d, spec=spec), lambda d, p: model._done(d.s, p.base),
-                  _output_d, lambda d: d.s.events)
+    return Engine(partial(_init_d, spec=spec), partial(_step_d, spec=spec), lambda d, p: model.engine(spec).done(d.s, p.base),
+                  _output_d, lambda d: model.real_events(d.s))
 
 
 def run_point(system, an, n, reps, policy, seed, t_end, horizon, theta_constant=1.0):

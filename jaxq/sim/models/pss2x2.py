@@ -140,6 +140,22 @@ def _serving_mode(code):
     return ((code >> _SERVING0) & 3) - 1, ((code >> _SERVING1) & 3) - 1, code >> _MODE
 
 
+def queues(s: State):
+    """X (2,) int32: the jobs of each class in an event-rule state (for engines built on this rule)."""
+    return jnp.stack(unpack2(s.x))
+
+
+def serving_and_mode(s: State):
+    """``(serving, mode)``: the class each server serves ((2,) int32, -1 idle) and the mode of a state."""
+    s0, s1, mode = _serving_mode(s.code)
+    return jnp.stack([s0, s1]), mode
+
+
+def real_events(s: State):
+    """Arrivals and completions up to the horizon so far."""
+    return unpack2(s.rec)[0]
+
+
 # Control variates: per variate (renewal) or per event (CTMC) the features of its effect on the state.
 CONTROLS = 11  # 6 per stream/event V'(W_hat) dW_hat, 2 linear in X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2)
 STREAM_JUMPS = jnp.array([[-1.0, 0.0, 1.0, 1.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0, 1.0, 1.0]])  # effect on X_i, (2, 6)
