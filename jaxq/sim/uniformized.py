@@ -37,7 +37,7 @@ from jaxq.sim.markov import Functional, Markov, control_increment
 
 PAGE = 64  # words per page (part of the definition of the random stream)
 TWO32 = 2.0**32
-MAX_STEPS = 2**50  # step indices are int64; beyond this a run cannot finish anyway
+MAX_STEPS = PAGE * 2**32  # pages are keyed by a 32-bit index (fold_in); 2^38 steps: no run gets near it
 
 
 class Args(NamedTuple):
@@ -76,7 +76,7 @@ def _zeros_like_tree(tree):
 
 
 def _page_sum(acc, x):
-    """Add a page's per-step values: integers summed in their own type within the page (exact), floats in float64."""
+    """Add a page's per-step values (the page accumulators hold integers as int64: exact; floats as float64)."""
     return jax.tree_util.tree_map(lambda a, v: a + v, acc, x)
 
 
@@ -138,7 +138,9 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
     def run_page(c, b, a: Args, record: bool):
         words = jax.random.bits(jax.random.fold_in(c["key"], b.astype(jnp.uint32)), (PAGE,), jnp.uint32)
         s, p = c["state"], a.params
-        zeros = lambda t: jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), jnp.asarray(v).dtype), t)  # noqa: E731
+        # page sums: integers in int64 (a page of int32 counters near 2^31 / PAGE would overflow int32), floats as is
+        wide = lambda d: jnp.int64 if jnp.issubdtype(d, jnp.integer) else d  # noqa: E731
+        zeros = lambda t: jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), wide(jnp.asarray(v).dtype)), t)  # noqa: E731
         # only what a step changes is carried through the page
         carried = ["disc", "w"] * disc + ["ctl"] * (ctl and disc) + ["ctlw"] * (ctl and record)
         inner = {"state": s, "pe": jnp.int32(0), **{k: c[k] for k in carried}}
@@ -213,7 +215,7 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     warm_steps = -(-int(warm_steps) // PAGE) * PAGE  # the window starts at a page boundary
     total = warm_steps + int(steps)
     if not 0 < total <= MAX_STEPS:
-        raise InputError("horizon", f"{total:.3g} uniformised steps per replication are out of range (1 .. 2^50)")
+        raise InputError("horizon", f"{total:.3g} uniformised steps per replication are out of range (1 .. 2^38)")
     pages = -(-total // PAGE)
     window_steps = pages * PAGE - warm_steps
     words = unit_words(markov.rates(params), big)
