@@ -312,15 +312,16 @@ def estimate_work(replications: float, per_replication: float) -> float:
 
 
 def check_work(key: str, replications: float, per_replication: float, *, unit: str = "events",
-               per_replication_limit: float | None = None, total_limit: float = MAX_TOTAL_WORK) -> float:
-    """Refuse (naming ``key``) more than ``MAX_REPLICATIONS`` replications, more than
+               per_replication_limit: float | None = None, total_limit: float = MAX_TOTAL_WORK,
+               reps_key: str | None = None) -> float:
+    """Refuse (naming ``reps_key``, default ``key``) more than ``MAX_REPLICATIONS`` replications, (naming ``key``) more than
     ``per_replication_limit`` units (events or steps) per replication (default: ``MAX_STEPS_PER_PATH`` for
     steps, ``MAX_EVENTS_PER_REPLICATION`` for events), or a total beyond ``total_limit``.
 
     Returns the total work estimate.
     """
     if not math.isfinite(float(replications)) or replications > MAX_REPLICATIONS:
-        raise InputError(key, f"{replications:.6g} replications exceed the limit 2^31 - 1")
+        raise InputError(reps_key or key, f"{replications:.6g} replications exceed the limit 2^31 - 1")
     if per_replication_limit is None:
         per_replication_limit = MAX_STEPS_PER_PATH if unit == "steps" else MAX_EVENTS_PER_REPLICATION
     if not math.isfinite(per_replication) or per_replication > per_replication_limit:

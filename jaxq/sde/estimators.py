@@ -111,7 +111,7 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
         horizon = default_horizon(z0, b_max, s_max, gamma, rel_tol * scale)
     from jaxq.model.validate import check_work, sde_steps_per_path
 
-    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps")
+    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps", reps_key="paths")
     value = value_of(params, gamma) if cv else None
     r = simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed, chunk=chunk, devices=devices,
                  progress=progress, value=value, start=start)

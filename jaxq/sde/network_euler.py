@@ -157,7 +157,7 @@ def simulate_diffusion(
         raise InputError("horizon", f"need 0 <= warmup < horizon, got warmup={warmup}, horizon={horizon}")
     from jaxq.model.validate import check_work, sde_steps_per_path
 
-    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps")
+    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps", reps_key="paths")
     # explicit Euler: the linear drift's fastest rate (an eigenvalue of the drift matrix) times dt must stay
     # small, or the scheme is unstable (it explodes instead of approximating the diffusion)
     rate = float(np.max(np.abs(np.linalg.eigvals(np.asarray(dl.drift_matrix)[:, :num_i])))) if num_i else 0.0

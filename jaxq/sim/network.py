@@ -92,8 +92,8 @@ def run_model(lay, p, reps, *, warmup, horizon, seed=0, engine="auto", hist_bins
     if engine == "auto":
         engine = "event" if snap_times is not None else "uniformized"
     mk = model.markov(lay, int(hist_bins), bool(deviations), bool(cv))
-    check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps",
-               per_replication_limit=2.0**31 if engine == "event" else 2.0**50)
+    check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps", reps_key="reps",
+               per_replication_limit=2.0**31 if engine == "event" else uniformized.MAX_STEPS)
     steps = None
     if engine == "uniformized":
         big = mk.bound(p)
@@ -219,8 +219,8 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, warmup: float
     p = mmc.Params(jnp.float64(lam), jnp.float64(mu), jnp.int32(c))
     mk = mmc.MARKOV_CV if cv else mmc.MARKOV
     steps = None
-    check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps",
-               per_replication_limit=2.0**31 if engine == "event" else 2.0**50)
+    check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps", reps_key="reps",
+               per_replication_limit=2.0**31 if engine == "event" else uniformized.MAX_STEPS)
     if engine == "event":
         out, timing = event.run_markov(mk, p, WINDOW, reps, seed, warmup=warmup, horizon=horizon, start=start,
                                        chunk=chunk, devices=devices, progress=progress)

@@ -200,7 +200,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         if steps is not None and not (isinstance(steps, (int, np.integer)) and steps >= 1):
             raise InputError("steps", f"need a positive whole number of steps, got {steps!r}")
         k = ctmc_steps(system, n, big, an.V0, rel_tol) if steps is None else int(steps)
-        check_work("n", reps, float(k), unit="steps", per_replication_limit=2.0**50)
+        check_work("n", reps, float(k), unit="steps", per_replication_limit=uniformized.MAX_STEPS, reps_key="reps")
         mk = model.MARKOV_CV if cv else model.MARKOV
         out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
                                              steps=k, start=start, chunk=chunk, devices=devices, progress=progress)
@@ -211,7 +211,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         samples = {"J": J, "switches": out["state"].switches, "tail_bound": bound, "events": out["events"]}
         info.update(steps=uinfo["steps"], horizon=uinfo["steps"] / big)
     else:
-        check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events")
+        check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events", reps_key="reps")
         replications.announce(progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
         out, timing = event.run(model.engine(st.spec, bool(debug), bool(cv)), st.params, reps, seed, block=block,
                                 start=start, chunk=chunk, devices=devices, progress=progress)
