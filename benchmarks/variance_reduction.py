@@ -21,6 +21,8 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
+
 import jaxq
 from jaxq.serialize import to_jsonable
 from jaxq.sim.network import simulate_mmc
@@ -80,8 +82,12 @@ def model_table(rs) -> str:
     lines = ["| model | engine | n | estimate | controlled | plain | VR |", "|---|---|---|---|---|---|---|"]
     for r in rs:
         n = "" if r["n"] is None else f"{r['n']:g}"
-        lines.append(f"| {r['model']} | {r['engine']} | {n} | {r['estimate']} | {r['value']:.4f} ± {r['stderr']:.4f} "
-                     f"| {r['plain']:.4f} ± {r['stderr_plain']:.4f} | {r['variance_reduction']:.3g} |")
+        cols = [np.atleast_1d(np.asarray(r[k], float)) for k in ("value", "stderr", "plain", "stderr_plain",
+                                                                    "variance_reduction")]
+        for i, (v, se, pv, pse, vr) in enumerate(zip(*cols)):  # vector estimates (per class): a row each
+            name = r["estimate"] + (f"[{i + 1}]" if cols[0].size > 1 else "")
+            lines.append(f"| {r['model']} | {r['engine']} | {n} | {name} | {v:.4f} ± {se:.4f} | {pv:.4f} ± {pse:.4f} "
+                         f"| {vr:.3g} |")
     return "\n".join(lines)
 
 
