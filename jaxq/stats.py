@@ -11,11 +11,15 @@ import numpy as np
 def mean_stderr(x, axis: int = 0):
     """Mean over replications (``axis``) and its standard error ``std(ddof=1) / sqrt(m)``.
 
-    Returns two floats for a 1-D sample, two arrays otherwise.
+    Returns two floats for a 1-D sample, two arrays otherwise; the standard error of a single replication
+    is NaN (undefined), without a warning.
     """
     x = np.asarray(x, dtype=np.float64)
     mean = x.mean(axis=axis)
-    se = x.std(axis=axis, ddof=1) / math.sqrt(x.shape[axis])
+    if x.shape[axis] < 2:
+        se = np.full_like(mean, math.nan)
+    else:
+        se = x.std(axis=axis, ddof=1) / math.sqrt(x.shape[axis])
     if np.ndim(mean) == 0:
         return float(mean), float(se)
     return mean, se
