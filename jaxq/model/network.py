@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.model.validate import (MAX_RATE, NonNegative, Positive, Real, check_tables, read_toml,
+from jaxq.model.validate import (MAX_RATE, NonNegative, Positive, Real, check_tables, read_system,
                                  validate_model)
 
 MAX_SERVERS = 2**31 - 1  # servers of one pool of the n-th system (int32 counters)
@@ -193,8 +193,4 @@ def from_dict(data: dict) -> Network:
 
 def load(path) -> Network:
     """Load a ``kind = "network"`` configuration file."""
-    data = read_toml(path)
-    system = data.get("system")
-    if not isinstance(system, dict) or system.get("kind") != "network":
-        raise InputError("system.kind", "expected 'network'")
-    return from_dict(data)
+    return from_dict(read_system(path, "network"))

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
 from jaxq.model.distributions import Dist, parse
-from jaxq.model.validate import MAX_MAGNITUDE, MAX_RATE, Positive, Real, check_tables, read_toml, validate_model
+from jaxq.model.validate import MAX_MAGNITUDE, MAX_RATE, Positive, Real, check_tables, read_system, validate_model
 
 Pair = Annotated[list[Positive], Field(min_length=2, max_length=2)]
 RealPair = Annotated[list[Real], Field(min_length=2, max_length=2)]
@@ -158,8 +158,4 @@ def from_dict(data: dict) -> PSS2x2:
 
 def load(path) -> PSS2x2:
     """Load a ``kind = "pss2x2"`` configuration file."""
-    data = read_toml(path)
-    system = data.get("system")
-    if not isinstance(system, dict) or system.get("kind") != "pss2x2":
-        raise InputError("system.kind", "expected 'pss2x2'")
-    return from_dict(data)
+    return from_dict(read_system(path, "pss2x2"))

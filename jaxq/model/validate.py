@@ -95,6 +95,15 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     return parse_toml(data, str(path))
 
 
+def read_system(path: str | Path, kind: str) -> dict[str, Any]:
+    """Read a configuration file whose ``[system]`` table has ``kind = KIND``."""
+    data = read_toml(path)
+    system = data.get("system")
+    if not isinstance(system, dict) or system.get("kind") != kind:
+        raise InputError("system.kind", f"expected {kind!r}")
+    return data
+
+
 def check_depth(obj: Any, key: str, limit: int = MAX_DEPTH) -> None:
     """Refuse tables and arrays nested deeper than ``limit`` (iteratively: no recursion)."""
     stack = [(obj, 0)]
