@@ -44,19 +44,24 @@ class Controlled(NamedTuple):
     coefficients: Any  # (controls,) or (quantities, controls); None when too few replications to fit
 
 
-def controlled_values(y, controls, index):
+CROSS_FIT_FOLDS = 8  # replication r belongs to fold r mod 8
+
+
+def controlled_values(y, controls, index, folds: int = CROSS_FIT_FOLDS):
     """Per-replication values with the controls subtracted, cross-fitted by replication index (see
-    :func:`controlled_mean`): ``(adjusted (R,) or (R, m), coefficients)``; ``y`` itself and None when a half
-    has too few replications to fit."""
+    :func:`controlled_mean`): ``(adjusted (R,) or (R, m), coefficients)``; ``y`` itself and None when a fold's
+    complement has too few replications to fit."""
     y = np.asarray(y, dtype=np.float64)
     c = np.asarray(controls, dtype=np.float64).reshape(y.shape[0], -1)
     Y = y[:, None] if y.ndim == 1 else y.reshape(y.shape[0], -1)
-    odd = (np.asarray(index) % 2).astype(bool)
-    if min(odd.sum(), (~odd).sum()) < c.shape[1] + 2:
+    fold = np.asarray(index) % folds
+    present = np.unique(fold)
+    if len(present) < 2 or min(int((fold != k).sum()) for k in present) < c.shape[1] + 2:
         return y, None
     adjusted = np.empty_like(Y)
     betas = []
-    for fit, apply in ((odd, ~odd), (~odd, odd)):
+    for k in present:
+        fit, apply = fold != k, fold == k
         cf = c[fit] - c[fit].mean(axis=0)
         yf = Y[fit] - Y[fit].mean(axis=0)
         keep = cf.std(axis=0) > 0
@@ -65,26 +70,29 @@ def controlled_values(y, controls, index):
             beta[keep] = np.linalg.lstsq(cf[:, keep], yf, rcond=None)[0]
         adjusted[apply] = Y[apply] - c[apply] @ beta
         betas.append(beta)
-    coef = 0.5 * (betas[0] + betas[1]).T  # (quantities, controls)
+    coef = np.mean(betas, axis=0).T  # (quantities, controls): the folds' average
     return adjusted.reshape(y.shape), (coef[0] if y.ndim == 1 else coef)
 
 
 def controlled_mean(y, controls, index) -> Controlled:
     """The mean of ``y`` over replications with mean-zero controls subtracted, cross-fitted by replication index.
 
-    The coefficients of the controls are fitted by least squares (with an intercept) on the replications of
-    odd index and applied to those of even index, and vice versa. A replication's adjusted value
-    ``y_r - beta . C_r`` then uses coefficients fitted on other, independent replications, so when every
-    control has mean zero the estimate is unbiased; and since the split depends only on the replication
-    index, not on chunks or devices, neither does the estimate. Its standard error is the sample standard
-    deviation of the adjusted values over sqrt(R) (the dependence through the fitted coefficients is O(1/R)).
+    K-fold cross-fitting by replication index (K = ``CROSS_FIT_FOLDS`` = 8, replication r in fold r mod K):
+    the coefficients of the controls are fitted by least squares (with an intercept) on the replications of
+    the other folds and applied to this fold's. A replication's adjusted value ``y_r - beta . C_r`` then uses
+    coefficients fitted on other, independent replications, so when every control has mean zero the
+    estimate is unbiased; and since the folds depend only on the replication index, not on chunks or
+    devices, neither does the estimate. Its standard error is the sample standard deviation of the adjusted
+    values over sqrt(R) (the dependence through the fitted coefficients is O(1/R)). Eight folds rather than
+    two: each fit sees 7/8 of the replications, which matters when there are few replications per control
+    (at 64 replications and 10 controls a two-fold split lost up to 30x of the reduction on some points).
 
     Args:
       y: per-replication values, (R,) or (R, m) for m quantities sharing the controls.
       controls: per-replication controls, (R, c) (columns with no variance are ignored).
       index: the global replication indices, (R,).
     Returns:
-      :class:`Controlled`; when a half has fewer than ``c + 2`` replications (no fit possible) the controlled
+      :class:`Controlled`; when a fold's complement has fewer than ``c + 2`` replications (no fit possible) the controlled
       estimate is the plain one and ``coefficients`` is None.
     """
     y = np.asarray(y, dtype=np.float64)
