@@ -40,6 +40,7 @@ def solve(b, sigma, gamma, x_max, n=20000, max_iter=100):
     h = x[1] - x[0]
     ops = [_operator(bm, s2m, h) for bm, s2m in zip(b, s2)]
     mode = np.zeros(n + 1, dtype=int)
+    previous = None
     for _ in range(max_iter):
         lo = np.choose(mode, [o[0] for o in ops]) * np.ones(n + 1)
         di = np.choose(mode, [o[1] for o in ops]) * np.ones(n + 1)
@@ -61,7 +62,11 @@ def solve(b, sigma, gamma, x_max, n=20000, max_iter=100):
         new = np.where(keep, mode, new)
         if np.array_equal(new, mode):
             return x, u, mode
-        mode = new
+        if previous is not None and np.array_equal(new, previous):
+            # a two-cycle: nodes whose two modes tie within the solves' round-off flip back and forth (seen
+            # at the discretised switching point); both policies are optimal to that precision
+            return x, u, mode
+        previous, mode = mode, new
     raise RuntimeError("policy iteration did not converge")
 
 

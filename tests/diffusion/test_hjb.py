@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 
 from jaxq.diffusion import hjb, hjb_fd
 
@@ -114,6 +114,7 @@ def test_derivatives_match_finite_differences():
 
 
 @settings(max_examples=15, deadline=None)
+@example(bL=0.0, db=2.78125, sL=0.5, ds=3.0, g=0.0546875)  # policy iteration two-cycled at a tie (found in CI)
 @given(
     bL=st.floats(-3.0, 2.0),
     db=st.floats(0.05, 3.0),
