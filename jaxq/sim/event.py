@@ -24,10 +24,9 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxq.sim import replications
-from jaxq.sim.markov import Functional, Horizon, Markov, control_increment
+from jaxq.sim.markov import Functional, Horizon, Markov, control_increment, stack_controls
 
 State = Any
 Params = Any
@@ -157,31 +156,27 @@ def markov_engine(markov: Markov, functional: Functional) -> Engine:
         fired = tuple((target < cum[e]) & (target >= (cum[e - 1] if e else 0.0)) for e in range(len(cum)))
         obs = markov.observe(s, p)
         out = dict(c)
+        # each functional's weight w(t) over the holding time [t0, t1) and at the jump t1:
+        # discounted: exp(-gamma t) up to the horizon; window: 1 on [T0, T)
+        if disc:
+            d_int = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * jnp.minimum(t1, hz.horizon))) / hz.gamma
+            d_jump = jnp.where(t1 <= hz.horizon, jnp.exp(-hz.gamma * t1), 0.0)
+            out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + d_int * o, c["disc"], obs)
+        s_new, record = markov.transition(s, fired, p)
+        if win:
+            w_int = jnp.maximum(0.0, jnp.minimum(t1, hz.horizon) - jnp.maximum(t0, hz.warmup))
+            w_jump = ((t1 >= hz.warmup) & (t1 < hz.horizon)).astype(jnp.float64)
+            out["win"] = jax.tree_util.tree_map(lambda acc, o: acc + w_int * o, c["win"], obs)
+            out["rec"] = jax.tree_util.tree_map(lambda acc, o: acc + w_jump * o, c["rec"], record)
         if markov.controls is not None:
-            # per functional: sum_e phi_e (1{e fires at t1} w(t1) - rate_e int_t0^t1 w(t) dt), with the
-            # functional's weight w (discounted: exp(-gamma t) up to the horizon; window: 1 on [T0, T))
+            # per functional: sum_e phi_e (1{e fires at t1} w(t1) - rate_e int_t0^t1 w(t) dt)
             phi = markov.controls(s, p)
             jump = control_increment(phi, fired, [jnp.float64(0.0)] * len(each))
             comp = control_increment(phi, [jnp.bool_(False)] * len(each), each)
             if disc:
-                end = jnp.minimum(t1, hz.horizon)
-                w_int = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * end)) / hz.gamma
-                w_jump = jnp.where(t1 <= hz.horizon, jnp.exp(-hz.gamma * t1), 0.0)
-                out["ctl"] = tuple(acc + w_jump * j + w_int * m for acc, j, m in zip(c["ctl"], jump, comp))
+                out["ctl"] = tuple(acc + d_jump * j + d_int * m for acc, j, m in zip(c["ctl"], jump, comp))
             if win:
-                w_int = jnp.maximum(0.0, jnp.minimum(t1, hz.horizon) - jnp.maximum(t0, hz.warmup))
-                w_jump = ((t1 >= hz.warmup) & (t1 < hz.horizon)).astype(jnp.float64)
                 out["ctlw"] = tuple(acc + w_jump * j + w_int * m for acc, j, m in zip(c["ctlw"], jump, comp))
-        if disc:
-            end = jnp.minimum(t1, hz.horizon)
-            w = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * end)) / hz.gamma
-            out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + w * o, c["disc"], obs)
-        s_new, record = markov.transition(s, fired, p)
-        if win:
-            w = jnp.maximum(0.0, jnp.minimum(t1, hz.horizon) - jnp.maximum(t0, hz.warmup))
-            out["win"] = jax.tree_util.tree_map(lambda acc, o: acc + w * o, c["win"], obs)
-            on = ((t1 >= hz.warmup) & (t1 < hz.horizon)).astype(jnp.float64)
-            out["rec"] = jax.tree_util.tree_map(lambda acc, o: acc + on * o, c["rec"], record)
         if markov.snapshot is not None:
             now = (a.snap_times >= t0) & (a.snap_times < t1)
             snap = markov.snapshot(s, p)
@@ -223,9 +218,5 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
         res["window"] = jax.tree_util.tree_map(lambda v: v / (horizon - warmup), out["win"])
         res["records"] = out["rec"]
     if markov.controls is not None:  # in the units of the estimates
-        res["controls"] = {}
-        if functional.discounted:
-            res["controls"]["discounted"] = np.stack([np.asarray(v) for v in out["ctl"]], axis=1)
-        if functional.window:
-            res["controls"]["window"] = np.stack([np.asarray(v) / (horizon - warmup) for v in out["ctlw"]], axis=1)
+        res["controls"] = stack_controls(functional, out["ctl"], out["ctlw"], horizon - warmup)
     return res, timing

@@ -62,14 +62,12 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
                                         steps=int(steps) - int(warmup), start=start, chunk=chunk, devices=devices,
                                         progress=progress)
     per = {"value_empty": out["discounted"]["cost"], "average_cost": out["window"]["cost"]}
+    ctl = out["controls"] if cv else {"discounted": None, "window": None}
+    index = start + np.arange(reps)
+    est = {"value_empty": Estimate.with_controls(per["value_empty"], ctl["discounted"], index),
+           "average_cost": Estimate.with_controls(per["average_cost"], ctl["window"], index)}
     if cv:
-        index = start + np.arange(reps)
-        ctl = out["controls"]
-        est = {"value_empty": Estimate.with_controls(per["value_empty"], ctl["discounted"], index),
-               "average_cost": Estimate.with_controls(per["average_cost"], ctl["window"], index)}
         per.update(controls_discounted=ctl["discounted"], controls_window=ctl["window"])
-    else:
-        est = {k: Estimate.of(v) for k, v in per.items()}
     run_s = max(timing.wall_s - timing.compile_s, 1e-9)
     meta = {"steps": info["steps"], "warmup": info["warm_steps"], "updates_per_s": reps * info["steps"] / run_s}
     return SimResult("value_empty", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s,

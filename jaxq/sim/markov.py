@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 
 State = Any
 Params = Any
@@ -97,6 +98,17 @@ def difference_controls(transition, g, num_events: int):
         return tuple(tuple(r) for r in rows)
 
     return controls
+
+
+def stack_controls(functional: "Functional", ctl, ctlw, window_scale: float) -> dict:
+    """A driver's accumulated controls as per-functional (reps, C) arrays: ``"discounted"`` as accumulated,
+    ``"window"`` divided by ``window_scale`` (the window's length or steps), the units of the estimates."""
+    out = {}
+    if functional.discounted:
+        out["discounted"] = np.stack([np.asarray(v) for v in ctl], axis=1)
+    if functional.window:
+        out["window"] = np.stack([np.asarray(v) / window_scale for v in ctlw], axis=1)
+    return out
 
 
 class Functional(NamedTuple):

@@ -79,7 +79,7 @@ def _finite_or_null(v):
     if isinstance(v, (float, np.floating)):
         return float(v) if math.isfinite(v) else None
     if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.all(np.isfinite(v)):
-        return [_finite_or_null(x) for x in v.tolist()] if v.ndim == 1 else [_finite_or_null(np.asarray(r)) for r in v]
+        return _finite_or_null(v.tolist())
     if isinstance(v, list):
         return [_finite_or_null(x) for x in v]
     return v

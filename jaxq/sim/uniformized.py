@@ -33,7 +33,7 @@ import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.sim import replications
-from jaxq.sim.markov import Functional, Markov, control_increment
+from jaxq.sim.markov import Functional, Markov, control_increment, stack_controls
 
 PAGE = 64  # words per page (part of the definition of the random stream)
 TWO32 = 2.0**32
@@ -232,10 +232,6 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
         res["window"] = jax.tree_util.tree_map(lambda v: v / window_steps, out["win"])
         res["records"] = out["rec"]
     if markov.controls is not None:  # discounted: sum_k r^k phi (r^k = E exp(-gamma T_k)); window: per step
-        res["controls"] = {}
-        if functional.discounted:
-            res["controls"]["discounted"] = np.stack([np.asarray(v) for v in out["ctl"]], axis=1)
-        if functional.window:
-            res["controls"]["window"] = np.stack([np.asarray(v) / window_steps for v in out["ctlw"]], axis=1)
+        res["controls"] = stack_controls(functional, out["ctl"], out["ctlw"], window_steps)
     info = {"Lambda": big, "steps": pages * PAGE, "warm_steps": int(warm_steps), "window_steps": window_steps, "r": r}
     return res, timing, info
