@@ -26,7 +26,7 @@ def register(sub) -> None:
         "--theta-exponent",
         type=float,
         default=DEFAULT_THETA_EXPONENT,
-        help="a_bar in Theta_n = ceil(n^a_bar) (2.29); (2.28) asks for (1/3, 1/2); default 5/12",
+        help="a_bar in Theta_n = ceil(n^a_bar) (2.29); (2.28) asks for (1/3, 1/2); default 0.34",
     )
     p.add_argument("--switch-at", type=float, default=None, help="switching level z (scaled workload), default z*")
     p.add_argument("--horizon", type=float, default=None, help="truncation time T (default: tail bound ~1e-4 V0)")

@@ -32,6 +32,9 @@ class Study(NamedTuple):
       aggregate: ``aggregate(exp, points, records) -> dict[str, list[dict]]``: named tidy tables.
       figure: ``figure(exp, points, records, tables, out_dir) -> list[str]``: PNG paths written.
       needs_systems: whether the experiment must name systems (False: the grid defines the cases).
+      enumeration_keys: ``[grid]`` keys that only list the points (``n``, ...), never change a point's
+        numbers: a resumed run may change them (and the systems, seeds, replications) and keeps the chunks
+        of every point it shares with the earlier run (:mod:`jaxq.studies.runner`).
     """
 
     name: str
@@ -42,6 +45,7 @@ class Study(NamedTuple):
     aggregate: Callable[..., dict[str, list[dict]]]
     figure: Callable[..., list[str]]
     needs_systems: bool = True
+    enumeration_keys: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, Study] = {}

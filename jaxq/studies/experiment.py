@@ -112,6 +112,24 @@ class Experiment:
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
+    def base_fingerprint(self) -> str:
+        """sha256 of what every point shares (study, ``cv``, the ``[grid]`` keys other than the study's
+        enumeration keys): a resumed run must keep it; it may change the list of points."""
+        return base_fingerprint(self.study.name, self.grid.model_dump(mode="json"), self.cv,
+                                self.study.enumeration_keys)
+
+    def point_digest(self, point: dict) -> str:
+        """sha256 of everything that determines one point's numbers for replications r (chunk by chunk):
+        the base fingerprint, the point's system file (all of them for a point without one) and the point
+        itself except its replication count (replication r's numbers do not depend on it)."""
+        if point.get("system") is not None:
+            systems = {point["system"]: self.system(point["system"]).path.read_text(encoding="utf-8")}
+        else:
+            systems = {s.label: s.path.read_text(encoding="utf-8") for s in self.systems}
+        data = {"base": self.base_fingerprint(), "systems": systems,
+                "point": {k: v for k, v in point.items() if k != "reps"}}
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
     def to_dict(self) -> dict:
         """A JSON record of the experiment (for run.json and the manifest)."""
         return {
@@ -127,6 +145,12 @@ class Experiment:
             "cv": self.cv,
             "grid": self.grid.model_dump(mode="json"),
         }
+
+
+def base_fingerprint(study: str, grid: dict, cv: bool, enumeration_keys=()) -> str:
+    """:meth:`Experiment.base_fingerprint` from an experiment's JSON record (a manifest's ``experiment``)."""
+    shared = {k: v for k, v in grid.items() if k not in enumeration_keys}
+    return hashlib.sha256(json.dumps({"study": study, "grid": shared, "cv": cv}, sort_keys=True).encode()).hexdigest()
 
 
 def resolve_system(ref: str, base: Path) -> Path:

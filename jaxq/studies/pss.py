@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from jaxq.diffusion.threshold import threshold_term
 from jaxq.errors import InputError
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 from jaxq.studies import Study, register
@@ -139,6 +140,7 @@ def _point_rows(exp, pts, records):
         system, an = _system(exp, pt["system"])
         st = engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, _exponent(exp, pt))
         J, se, plain = controlled_estimate(rec, "J")
+        dn = threshold_term(an, st.policy, (st.theta or 0) / math.sqrt(pt["n"]))  # the limit's threshold term
         p = an.p
         sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"]) if f"sup_X_hat_{p + 1}" in rec else (None, None)
         sq, sq_se = mean_stderr(rec[f"sup_X_hat_{2 - p}"]) if f"sup_X_hat_{2 - p}" in rec else (None, None)
@@ -147,7 +149,8 @@ def _point_rows(exp, pts, records):
             "theta": st.theta, "theta_exponent": _exponent(exp, pt), "switch_at": st.switch_at, "n": pt["n"],
             "seed": pt["seed"], "engine": pt.get("driver", "event"),
             "reps": int(rec["J"].shape[0]), "J_hat": J, "J_hat_stderr": se, "ci95_lo": J - 1.96 * se,
-            "ci95_hi": J + 1.96 * se, "V0": an.V0, "gap": J - an.V0, "horizon": st.horizon,
+            "ci95_hi": J + 1.96 * se, "V0": an.V0, "gap": J - an.V0, "threshold_term": dn,
+            "residual": None if dn is None else J - an.V0 - dn, "horizon": st.horizon,
             "truncation_bound": float(np.mean(rec["tail_bound"])), "hpc": p + 1,
             "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
             "events": int(np.sum(rec["events"])), **plain,
@@ -177,6 +180,12 @@ def aggregate_convergence(exp, pts, records):
                "V0": rs[0]["V0"], "V0_fit": fit["L"], "V0_fit_stderr": fit["L_stderr"], "fit_C": fit["C"],
                "fit_rate": -fit["r"], "fit_rate_stderr": fit["r_stderr"], "fit_chi2": fit["chi2"], "fit_dof": fit["dof"]}
         row["threshold_rate"] = a - 0.5 if rs[0]["theta"] is not None else None  # Theta_n/sqrt(n) = n^(a - 1/2)
+        thr = [r["threshold_term"] for r in rs]
+        if rs[0]["theta"] is not None and all(t is not None and t != 0 for t in thr):
+            res = [r["residual"] for r in rs]
+            r_rate, r_se, r_C = loglog_rate(n, np.abs(res), [r["J_hat_stderr"] for r in rs])
+            row.update(threshold_term_at_n_max=thr[-1], residual_at_n_max=res[-1], residual_rate=r_rate,
+                       residual_rate_stderr=r_se, residual_C=r_C)
         row["verdict"] = verdict(row)
         fits.append(row)
     return {"summary": rows, "fits": fits}
@@ -192,6 +201,8 @@ def verdict(f: dict) -> str:
     policies the slope is compared with the threshold term Theta_n / sqrt(n) = n^(a - 1/2) of (2.28).
     """
     gap, gse = f["gap_at_n_max"], f["gap_stderr_at_n_max"]
+    if f.get("residual_at_n_max") is not None:  # a threshold policy whose threshold term is not zero
+        return _threshold_verdict(f)
     if not np.isfinite(f["V0_fit"] if f["V0_fit"] is not None else np.nan):
         if abs(gap) <= 2 * gse:
             return f"J_n is within 2 s.e. of V0 at n = {f['n_max']:g} (too few n for a limit fit)"
@@ -220,6 +231,21 @@ def verdict(f: dict) -> str:
             tail += (f" (the threshold term predicts n^({thr:.3f}); smaller threshold exponents give smaller gaps, "
                      "see the threshold-exponent study)")
     return f"{head}: {tail}"
+
+
+def _threshold_verdict(f: dict) -> str:
+    """The verdict of a threshold policy: the gap against the limit's threshold term Delta_n
+    (:mod:`jaxq.diffusion.threshold`; it vanishes like n^(a - 1/2)) and the residual J_n - V0 - Delta_n."""
+    gap, gse, dn, res = f["gap_at_n_max"], f["gap_stderr_at_n_max"], f["threshold_term_at_n_max"], f["residual_at_n_max"]
+    rr, rse, thr = f["residual_rate"], f["residual_rate_stderr"], f["threshold_rate"]
+    head = (f"J_n - V0 = {gap:.3g} +- {gse:.2g} at n = {f['n_max']:g}, of which the threshold term Delta_n = {dn:.3g} "
+            f"(-> 0 like n^({thr:.3f})); residual J_n - V0 - Delta_n = {res:.3g} +- {gse:.2g}")
+    if abs(res) <= 2 * gse:
+        return f"{head}: within 2 s.e. of 0, consistent with J_n -> V0 through the threshold term"
+    if np.isfinite(rr) and rr + 2 * (rse if np.isfinite(rse) else 0.0) < 0:
+        return (f"{head}, shrinking like n^({rr:.3f} +- {rse:.3f}): consistent with J_n -> V0, at the slow rate "
+                "of the threshold term")
+    return f"{head}: the residual does not shrink at these n, so J_n - V0 is not explained by the threshold term"
 
 
 def figure_convergence(exp, pts, records, tables, out):
@@ -261,10 +287,15 @@ def figure_convergence(exp, pts, records, tables, out):
                            label=f"{key[0]} ({label(rs, key[2])}): rate {rate}")
         if fit["rate"] is not None:
             ax.plot(n, fit["C"] * n ** fit["rate"], "-", color=line[0].get_color(), lw=1)
+        if fit.get("residual_rate") is not None:  # a threshold policy: the gap less the limit's threshold term
+            res = np.abs([r["residual"] for r in rs])
+            ax.errorbar(n, res, yerr=1.96 * se, fmt="s", mfc="none", ms=4, capsize=2, color=line[0].get_color(),
+                        label=f"  minus threshold term: rate {fit['residual_rate']:.2f}")
+            ax.plot(n, fit["residual_C"] * n ** fit["residual_rate"], ":", color=line[0].get_color(), lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n")
-    ax.set_ylabel(r"$|J_n - V_0|$")
+    ax.set_ylabel(r"$|J_n - V_0|$ (open squares: $|J_n - V_0 - \Delta_n|$)")
     ax.legend(fontsize=6)
     paths.append(figures.save(fig, out, "gap_loglog.png"))
     return paths
@@ -421,11 +452,13 @@ def figure_policies(exp, pts, records, tables, out):
     return [figures.save(fig, out, "policies.png")]
 
 
+# [grid] keys that only list the points: a resumed run may change them and keeps the shared points' chunks
+ENUMERATION = ("n", "policies", "theta_exponents", "replications_at")
 register(Study("convergence", "J_n against n with the lower bound V0 (Theorem 2.11)", Grid, points, run_chunk,
-               aggregate_convergence, figure_convergence))
+               aggregate_convergence, figure_convergence, enumeration_keys=ENUMERATION))
 register(Study("weak", "law of W_hat^n(t) against the controlled reflected SDE Z(t)", WeakGrid, points, run_chunk,
-               aggregate_weak, figure_weak))
+               aggregate_weak, figure_weak, enumeration_keys=ENUMERATION))
 register(Study("collapse", "E sup_[0,T] X_hat_p^n of the high-priority class", CollapseGrid, points, run_chunk,
-               aggregate_collapse, figure_collapse))
+               aggregate_collapse, figure_collapse, enumeration_keys=ENUMERATION))
 register(Study("policies", "the six policies and naive ones on the same systems at the same n", Grid, points,
-               run_chunk, aggregate_policies, figure_policies))
+               run_chunk, aggregate_policies, figure_policies, enumeration_keys=ENUMERATION))

@@ -4,17 +4,19 @@ A run is a list of tasks (grid point i, chunk c); chunk c of a point covers repl
 ``[c * chunk, min((c + 1) * chunk, reps))`` and replication r always uses the key
 ``fold_in(PRNGKey(seed), r)``, so a chunk's numbers do not depend on which process or device computed
 it, nor on when. Each finished chunk is written at once, atomically (:mod:`jaxq.studies.storage`);
-``resume=True`` keeps the chunk files of an earlier run of the same experiment (same fingerprint) and
-computes only the missing ones, so a killed and resumed run ends with the same bytes as an
-uninterrupted one.
+``resume=True`` keeps the chunk files of an earlier run and computes only the missing ones, so a killed
+and resumed run ends with the same bytes as an uninterrupted one. The resumed experiment may also *grow*:
+more n, systems, seeds or replications (the study's enumeration keys, e.g. ``n`` and ``replications_at``),
+never another study or other ``[grid]`` settings; the points both runs share keep their chunks (moved to
+their new indices), and replication r of a point is the same number whatever the point's replication count.
 
 Integrity. ``run`` holds an exclusive lock (``fcntl.flock`` on ``DIR/.jaxq-run.lock``) for its whole
 duration: a second ``jaxq run`` into the same folder is refused at once (one line, exit 2). Every chunk
-file carries the digest of the run it belongs to (:func:`jaxq.studies.storage.chunk_digest`: experiment
-fingerprint, grid point and seed, replication range); on resume a chunk is reused only when it is
-readable, complete and its digest matches, otherwise it is recomputed and a one-line note on stderr
-counts such files. So a deleted ``manifest.json`` or another run's chunk files never leak into this
-run's tables.
+file carries the digest of what it holds (:func:`jaxq.studies.storage.chunk_digest`: everything that
+determines its grid point's numbers, with the seed and the system file, and its replication range); on
+resume a chunk is reused only when it is readable, complete and its digest matches, otherwise it is
+recomputed and a one-line note on stderr counts such files. So a deleted ``manifest.json`` or another
+run's chunk files never leak into this run's tables.
 
 With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
 writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
@@ -39,7 +41,7 @@ import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.studies import storage
-from jaxq.studies.experiment import Experiment
+from jaxq.studies.experiment import Experiment, base_fingerprint
 
 MANIFEST = "manifest.json"
 LOCK = ".jaxq-run.lock"
@@ -78,7 +80,11 @@ def versions() -> dict:
 
 
 def _check_manifest(exp: Experiment, out: Path, resume: bool) -> None:
-    """On resume, refuse a folder whose manifest belongs to another experiment (reads only)."""
+    """On resume, refuse a folder whose manifest belongs to another experiment (reads only).
+
+    Another experiment: another study, ``cv``, or ``[grid]`` keys other than the study's enumeration keys
+    (its base fingerprint). Systems, seeds, replications and the enumeration keys (``n``, ...) may change:
+    the chunks of the points both runs share are kept (:func:`_adopt_chunks`)."""
     man = out / MANIFEST
     if not (resume and man.is_file()):
         return
@@ -86,8 +92,18 @@ def _check_manifest(exp: Experiment, out: Path, resume: bool) -> None:
         old = json.loads(man.read_text())
     except (OSError, ValueError):
         return  # an unreadable manifest is rewritten; the chunk digests decide what is reused
-    if not isinstance(old, dict) or old.get("fingerprint") != exp.fingerprint():
-        raise InputError("--resume", f"{out} holds a run of a different experiment (or different systems)")
+    try:
+        e = old["experiment"]
+        same = (e["study"] == exp.study.name and isinstance(e["grid"], dict)
+                and base_fingerprint(e["study"], e["grid"], e.get("cv", True), exp.study.enumeration_keys)
+                == exp.base_fingerprint())
+    except (KeyError, TypeError):
+        same = False
+    if not same:
+        keys = ", ".join(exp.study.enumeration_keys) or "none"
+        raise InputError("--resume", f"{out} holds a run of a different experiment (another study, cv or [grid] "
+                                     f"settings; a resumed run may change only systems, seeds, replications and "
+                                     f"grid keys that list points: {keys})")
 
 
 @contextlib.contextmanager
@@ -130,13 +146,62 @@ def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
         shutil.rmtree(chunks)
     chunks.mkdir(exist_ok=True)
     storage.atomic_write(chunks / ".gitignore", b"*\n")  # chunk files are a cache, never committed
-    storage.write_json(out / MANIFEST, {"fingerprint": fp, "experiment": exp.to_dict(), "points": list(exp.points)})
+    if resume:
+        _adopt_chunks(exp, out)
+    storage.write_json(out / MANIFEST, {"fingerprint": fp, "base_fingerprint": exp.base_fingerprint(),
+                                        "experiment": exp.to_dict(), "points": list(exp.points)})
 
 
 def chunk_digests(exp: Experiment) -> dict[tuple[int, int], str]:
     """The digest every chunk file of this run must carry, by (point, chunk)."""
-    fp = exp.fingerprint()
-    return {(i, c): storage.chunk_digest(fp, exp.points[i], i, c, lo, count) for i, c, lo, count in tasks(exp)}
+    points = [exp.point_digest(pt) for pt in exp.points]
+    return {(i, c): storage.chunk_digest(points[i], c, lo, count) for i, c, lo, count in tasks(exp)}
+
+
+def _adopt_chunks(exp: Experiment, out: Path) -> int:
+    """Put every chunk file of ``out`` whose digest belongs to a task of ``exp`` at that task's place.
+
+    After the grid of a resumed run changed (a new n, more replications at some n, another system), the
+    points it shares with the earlier run sit at other indices: their chunks move instead of being
+    recomputed. A valid chunk that no task wants but whose place a task needs is copied to ``chunks/kept/``
+    (named by its digest) before it is recomputed over, so that going back to the earlier grid recomputes
+    nothing.
+    Files are staged through ``chunks/.adopt`` so that no chunk overwrites one still to be moved.
+    Returns the number of files moved."""
+    chunks = out / storage.CHUNKS
+    digests = chunk_digests(exp)
+    wanted: dict[str, list[Path]] = {}
+    for (i, c), d in digests.items():
+        wanted.setdefault(d, []).append(storage.chunk_path(out, i, c))
+    places = {storage.chunk_path(out, i, c) for i, c in digests}
+    moves = []
+    for f in sorted(chunks.glob("p*/c*.npz")) + sorted(chunks.glob("kept/*.npz")):
+        d = storage.chunk_meta(f).get("digest")
+        if not isinstance(d, str):
+            continue  # damaged: recomputed over where a task needs its place
+        targets = wanted.get(d, [])
+        if targets and f not in targets:
+            moves.append((f, targets))
+        elif not targets and f in places and not (keep := chunks / "kept" / f"{d[:32]}.npz").exists():
+            keep.parent.mkdir(exist_ok=True)  # a copy: the file itself is recomputed over (and noted) as before
+            storage.atomic_write(keep, f.read_bytes())
+    if not moves:
+        return 0
+    stage = chunks / ".adopt"
+    stage.mkdir(exist_ok=True)
+    staged = []
+    for k, (f, targets) in enumerate(moves):
+        tmp = stage / f"{k:08d}.npz"
+        os.replace(f, tmp)
+        staged.append((tmp, targets))
+    for tmp, targets in staged:
+        for t in targets[1:]:  # the same point twice in one grid: each place gets a copy
+            t.parent.mkdir(parents=True, exist_ok=True)
+            storage.atomic_write(t, tmp.read_bytes())
+        targets[0].parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, targets[0])
+    stage.rmdir()
+    return len(moves)
 
 
 def _progress_bar(total: int, name: str, enabled: bool | None):

@@ -4,8 +4,8 @@ Every file is written to a temporary file in the same directory, flushed, ``fsyn
 over its final name (``os.replace`` is atomic on POSIX), so a killed run never leaves a half-written
 chunk or table: a chunk file either exists complete or not at all.
 
-Every chunk file carries, in its metadata, the digest of the run it belongs to (experiment fingerprint,
-grid point with its seed, chunk index and replication range: :func:`chunk_digest`). :func:`read_chunk`
+Every chunk file carries, in its metadata, the digest of what it holds (everything that determines its grid
+point's numbers, with the seed, and the replication range: :func:`chunk_digest`). :func:`read_chunk`
 checks it and the file's shape, and says what is wrong with a file it will not trust (missing,
 unreadable, truncated, foreign); it never raises on a damaged file.
 """
@@ -65,10 +65,11 @@ def save_chunk(path: Path, columns: dict[str, np.ndarray], meta: dict) -> None:
     atomic_write(path, buf.getvalue())
 
 
-def chunk_digest(fingerprint: str, point: dict, index: int, chunk: int, start: int, count: int) -> str:
-    """sha256 naming the run a chunk belongs to: experiment fingerprint, grid point (with its seed), chunk."""
-    data = {"fingerprint": fingerprint, "point": point, "index": index, "chunk": chunk, "start": start, "count": count}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+def chunk_digest(point_digest: str, chunk: int, start: int, count: int) -> str:
+    """sha256 naming a chunk: its point (:meth:`jaxq.studies.experiment.Experiment.point_digest`: everything
+    that determines the point's numbers, with its seed) and its replication range."""
+    data = {"point": point_digest, "chunk": chunk, "start": start, "count": count}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def read_chunk(path: Path, count: int, digest: str | None = None,
@@ -100,6 +101,16 @@ def read_chunk(path: Path, count: int, digest: str | None = None,
     if start is not None and not np.array_equal(rep, np.arange(start, start + count)):
         return None, "incomplete"
     return (cols, meta), "ok"
+
+
+def chunk_meta(path: Path) -> dict:
+    """A chunk file's metadata (its ``digest``, ...), or ``{}`` for a file that is not a readable chunk."""
+    try:
+        with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as z:
+            meta = json.loads(bytes(z["__meta__"]).decode())
+    except Exception:  # noqa: BLE001  (a damaged or foreign file is simply not adopted)
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def load_chunk(path: Path, count: int, digest: str | None = None, start: int | None = None):

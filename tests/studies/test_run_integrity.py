@@ -221,7 +221,7 @@ def test_resume_into_another_experiments_folder_writes_nothing(reference, files,
     before = _tree(out)
     time.sleep(0.01)
     g = d / "e6.toml"
-    g.write_text(EXP.replace("replications = 6", "replications = 8"))
+    g.write_text(EXP.replace("horizon = 2.0", "horizon = 3.0"))  # another grid setting: another experiment
     rc, _, err = _run([str(g), "--out", str(out), "--resume"], capsys)
     assert rc == 2 and err.startswith("jaxq: error: --resume: ") and err.count("\n") == 1
     assert _tree(out) == before

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -106,8 +107,34 @@ def test_chunk_size_and_process_split_do_not_change_the_numbers(reference, tmp_p
 def test_resume_refuses_a_different_experiment(reference, tmp_path):
     out = tmp_path / "other"
     runner._prepare(tiny(), out, resume=False, is_main=True)
-    with pytest.raises(InputError, match="different experiment"):
-        runner.run(tiny(replications=6), out, resume=True, progress=False)
+    for other in (tiny(TINY.replace("horizon = 2.0", "horizon = 3.0")), tiny(cv=False),
+                  tiny(TINY.replace('study = "convergence"', 'study = "collapse"'))):
+        with pytest.raises(InputError, match="different experiment"):
+            runner.run(other, out, resume=True, progress=False)
+
+
+GROWN = TINY.replace('systems = ["pss_P", "pss_PP"]', 'systems = ["pss_PP", "pss_T2", "pss_P"]').replace(
+    "n = [9, 16]", 'n = [16, 12, 9]\nreplications_at = {"9" = 7}')
+
+
+def test_a_grown_experiment_resumes_with_the_shared_points_chunks(reference, tmp_path):
+    """More n, another system (in another order), more replications at one n: the resumed run keeps every
+    chunk the two grids share (moved to the new point indices) and equals a fresh run of the grown grid."""
+    out_ref, rec_ref = reference
+    out = tmp_path / "grown"
+    shutil.copytree(out_ref, out)
+    grown = tiny(GROWN)
+    rec = runner.run(grown, out, resume=True, progress=False)
+    # shared: pss_P and pss_PP at n = 16 (3 chunks each) and at n = 9 chunks 0 and 1 (replications 0..3; chunk 2
+    # held replication 4 alone and now holds 4 and 5)
+    assert rec["chunks_reused"] == 10 and rec["chunks_computed_this_session"] == len(runner.tasks(grown)) - 10
+    fresh = tmp_path / "fresh"
+    runner.run(grown, fresh, progress=False)
+    assert read(out, "records.csv") == read(fresh, "records.csv")
+    assert read(out, "summary.csv") == read(fresh, "summary.csv")
+    # and back: the original grid resumes from the grown folder without computing anything
+    rec = runner.run(tiny(), out, resume=True, progress=False)
+    assert rec["chunks_computed_this_session"] == 0 and read(out, "records.csv") == read(out_ref, "records.csv")
 
 
 @pytest.mark.parametrize(

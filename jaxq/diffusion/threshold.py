@@ -1,0 +1,142 @@
+"""The threshold term of J_n - V0 under the threshold policies of Theorem 2.11 (Definitions 2.8-2.10, (2.29)).
+
+A threshold rule holds the high-priority class p near Theta_n jobs instead of near 0. In the scaled system
+that is ``Theta_hat_n = Theta_n / sqrt(n) = n^(a - 1/2)`` (2.29): it vanishes, so J_n -> V0 (Theorem 2.11),
+but slowly, and at every n it adds a cost that the limit computes exactly. With the workload
+``W = sum_i X_i / alpha_i`` the cost rate is ``h.X = h_q alpha_q W + (h_p - h_q alpha_q / alpha_p) X_p``, and
+the rule that governs the lower mode (where the workload reflects) decides how the held jobs cost:
+
+* **T2 rule** (policies T2, T2T2, T2T1: the single-activity server is dedicated to p). The workload still
+  reflects at 0, and p's queue is held at ``min(Theta_hat, alpha_p W)``::
+
+      J ~ V0 + (h_p - h_q alpha_q / alpha_p) E int_0^inf e^{-gamma t} min(Theta_hat, alpha_p Z_t) dt
+
+* **T1 rule in the lower mode** (T1T2). While X_p < Theta_n the dual-activity server serves the other class
+  first, so that class empties and its dedicated server idles: the workload reflects at
+  ``Theta_hat / alpha_p`` instead of 0, with p held at Theta_hat. With ``Z^s = W - Theta_hat / alpha_p``
+  reflected at 0 and switching modes at ``z* - Theta_hat / alpha_p`` (the rule switches on W itself)::
+
+      J ~ h_q alpha_q E int_0^inf e^{-gamma t} Z^s_t dt + h_p Theta_hat / gamma
+
+``threshold_term`` returns ``Delta_n = J - V0`` of these formulas; ``J_n - V0 - Delta_n`` is what is left
+for the diffusion approximation itself (it shrinks like n^-1/2 in the convergence studies, README).
+Both are discounted costs of a reflected diffusion with piecewise-constant coefficients and a continuous
+piecewise-linear cost, solved here in closed form (:func:`discounted_cost`): numpy float64, checked against
+the HJB's closed forms (:mod:`jaxq.diffusion.hjb`) and a finite-difference solve in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+THRESHOLD_POLICIES = ("T2", "T2T2", "T2T1", "T1T2")
+
+
+def _roots(b: float, s: float, gamma: float) -> tuple[float, float]:
+    """``r_plus > 0 > r_minus`` of ``s^2 r^2 / 2 + b r - gamma = 0`` (no cancellation)."""
+    d = math.sqrt(b * b + 2.0 * gamma * s * s)
+    if b >= 0:
+        return 2.0 * gamma / (b + d), -(b + d) / (s * s)
+    return (d - b) / (s * s), -2.0 * gamma / (d - b)
+
+
+def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.0) -> float:
+    """``u(z0) = E_z0 int_0^inf e^{-gamma t} f(Z_t) dt`` for Z reflected at 0.
+
+    Z has drift ``b[j]`` and standard deviation ``s[j]`` on the j-th interval cut by ``levels`` (ascending,
+    positive; ``len(b) == len(levels) + 1``); f is continuous, ``f(0) = 0``, with slope ``slopes[i]`` on the
+    i-th interval cut by ``kinks`` (``len(slopes) == len(kinks) + 1``). u solves
+    ``gamma u = b u' + s^2 u'' / 2 + f`` with ``u'(0) = 0`` and linear growth; on each interval between
+    consecutive break points it is the linear particular solution ``f / gamma + b f' / gamma^2`` plus
+    ``A e^{r_+ (z - x_right)} + B e^{r_- (z - x_left)}`` (both at most 1 on the interval), and u, u' are
+    continuous at every break point: a (2K+1)-square linear system for K break points.
+    """
+    slopes = [float(m) for m in slopes]
+    kinks = [float(k) for k in kinks]
+    b = [float(v) for v in b]
+    s = [float(v) for v in s]
+    levels = [float(v) for v in levels]
+    if len(slopes) != len(kinks) + 1 or len(b) != len(levels) + 1 or len(s) != len(b):
+        raise ValueError("slopes/kinks or b/s/levels have inconsistent lengths")
+    xs = sorted({x for x in kinks + levels if x > 0})
+    K = len(xs)
+    edges = [0.0] + xs  # interval k is [edges[k], edges[k+1]) with edges[K+1] = inf
+
+    def piece(z):  # the coefficients and slope that hold just right of z
+        j = int(np.searchsorted(levels, z, side="right"))
+        i = int(np.searchsorted(kinks, z, side="right"))
+        return b[j], s[j], slopes[i]
+
+    def f(z):  # continuous piecewise linear, f(0) = 0
+        val, lo = 0.0, 0.0
+        for k_, m in zip(kinks + [math.inf], slopes):
+            hi = min(z, k_)
+            if hi > lo:
+                val += m * (hi - lo)
+            lo = max(lo, k_)
+            if z <= k_:
+                break
+        return val
+
+    coef = [piece(x) for x in edges]
+    roots = [_roots(bk, sk, gamma) for bk, sk, _ in coef]
+    # unknowns: A_k (k < K; the growing exponential, anchored at the right end) and B_k (k <= K)
+    ia = lambda k: k  # noqa: E731
+    ib = lambda k: K + k  # noqa: E731
+    M = np.zeros((2 * K + 1, 2 * K + 1))
+    rhs = np.zeros(2 * K + 1)
+    part = lambda k: coef[k][0] * coef[k][2] / gamma**2  # noqa: E731  (the constant b m / gamma^2)
+    # u'(0) = 0
+    rp, rm = roots[0]
+    if K:
+        M[0, ia(0)] = rp * math.exp(-rp * edges[1])
+    M[0, ib(0)] = rm
+    rhs[0] = -coef[0][2] / gamma
+    for k in range(K):  # continuity of u and u' at x = edges[k+1]
+        x = edges[k + 1]
+        rp, rm = roots[k]
+        rp2, rm2 = roots[k + 1]
+        e_left = math.exp(rm * (x - edges[k]))
+        e_right = math.exp(-rp2 * (edges[k + 2] - x)) if k + 1 < K else 0.0
+        row = 1 + 2 * k
+        M[row, ia(k)] = 1.0
+        M[row, ib(k)] = e_left
+        if k + 1 < K:
+            M[row, ia(k + 1)] = -e_right
+        M[row, ib(k + 1)] = -1.0
+        rhs[row] = part(k + 1) - part(k)
+        M[row + 1, ia(k)] = rp
+        M[row + 1, ib(k)] = rm * e_left
+        if k + 1 < K:
+            M[row + 1, ia(k + 1)] = -rp2 * e_right
+        M[row + 1, ib(k + 1)] = -rm2
+        rhs[row + 1] = (coef[k + 1][2] - coef[k][2]) / gamma
+    sol = np.linalg.solve(M, rhs)
+    k = int(np.searchsorted(xs, z0, side="right"))
+    rp, rm = roots[k]
+    grow = sol[ia(k)] * math.exp(rp * (z0 - edges[k + 1])) if k < K else 0.0
+    return float(f(z0) / gamma + part(k) + grow + sol[ib(k)] * math.exp(rm * (z0 - edges[k])))
+
+
+def threshold_term(analysis, policy: str, theta_hat: float) -> float | None:
+    """``Delta_n`` of the module docstring for the theorem's threshold policy at ``Theta_hat = Theta_n /
+    sqrt(n)``; 0 for P and PP; None for a policy other than the one Theorem 2.11 picks for the system."""
+    an = analysis
+    if policy != an.policy:
+        return None
+    if policy not in THRESHOLD_POLICIES:
+        return 0.0
+    h, alpha, g = an.system.h, an.modes.alpha, an.system.gamma
+    p, q = an.p, an.q
+    bL, sL, bH, sH = an.mode_coefficients()
+    levels, b, s = ((), [bL], [sL]) if an.case == "single" else ((an.z_star,), [bL, bH], [sL, sH])
+    th = float(theta_hat)
+    if policy == "T1T2":  # the workload reflects at Theta_hat / alpha_p; Z^s switches at z* - Theta_hat / alpha_p
+        shifted = an.z_star - th / alpha[p]
+        lv, bb, ss = ((shifted,), b, s) if shifted > 0 else ((), [bH], [sH])
+        J = h[q] * alpha[q] * discounted_cost([1.0], [], g, bb, ss, lv) + h[p] * th / g
+        return float(J - an.V0)
+    held = discounted_cost([alpha[p], 0.0], [th / alpha[p]], g, b, s, levels)  # E int e^{-gt} min(th, a_p Z)
+    return float((h[p] - h[q] * alpha[q] / alpha[p]) * held)
