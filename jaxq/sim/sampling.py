@@ -44,13 +44,13 @@ Methods (all with mean 1 and SCV c) and the words one variate takes (a whole num
   to even, and the normal block): ``(-log(U_1 ... U_k) + Z^2/2) / a`` (``Z^2/2 ~ Gamma(1/2)``;
   independent gammas add): gamma:2 (a = 1/2) is ``Z^2``;
 * deterministic (no word): 1;
-* gamma, any other shape a = 1/c (``4P`` words, plus two when some stream has a < 1, and the normal
-  block): Marsaglia-Tsang with ``P = Spec.proposals`` proposals evaluated side by side, the first
+* gamma, any other shape a = 1/c (``4P`` words and the normal block): Marsaglia-Tsang with ``P = Spec.proposals`` proposals evaluated side by side, the first
   accepted one taken. Proposal: Z a standard normal (the slot's normal for the first proposal, the
   normal quantile of one word for the others), ``V = (1 + Z/sqrt(9d))^3``, ``d = a' - 1/3``; accepted iff
   ``V > 0`` and ``log U < Z^2/2 + d - dV + d log V``; then ``dV ~ Gamma(a')``. For a < 1, ``a' = a +
-  1`` and the draw is multiplied by ``U_0^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1)
-  U^(1/a)``); for a >= 1, ``a' = a``. No rejection loop of unbounded length runs per variate, and
+  1`` and the draw is multiplied by ``U'^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1)
+  U^(1/a)``) with ``U' = U e^-A`` the recycled acceptance uniform (52 bits; given acceptance it is
+  uniform and independent of the proposal: :func:`_mt_proposal`); for a >= 1, ``a' = a``. No rejection loop of unbounded length runs per variate, and
   the result is **exact**: the accepted proposals of Marsaglia-Tsang are i.i.d. Gamma(a') whatever
   the stopping rule. One proposal is accepted with probability 0.952 at a' = 1 (the worst case),
   0.970 at a' = 1.4, 0.982 at a' = 2, 0.990 at a' = 3.3. Two ways to finish when all P are rejected:
