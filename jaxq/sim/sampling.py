@@ -497,8 +497,8 @@ def _gamma_fallback(ys, oks, cs, key, counter, first_block, boost=False):
         for j in range(r):
             b = (first_block + j + m * r).astype(_U32)
             wz, wu = rng.threefry2x32(k0, k1, c0, chi + b)
-            yj, okj = _mt_proposal(1.0 + cs[j][1] * ndtri(rng.uniform(wz), far=False), rng.uniform(wu), cs[j][0], cs[j][1],
-                                   cs[j][2] if boost else None)
+            tj = 1.0 + cs[j][1] * ndtri(rng.uniform(wz), far=False)
+            yj, okj = _mt_proposal(tj, rng.uniform(wu), cs[j][0], cs[j][1], cs[j][2] if boost else None)
             take = jnp.logical_not(ok[j]) & okj
             y[j] = jnp.where(take, yj, y[j])
             ok[j] = ok[j] | okj
@@ -622,7 +622,8 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
     if "lognormal" in M:
         expc["lognormal"] = c[0] * z + c[1]
     if "gamma" in M:
-        A = 4.5 * d * ((ts - 1.0) * (ts - 1.0)) + d - d * v + 3.0 * d * L  # proposal 0's log acceptance, as _mt_proposal
+        # proposal 0's log acceptance probability, as in _mt_proposal
+        A = 4.5 * d * ((ts - 1.0) * (ts - 1.0)) + d - d * v + 3.0 * d * L
         if spec.boost:  # log-form test with the 52-bit acceptance uniform, recycled as the boost (_mt_proposal)
             Lu = log(keep(rng.uniform52(w[2], w[3])))
             expc["gamma"] = (Lu - A) * c[2]
