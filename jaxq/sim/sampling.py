@@ -44,13 +44,13 @@ Methods (all with mean 1 and SCV c) and the words one variate takes (a whole num
   to even, and the normal block): ``(-log(U_1 ... U_k) + Z^2/2) / a`` (``Z^2/2 ~ Gamma(1/2)``;
   independent gammas add): gamma:2 (a = 1/2) is ``Z^2``;
 * deterministic (no word): 1;
-* gamma, any other shape a = 1/c (``4P`` words, plus two when some stream has a < 1, and the normal
-  block): Marsaglia-Tsang with ``P = Spec.proposals`` proposals evaluated side by side, the first
+* gamma, any other shape a = 1/c (``4P`` words and the normal block): Marsaglia-Tsang with ``P = Spec.proposals`` proposals evaluated side by side, the first
   accepted one taken. Proposal: Z a standard normal (the slot's normal for the first proposal, the
   normal quantile of one word for the others), ``V = (1 + Z/sqrt(9d))^3``, ``d = a' - 1/3``; accepted iff
   ``V > 0`` and ``log U < Z^2/2 + d - dV + d log V``; then ``dV ~ Gamma(a')``. For a < 1, ``a' = a +
-  1`` and the draw is multiplied by ``U_0^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1)
-  U^(1/a)``); for a >= 1, ``a' = a``. No rejection loop of unbounded length runs per variate, and
+  1`` and the draw is multiplied by ``U'^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1)
+  U^(1/a)``) with ``U' = U e^-A`` the recycled acceptance uniform (52 bits; given acceptance it is
+  uniform and independent of the proposal: :func:`_mt_proposal`); for a >= 1, ``a' = a``. No rejection loop of unbounded length runs per variate, and
   the result is **exact**: the accepted proposals of Marsaglia-Tsang are i.i.d. Gamma(a') whatever
   the stopping rule. One proposal is accepted with probability 0.952 at a' = 1 (the worst case),
   0.970 at a' = 1.4, 0.982 at a' = 2, 0.990 at a' = 3.3. Two ways to finish when all P are rejected:
@@ -131,7 +131,8 @@ class Spec(NamedTuple):
     ``methods``: the sampling methods present (``erlang`` for Erlang-k with k <= ERLANG_DIRECT_MAX,
     ``gamma`` for gamma and larger-k Erlang); ``kdirect``: the largest k sampled as a product of
     uniforms; ``proposals``: Marsaglia-Tsang proposals per gamma variate; ``boost``: some
-    gamma-method stream has shape < 1 (one more word per variate).
+    gamma-method stream has shape < 1 (the acceptance test then takes the log form with a 52-bit
+    uniform, recycled as the boost: no more words).
     """
 
     families: tuple[str, ...]
@@ -161,7 +162,7 @@ def words_needed(spec: Spec) -> int:
         "hyperexponential": 2,  # phase, U
         "lognormal": 0,  # the normal block only
         "deterministic": 0,
-        "gamma": 4 * spec.proposals + 2 * int(spec.boost),  # per proposal j >= 1: Z; every proposal: U; the boost U
+        "gamma": 4 * spec.proposals,  # per proposal j >= 1: Z; every proposal: U (52-bit with a boost: recycled)
         "gammahalf": spec.khalf + spec.khalf % 2,  # U_1 .. U_k
     }
     return max([need[m] for m in spec.methods] + [0]) + (2 if set(spec.methods) & NORMAL_METHODS else 0)
@@ -418,15 +419,28 @@ def _gammahalf(w, c, khalf, keep, z):
     return x * c[1]
 
 
-def _mt_proposal(z, wu, d, cc):
-    """One Marsaglia-Tsang proposal from a standard normal z and a word: ``(d V, accepted)``."""
-    t = 1.0 + cc * z
+def _mt_proposal(t, u, d, cc, c2=None):
+    """One Marsaglia-Tsang proposal from ``t = 1 + cc z`` (z a standard normal) and its acceptance uniform u:
+    ``(value, accepted)``.
+
+    ``A = z^2/2 + d - dV + d log V <= 0`` (``V = t^3``) is the log of the acceptance probability, evaluated
+    from t alone (``z^2/2 = 4.5 d (t - 1)^2``, as ``cc^2 = 1/(9d)``), so that an engine materialises one value
+    per proposal (t) and not both z and t. Without a boost (``c2`` None) the proposal is accepted iff
+    ``u < exp(A)`` (one log and one exp) and the value is ``dV ~ Gamma(a')``. With a boost (``c2 = 1/a``
+    for a shape a < 1, 0 for a >= 1 in a mixed spec) the test is ``log u < A`` and the value is
+    ``dV (u e^-A)^c2`` (one log more, no other uniform): given acceptance and z, u is uniform on (0, e^A), so
+    ``u e^-A`` is a uniform independent of dV (the acceptance uniform recycled) and
+    ``dV (u e^-A)^(1/a) ~ Gamma(a + 1) Beta(a, 1) = Gamma(a)``.
+    """
     pos = t > 0.0
     ts = jnp.where(pos, t, 1.0)
     v = ts * ts * ts
-    # log U < z^2/2 + d - dV + d log V, written U < exp(...): one log and one exp instead of two logs
-    ok = pos & (rng.uniform(wu) < jnp.exp(0.5 * z * z + d - d * v + 3.0 * d * log(ts)))
-    return d * v, ok
+    h = ts - 1.0
+    A = 4.5 * d * (h * h) + d - d * v + 3.0 * d * log(ts)
+    if c2 is None:
+        return d * v, pos & (u < jnp.exp(A))
+    L = log(u)
+    return d * v * jnp.exp((L - A) * c2), pos & (L < A)
 
 
 def _gamma_z(wz, keep):
@@ -435,30 +449,33 @@ def _gamma_z(wz, keep):
 
 
 def _gamma(w, c, proposals, boost, keep=_identity, z=None):
-    """First accepted of ``proposals`` Marsaglia-Tsang proposals: ``(Gamma(a') part, accepted, factor)``.
+    """First accepted of ``proposals`` Marsaglia-Tsang proposals: ``(value part, accepted, factor)``.
 
     Proposal j takes words ``4j`` (its normal, for j >= 1: proposal 0's is ``z``, the slot's normal) and
-    ``4j + 2`` (its acceptance uniform), each the first word of a block; the boost uniform (a < 1) is word
-    ``4P``. The value is ``part * factor``, final when accepted; otherwise :func:`_gamma_fallback` replaces
-    the part.
+    ``4j + 2`` (its acceptance uniform: one word; with a boost the 52-bit uniform of words ``4j + 2, 4j + 3``,
+    whose recycled part is the boost, see :func:`_mt_proposal`), each the first word of a block. The value is
+    ``part * factor`` (``factor = 1/a``, the unit mean), final when accepted; otherwise
+    :func:`_gamma_fallback` replaces the part.
     """
     d, cc = c[0], c[1]
 
-    def normal(j):
-        return keep(z) if j == 0 and z is not None else _gamma_z(w[4 * j], keep)
+    def proposal_t(j):  # t = 1 + cc z of proposal j, materialised (read by log t and by the test)
+        return keep(1.0 + cc * (z if j == 0 and z is not None else _gamma_z(w[4 * j], keep)))
 
-    y, ok = _mt_proposal(normal(proposals - 1), w[4 * proposals - 2], d, cc)
+    def acc(j):
+        # with a boost the uniform feeds a logarithm: materialised, so that its block is computed once
+        return keep(rng.uniform52(w[4 * j + 2], w[4 * j + 3])) if boost else rng.uniform(w[4 * j + 2])
+
+    c2 = c[2] if boost else None
+    y, ok = _mt_proposal(proposal_t(proposals - 1), acc(proposals - 1), d, cc, c2)
     for j in range(proposals - 2, -1, -1):  # the earliest accepted proposal wins
-        yj, okj = _mt_proposal(normal(j), w[4 * j + 2], d, cc)
+        yj, okj = _mt_proposal(proposal_t(j), acc(j), d, cc, c2)
         y = jnp.where(okj, yj, y)
         ok = okj | ok
-    factor = c[3]
-    if boost:  # Gamma(a) = Gamma(a + 1) U^(1/a); c2 = 0 for a >= 1, so the factor is exactly 1 there
-        factor = factor * jnp.exp(c[2] * log(keep(rng.uniform(w[4 * proposals]))))
-    return y, ok, factor
+    return y, ok, c[3]
 
 
-def _gamma_fallback(ys, oks, cs, key, counter, first_block):
+def _gamma_fallback(ys, oks, cs, key, counter, first_block, boost=False):
     """Exact completion: further proposals, one block (two words) per pending slot per round.
 
     Round m gives slot j block ``first_block + m r + j`` of the same draw (its two words: the normal and
@@ -480,7 +497,8 @@ def _gamma_fallback(ys, oks, cs, key, counter, first_block):
         for j in range(r):
             b = (first_block + j + m * r).astype(_U32)
             wz, wu = rng.threefry2x32(k0, k1, c0, chi + b)
-            yj, okj = _mt_proposal(ndtri(rng.uniform(wz), far=False), wu, cs[j][0], cs[j][1])
+            tj = 1.0 + cs[j][1] * ndtri(rng.uniform(wz), far=False)
+            yj, okj = _mt_proposal(tj, rng.uniform(wu), cs[j][0], cs[j][1], cs[j][2] if boost else None)
             take = jnp.logical_not(ok[j]) & okj
             y[j] = jnp.where(take, yj, y[j])
             ok[j] = ok[j] | okj
@@ -604,7 +622,13 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
     if "lognormal" in M:
         expc["lognormal"] = c[0] * z + c[1]
     if "gamma" in M:
-        expc["gamma"] = 0.5 * z * z + d - d * v + 3.0 * d * L
+        # proposal 0's log acceptance probability, as in _mt_proposal
+        A = 4.5 * d * ((ts - 1.0) * (ts - 1.0)) + d - d * v + 3.0 * d * L
+        if spec.boost:  # log-form test with the 52-bit acceptance uniform, recycled as the boost (_mt_proposal)
+            Lu = log(keep(rng.uniform52(w[2], w[3])))
+            expc["gamma"] = (Lu - A) * c[2]
+        else:
+            expc["gamma"] = A
     E = jnp.exp(sel(expc)) if expc else None
     g = None
     for m in M:
@@ -621,14 +645,15 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         elif m == "deterministic":
             vals[m] = jnp.ones((), jnp.float64)
         elif m == "gamma":
-            y, ok = d * v, pos & (rng.uniform(w[2]) < E)  # proposal 0, as in _mt_proposal
+            if spec.boost:  # proposal 0, as in _mt_proposal
+                y, ok = d * v * E, pos & (Lu < A)
+            else:
+                y, ok = d * v, pos & (rng.uniform(w[2]) < E)
             if spec.proposals > 1:
-                y1, ok1, _ = _gamma(w[4:], c, spec.proposals - 1, False, keep)  # proposals 1 .. P-1
+                y1, ok1, _ = _gamma(w[4:], c, spec.proposals - 1, spec.boost, keep)  # proposals 1 .. P-1
                 y = jnp.where(ok, y, y1)
                 ok = ok | ok1
             fac = c[3]
-            if spec.boost:
-                fac = fac * jnp.exp(c[2] * log(keep(rng.uniform(w[4 * spec.proposals]))))
             vals[m] = y * fac
             g = [y, ok | jnp.logical_not(is_m["gamma"]), fac, c, is_m["gamma"]]  # other families never pend
     return sel(vals), g
@@ -658,7 +683,7 @@ def sample(words, spec: Spec, table: dict, idx, key=None, counter=None) -> jax.A
         r = len(slots)
         first_block = (r * words_needed(spec) + 1) // 2
         ys = _gamma_fallback([g[0] for _, g in slots], [g[1] for _, g in slots], [g[3] for _, g in slots],
-                             key, counter, first_block)
+                             key, counter, first_block, spec.boost)
         for j, (_, g) in enumerate(slots):
             out[j] = jnp.where(g[4], ys[j] * g[2], out[j])
     return jnp.stack(out)

@@ -129,7 +129,7 @@ def test_words_needed():
     assert wn(Dist("lognormal", 2.0)) == 2  # the normal block
     assert wn(Dist("deterministic", 0.0)) == 0
     assert wn(Dist("gamma", 0.7)) == 4 * sampling.DEFAULT_PROPOSALS + 2  # shape 1.43: no boost words
-    assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 4  # shape 1/3: a boost block
+    assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 2  # shape 1/3: the boost recycles the acceptance uniform
     assert wn(Dist("gamma", 0.5)) == 2  # shape 2: Erlang-2
     assert wn(Dist("gamma", 2.0)) == 2  # shape 1/2: the normal block
     assert wn(Dist("gamma", 2 / 7)) == 6  # shape 3.5: U_1 .. U_3 (a block and a half), the normal block
@@ -263,6 +263,63 @@ def test_sample_or_void_accepted_values_are_exact():
     assert abs(ok.mean() - q) <= 4 * math.sqrt(q * (1 - q) / COUNT)  # only the gamma slot voids
     _check_law(v[:, 0], dists[0])
     _check_law(v[:, 1], dists[1])
+
+
+@pytest.mark.parametrize("shape", [0.2, 1 / 3, 0.7, 1.43, 3.3], ids=lambda a: f"shape{a:.3g}")
+def test_general_gamma_shapes_are_exact_in_both_forms(shape):
+    """Marsaglia-Tsang at a general shape (for a < 1 at a + 1, boosted by the recycled acceptance uniform
+    ``(u e^-A)^(1/a)``): the self-contained sampler (P = 4 and the exact fallback) and the engine's form (P = 1,
+    two slots of one draw, materialised as the engine does, rejected slots NaN) both follow
+    ``scipy.stats.gamma(a, scale=1/a)`` (mean, SCV, KS); each slot is rejected at the Marsaglia-Tsang rate, and the
+    two slots' accepted values are independent."""
+    d = Dist("gamma", 1.0 / shape)
+    law = stats.gamma(shape, scale=1.0 / shape)
+    x = np.asarray(sampling.sample_dist(jax.random.PRNGKey(31), d, COUNT))
+    assert np.all(x > 0) and np.all(np.isfinite(x))
+    _check_law(x, d)
+    assert stats.kstest(x, law.cdf).pvalue > 1e-4
+    spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(37)
+    assert spec.boost == (shape < 1)
+    W = 2 * sampling.words_needed(spec)
+    v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(
+        rng.words(key, c, W), spec, table, jnp.zeros(2, jnp.int32), lambda y: y / 1.0))))(
+        jnp.arange(COUNT, dtype=jnp.uint32)))
+    q = _mt_acceptance(shape + 1 if shape < 1 else shape)
+    for j in range(2):
+        acc = ~np.isnan(v[:, j])
+        assert abs(acc.mean() - q) <= 4 * math.sqrt(q * (1 - q) / COUNT)
+        assert np.all(v[acc, j] > 0) and np.all(np.isfinite(v[acc, j]))
+        _check_law(v[acc, j], d)
+        assert stats.kstest(v[acc, j], law.cdf).pvalue > 1e-4
+    both = ~np.isnan(v).any(axis=1)
+    for f in (lambda y: y, np.log):
+        assert abs(np.corrcoef(f(v[both, 0]), f(v[both, 1]))[0, 1]) <= 4 / math.sqrt(both.sum())
+
+
+def test_boost_recycles_the_acceptance_uniform():
+    """Shape < 1: the value is ``dV (u e^-A)^(1/a) / a`` with u the 52-bit acceptance uniform, no other word:
+    the recycled uniform ``(a y / dV)^a`` of the accepted proposals is uniform and independent of dV."""
+    shape = 1 / 3
+    d = Dist("gamma", 1.0 / shape)
+    spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(41)
+    assert sampling.words_needed(spec) == 6  # 4 proposal words and the normal block: no boost words
+    dd = shape + 1 - 1 / 3
+    cc = 1 / math.sqrt(9 * dd)
+
+    def one(c):
+        w = rng.words(key, c, sampling.words_needed(spec))
+        z = sampling.ndtri(rng.uniform52(w[4], w[5]))  # a slot without a partner: the quantile of its block
+        v, ok = sampling.sample_or_void(w, spec, table, jnp.zeros(1, jnp.int32))
+        return v[0], ok, z
+
+    y, ok, z = (np.asarray(a) for a in jax.jit(jax.vmap(one))(jnp.arange(COUNT, dtype=jnp.uint32)))
+    t = 1 + cc * z
+    assert np.all(t[ok] > 0)
+    dv = dd * t[ok] ** 3
+    u = (shape * y[ok] / dv) ** shape  # the recycled uniform
+    assert np.all((u > 0) & (u < 1 + 1e-12))
+    assert stats.kstest(u, "uniform").pvalue > 1e-4
+    assert abs(np.corrcoef(u, dv)[0, 1]) <= 4 / math.sqrt(ok.sum())
 
 
 def test_too_few_words_fail_loudly():

@@ -311,6 +311,7 @@ def _step(s: State, p: Params, spec, debug, cv=False):
     ok = None  # None: no gamma-method stream, no event is ever void
     if "gamma" in espec.methods:  # void the event when a slot it uses was rejected (NaN)
         ok = (~jnp.isnan(v0) | ~used0) & (~jnp.isnan(v1) | ~used1)
+        ok = keep(ok.astype(f64)) > 0.5  # materialised: every new state field reads it
 
     ta0 = _sel(arr0, t1 + v0 * p.inv_lam[0], s.ta0)
     ta1 = _sel(arr1, t1 + v0 * p.inv_lam[1], s.ta1)
