@@ -60,11 +60,11 @@ def test_matches_exact_ctmc(systems, name, policy, rule, mode_of):
     sy = systems[name]
     an = analyze(sy)
     mode = an.active if mode_of == "active" else mode_of
-    theta = theta_level(N, 5 / 12)
+    theta = theta_level(N, DEFAULT_THETA_EXPONENT)
     exact = _exact(sy, mode, rule, theta)
     r = _sim(sy, policy)
     assert r["policy"] == (an.policy if policy == "auto" else policy)
-    assert theta == 4 and r["theta"] == (None if rule == "P" else theta)
+    assert theta == 3 and r["theta"] == (None if rule == "P" else theta)
     assert r["truncation_bound"] < 0.1 * r.stderr
     assert abs(r["J_hat"] - exact) <= 4 * r.stderr
     assert r.stderr < 0.02 * exact
@@ -91,7 +91,7 @@ def test_switching_policies_match_exact_ctmc(systems, name, policy, rules, sampl
     sy = systems[name]
     lo = analyze(sy).active
     ex = exact_ctmc.discounted_cost(
-        sy, N, lo, rules[0], theta=4, cap=30, higher=1 - lo, rule_higher=rules[1], sampling=sampling, switch_at=0.5
+        sy, N, lo, rules[0], theta=theta_level(N, DEFAULT_THETA_EXPONENT), cap=30, higher=1 - lo, rule_higher=rules[1], sampling=sampling, switch_at=0.5
     )
     assert ex["truncation_change"] < 1e-4
     r = simulate(sy, N, REPS, policy=policy, seed=3, switch_at=0.5, horizon=T, record_times=(0.0, 1.0, T), debug=True)
@@ -181,7 +181,8 @@ def test_cli_done_when(systems, capsys, engine):
     """`jaxq simulate` at n = 16, 4000 replications: within 4 stderr of the exact value, stderr < 2%."""
     for name, rule in (("pss_P", "P"), ("pss_T2", "T2")):
         sy = systems[name]
-        exact = _exact(sy, analyze(sy).active, rule, theta=4)
+        theta = theta_level(16, DEFAULT_THETA_EXPONENT)  # 3
+        exact = _exact(sy, analyze(sy).active, rule, theta=theta)
         argv = ["simulate", str(path(name)), "--n", "16", "--reps", str(REPS), "--json", "--seed", "2", "--engine", engine]
         assert main(argv) == 0
         r = json.loads(capsys.readouterr().out)
@@ -190,7 +191,7 @@ def test_cli_done_when(systems, capsys, engine):
             assert k in r
         for k in ("truncation_bound", "events", "wall_s", "events_per_s"):
             assert k in r
-        assert r["theta"] == (None if rule == "P" else 4)
+        assert r["theta"] == (None if rule == "P" else theta)
         assert abs(r["J_hat"] - exact) <= 4 * r["stderr"] and r["stderr"] < 0.02 * exact
 
 
