@@ -10,6 +10,7 @@ layer over these functions. Arrays are indexed as the papers index them (class i
 >>> r = jaxq.simulate(system, n=400, reps=256)        # J_n under Theorem 2.11's policy
 >>> r.value, r.stderr, r.ci95, r.events_per_s
 >>> s = jaxq.simulate_sde(system, paths=20_000)       # V_WCP(0) by the skew-exact scheme
+>>> jaxq.threshold_term("pss_T2T1", n=10**6)          # the threshold's share of J_n - V0 (0 for P, PP)
 >>> net = jaxq.load("network_N")
 >>> jaxq.analyze(net).spare_capacity                  # seed 001's rho
 >>> jaxq.simulate(net, n=100, policy="lap")["mean_queue"]
@@ -59,6 +60,24 @@ def analyze(system, basis_pool: int | None = None):
     from jaxq.diffusion.workload import analyze as analyze_pss
 
     return analyze_pss(_pss(system))
+
+
+def threshold_term(system, n: float, theta_exponent: float | None = None) -> float | None:
+    """``Delta_n``: the part of ``J_n - V0`` that the threshold of Theorem 2.11's policy costs in the n-th
+    system (0 for P and PP; :mod:`jaxq.diffusion.threshold`), with ``Theta_n = ceil(n^a)`` (2.29) and ``a`` the
+    simulator's default exponent unless given; None where the formula does not apply (the held jobs reach the
+    switching level z*). ``J_n - V0 - Delta_n`` is what the diffusion approximation itself leaves; the
+    convergence study reports both."""
+    import math
+
+    from jaxq.diffusion.threshold import threshold_term as term
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, setup
+
+    system = _pss(system)
+    an = analyze(system)
+    a = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
+    st = setup(system, n, theta_exponent=a, analysis=an)  # validates n and a (one-line InputErrors)
+    return term(an, st.policy, (st.theta or 0) / math.sqrt(n))
 
 
 def simulate(system, n: float, reps: int | None = None, *, policy: str | None = None, engine: str = "auto",

@@ -18,6 +18,10 @@ the rule that governs the lower mode (where the workload reflects) decides how t
 
       J ~ h_q alpha_q E int_0^inf e^{-gamma t} Z^s_t dt + h_p Theta_hat / gamma
 
+Both hold while the held jobs stay below the switching level, ``Theta_hat / alpha_p < z*`` (dual-mode
+policies): at or above it the held queue alone moves the workload into the higher mode, which neither formula
+models, and ``threshold_term`` returns None (measured: T2T1 at a = 0.46 is then far from V0, README).
+
 ``threshold_term`` returns ``Delta_n = J - V0`` of these formulas; ``J_n - V0 - Delta_n`` is what is left
 for the diffusion approximation itself (it shrinks like n^-1/2 in the convergence studies, README).
 Both are discounted costs of a reflected diffusion with piecewise-constant coefficients and a continuous
@@ -122,7 +126,8 @@ def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.
 
 def threshold_term(analysis, policy: str, theta_hat: float) -> float | None:
     """``Delta_n`` of the module docstring for the theorem's threshold policy at ``Theta_hat = Theta_n /
-    sqrt(n)``; 0 for P and PP; None for a policy other than the one Theorem 2.11 picks for the system."""
+    sqrt(n)``; 0 for P and PP; None for a policy other than the one Theorem 2.11 picks for the system, and
+    for a dual-mode policy whose held jobs reach the switching level (``Theta_hat / alpha_p >= z*``)."""
     an = analysis
     if policy != an.policy:
         return None
@@ -133,10 +138,10 @@ def threshold_term(analysis, policy: str, theta_hat: float) -> float | None:
     bL, sL, bH, sH = an.mode_coefficients()
     levels, b, s = ((), [bL], [sL]) if an.case == "single" else ((an.z_star,), [bL, bH], [sL, sH])
     th = float(theta_hat)
+    if an.case != "single" and th / alpha[p] >= an.z_star:
+        return None
     if policy == "T1T2":  # the workload reflects at Theta_hat / alpha_p; Z^s switches at z* - Theta_hat / alpha_p
-        shifted = an.z_star - th / alpha[p]
-        lv, bb, ss = ((shifted,), b, s) if shifted > 0 else ((), [bH], [sH])
-        J = h[q] * alpha[q] * discounted_cost([1.0], [], g, bb, ss, lv) + h[p] * th / g
+        J = h[q] * alpha[q] * discounted_cost([1.0], [], g, b, s, (an.z_star - th / alpha[p],)) + h[p] * th / g
         return float(J - an.V0)
     held = discounted_cost([alpha[p], 0.0], [th / alpha[p]], g, b, s, levels)  # E int e^{-gt} min(th, a_p Z)
     return float((h[p] - h[q] * alpha[q] / alpha[p]) * held)

@@ -180,12 +180,13 @@ def aggregate_convergence(exp, pts, records):
                "V0": rs[0]["V0"], "V0_fit": fit["L"], "V0_fit_stderr": fit["L_stderr"], "fit_C": fit["C"],
                "fit_rate": -fit["r"], "fit_rate_stderr": fit["r_stderr"], "fit_chi2": fit["chi2"], "fit_dof": fit["dof"]}
         row["threshold_rate"] = a - 0.5 if rs[0]["theta"] is not None else None  # Theta_n/sqrt(n) = n^(a - 1/2)
-        thr = [r["threshold_term"] for r in rs]
-        if rs[0]["theta"] is not None and all(t is not None and t != 0 for t in thr):
-            res = [r["residual"] for r in rs]
-            r_rate, r_se, r_C = loglog_rate(n, np.abs(res), [r["J_hat_stderr"] for r in rs])
-            row.update(threshold_term_at_n_max=thr[-1], residual_at_n_max=res[-1], residual_rate=r_rate,
-                       residual_rate_stderr=r_se, residual_C=r_C)
+        # the residual after the threshold term, where the limit defines the term (Theta_hat below z*)
+        held = [r for r in rs if r["threshold_term"] is not None and r["threshold_term"] != 0]
+        if rs[0]["theta"] is not None and len(held) >= 3 and held[-1] is rs[-1]:
+            r_rate, r_se, r_C = loglog_rate([r["n"] for r in held], np.abs([r["residual"] for r in held]),
+                                            [r["J_hat_stderr"] for r in held])
+            row.update(threshold_term_at_n_max=rs[-1]["threshold_term"], residual_at_n_max=rs[-1]["residual"],
+                       residual_rate=r_rate, residual_rate_stderr=r_se, residual_C=r_C, residual_n_min=held[0]["n"])
         row["verdict"] = verdict(row)
         fits.append(row)
     return {"summary": rows, "fits": fits}
@@ -242,9 +243,10 @@ def _threshold_verdict(f: dict) -> str:
             f"(-> 0 like n^({thr:.3f})); residual J_n - V0 - Delta_n = {res:.3g} +- {gse:.2g}")
     if abs(res) <= 2 * gse:
         return f"{head}: within 2 s.e. of 0, consistent with J_n -> V0 through the threshold term"
+    since = "" if f["residual_n_min"] == f["n_min"] else f" from n = {f['residual_n_min']:g} (Theta_hat < z*)"
     if np.isfinite(rr) and rr + 2 * (rse if np.isfinite(rse) else 0.0) < 0:
-        return (f"{head}, shrinking like n^({rr:.3f} +- {rse:.3f}): consistent with J_n -> V0, at the slow rate "
-                "of the threshold term")
+        return (f"{head}, shrinking like n^({rr:.3f} +- {rse:.3f}){since}: consistent with J_n -> V0, at the slow "
+                "rate of the threshold term")
     return f"{head}: the residual does not shrink at these n, so J_n - V0 is not explained by the threshold term"
 
 
@@ -288,10 +290,11 @@ def figure_convergence(exp, pts, records, tables, out):
         if fit["rate"] is not None:
             ax.plot(n, fit["C"] * n ** fit["rate"], "-", color=line[0].get_color(), lw=1)
         if fit.get("residual_rate") is not None:  # a threshold policy: the gap less the limit's threshold term
-            res = np.abs([r["residual"] for r in rs])
-            ax.errorbar(n, res, yerr=1.96 * se, fmt="s", mfc="none", ms=4, capsize=2, color=line[0].get_color(),
-                        label=f"  minus threshold term: rate {fit['residual_rate']:.2f}")
-            ax.plot(n, fit["residual_C"] * n ** fit["residual_rate"], ":", color=line[0].get_color(), lw=1)
+            keep = np.array([r["residual"] is not None for r in rs])
+            res = np.abs([r["residual"] for r in rs if r["residual"] is not None])
+            ax.errorbar(n[keep], res, yerr=1.96 * se[keep], fmt="s", mfc="none", ms=4, capsize=2,
+                        color=line[0].get_color(), label=f"  minus threshold term: rate {fit['residual_rate']:.2f}")
+            ax.plot(n[keep], fit["residual_C"] * n[keep] ** fit["residual_rate"], ":", color=line[0].get_color(), lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n")

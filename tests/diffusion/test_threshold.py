@@ -86,3 +86,20 @@ def test_threshold_terms_of_the_bundled_cases():
     assert terms["T2T1"] == pytest.approx(0.2795, abs=1e-4)
     assert terms["T1T2"] == pytest.approx(1.2688, abs=1e-4)
     assert terms["T2"] == pytest.approx(0.2134, abs=1e-4)
+
+
+def test_beyond_the_switching_level_and_the_public_api():
+    import jaxq
+
+    an = analyze(load(path("pss_T2T1")))
+    assert threshold_term(an, "T2T1", 0.99 * an.z_star) is not None
+    assert threshold_term(an, "T2T1", an.z_star) is None  # the held jobs alone reach z*: not modelled
+    assert jaxq.threshold_term("pss_T2T1", 10**6, theta_exponent=5 / 12) == pytest.approx(0.2795, abs=1e-4)
+    assert jaxq.threshold_term("pss_P", 100) == 0.0
+    # the default exponent: Theta_n = ceil(n^0.34) = 51 at n = 10^5
+    assert jaxq.threshold_term("pss_T2", 1e5) == pytest.approx(threshold_term(analyze(load(path("pss_T2"))), "T2",
+                                                                              51 / math.sqrt(1e5)))
+    with pytest.raises(jaxq.InputError, match="^n: "):
+        jaxq.threshold_term("pss_T2", 0.5)
+    with pytest.raises(jaxq.InputError, match="system.kind"):
+        jaxq.threshold_term("network_N", 100)
