@@ -166,7 +166,8 @@ def _adopt_chunks(exp: Experiment, out: Path) -> int:
     recomputed. A valid chunk that no task wants but whose place a task needs is copied to ``chunks/kept/``
     (named by its digest) before it is recomputed over, so that going back to the earlier grid recomputes
     nothing.
-    Files are staged through ``chunks/.adopt`` so that no chunk overwrites one still to be moved.
+    Files are staged through ``chunks/.adopt`` (named by digest) so that no chunk overwrites one still to be
+    moved; a resume after a kill during the moves finds the staged files there.
     Returns the number of files moved."""
     chunks = out / storage.CHUNKS
     digests = chunk_digests(exp)
@@ -175,13 +176,14 @@ def _adopt_chunks(exp: Experiment, out: Path) -> int:
         wanted.setdefault(d, []).append(storage.chunk_path(out, i, c))
     places = {storage.chunk_path(out, i, c) for i, c in digests}
     moves = []
-    for f in sorted(chunks.glob("p*/c*.npz")) + sorted(chunks.glob("kept/*.npz")):
+    staged_before = sorted(chunks.glob(".adopt/*.npz"))  # left by an adoption that was killed half-way
+    for f in sorted(chunks.glob("p*/c*.npz")) + sorted(chunks.glob("kept/*.npz")) + staged_before:
         d = storage.chunk_meta(f).get("digest")
         if not isinstance(d, str):
             continue  # damaged: recomputed over where a task needs its place
         targets = wanted.get(d, [])
         if targets and f not in targets:
-            moves.append((f, targets))
+            moves.append((f, d, targets))
         elif not targets and f in places and not (keep := chunks / "kept" / f"{d[:32]}.npz").exists():
             keep.parent.mkdir(exist_ok=True)  # a copy: the file itself is recomputed over (and noted) as before
             storage.atomic_write(keep, f.read_bytes())
@@ -189,18 +191,19 @@ def _adopt_chunks(exp: Experiment, out: Path) -> int:
         return 0
     stage = chunks / ".adopt"
     stage.mkdir(exist_ok=True)
-    staged = []
-    for k, (f, targets) in enumerate(moves):
-        tmp = stage / f"{k:08d}.npz"
+    staged = {}
+    for f, d, targets in moves:  # named by digest: a rerun after a kill finds them (and a name is never reused)
+        tmp = stage / f"{d}.npz"
         os.replace(f, tmp)
-        staged.append((tmp, targets))
-    for tmp, targets in staged:
+        staged[tmp] = targets
+    for tmp, targets in staged.items():
         for t in targets[1:]:  # the same point twice in one grid: each place gets a copy
             t.parent.mkdir(parents=True, exist_ok=True)
             storage.atomic_write(t, tmp.read_bytes())
         targets[0].parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp, targets[0])
-    stage.rmdir()
+    with contextlib.suppress(OSError):  # files of other runs left in the stage: keep the folder
+        stage.rmdir()
     return len(moves)
 
 

@@ -132,6 +132,14 @@ def test_a_grown_experiment_resumes_with_the_shared_points_chunks(reference, tmp
     runner.run(grown, fresh, progress=False)
     assert read(out, "records.csv") == read(fresh, "records.csv")
     assert read(out, "summary.csv") == read(fresh, "summary.csv")
+    # an adoption killed half-way leaves chunks in chunks/.adopt: the next resume still finds them
+    stage = out / "chunks" / ".adopt"
+    stage.mkdir()
+    moved = sorted((out / "chunks").glob("p*/c*.npz"))[:2]
+    for k, f in enumerate(moved):
+        os.replace(f, stage / f"left-{k}.npz")
+    rec = runner.run(grown, out, resume=True, progress=False)
+    assert rec["chunks_computed_this_session"] == 0 and read(out, "records.csv") == read(fresh, "records.csv")
     # and back: the original grid resumes from the grown folder without computing anything
     rec = runner.run(tiny(), out, resume=True, progress=False)
     assert rec["chunks_computed_this_session"] == 0 and read(out, "records.csv") == read(out_ref, "records.csv")
