@@ -97,15 +97,16 @@ def control_columns(controls) -> dict[str, np.ndarray]:
 
 
 def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), devices=None,
-              cv=True) -> dict[str, np.ndarray]:
-    """Per-path records of the WCP's reflected SDE Z (skew-exact scheme) started at 0.
+              cv=True, switch_at: float | None = None) -> dict[str, np.ndarray]:
+    """Per-path records of the WCP's reflected SDE Z (skew-exact scheme) started at 0, switching modes at
+    ``switch_at`` (default z*).
 
     Returns:
       dict of (count,) arrays: ``V`` (``int_0^T exp(-gamma t) Z dt``, workload units), ``Z@t`` for each
       time t, ``events`` (steps per path).
     """
     system, an = system_and_analysis(path)
-    params, _ = wcp_coefficients(an)  # (2.25): lower mode below z*, higher above
+    params, _ = wcp_coefficients(an, switch_at)  # (2.25): lower mode below z*, higher above
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     value = value_of(params, system.gamma) if cv else None
     r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, dt, horizon, count, seed, times=times,

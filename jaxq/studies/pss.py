@@ -52,6 +52,9 @@ class CollapseGrid(Grid):
 
 class WeakGrid(Grid):
     times: Annotated[list[PosFloat], Field(min_length=1)] = [2.0]
+    # T1T2: also compare W_hat - Theta_hat/alpha_p with the SDE switching at z* - Theta_hat/alpha_p (the T1 rule
+    # makes the workload reflect at Theta_hat/alpha_p: jaxq.diffusion.threshold); one SDE reference per n
+    shifted: bool = True
     sde_paths: Annotated[int, Field(ge=2)] = 20000
     sde_chunk: Annotated[int, Field(ge=1)] = 5000
     sde_dt: PosFloat = 1e-3
@@ -108,10 +111,23 @@ def points(exp) -> list[dict]:
                     if lockstep and system.exponential and g.horizon is None:
                         pt["driver"] = "uniformized"
                     out.append(pt)
+                    if isinstance(g, WeakGrid) and g.shifted and an.policy == "T1T2":
+                        out += _shifted_reference(g, pt, check(pol, n, a), an)
         if isinstance(g, WeakGrid):
             out.append({"system": s.label, "engine": "sde", "policy": "auto", "n": None, "reps": g.sde_paths,
                         "chunk": g.sde_chunk})
     return out
+
+
+def _shifted_reference(g, pt, st, an) -> list[dict]:
+    """The SDE reference of a T1T2 point for the shifted comparison (WeakGrid.shifted): the workload reflects at
+    Theta_hat / alpha_p, so Z^s switches at z* - Theta_hat / alpha_p (none once Theta_hat / alpha_p >= z*)."""
+    shift = st.theta / math.sqrt(pt["n"]) / an.modes.alpha[an.p]
+    if shift >= an.z_star:
+        return []
+    ref = {"system": pt["system"], "engine": "sde", "policy": "auto", "n": pt["n"], "shift": shift,
+           "switch_at": an.z_star - shift, "reps": g.sde_paths, "chunk": g.sde_chunk}
+    return [{**ref, "a": pt["a"]} if "a" in pt else ref]
 
 
 def run_chunk(exp, pt, start, count, devices=None):
@@ -120,7 +136,7 @@ def run_chunk(exp, pt, start, count, devices=None):
     path = exp.system(pt["system"]).path
     if pt["engine"] == "sde":
         return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], start, count, pt["chunk"], times=g.times,
-                                 devices=devices, cv=exp.cv)
+                                 devices=devices, cv=exp.cv, switch_at=pt.get("switch_at"))
     return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], start, count, pt["chunk"], horizon=_horizon(exp),
                              record_times=g.times, theta_exponent=_exponent(exp, pt), devices=devices, cv=exp.cv,
                              engine=pt.get("driver", "event"))
@@ -306,25 +322,39 @@ def figure_convergence(exp, pts, records, tables, out):
 
 # ------------------------------------------------------------------------------------------- weak
 def aggregate_weak(exp, pts, records):
-    ref = {(pt["system"], pt["seed"]): rec for pt, rec in zip(pts, records) if pt["engine"] == "sde"}
+    ref = {(pt["system"], pt["seed"], pt["n"], pt.get("a")): (pt, rec) for pt, rec in zip(pts, records)
+           if pt["engine"] == "sde"}
     rows = []
     for i, (pt, rec) in enumerate(zip(pts, records)):
         if pt["engine"] != "pss":
             continue
-        z = ref[(pt["system"], pt["seed"])]
+        z = ref[(pt["system"], pt["seed"], None, None)][1]
+        shifted = ref.get((pt["system"], pt["seed"], pt["n"], pt.get("a")))  # T1T2: (W_hat - shift) against Z^s
         for t in exp.grid.times:
             w, zt = rec[f"W_hat@{t:g}"], z[f"Z@{t:g}"]
             d, pval = ks_distance(w, zt)
             mw, mw_se = mean_stderr(w)
             mz, mz_se = mean_stderr(zt)
-            rows.append({"point": i, "system": pt["system"], "n": pt["n"], "seed": pt["seed"], "t": t,
-                         "reps": int(w.size), "sde_paths": int(zt.size), "ks": d, "ks_pvalue": pval,
-                         "ks_noise_95": ks_noise_level(w.size, zt.size), "mean_W_hat": mw,
-                         "mean_W_hat_stderr": mw_se, "mean_Z": mz, "mean_Z_stderr": mz_se})
+            row = {"point": i, "system": pt["system"], "n": pt["n"], "seed": pt["seed"], "t": t,
+                   "reps": int(w.size), "sde_paths": int(zt.size), "ks": d, "ks_pvalue": pval,
+                   "ks_noise_95": ks_noise_level(w.size, zt.size), "mean_W_hat": mw,
+                   "mean_W_hat_stderr": mw_se, "mean_Z": mz, "mean_Z_stderr": mz_se}
+            if shifted is not None:
+                spt, srec = shifted
+                zs = srec[f"Z@{t:g}"]
+                ds, ps = ks_distance(w - spt["shift"], zs)
+                row.update(shift=spt["shift"], ks_shifted=ds, ks_shifted_pvalue=ps, mean_W_hat_shifted=mw - spt["shift"],
+                           mean_Z_shifted=mean_stderr(zs)[0])
+            rows.append(row)
     fits = []
     for (system, t, seed), rs in _groups(rows, ("system", "t", "seed")).items():
         rate, rate_se, C = loglog_rate([r["n"] for r in rs], [r["ks"] for r in rs])
-        fits.append({"system": system, "t": t, "seed": seed, "ks_rate": rate, "ks_rate_stderr": rate_se})
+        fit = {"system": system, "t": t, "seed": seed, "ks_rate": rate, "ks_rate_stderr": rate_se}
+        sh = [r for r in rs if "ks_shifted" in r]
+        if len(sh) >= 2:
+            s_rate, s_se, _ = loglog_rate([r["n"] for r in sh], [r["ks_shifted"] for r in sh])
+            fit.update(ks_shifted_rate=s_rate, ks_shifted_rate_stderr=s_se)
+        fits.append(fit)
     return {"summary": rows, "fits": fits}
 
 
@@ -336,7 +366,8 @@ def figure_weak(exp, pts, records, tables, out):
     fig, axes = figures.grid_figure(len(labels))
     qs = np.linspace(0.01, 0.99, 99)
     for ax, label in zip(axes, labels):
-        z = next(r for p, r in zip(pts, records) if p["system"] == label and p["engine"] == "sde" and p["seed"] == seed)
+        z = next(r for p, r in zip(pts, records)
+                 if p["system"] == label and p["engine"] == "sde" and p["seed"] == seed and p["n"] is None)
         zq = np.quantile(z[f"Z@{t:g}"], qs)
         for p, r in zip(pts, records):
             if p["system"] == label and p["engine"] == "pss" and p["seed"] == seed:
@@ -351,7 +382,11 @@ def figure_weak(exp, pts, records, tables, out):
     for (system, tt, s), rs in _groups(rows, ("system", "t", "seed")).items():
         if tt != t or s != seed:
             continue
-        ax.plot([r["n"] for r in rs], [r["ks"] for r in rs], "o-", ms=4, label=system)
+        line = ax.plot([r["n"] for r in rs], [r["ks"] for r in rs], "o-", ms=4, label=system)
+        sh = [r for r in rs if "ks_shifted" in r]
+        if sh:
+            ax.plot([r["n"] for r in sh], [r["ks_shifted"] for r in sh], "s--", mfc="none", ms=4,
+                    color=line[0].get_color(), label=f"{system}: " + r"$\hat W^n - \hat\Theta_n/\alpha_p$ vs $Z^s$")
     noise = [r["ks_noise_95"] for r in rows if r["t"] == t]
     ax.axhline(max(noise), color="gray", ls=":", lw=1, label="95% sampling noise")
     ax.set_xscale("log")
@@ -456,7 +491,7 @@ def figure_policies(exp, pts, records, tables, out):
 
 
 # [grid] keys that only list the points: a resumed run may change them and keeps the shared points' chunks
-ENUMERATION = ("n", "policies", "theta_exponents", "replications_at")
+ENUMERATION = ("n", "policies", "theta_exponents", "replications_at", "shifted")
 register(Study("convergence", "J_n against n with the lower bound V0 (Theorem 2.11)", Grid, points, run_chunk,
                aggregate_convergence, figure_convergence, enumeration_keys=ENUMERATION))
 register(Study("weak", "law of W_hat^n(t) against the controlled reflected SDE Z(t)", WeakGrid, points, run_chunk,

@@ -327,3 +327,32 @@ def test_controlled_estimates_are_fitted_and_do_not_depend_on_chunks(tmp_path):
     for r in rows:
         assert float(r["variance_reduction"]) > 1.0 and float(r["J_hat_stderr"]) < float(r["J_plain_stderr"]), r
         assert abs(float(r["J_hat"]) - float(r["J_plain"])) <= 4 * float(r["J_plain_stderr"])
+
+
+def test_weak_study_compares_t1t2_with_the_shifted_limit(tmp_path):
+    """Under T1T2 the workload reflects at Theta_hat / alpha_p: the weak study adds, per n, an SDE reference that
+    switches at z* - Theta_hat / alpha_p and the KS distance of W_hat - Theta_hat / alpha_p to it."""
+    import math
+
+    from jaxq.diffusion.workload import analyze
+    from jaxq.examples import path
+    from jaxq.model import load
+    from jaxq.policies.pss2x2 import theta_level
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
+
+    exp = ex.from_dict(tomllib.loads(WEAK_TINY.replace('system = "pss_PP"', 'systems = ["pss_PP", "pss_T1T2"]')),
+                       Path("/tmp/w.toml"))
+    an = analyze(load(path("pss_T1T2")))
+    shift = theta_level(9, DEFAULT_THETA_EXPONENT) / 3 / an.modes.alpha[an.p]
+    refs = [p for p in exp.points if p["engine"] == "sde" and p["n"] is not None]
+    assert len(refs) == 1 and refs[0]["system"] == "pss_T1T2"  # PP has no threshold: no shifted reference
+    assert math.isclose(refs[0]["shift"], shift) and math.isclose(refs[0]["switch_at"], an.z_star - shift)
+    rec = runner.run(exp, tmp_path / "w", progress=False)
+    rows = {r["system"]: r for r in rec["tables"]["summary"]}
+    assert "ks_shifted" not in rows["pss_PP"]
+    r = rows["pss_T1T2"]
+    assert math.isclose(r["shift"], shift) and 0 <= r["ks_shifted"] <= 1
+    assert math.isclose(r["mean_W_hat_shifted"], r["mean_W_hat"] - shift)
+    off = ex.from_dict(tomllib.loads(WEAK_TINY.replace("sde_dt = 0.05", "sde_dt = 0.05\nshifted = false")),
+                       Path("/tmp/w.toml"))
+    assert [p for p in off.points if p["engine"] == "sde" and p["n"] is not None] == []
