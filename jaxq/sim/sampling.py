@@ -66,6 +66,12 @@ Methods (all with mean 1 and SCV c) and the words one variate takes (a whole num
     With P = 1 a gamma variate costs one proposal and 2-10% of the events of an all-gamma system are
     redone.
 
+  A gamma-only spec with P = 1 (the event engines' form) takes the *paired* layout (:func:`_gamma_pairs`):
+  2 words a slot, a pair of slots one Box-Muller block (32-bit radius and angle words) and one block of
+  its two 32-bit acceptance uniforms, each block materialised once as a uint64; ``log t`` and ``log u``
+  share one division (:func:`log_pair`), the test is ``log u < A`` and the boost uses the written-out
+  :func:`exp`. Mixed specs keep the per-slot layout above.
+
 Resolution (stated, not hidden): a one-word uniform is ``U = (w + 1/2) 2^-32``, a midpoint grid of
 2^32 points in (0, 1) (:func:`jaxq.sim.rng.uniform`). ``-log U`` is then at most ``33 log 2 = 22.87``
 (the exponential tail beyond 22.18, of mass 2^-32 = 2.3e-10, is one atom) and its mean is
@@ -165,6 +171,8 @@ def words_needed(spec: Spec) -> int:
         "gamma": 4 * spec.proposals,  # per proposal j >= 1: Z; every proposal: U (52-bit with a boost: recycled)
         "gammahalf": spec.khalf + spec.khalf % 2,  # U_1 .. U_k
     }
+    if _paired_gamma(spec):
+        return 2
     return max([need[m] for m in spec.methods] + [0]) + (2 if set(spec.methods) & NORMAL_METHODS else 0)
 
 
@@ -271,23 +279,20 @@ _LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
 _U64 = jnp.uint64
 
 
-def log(x):
-    """Natural logarithm of a positive normal float64 (fdlibm's ``__ieee754_log``: error below 1 ulp).
-
-    Written out in ``jax.numpy`` because XLA:CPU's float64 ``log`` is a scalar library call: in a vmapped
-    scan at 10^3 replications it costs 8 ns an element against 1.9 ns for this one (the exponent and
-    mantissa split with integer operations, ``s = f / (2 + f)`` and a degree-14 polynomial in s, no
-    branch). Only positive normal numbers reach it here (uniforms on the midpoint grid, their products,
-    ``1 + cZ > 0``); zero, negative, subnormal, infinite or NaN inputs give meaningless results.
-    """
+def _log_split(x):
+    """fdlibm's reduction of a positive normal x: ``(f, dk, mant)`` with ``x = 2^k (1 + f)``, ``1 + f`` in
+    [sqrt(2)/2, sqrt(2)), dk = k as a float64 (integer operations only)."""
     b = lax.bitcast_convert_type(jnp.asarray(x, jnp.float64), _U64)
     mant = b & _U64(0x000FFFFFFFFFFFFF)
     i = (mant + _U64(0x95F64 << 32)) & _U64(1 << 52)  # m >= sqrt(2): halve it, k + 1
     m = lax.bitcast_convert_type(mant | (i ^ _U64(0x3FF0000000000000)), jnp.float64)  # in [sqrt(2)/2, sqrt(2))
     e = (b >> _U64(52)) + (i >> _U64(52))  # k + 1023, as a float64 below
     dk = lax.bitcast_convert_type(_U64(0x4330000000000000) | e, jnp.float64) - (4503599627370496.0 + 1023.0)
-    f = m - 1.0
-    s = f / (2.0 + f)
+    return m - 1.0, dk, mant
+
+
+def _log_finish(f, dk, mant, s):
+    """fdlibm's log from the reduction and ``s = f / (2 + f)``."""
     z = s * s
     w = z * z
     R = z * (_LG[0] + w * (_LG[2] + w * (_LG[4] + w * _LG[6]))) + w * (_LG[1] + w * (_LG[3] + w * _LG[5]))
@@ -297,6 +302,64 @@ def log(x):
     a = dk * _LN2_HI - ((hfsq - (s * (hfsq + R) + dk * _LN2_LO)) - f)
     c = dk * _LN2_HI - ((s * (f - R) - dk * _LN2_LO) - f)
     return jnp.where(big, a, c)
+
+
+def log(x):
+    """Natural logarithm of a positive normal float64 (fdlibm's ``__ieee754_log``: error below 1 ulp).
+
+    Written out in ``jax.numpy`` because XLA:CPU's float64 ``log`` is a scalar library call: in a vmapped
+    scan at 10^3 replications it costs 8 ns an element against 1.9 ns for this one (the exponent and
+    mantissa split with integer operations, ``s = f / (2 + f)`` and a degree-14 polynomial in s, no
+    branch). Only positive normal numbers reach it here (uniforms on the midpoint grid, their products,
+    ``1 + cZ > 0``); zero, negative, subnormal, infinite or NaN inputs give meaningless results.
+    """
+    f, dk, mant = _log_split(x)
+    return _log_finish(f, dk, mant, f / (2.0 + f))
+
+
+def log_pair(x, y):
+    """``(log x, log y)`` as :func:`log`, with ONE division for both: ``q = 1/((2 + f_x)(2 + f_y))``,
+    ``s_x = f_x (2 + f_y) q`` and ``s_y = f_y (2 + f_x) q``.
+
+    Two effects on XLA:CPU, both measured in the event engine: a division is one instruction fewer, and the
+    division's only user is a multiplication, so XLA fuses it into the consumer (``f / (2 + f)`` has three
+    users, and XLA then computes it in a loop of its own and recomputes its inputs in the consumer). s gets
+    two more roundings (relative error below 4 ulp instead of 1/2); s enters the result only through
+    ``s (hfsq + R)`` with ``|s| <= 0.172`` and ``hfsq + R <= 0.09``, so the result stays within 1 ulp
+    (tested against numpy beside :func:`log`).
+    """
+    fx, kx, mx = _log_split(x)
+    fy, ky, my = _log_split(y)
+    px, py = 2.0 + fx, 2.0 + fy
+    q = 1.0 / (px * py)
+    return _log_finish(fx, kx, mx, fx * py * q), _log_finish(fy, ky, my, fy * px * q)
+
+
+_EXP_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(14))
+
+
+def exp(x):
+    """``e^x`` for float64 x, written out (no library call): ``x = k ln2 + r`` with ``k = round(x / ln2)`` and
+    ``|r| <= ln2/2`` (fdlibm's two-part ln2, exact products for the k that occur), ``e^r`` by its Taylor
+    polynomial of degree 13 (truncation below 5e-18 relative), times ``2^k`` built from the exponent bits
+    (in two factors, so that results down to 2^-2044 underflow gracefully as a product would). Within 2 ulp
+    of numpy's for ``-1400 <= x <= 709`` (tested); x is clamped to that range.
+
+    XLA:CPU's float64 ``exp`` is a scalar library call per element (about 2 ns in the event engine's loops);
+    this is straight-line vector code.
+    """
+    x = jnp.asarray(x, jnp.float64)
+    x = jnp.where(x > -1400.0, jnp.where(x < 709.0, x, 709.0), -1400.0)  # selects: cheaper than clip's NaN rules
+    k = jnp.round(x * (1.0 / math.log(2.0)))
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = _EXP_TAYLOR[13]
+    for c in _EXP_TAYLOR[12::-1]:
+        p = p * r + c
+    ki = k.astype(jnp.int64)
+    k1 = ki >> 1
+    k2 = ki - k1
+    two = lambda e: lax.bitcast_convert_type(((e + 1023) << 52).astype(_U64), jnp.float64)  # noqa: E731
+    return p * two(k1) * two(k2)
 
 
 def _identity(x):
@@ -532,6 +595,8 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
         raise ValueError(f"{r} slots of this spec need {r * W} words, got {len(words)} "
                          "(sample takes rng.words(key, counter, ...); the key-based sampler is sample_with_key)")
     words = [words[i] for i in range(r * W)]
+    if _paired_gamma(spec):
+        return _gamma_pairs(words, spec, table, idx, keep, n_streams)
     normals = [None] * r
     if set(spec.methods) & NORMAL_METHODS:  # every slot's last block: its normal, from a Box-Muller pair
         nb = W - 2
@@ -551,6 +616,76 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
         else:
             v, g = _slot_single(w, c, thr, spec, keep, normals[j])
         out.append((v, g))
+    return out
+
+
+
+
+def _paired_gamma(spec: Spec) -> bool:
+    """The event form of a gamma-only spec (P = 1): slots in pairs, two blocks per pair (:func:`_gamma_pairs`)."""
+    return spec.methods == ("gamma",) and spec.proposals == 1
+
+
+def _keep_block(w0, w1, keep):
+    """A Threefry block's two words, materialised as ONE array (a uint64 divided by an opaque 1) when ``keep``
+    materialises: every consumer then reads the block instead of recomputing it (XLA:CPU makes one loop per
+    array, and a float materialisation of each word would compute the block in both loops)."""
+    if keep is _identity:
+        return w0, w1
+    one = jnp.where(keep(jnp.ones((), jnp.float64)) > 0.0, _U64(1), _U64(3))  # 1, opaque to the compiler
+    p = ((jnp.asarray(w0, _U32).astype(_U64) << _U64(32)) | jnp.asarray(w1, _U32).astype(_U64)) // one
+    return (p >> _U64(32)).astype(_U32), p.astype(_U32)
+
+
+def _mt_pair_proposal(t, u, c, boost):
+    """One Marsaglia-Tsang proposal of the paired form: as :func:`_mt_proposal`, the test always in log form
+    (``log u < A``) and ``log t``, ``log u`` from :func:`log_pair` (one division); with a boost (``c[2] = 1/a``
+    for a < 1, 0 for a >= 1) the value is ``dV exp((log u - A) c2)``, the recycled uniform ``u e^-A``; without
+    one, no exponential at all."""
+    d = c[0]
+    pos = t > 0.0
+    ts = jnp.where(pos, t, 1.0)
+    v = ts * ts * ts
+    h = ts - 1.0
+    lt, lu = log_pair(ts, u)
+    A = 4.5 * d * (h * h) + d - d * v + 3.0 * d * lt
+    ok = pos & (lu < A)
+    return (d * v * exp((lu - A) * c[2]) if boost else d * v), ok
+
+
+def _gamma_pairs(words, spec: Spec, table: dict, idx, keep, n_streams):
+    """Gamma-only slots with one proposal each (the event engines' void protocol), two blocks per PAIR of slots.
+
+    Slots j, j+1 take words ``2j .. 2j+3``: slot j's block is the Box-Muller pair's (radius ``R = sqrt(-2 log
+    U_r)`` from word 2j, angle from word 2j+1; ``z_j = R cos``, ``z_{j+1} = R sin``), slot j+1's block holds
+    the two acceptance uniforms (word 2j+2 for slot j, 2j+3 for slot j+1). Every uniform is one word,
+    ``(w + 1/2) 2^-32`` (:func:`jaxq.sim.rng.uniform`; ``R <= 6.76``). Each block is materialised once
+    (:func:`_keep_block`). A slot without a partner takes ``ndtri`` of its first word and the uniform of its
+    second. Per slot: ``t = 1 + cz``, :func:`_mt_pair_proposal`; the value is exactly Gamma(a) when accepted
+    (the two slots' normals are independent, and so are their acceptance uniforms).
+    """
+    r = int(np.shape(idx)[0])
+    boost = spec.boost
+    out = []
+
+    def slot(j, z, u):
+        eq = [idx[j] == s for s in range(n_streams)] if n_streams > 1 else [True]
+        c = [_lookup(table, f"c{i}", eq) for i in range(4)]
+        y, ok = _mt_pair_proposal(1.0 + c[1] * z, u, c, boost)
+        return y * c[3], [y, ok, c[3], c, jnp.ones((), bool)]
+
+    for j in range(0, r - 1, 2):
+        wr, wt = _keep_block(words[2 * j], words[2 * j + 1], keep)
+        wa, wb = _keep_block(words[2 * j + 2], words[2 * j + 3], keep)
+        ur = rng.uniform(wr)
+        fr, kr, mr = _log_split(ur)
+        rad = jnp.sqrt(-2.0 * _log_finish(fr, kr, mr, fr * (1.0 / (2.0 + fr))))  # the division's one user: fused
+        sn, cs = sincos2pi(rng.uniform(wt))
+        out.append(slot(j, rad * cs, rng.uniform(wa)))
+        out.append(slot(j + 1, rad * sn, rng.uniform(wb)))
+    if r % 2:
+        w0, w1 = words[2 * (r - 1)], words[2 * (r - 1) + 1]
+        out.append(slot(r - 1, ndtri(keep(rng.uniform(w0)), far=False), rng.uniform(w1)))
     return out
 
 

@@ -130,6 +130,9 @@ def test_words_needed():
     assert wn(Dist("deterministic", 0.0)) == 0
     assert wn(Dist("gamma", 0.7)) == 4 * sampling.DEFAULT_PROPOSALS + 2  # shape 1.43: no boost words
     assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 2  # shape 1/3: the boost recycles the acceptance uniform
+    one = lambda *ds: sampling.words_needed(sampling.spec_of(list(ds), proposals=1))  # noqa: E731
+    assert one(Dist("gamma", 3.0)) == one(Dist("gamma", 0.7)) == 2  # the event form: two blocks per pair of slots
+    assert one(Dist("gamma", 0.7), Dist("exponential", 1.0)) == 6  # mixed: the per-slot layout, 4P + 2
     assert wn(Dist("gamma", 0.5)) == 2  # shape 2: Erlang-2
     assert wn(Dist("gamma", 2.0)) == 2  # shape 1/2: the normal block
     assert wn(Dist("gamma", 2 / 7)) == 6  # shape 3.5: U_1 .. U_3 (a block and a half), the normal block
@@ -297,29 +300,71 @@ def test_general_gamma_shapes_are_exact_in_both_forms(shape):
 
 
 def test_boost_recycles_the_acceptance_uniform():
-    """Shape < 1: the value is ``dV (u e^-A)^(1/a) / a`` with u the 52-bit acceptance uniform, no other word:
-    the recycled uniform ``(a y / dV)^a`` of the accepted proposals is uniform and independent of dV."""
+    """Shape < 1: the value is ``dV (u e^-A)^(1/a) / a`` with u the acceptance uniform, no other word: the
+    recycled uniform ``(a y / dV)^a`` of the accepted proposals is uniform and independent of dV. The event
+    form (P = 1) takes two words a slot: an unpaired slot the normal quantile of its first word and the
+    acceptance uniform of its second; a pair of slots one Box-Muller block and one block of the two
+    acceptance uniforms (checked for both slots of the pair, from the words themselves)."""
     shape = 1 / 3
     d = Dist("gamma", 1.0 / shape)
     spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(41)
-    assert sampling.words_needed(spec) == 6  # 4 proposal words and the normal block: no boost words
+    assert sampling.words_needed(spec) == 2  # slots in pairs: two blocks per pair, no boost words
     dd = shape + 1 - 1 / 3
     cc = 1 / math.sqrt(9 * dd)
 
     def one(c):
-        w = rng.words(key, c, sampling.words_needed(spec))
-        z = sampling.ndtri(rng.uniform52(w[4], w[5]))  # a slot without a partner: the quantile of its block
+        w = rng.words(key, c, 2)
+        z = sampling.ndtri(rng.uniform(w[0]), far=False)  # a slot without a partner: the quantile of its first word
         v, ok = sampling.sample_or_void(w, spec, table, jnp.zeros(1, jnp.int32))
         return v[0], ok, z
 
+    def pair(c):
+        w = rng.words(key, c, 4)
+        r = jnp.sqrt(-2.0 * jnp.log(rng.uniform(w[0])))
+        th = 2 * jnp.pi * rng.uniform(w[1])
+        v = jnp.stack(sampling.slot_values(w, spec, table, jnp.zeros(2, jnp.int32), lambda y: y / 1.0))
+        return v, jnp.stack([r * jnp.cos(th), r * jnp.sin(th)])
+
     y, ok, z = (np.asarray(a) for a in jax.jit(jax.vmap(one))(jnp.arange(COUNT, dtype=jnp.uint32)))
-    t = 1 + cc * z
-    assert np.all(t[ok] > 0)
-    dv = dd * t[ok] ** 3
-    u = (shape * y[ok] / dv) ** shape  # the recycled uniform
-    assert np.all((u > 0) & (u < 1 + 1e-12))
-    assert stats.kstest(u, "uniform").pvalue > 1e-4
-    assert abs(np.corrcoef(u, dv)[0, 1]) <= 4 / math.sqrt(ok.sum())
+    v2, z2 = (np.asarray(a) for a in jax.jit(jax.vmap(pair))(jnp.arange(COUNT, dtype=jnp.uint32)))
+    for y, ok, z in ((y, ok, z), (v2[:, 0], ~np.isnan(v2[:, 0]), z2[:, 0]), (v2[:, 1], ~np.isnan(v2[:, 1]), z2[:, 1])):
+        t = 1 + cc * z
+        assert np.all(t[ok] > 0)
+        dv = dd * t[ok] ** 3
+        u = (shape * y[ok] / dv) ** shape  # the recycled uniform
+        assert np.all((u > 0) & (u < 1 + 1e-9))
+        assert stats.kstest(u, "uniform").pvalue > 1e-4
+        assert abs(np.corrcoef(u, dv)[0, 1]) <= 4 / math.sqrt(ok.sum())
+
+
+def test_paired_gamma_materialises_each_block_once_and_keeps_the_words():
+    """The paired form's blocks are materialised as one uint64 each (an opaque integer division by 1): same
+    words, hence the same values with or without the materialisation."""
+    d = Dist("gamma", 3.0)
+    spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(43)
+    idx = jnp.zeros(2, jnp.int32)
+    f = lambda keep: jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(  # noqa: E731
+        rng.words(key, c, 4), spec, table, idx, keep))))(jnp.arange(4096, dtype=jnp.uint32))
+    a, b = np.asarray(f(sampling._identity)), np.asarray(f(lambda y: y / 1.0))
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    np.testing.assert_array_equal(a[~np.isnan(a)], b[~np.isnan(b)])
+
+
+def test_log_pair_and_exp_are_within_an_ulp_of_numpy():
+    """:func:`sampling.log_pair` (one division for two logarithms) and the written-out :func:`sampling.exp`."""
+    g = np.random.default_rng(5)
+    w = g.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    u = np.asarray(rng.uniform(jnp.asarray(w)))
+    t = np.concatenate([g.uniform(1e-3, 4.0, 100_000), 1 + g.uniform(-1e-6, 1e-6, 100_000)])
+    lt, lu = (np.asarray(a) for a in jax.jit(sampling.log_pair)(jnp.asarray(t), jnp.asarray(u)))
+    for got, x in ((lt, t), (lu, u)):
+        ref = np.log(x)
+        assert np.all(np.abs(got - ref) <= np.spacing(np.abs(ref)))
+    x = np.concatenate([g.uniform(-1400, 709, 200_000), g.uniform(-30, 0, 200_000), [0.0, -1e-300, 1e-12]])
+    got, ref = np.asarray(jax.jit(sampling.exp)(jnp.asarray(x))), np.exp(x)
+    m = ref > 1e-300
+    assert np.all(np.abs(got[m] - ref[m]) <= 2 * np.spacing(ref[m]))
+    assert np.all(got[~m] <= 1e-300)
 
 
 def test_too_few_words_fail_loudly():
