@@ -1,1 +1,8 @@
 """Simulation of prelimit systems: a generic event-driven driver and one event rule per model."""
+
+# The version of the numbers the simulators produce for given inputs (random streams, samplers, engines). Every
+# chunk of an experiment run carries it in its digest (jaxq.studies.storage.chunk_digest), so a resumed run never
+# mixes numbers of two versions. Bump it with every change that alters any simulator's output for the same inputs
+# (tests/sim/test_stream_version.py pins it to the golden files' contents, which such a change regenerates).
+# 2: the gamma samplers' paired event form (2026-12).
+STREAM_VERSION = 2

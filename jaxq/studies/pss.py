@@ -78,9 +78,20 @@ def _num(n: float):
     return int(n) if float(n).is_integer() else float(n)
 
 
+def _n_key(key: str) -> float:
+    """A key of ``grid.replications_at``: a value of n written as a string (``"1000"``, ``"1e6"``)."""
+    try:
+        return float(key)
+    except ValueError:
+        raise InputError("grid.replications_at", f"{key!r} is not a number (a value of n)") from None
+
+
 def points(exp) -> list[dict]:
     """systems x policies x n (weak: x n plus one SDE reference point per system). Checks each point."""
     g = exp.grid
+    for key in g.replications_at:  # a typo (31622 for 31623) must not pass silently
+        if _n_key(key) not in [float(n) for n in g.n]:
+            raise InputError("grid.replications_at", f"{key!r} is not a value of grid.n")
     out = []
     policies = ["auto"] if isinstance(g, WeakGrid) else g.policies
     sweep = list(g.theta_exponents)
@@ -100,11 +111,7 @@ def points(exp) -> list[dict]:
                     check(pol, n, a)
                     pt = {"system": s.label, "engine": "pss", "policy": pol, "n": _num(n)}
                     for key, reps in g.replications_at.items():
-                        try:
-                            hit = float(key) == float(n)
-                        except ValueError:
-                            raise InputError("grid.replications_at", f"{key!r} is not a value of n") from None
-                        if hit:
+                        if _n_key(key) == float(n):
                             pt.update(reps=reps, chunk=min(reps, exp.chunk))
                     if sweep:
                         pt["a"] = a
@@ -156,7 +163,7 @@ def _point_rows(exp, pts, records):
         system, an = _system(exp, pt["system"])
         st = engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, _exponent(exp, pt))
         J, se, plain = controlled_estimate(rec, "J")
-        dn = threshold_term(an, st.policy, (st.theta or 0) / math.sqrt(pt["n"]))  # the limit's threshold term
+        dn = _threshold_term(exp, an, st, pt["n"])
         p = an.p
         sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"]) if f"sup_X_hat_{p + 1}" in rec else (None, None)
         sq, sq_se = mean_stderr(rec[f"sup_X_hat_{2 - p}"]) if f"sup_X_hat_{2 - p}" in rec else (None, None)
@@ -172,6 +179,17 @@ def _point_rows(exp, pts, records):
             "events": int(np.sum(rec["events"])), **plain,
         })
     return rows
+
+
+def _threshold_term(exp, an, st, n):
+    """The limit's threshold term Delta_n of the point (:mod:`jaxq.diffusion.threshold`), or None where it does not
+    apply: a finite ``grid.horizon`` (J is then a truncated cost, Delta_n an infinite-horizon one) or a switching
+    level other than z* (``auto:x2``, ``T2T1:0.1``: that policy's limit is not V0)."""
+    if exp.grid.horizon is not None:
+        return None
+    if st.switch_at is not None and not math.isclose(st.switch_at, an.z_star, rel_tol=1e-12):
+        return None
+    return threshold_term(an, st.policy, (st.theta or 0) / math.sqrt(n))
 
 
 def _groups(rows, keys):

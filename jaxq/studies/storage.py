@@ -67,8 +67,11 @@ def save_chunk(path: Path, columns: dict[str, np.ndarray], meta: dict) -> None:
 
 def chunk_digest(point_digest: str, chunk: int, start: int, count: int) -> str:
     """sha256 naming a chunk: its point (:meth:`jaxq.studies.experiment.Experiment.point_digest`: everything
-    that determines the point's numbers, with its seed) and its replication range."""
-    data = {"point": point_digest, "chunk": chunk, "start": start, "count": count}
+    that determines the point's numbers, with its seed), its replication range, and the version of the
+    simulators' numbers (:data:`jaxq.sim.STREAM_VERSION`)."""
+    from jaxq.sim import STREAM_VERSION
+
+    data = {"point": point_digest, "chunk": chunk, "start": start, "count": count, "stream": STREAM_VERSION}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 

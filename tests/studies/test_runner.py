@@ -145,6 +145,12 @@ def test_a_grown_experiment_resumes_with_the_shared_points_chunks(reference, tmp
     assert rec["chunks_computed_this_session"] == 0 and read(out, "records.csv") == read(out_ref, "records.csv")
 
 
+def _toml_value(v) -> str:
+    if isinstance(v, dict):  # an inline table
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(x)}" for k, x in v.items()) + "}"
+    return json.dumps(v)
+
+
 @pytest.mark.parametrize(
     "patch, key",
     [
@@ -155,6 +161,8 @@ def test_a_grown_experiment_resumes_with_the_shared_points_chunks(reference, tmp
         (("grid", "n", [0.5]), "grid.n.0"),
         (("grid", "policies", ["XY"]), "grid.policy"),
         (("grid", "policies", ["PP:abc"]), "grid.policy"),
+        (("grid", "replications_at", {"10": 8}), "grid.replications_at"),  # not a value of n: a typo
+        (("grid", "replications_at", {"ten": 8}), "grid.replications_at"),
     ],
 )
 def test_bad_experiment_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, patch, key):
@@ -164,7 +172,7 @@ def test_bad_experiment_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, 
     lines = []
     for tab, d in data.items():
         lines.append(f"[{tab}]")
-        lines += [f"{kk} = {json.dumps(vv)}" for kk, vv in d.items()]
+        lines += [f"{kk} = {_toml_value(vv)}" for kk, vv in d.items()]
     f = tmp_path / "bad.toml"
     f.write_text("\n".join(lines))
     out = tmp_path / "out"
@@ -356,3 +364,33 @@ def test_weak_study_compares_t1t2_with_the_shifted_limit(tmp_path):
     off = ex.from_dict(tomllib.loads(WEAK_TINY.replace("sde_dt = 0.05", "sde_dt = 0.05\nshifted = false")),
                        Path("/tmp/w.toml"))
     assert [p for p in off.points if p["engine"] == "sde" and p["n"] is not None] == []
+
+
+def test_threshold_term_only_where_it_applies(tmp_path):
+    """Delta_n and the residual for the theorem's policy at z* with the tail-bound horizon; None for another
+    switching level (that policy's limit is not V0) and for a finite horizon (J is then truncated)."""
+    from jaxq.diffusion.threshold import threshold_term
+    from jaxq.diffusion.workload import analyze
+    from jaxq.examples import path
+    from jaxq.model import load
+
+    text = """
+[experiment]
+study = "convergence"
+system = "pss_T2T1"
+replications = 4
+chunk = 4
+[grid]
+n = [400]
+policies = ["auto", "auto:x2"]
+"""
+    rec = runner.run(ex.from_dict(tomllib.loads(text), Path("/tmp/t.toml")), tmp_path / "t", progress=False)
+    rows = {r["policy"]: r for r in rec["tables"]["summary"]}
+    an = analyze(load(path("pss_T2T1")))
+    dn = threshold_term(an, "T2T1", rows["auto"]["theta"] / 20.0)
+    assert dn is not None and rows["auto"]["threshold_term"] == dn
+    assert rows["auto"]["residual"] == rows["auto"]["gap"] - dn
+    assert rows["auto:x2"]["threshold_term"] is None and rows["auto:x2"]["residual"] is None
+    rec = runner.run(ex.from_dict(tomllib.loads(text + "horizon = 3.0\n"), Path("/tmp/t.toml")), tmp_path / "h",
+                     progress=False)
+    assert all(r["threshold_term"] is None for r in rec["tables"]["summary"])

@@ -1,0 +1,39 @@
+"""jaxq.sim.STREAM_VERSION names the simulators' numbers: experiment chunks carry it, so that a resumed run never
+mixes two versions. A change that alters any simulator's output regenerates the golden files
+(tests/sim/test_event_bitidentical.py and tests/sim/test_bitidentical.py, ``--write``); this test then fails until
+STREAM_VERSION is bumped and the table below gets the new contents' digests."""
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from jaxq.sim import STREAM_VERSION
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = {  # STREAM_VERSION -> sha256 of each golden file's arrays (names, dtypes, shapes, bytes)
+    2: {
+        "event_outputs.npz": "f3b7aa2b963b5a717668609dbe63ee76d082c204c2247c65629ad56d8ad035cf",
+        "bitidentical.npz": "0e20150ff56335b801671bcf9a829971c95546c293eddc47fd48ca25c626ae24",
+    },
+}
+
+
+def contents_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with np.load(path) as z:
+        for k in sorted(z.files):
+            a = np.ascontiguousarray(z[k])
+            h.update(k.encode())
+            h.update(str(a.dtype).encode())
+            h.update(str(a.shape).encode())
+            h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def test_golden_outputs_belong_to_the_current_stream_version():
+    assert STREAM_VERSION in GOLDEN, "add the golden files' digests for the new STREAM_VERSION"
+    for name, digest in GOLDEN[STREAM_VERSION].items():
+        assert contents_digest(DATA / name) == digest, (
+            f"{name} changed: the simulators' numbers changed, so bump jaxq.sim.STREAM_VERSION (chunks of earlier "
+            "runs must not be reused) and record the new digests here")
