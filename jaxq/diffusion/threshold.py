@@ -124,6 +124,13 @@ def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.
     return float(f(z0) / gamma + part(k) + grow + sol[ib(k)] * math.exp(rm * (z0 - edges[k])))
 
 
+def held_workload(analysis, theta_hat: float) -> float | None:
+    """``Theta_hat / alpha_p``: the workload of p's jobs held at the threshold (under T1T2 the level the workload
+    reflects at); None for a dual-mode system where it reaches the switching level z* (not modelled here)."""
+    w = float(theta_hat) / analysis.modes.alpha[analysis.p]
+    return None if analysis.case != "single" and w >= analysis.z_star else w
+
+
 def threshold_term(analysis, policy: str, theta_hat: float) -> float | None:
     """``Delta_n`` of the module docstring for the theorem's threshold policy at ``Theta_hat = Theta_n /
     sqrt(n)``; 0 for P and PP; None for a policy other than the one Theorem 2.11 picks for the system, and
@@ -137,11 +144,11 @@ def threshold_term(analysis, policy: str, theta_hat: float) -> float | None:
     p, q = an.p, an.q
     bL, sL, bH, sH = an.mode_coefficients()
     levels, b, s = ((), [bL], [sL]) if an.case == "single" else ((an.z_star,), [bL, bH], [sL, sH])
-    th = float(theta_hat)
-    if an.case != "single" and th / alpha[p] >= an.z_star:
+    th, w = float(theta_hat), held_workload(an, theta_hat)
+    if w is None:
         return None
-    if policy == "T1T2":  # the workload reflects at Theta_hat / alpha_p; Z^s switches at z* - Theta_hat / alpha_p
-        J = h[q] * alpha[q] * discounted_cost([1.0], [], g, b, s, (an.z_star - th / alpha[p],)) + h[p] * th / g
+    if policy == "T1T2":  # the workload reflects at w = Theta_hat / alpha_p; Z^s switches at z* - w
+        J = h[q] * alpha[q] * discounted_cost([1.0], [], g, b, s, (an.z_star - w,)) + h[p] * th / g
         return float(J - an.V0)
-    held = discounted_cost([alpha[p], 0.0], [th / alpha[p]], g, b, s, levels)  # E int e^{-gt} min(th, a_p Z)
+    held = discounted_cost([alpha[p], 0.0], [w], g, b, s, levels)  # E int e^{-gt} min(th, a_p Z)
     return float((h[p] - h[q] * alpha[q] / alpha[p]) * held)

@@ -118,17 +118,20 @@ class Experiment:
         return base_fingerprint(self.study.name, self.grid.model_dump(mode="json"), self.cv,
                                 self.study.enumeration_keys)
 
-    def point_digest(self, point: dict) -> str:
-        """sha256 of everything that determines one point's numbers for replications r (chunk by chunk):
-        the base fingerprint, the point's system file (all of them for a point without one) and the point
-        itself except its replication count (replication r's numbers do not depend on it)."""
-        if point.get("system") is not None:
-            systems = {point["system"]: self.system(point["system"]).path.read_text(encoding="utf-8")}
-        else:
-            systems = {s.label: s.path.read_text(encoding="utf-8") for s in self.systems}
-        data = {"base": self.base_fingerprint(), "systems": systems,
-                "point": {k: v for k, v in point.items() if k != "reps"}}
-        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    def point_digests(self) -> list[str]:
+        """sha256 per point of everything that determines its numbers for replications r (chunk by chunk): the
+        base fingerprint, the point's system file (all of them for a point without one) and the point itself
+        except its replication count (replication r's numbers do not depend on it)."""
+        base = self.base_fingerprint()
+        texts = {s.label: s.path.read_text(encoding="utf-8") for s in self.systems}
+
+        def digest(point):
+            label = point.get("system")
+            data = {"base": base, "systems": {label: texts[label]} if label is not None else texts,
+                    "point": {k: v for k, v in point.items() if k != "reps"}}
+            return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+        return [digest(pt) for pt in self.points]
 
     def to_dict(self) -> dict:
         """A JSON record of the experiment (for run.json and the manifest)."""

@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from jaxq.diffusion.threshold import threshold_term
+from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 from jaxq.studies import Study, register
@@ -129,8 +129,8 @@ def points(exp) -> list[dict]:
 def _shifted_reference(g, pt, st, an) -> list[dict]:
     """The SDE reference of a T1T2 point for the shifted comparison (WeakGrid.shifted): the workload reflects at
     Theta_hat / alpha_p, so Z^s switches at z* - Theta_hat / alpha_p (none once Theta_hat / alpha_p >= z*)."""
-    shift = st.theta / math.sqrt(pt["n"]) / an.modes.alpha[an.p]
-    if shift >= an.z_star:
+    shift = held_workload(an, st.theta / math.sqrt(pt["n"]))
+    if shift is None:
         return []
     ref = {"system": pt["system"], "engine": "sde", "policy": "auto", "n": pt["n"], "shift": shift,
            "switch_at": an.z_star - shift, "reps": g.sde_paths, "chunk": g.sde_chunk}

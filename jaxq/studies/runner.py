@@ -148,13 +148,12 @@ def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
     storage.atomic_write(chunks / ".gitignore", b"*\n")  # chunk files are a cache, never committed
     if resume:
         _adopt_chunks(exp, out)
-    storage.write_json(out / MANIFEST, {"fingerprint": fp, "base_fingerprint": exp.base_fingerprint(),
-                                        "experiment": exp.to_dict(), "points": list(exp.points)})
+    storage.write_json(out / MANIFEST, {"fingerprint": fp, "experiment": exp.to_dict(), "points": list(exp.points)})
 
 
 def chunk_digests(exp: Experiment) -> dict[tuple[int, int], str]:
     """The digest every chunk file of this run must carry, by (point, chunk)."""
-    points = [exp.point_digest(pt) for pt in exp.points]
+    points = exp.point_digests()
     return {(i, c): storage.chunk_digest(points[i], c, lo, count) for i, c, lo, count in tasks(exp)}
 
 

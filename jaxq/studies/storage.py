@@ -66,7 +66,7 @@ def save_chunk(path: Path, columns: dict[str, np.ndarray], meta: dict) -> None:
 
 
 def chunk_digest(point_digest: str, chunk: int, start: int, count: int) -> str:
-    """sha256 naming a chunk: its point (:meth:`jaxq.studies.experiment.Experiment.point_digest`: everything
+    """sha256 naming a chunk: its point (:meth:`jaxq.studies.experiment.Experiment.point_digests`: everything
     that determines the point's numbers, with its seed), its replication range, and the version of the
     simulators' numbers (:data:`jaxq.sim.STREAM_VERSION`)."""
     from jaxq.sim import STREAM_VERSION
@@ -85,15 +85,10 @@ def read_chunk(path: Path, count: int, digest: str | None = None,
     """
     if not path.is_file():
         return None, "missing"
-    try:
-        data = path.read_bytes()  # np.load of a damaged file can leak its handle: read the bytes first
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            cols = {k: np.asarray(z[k]) for k in z.files if k != "__meta__"}
-            meta = json.loads(bytes(z["__meta__"]).decode())
-    except Exception:  # noqa: BLE001  (BadZipFile, EOFError, ValueError, KeyError, OSError, ...: never trusted)
+    got = _load(path, columns=True)
+    if got is None:
         return None, "corrupt"
-    if not isinstance(meta, dict):
-        return None, "corrupt"
+    cols, meta = got
     if digest is not None and meta.get("digest") != digest:
         return None, "foreign"
     rep = cols.get("rep")
@@ -106,14 +101,22 @@ def read_chunk(path: Path, count: int, digest: str | None = None,
     return (cols, meta), "ok"
 
 
+def _load(path: Path, columns: bool) -> tuple[dict[str, np.ndarray], dict] | None:
+    """``(columns, meta)`` of a chunk file (no columns unless asked), or None if it is not a readable chunk."""
+    try:
+        data = path.read_bytes()  # np.load of a damaged file can leak its handle: read the bytes first
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            cols = {k: np.asarray(z[k]) for k in z.files if k != "__meta__"} if columns else {}
+            meta = json.loads(bytes(z["__meta__"]).decode())
+    except Exception:  # noqa: BLE001  (BadZipFile, EOFError, ValueError, KeyError, OSError, ...: never trusted)
+        return None
+    return (cols, meta) if isinstance(meta, dict) else None
+
+
 def chunk_meta(path: Path) -> dict:
     """A chunk file's metadata (its ``digest``, ...), or ``{}`` for a file that is not a readable chunk."""
-    try:
-        with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as z:
-            meta = json.loads(bytes(z["__meta__"]).decode())
-    except Exception:  # noqa: BLE001  (a damaged or foreign file is simply not adopted)
-        return {}
-    return meta if isinstance(meta, dict) else {}
+    got = _load(path, columns=False)
+    return {} if got is None else got[1]
 
 
 def load_chunk(path: Path, count: int, digest: str | None = None, start: int | None = None):
