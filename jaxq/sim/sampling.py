@@ -482,6 +482,20 @@ def _gammahalf(w, c, khalf, keep, z):
     return x * c[1]
 
 
+def _mt_cube(t):
+    """``(t > 0, ts, V = ts^3)`` of a Marsaglia-Tsang proposal ``t = 1 + cz`` (ts: t, or 1 where t <= 0, rejected)."""
+    pos = t > 0.0
+    ts = jnp.where(pos, t, 1.0)
+    return pos, ts, ts * ts * ts
+
+
+def _mt_log_acceptance(ts, v, log_ts, d):
+    """``A = z^2/2 + d - dV + d log V``, the log of the acceptance probability, from t alone (``z^2/2 =
+    4.5 d (t - 1)^2`` as ``cc^2 = 1/(9d)``) and ``log t``."""
+    h = ts - 1.0
+    return 4.5 * d * (h * h) + d - d * v + 3.0 * d * log_ts
+
+
 def _mt_proposal(t, u, d, cc, c2=None):
     """One Marsaglia-Tsang proposal from ``t = 1 + cc z`` (z a standard normal) and its acceptance uniform u:
     ``(value, accepted)``.
@@ -495,11 +509,8 @@ def _mt_proposal(t, u, d, cc, c2=None):
     ``u e^-A`` is a uniform independent of dV (the acceptance uniform recycled) and
     ``dV (u e^-A)^(1/a) ~ Gamma(a + 1) Beta(a, 1) = Gamma(a)``.
     """
-    pos = t > 0.0
-    ts = jnp.where(pos, t, 1.0)
-    v = ts * ts * ts
-    h = ts - 1.0
-    A = 4.5 * d * (h * h) + d - d * v + 3.0 * d * log(ts)
+    pos, ts, v = _mt_cube(t)
+    A = _mt_log_acceptance(ts, v, log(ts), d)
     if c2 is None:
         return d * v, pos & (u < jnp.exp(A))
     L = log(u)
@@ -643,12 +654,9 @@ def _mt_pair_proposal(t, u, c, boost):
     for a < 1, 0 for a >= 1) the value is ``dV exp((log u - A) c2)``, the recycled uniform ``u e^-A``; without
     one, no exponential at all."""
     d = c[0]
-    pos = t > 0.0
-    ts = jnp.where(pos, t, 1.0)
-    v = ts * ts * ts
-    h = ts - 1.0
+    pos, ts, v = _mt_cube(t)
     lt, lu = log_pair(ts, u)
-    A = 4.5 * d * (h * h) + d - d * v + 3.0 * d * lt
+    A = _mt_log_acceptance(ts, v, lt, d)
     ok = pos & (lu < A)
     return (d * v * exp((lu - A) * c[2]) if boost else d * v), ok
 
@@ -747,10 +755,7 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         logc["gammahalf"] = p
     if "gamma" in M:
         d, cc = c[0], c[1]
-        t = 1.0 + cc * z
-        pos = t > 0.0
-        ts = jnp.where(pos, t, 1.0)
-        v = ts * ts * ts
+        pos, ts, v = _mt_cube(1.0 + cc * z)
         logc["gamma"] = ts
     L = log(keep(sel(logc))) if logc else None
     expc = {}
@@ -758,7 +763,7 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         expc["lognormal"] = c[0] * z + c[1]
     if "gamma" in M:
         # proposal 0's log acceptance probability, as in _mt_proposal
-        A = 4.5 * d * ((ts - 1.0) * (ts - 1.0)) + d - d * v + 3.0 * d * L
+        A = _mt_log_acceptance(ts, v, L, d)
         if spec.boost:  # log-form test with the 52-bit acceptance uniform, recycled as the boost (_mt_proposal)
             Lu = log(keep(rng.uniform52(w[2], w[3])))
             expc["gamma"] = (Lu - A) * c[2]
