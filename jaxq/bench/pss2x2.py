@@ -9,15 +9,22 @@ Three implementations of the same model, measured in the same run:
     over the four clocks, ``prange`` over replications on all cores, the P rule of the active mode, the
     same renewal primitives (numpy's samplers).
 All integrate the same discounted cost, so their estimates must agree (``J_hat`` beside
-``baseline_J_hat``, with standard errors). Rates are medians of 3 repeats; compile time is separate.
+``baseline_J_hat``, with standard errors). Rates are medians of 3 repeats; compile time is separate. The
+``families`` part runs its repeats in interleaved rounds (every family's jaxq and numba runs once a round:
+:func:`jaxq.bench.timing.measure_interleaved`), so that its cost ratios compare runs of the same spells of a
+shared machine.
 
-Three parts, in this order (``JAXQ_BENCH_PSS2X2_PARTS``, default all, selects some: ``benchmarks/run_gpu.sh``
+Four parts, in this order (``JAXQ_BENCH_PSS2X2_PARTS``, default all, selects some: ``benchmarks/run_gpu.sh``
 runs them in separate processes):
 
 * ``families``: the event engine on one single-mode system at n = 100 (``pss_P`` with the same family in
   all six streams: :data:`FAMILIES`, then the gamma shapes that Marsaglia-Tsang samples,
   :data:`GENERAL_GAMMA`), plain estimates (``cv=False``, as numba), each beside numba; ``ns_per_event``
-  and ``vs_exponential`` (this row's cost per event over the exponential row's, same run);
+  and ``vs_exponential`` (this row's cost per event over the exponential row's, same rounds), and
+  ``baseline_vs_exponential``, the same ratio for the numba loop (numpy's samplers);
+* ``mixed``: the dual-mode example systems with their own mixed primitives (:data:`MIXED`), each beside numba
+  and beside the same system with exponential primitives in all streams (``vs_exponential`` and
+  ``baseline_vs_exponential``: the cost per event of the primitives, for jaxq and for numba), policy P;
 * ``effective``: the exponential system with the control variates on (``cv=True``): its events/s, the
   ``variance_reduction`` and ``effective_events_per_s`` = events/s x variance reduction (the events/s a
   plain run would need for the same standard error), beside the plain numba rate;
@@ -41,7 +48,7 @@ from typing import Iterator
 
 import jaxq.bench
 from jaxq.bench.sizes import grid
-from jaxq.bench.timing import measure, ratio
+from jaxq.bench.timing import measure, measure_interleaved, ratio
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.model.pss2x2 import from_dict
@@ -55,20 +62,23 @@ FAMILIES = ("exponential", "erlang:0.5", "hyperexponential:3", "lognormal:2", "g
 # gamma:2 (shape 1/2) and gamma:0.5 (shape 2) take the exact shortcuts of jaxq.sim.sampling (Z^2/2, Erlang-2);
 # these shapes take Marsaglia-Tsang with the void protocol (shape 1.43; shape 1/3, boosted):
 GENERAL_GAMMA = ("gamma:0.7", "gamma:3")
-PARTS = ("families", "effective", "engines")
+PARTS = ("families", "mixed", "effective", "engines")
+# The dual-mode example systems with their own (mixed) primitives: the systems the event engine exists for.
+MIXED = ("pss_T2T2", "pss_T2T1", "pss_PP_gamma", "pss_PP_lognormal")
 FAMILY_N = 100
 
 
-def family_system(family: str):
-    """``pss_P`` (single mode, P policy) with ``family`` in all six streams."""
-    data = tomllib.loads(Path(path("pss_P")).read_text())
+def family_system(family: str, name: str = "pss_P"):
+    """The example system ``name`` (default ``pss_P``: single mode, P policy) with ``family`` in all six streams."""
+    data = tomllib.loads(Path(path(name)).read_text())
     data["system"]["interarrival"] = [family] * 2
     data["system"]["service"] = [[family] * 2 for _ in range(2)]
     return from_dict(data)
 
 
-def jaxq_row(system, n: float, reps: int, engine: str, chunk: int, cv: bool = False, **run) -> dict:
-    """One engine of :func:`jaxq.sim.pss2x2.simulate` (policy P): median events/s after a compiling run.
+def jaxq_job(system, n: float, reps: int, engine: str, chunk: int, cv: bool = False, **run):
+    """The ``(run, warm)`` job of one engine of :func:`jaxq.sim.pss2x2.simulate` (policy P) for
+    :func:`jaxq.bench.timing.measure_interleaved`; :func:`jaxq_columns` turns its measurement into columns.
 
     ``run``: ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine). ``cv``: the control variates
     (plain by default, as the baseline); with them the row also has the plain estimate and the variance
@@ -86,23 +96,48 @@ def jaxq_row(system, n: float, reps: int, engine: str, chunk: int, cv: bool = Fa
             est["truncation_bound"] = r["truncation_bound"]
         return r.events, r.wall_s - r.compile_s, est
 
-    rate, compile_s, est = measure(once)
+    return once, None
+
+
+def jaxq_columns(measured, cv: bool = False) -> dict:
+    """The columns of a measured :func:`jaxq_job`: median events/s, ns per event, compile time, estimates."""
+    rate, compile_s, est = measured
     return {"cv": cv, "events_per_s": rate, "ns_per_event": 1e9 / rate if rate else None, "compile_s": compile_s,
             **est}
 
 
-def baseline_columns(system, n: float, reps: int, horizon: float) -> dict:
-    """The numba baseline over the same horizon: median events/s and its estimate (None without it)."""
+def jaxq_row(system, n: float, reps: int, engine: str, chunk: int, cv: bool = False, **run) -> dict:
+    """One engine of :func:`jaxq.sim.pss2x2.simulate` (policy P) measured alone: median events/s after a
+    compiling run (:func:`jaxq_job`, :func:`jaxq_columns`)."""
+    once, _ = jaxq_job(system, n, reps, engine, chunk, cv, **run)
+    return jaxq_columns(measure(once), cv)
+
+
+def baseline_job(system, n: float, reps: int, horizon: float):
+    """The ``(run, warm)`` job of the numba baseline over the same horizon (None without numba)."""
     base = jaxq.bench.baseline("pss2x2")
     if base is None:
-        return {"baseline_events_per_s": None, "baseline_J_hat": None, "note": jaxq.bench.baseline_note("pss2x2")}
+        return None
 
     def once(seed):
         r = base.run(system, n, reps, horizon, seed=seed)
         return r["events"], r["wall_s"], {"baseline_J_hat": r["J_hat"], "baseline_J_hat_stderr": r["J_hat_stderr"]}
 
-    rate, _, est = measure(once, warm=lambda: base.run(system, n, 2, 1e-3))  # compiles once per process
+    return once, (lambda: base.run(system, n, 2, 1e-3))  # compiles once per process
+
+
+def baseline_from(measured) -> dict:
+    """The columns of a measured :func:`baseline_job` (None: the baseline is missing, and ``note`` says why)."""
+    if measured is None:
+        return {"baseline_events_per_s": None, "baseline_J_hat": None, "note": jaxq.bench.baseline_note("pss2x2")}
+    rate, _, est = measured
     return {"baseline_events_per_s": rate, **est}
+
+
+def baseline_columns(system, n: float, reps: int, horizon: float) -> dict:
+    """The numba baseline over the same horizon, measured alone: median events/s and its estimate."""
+    job = baseline_job(system, n, reps, horizon)
+    return baseline_from(None if job is None else measure(job[0], warm=job[1]))
 
 
 def _horizon(g: dict, system, n: float, reps: int, target: str = "target_events") -> float:
@@ -123,21 +158,62 @@ def parts() -> tuple[str, ...]:
 
 
 def _families(g: dict) -> Iterator[dict]:
-    exp_ns = {}
+    """Every family's jaxq and numba runs measured in the same rounds (:func:`measure_interleaved`): the cost
+    ratios between families are then not those of two different spells of a shared machine."""
+    rows, jobs = [], []
     for family in FAMILIES + GENERAL_GAMMA:
         system = family_system(family)
         for reps in g["pss2x2_family_reps"]:
             horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
             row = {"part": "families", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": family,
                    "method": pss2x2.setup(system, FAMILY_N, policy="P").spec.methods[0], "horizon": horizon}
-            row.update(jaxq_row(system, FAMILY_N, reps, "event", g["event_chunk"], horizon=horizon))
-            if family == "exponential":
-                exp_ns[reps] = row["ns_per_event"]
-            row["vs_exponential"] = row["ns_per_event"] / exp_ns[reps] if exp_ns.get(reps) else None
-            if reps in g["pss2x2_numba_reps"]:
-                row.update(baseline_columns(system, FAMILY_N, reps, horizon))
-                row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
-            yield row
+            base = baseline_job(system, FAMILY_N, reps, horizon) if reps in g["pss2x2_numba_reps"] else None
+            rows.append((row, len(jobs), base is not None, reps in g["pss2x2_numba_reps"]))
+            jobs.append(jaxq_job(system, FAMILY_N, reps, "event", g["event_chunk"], horizon=horizon))
+            jobs += [base] if base else []
+    measured = measure_interleaved(jobs)
+    exp_ns, exp_base = {}, {}
+    for row, j, has_base, wants_base in rows:
+        row.update(jaxq_columns(measured[j]))
+        if wants_base:
+            row.update(baseline_from(measured[j + 1] if has_base else None))
+            row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
+        if row["dist"] == "exponential":
+            exp_ns[row["reps"]] = row["ns_per_event"]
+            exp_base[row["reps"]] = row.get("baseline_events_per_s")
+    for row, *_ in rows:
+        e = exp_ns.get(row["reps"])
+        row["vs_exponential"] = row["ns_per_event"] / e if e else None
+        b, eb = row.get("baseline_events_per_s"), exp_base.get(row["reps"])
+        row["baseline_vs_exponential"] = eb / b if b and eb else None  # the compiled loop's own cost ratio
+        yield row
+
+
+def _mixed(g: dict) -> Iterator[dict]:
+    """The :data:`MIXED` systems beside numba, and beside the same systems with exponential primitives (jaxq and
+    numba: ``vs_exponential``, ``baseline_vs_exponential``), all in the same interleaved rounds. Policy P (the
+    P rule of the active mode, as the baseline implements it) at n = FAMILY_N."""
+    rows, jobs = [], []
+    for name in MIXED:
+        system, plain = load(path(name)), family_system("exponential", name)
+        for reps in g["pss2x2_family_reps"]:
+            horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
+            row = {"part": "mixed", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": name,
+                   "method": "+".join(pss2x2.setup(system, FAMILY_N, policy="P").spec.methods), "horizon": horizon}
+            run = [jaxq_job(s_, FAMILY_N, reps, "event", g["event_chunk"], horizon=horizon) for s_ in (system, plain)]
+            base = ([baseline_job(s_, FAMILY_N, reps, horizon) for s_ in (system, plain)]
+                    if reps in g["pss2x2_numba_reps"] else [None, None])
+            rows.append((row, len(jobs), base[0] is not None, reps in g["pss2x2_numba_reps"]))
+            jobs += run + (base if base[0] is not None else [])
+    measured = measure_interleaved(jobs)
+    for row, j, has_base, wants_base in rows:
+        row.update(jaxq_columns(measured[j]))
+        row["vs_exponential"] = measured[j + 1][0] / measured[j][0]  # ns per event over its exponential version's
+        if wants_base:
+            row.update(baseline_from(measured[j + 2] if has_base else None))
+            row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
+            row["baseline_vs_exponential"] = measured[j + 3][0] / measured[j + 2][0] if has_base else None
+        yield row
 
 
 def _effective(g: dict) -> Iterator[dict]:
@@ -187,7 +263,8 @@ def _engines(g: dict) -> Iterator[dict]:
 
 
 def bench(quick: bool = False) -> Iterator[dict]:
-    """The parts of :func:`parts`, each row yielded as soon as it is measured (``jaxq bench --out`` saves it).
+    """The parts of :func:`parts`, each row yielded as soon as it is measured (``jaxq bench --out`` saves it;
+    the ``families`` rows come together, after their interleaved rounds).
 
     Each configuration runs about ``target`` events (the horizon, or the uniformised engine's number of
     steps, is shortened to fit); the uniformised engine, which needs exponential primitives, is measured
@@ -197,6 +274,8 @@ def bench(quick: bool = False) -> Iterator[dict]:
     chosen = parts()
     if "families" in chosen:
         yield from _families(g)
+    if "mixed" in chosen:
+        yield from _mixed(g)
     if "effective" in chosen:
         yield from _effective(g)
     if "engines" in chosen:

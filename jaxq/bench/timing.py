@@ -20,13 +20,36 @@ def measure(run: Callable[[int], tuple[float, float, dict]], repeats: int = REPE
       ``(rate, compile_s, estimates)``: the median of ``work / seconds``; the first call's overhead (its wall
       time minus the median ``seconds``; with ``warm``, the wall time of ``warm()``); the estimates of seed 1.
     """
-    t0 = time.perf_counter()
-    run(0) if warm is None else warm()
-    first = time.perf_counter() - t0
-    runs = [run(seed) for seed in range(1, repeats + 1)]
-    rate = statistics.median(w / s for w, s, _ in runs if s > 0)
-    wall = statistics.median(s for _, s, _ in runs)
-    return rate, (first if warm is not None else max(0.0, first - wall)), runs[0][2]
+    return measure_interleaved([(run, warm)], repeats)[0]
+
+
+def measure_interleaved(jobs: list, repeats: int = REPEATS) -> list[tuple[float, float, dict]]:
+    """:func:`measure` for several jobs at once, in rounds: every job's first call, then ``repeats`` rounds
+    in which each job runs once (seed = the round), so that a slow spell of a shared machine (the rate of
+    one process drifts by 20-30% over tens of seconds) falls on every job alike and the ratios of their
+    medians stay comparable.
+
+    Args:
+      jobs: ``(run, warm)`` pairs as the arguments of :func:`measure` (``warm`` may be None).
+
+    Returns:
+      One ``(rate, compile_s, estimates)`` per job, as :func:`measure`.
+    """
+    first = []
+    for run, warm in jobs:
+        t0 = time.perf_counter()
+        run(0) if warm is None else warm()
+        first.append(time.perf_counter() - t0)
+    runs = [[] for _ in jobs]
+    for seed in range(1, repeats + 1):
+        for j, (run, _) in enumerate(jobs):
+            runs[j].append(run(seed))
+    out = []
+    for (_, warm), f, rj in zip(jobs, first, runs):
+        rate = statistics.median(w / s for w, s, _ in rj if s > 0)
+        wall = statistics.median(s for _, s, _ in rj)
+        out.append((rate, f if warm is not None else max(0.0, f - wall), rj[0][2]))
+    return out
 
 
 def ratio(jaxq_rate: float | None, other: float | None) -> float | None:

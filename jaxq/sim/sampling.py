@@ -746,8 +746,9 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         for j in range(1, spec.kdirect):
             p = p * jnp.where(j < c[0], rng.uniform(w[j]), 1.0)
         logc["erlang"] = p
-    if "hyperexponential" in M:
-        logc["hyperexponential"] = rng.uniform(w[1])
+    if "hyperexponential" in M:  # the phase travels with the uniform as its sign (as in _hyperexponential): the
+        # slot's block is then read by the one materialised value only, not computed again for the phase
+        logc["hyperexponential"] = jnp.where(w[0] < thr, rng.uniform(w[1]), -rng.uniform(w[1]))
     if "gammahalf" in M and spec.khalf:
         p = jnp.where(c[0] > 0, rng.uniform(w[0]), 1.0)
         for j in range(1, spec.khalf):
@@ -757,7 +758,8 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         d, cc = c[0], c[1]
         pos, ts, v = _mt_cube(1.0 + cc * z)
         logc["gamma"] = ts
-    L = log(keep(sel(logc))) if logc else None
+    S = keep(sel(logc)) if logc else None
+    L = None if S is None else log(jnp.abs(S) if "hyperexponential" in M else S)
     expc = {}
     if "lognormal" in M:
         expc["lognormal"] = c[0] * z + c[1]
@@ -777,7 +779,7 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         elif m == "erlang":
             vals[m] = -L * c[1]
         elif m == "hyperexponential":
-            vals[m] = -L * jnp.where(w[0] < thr, c[0], c[1])
+            vals[m] = -L * jnp.where(S > 0.0, c[0], c[1])
         elif m == "lognormal":
             vals[m] = E
         elif m == "gammahalf":

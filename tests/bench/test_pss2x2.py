@@ -89,12 +89,38 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
             agree(r, r, ["J_hat"], ["baseline_J_hat"])
     fam, eff = rows[0], rows[1]
     assert fam["vs_exponential"] == 1.0 and fam["dist"] == "exponential" and fam["method"] == "exponential"
+    assert fam["baseline_vs_exponential"] == (1.0 if have_numba else None)
     assert eff["effective_events_per_s"] == pytest.approx(eff["events_per_s"] * eff["variance_reduction"])
     if have_numba:
         assert eff["effective_ratio"] == pytest.approx(eff["effective_events_per_s"] / eff["baseline_events_per_s"])
     for r in tiny_bench("pss2x2", missing=True, setup=exponential_only, **SIZES):
         assert r["reps"] == REPS and r["events_per_s"] > 0 and r["baseline_events_per_s"] is None and r["ratio"] is None
         assert r["baseline_J_hat"] is None and r["note"]
+        assert r["part"] != "families" or r["baseline_vs_exponential"] is None
+
+
+def test_interleaved_measurement_runs_every_job_once_a_round():
+    """measure_interleaved: first calls (run(0) or warm), then rounds of seeds 1..R over all jobs in turn;
+    per job the median rate, the first call's overhead and the estimates of seed 1, as measure gives alone."""
+    from jaxq.bench import timing
+
+    calls = []
+
+    def job(name, work, seconds):
+        def run(seed):
+            calls.append((name, seed))
+            return work, seconds[seed], {"name": name, "seed": seed}
+        return run
+
+    a = job("a", 10.0, {0: 0.0, 1: 1.0, 2: 4.0, 3: 2.0})
+    b = job("b", 6.0, {1: 3.0, 2: 1.0, 3: 2.0})
+    out = timing.measure_interleaved([(a, None), (b, lambda: calls.append(("b", "warm")))], repeats=3)
+    assert calls == [("a", 0), ("b", "warm"), ("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3), ("b", 3)]
+    assert out[0][0] == 5.0 and out[1][0] == 3.0  # medians of 10/{1,4,2} and 6/{3,1,2}
+    assert out[0][2] == {"name": "a", "seed": 1} and out[1][2] == {"name": "b", "seed": 1}
+    assert out[0][1] == 0.0 and out[1][1] >= 0.0
+    calls.clear()
+    assert timing.measure(a, 3) == out[0] and calls == [("a", 0), ("a", 1), ("a", 2), ("a", 3)]
 
 
 def test_parts_are_selected_by_the_environment(monkeypatch):
