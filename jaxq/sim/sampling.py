@@ -33,24 +33,28 @@ Methods (all with mean 1 and SCV c) and the words one variate takes (a whole num
   2^-33 of ``p_1 = (1 + sqrt((c-1)/(c+1)))/2``), then ``-log U_2`` times the phase mean ``1/(2 p~_j)``:
   the means stay exactly balanced and the mean exactly 1; the SCV moves by at most
   ``2.3e-10 (c + 2 + 1/c)`` relative (1.5e-9 at c = 4);
-* the methods that take a standard normal Z (lognormal, gammahalf, and gamma's first proposal) find it
-  in the slot's last block, the *normal block* (two more words): slots come in pairs, and a pair's two
-  normals are one Box-Muller pair (:func:`box_muller`: the 52-bit uniform of the first slot's block,
-  the angle from the second's; ``|Z| <= 8.57``); a slot without a partner takes the normal quantile
-  (Wichura's AS241, relative error about 1e-15) of its block's 52-bit uniform (``|Z| <= 8.2``);
+* the methods that take a standard normal Z (lognormal, gammahalf, and gamma's first proposal): slots
+  come in pairs, and a pair's two normals are one Box-Muller pair. With lognormal in the spec each slot
+  has a *normal block* at the end of its words (two more words): :func:`box_muller` takes the 52-bit
+  uniform of the first slot's block and the angle from the second's (``|Z| <= 8.57``), and a slot
+  without a partner the normal quantile (Wichura's AS241, relative error about 1e-15) of its block's
+  52-bit uniform (``|Z| <= 8.2``). Without lognormal (*compact normals*, :func:`_compact_normals`) a slot
+  takes ONE normal word after every slot's own words, a pair one block (:func:`_box_muller32`: radius and
+  angle each from one word, ``|Z| <= 6.76``; an unpaired slot the quantile of its word, ``|Z| <= 6.34``);
 * lognormal (0 words and the normal block): ``exp(s Z - s^2/2)``, ``s^2 = log(1 + c)``: lognormal moments
   are carried by the far tail (the SCV by Z near 2s), so Z gets the resolution of two words;
 * gamma with a half-integer shape a = k + 1/2 <= ``ERLANG_DIRECT_MAX`` ("gammahalf", k words rounded up
   to even, and the normal block): ``(-log(U_1 ... U_k) + Z^2/2) / a`` (``Z^2/2 ~ Gamma(1/2)``;
   independent gammas add): gamma:2 (a = 1/2) is ``Z^2``;
 * deterministic (no word): 1;
-* gamma, any other shape a = 1/c (``4P`` words and the normal block): Marsaglia-Tsang with ``P = Spec.proposals`` proposals evaluated side by side, the first
-  accepted one taken. Proposal: Z a standard normal (the slot's normal for the first proposal, the
+* gamma, any other shape a = 1/c (``4P`` words, 2 for P = 1, and the normal): Marsaglia-Tsang with
+  ``P = Spec.proposals`` proposals evaluated side by side, the first accepted one taken. Proposal: Z a standard normal (the slot's normal for the first proposal, the
   normal quantile of one word for the others), ``V = (1 + Z/sqrt(9d))^3``, ``d = a' - 1/3``; accepted iff
   ``V > 0`` and ``log U < Z^2/2 + d - dV + d log V``; then ``dV ~ Gamma(a')``. For a < 1, ``a' = a +
   1`` and the draw is multiplied by ``U'^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1)
   U^(1/a)``) with ``U' = U e^-A`` the recycled acceptance uniform (52 bits; given acceptance it is
-  uniform and independent of the proposal: :func:`_mt_proposal`); for a >= 1, ``a' = a``. No rejection loop of unbounded length runs per variate, and
+  uniform and independent of the proposal: :func:`_mt_proposal`); for a >= 1, ``a' = a``. No rejection
+  loop of unbounded length runs per variate, and
   the result is **exact**: the accepted proposals of Marsaglia-Tsang are i.i.d. Gamma(a') whatever
   the stopping rule. One proposal is accepted with probability 0.952 at a' = 1 (the worst case),
   0.970 at a' = 1.4, 0.982 at a' = 2, 0.990 at a' = 3.3. Two ways to finish when all P are rejected:
@@ -70,15 +74,20 @@ Methods (all with mean 1 and SCV c) and the words one variate takes (a whole num
   2 words a slot, a pair of slots one Box-Muller block (32-bit radius and angle words) and one block of
   its two 32-bit acceptance uniforms, each block materialised once as a uint64; ``log t`` and ``log u``
   share one division (:func:`log_pair`), the test is ``log u < A`` and the boost uses the written-out
-  :func:`exp`. Mixed specs keep the per-slot layout above.
+  :func:`exp`. A mixed spec with gamma and P = 1 takes the acceptance uniform (one word) from the slot's
+  first word, which the other methods read too (exponential's U, Erlang's U_1, the hyperexponential phase:
+  a slot has one stream, so the method it uses reads its words once): the uniform goes through the shared
+  logarithm, ``log t`` shares its division (:func:`log_pair`), and the test is ``log u < A``.
 
 Resolution (stated, not hidden): a one-word uniform is ``U = (w + 1/2) 2^-32``, a midpoint grid of
 2^32 points in (0, 1) (:func:`jaxq.sim.rng.uniform`). ``-log U`` is then at most ``33 log 2 = 22.87``
 (the exponential tail beyond 22.18, of mass 2^-32 = 2.3e-10, is one atom) and its mean is
 ``1 - (log 2 / 2) 2^-32``: a relative error of -8.1e-11 in the mean and -2.0e-9 in the second moment;
-an Erlang-k or hyperexponential phase inherits the same per-uniform errors. The gamma proposals are
-normal quantiles of one-word uniforms, |Z| <= 6.34: the gamma mass never proposed is at most 1.2e-10
-in each tail (4e-14 above 30.8 at a' = 1). Logarithms and exponentials are XLA's float64 ones. These
+an Erlang-k or hyperexponential phase inherits the same per-uniform errors. A normal from one-word
+uniforms (the compact layout, gamma's later proposals) is at most 6.76 (Box-Muller) or 6.34 (quantile) in
+absolute value, a normal mass of at most 2.3e-10 left out: the gamma mass never proposed is at most 1.2e-10
+in each tail (4e-14 above 30.8 at a' = 1), and ``Z^2/2`` of gammahalf stops at 22.9 as ``-log U`` does.
+Logarithms are fdlibm's (:func:`log`, within 1 ulp), exponentials XLA's or :func:`exp` (within 2 ulp). These
 effects are orders of magnitude below any Monte Carlo error (4 standard errors of 10^10 draws of a
 unit-mean, unit-variance variate are 4e-5).
 
@@ -162,18 +171,36 @@ def words_needed(spec: Spec) -> int:
 
     An event drawing ``r`` variates takes ``r * words_needed(spec)`` words, slot j the j-th run.
     """
+    if _paired_gamma(spec):
+        return 2
+    own = _own_words(spec)
+    if not set(spec.methods) & NORMAL_METHODS:
+        return own
+    return own + (1 if _compact_normals(spec) else 2)
+
+
+def _own_words(spec: Spec) -> int:
+    """Words of a slot besides its normal: the most any present method needs, a whole number of blocks."""
     need = {
         "exponential": 2,  # U (one spare)
         "erlang": spec.kdirect + spec.kdirect % 2,  # U_1 .. U_k
         "hyperexponential": 2,  # phase, U
-        "lognormal": 0,  # the normal block only
+        "lognormal": 0,  # the normal only
         "deterministic": 0,
-        "gamma": 4 * spec.proposals,  # per proposal j >= 1: Z; every proposal: U (52-bit with a boost: recycled)
+        # P = 1 (the void protocol): the acceptance uniform, word 0; else per proposal j >= 1: Z; every
+        # proposal: U (52-bit with a boost: recycled)
+        "gamma": 2 if spec.proposals == 1 else 4 * spec.proposals,
         "gammahalf": spec.khalf + spec.khalf % 2,  # U_1 .. U_k
     }
-    if _paired_gamma(spec):
-        return 2
-    return max([need[m] for m in spec.methods] + [0]) + (2 if set(spec.methods) & NORMAL_METHODS else 0)
+    return max([need[m] for m in spec.methods] + [0])
+
+
+def _compact_normals(spec: Spec) -> bool:
+    """A spec whose normals come from one-word uniforms: one block per PAIR of slots (after all the slots' own
+    words), ``R = sqrt(-2 log U)`` and the angle each from one word (``|Z| <= 6.76``), an unpaired slot the
+    quantile of one word (``|Z| <= 6.34``). Every spec with a normal method but lognormal, whose moments are
+    carried by the far tail (it keeps a normal block per slot and the 52-bit radius)."""
+    return bool(set(spec.methods) & NORMAL_METHODS) and "lognormal" not in spec.methods and not _paired_gamma(spec)
 
 
 def _method(d: Dist) -> str:
@@ -609,7 +636,14 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
     if _paired_gamma(spec):
         return _gamma_pairs(words, spec, table, idx, keep, n_streams)
     normals = [None] * r
-    if set(spec.methods) & NORMAL_METHODS:  # every slot's last block: its normal, from a Box-Muller pair
+    own = _own_words(spec) if _compact_normals(spec) else W
+    if _compact_normals(spec):  # after the slots' own words, one block per pair of slots (_compact_normals)
+        base = r * own
+        for j in range(0, r - 1, 2):
+            normals[j], normals[j + 1] = _box_muller32(words[base + j], words[base + j + 1], keep)
+        if r % 2:  # a slot without a partner: the normal quantile of one word
+            normals[r - 1] = ndtri(keep(rng.uniform(words[base + r - 1])), far=False)
+    elif set(spec.methods) & NORMAL_METHODS:  # every slot's last block: its normal, from a Box-Muller pair
         nb = W - 2
         for j in range(0, r - 1, 2):  # the pair's 52-bit uniform from slot j's block, its angle from slot j+1's
             normals[j], normals[j + 1] = box_muller(words[j * W + nb : j * W + nb + 2], words[(j + 1) * W + nb], keep)
@@ -617,7 +651,7 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
             normals[r - 1] = ndtri(keep(rng.uniform52(words[(r - 1) * W + nb], words[(r - 1) * W + nb + 1])))
     out = []
     for j in range(r):
-        w = words[j * W : (j + 1) * W]
+        w = words[j * own : (j + 1) * own]
         eq = [idx[j] == s for s in range(n_streams)] if n_streams > 1 else [True]
         c = [_lookup(table, f"c{i}", eq) for i in range(4)]
         thr = _lookup(table, "thr", eq) if "hyperexponential" in spec.methods else None
@@ -646,6 +680,16 @@ def _keep_block(w0, w1, keep):
     one = jnp.where(keep(jnp.ones((), jnp.float64)) > 0.0, _U64(1), _U64(3))  # 1, opaque to the compiler
     p = ((jnp.asarray(w0, _U32).astype(_U64) << _U64(32)) | jnp.asarray(w1, _U32).astype(_U64)) // one
     return (p >> _U64(32)).astype(_U32), p.astype(_U32)
+
+
+def _box_muller32(w0, w1, keep):
+    """The Box-Muller pair of one block: ``R = sqrt(-2 log U)`` from word ``w0``, the angle from ``w1`` (one-word
+    uniforms: ``R <= 6.76``), the block materialised once (:func:`_keep_block`): ``(R cos, R sin)``."""
+    wr, wt = _keep_block(w0, w1, keep)
+    fr, kr, mr = _log_split(rng.uniform(wr))
+    rad = jnp.sqrt(-2.0 * _log_finish(fr, kr, mr, fr * (1.0 / (2.0 + fr))))  # the division's one user: fused
+    sn, cs = sincos2pi(rng.uniform(wt))
+    return rad * cs, rad * sn
 
 
 def _mt_pair_proposal(t, u, c, boost):
@@ -683,14 +727,10 @@ def _gamma_pairs(words, spec: Spec, table: dict, idx, keep, n_streams):
         return y * c[3], [y, ok, c[3], c, jnp.ones((), bool)]
 
     for j in range(0, r - 1, 2):
-        wr, wt = _keep_block(words[2 * j], words[2 * j + 1], keep)
+        z0, z1 = _box_muller32(words[2 * j], words[2 * j + 1], keep)
         wa, wb = _keep_block(words[2 * j + 2], words[2 * j + 3], keep)
-        ur = rng.uniform(wr)
-        fr, kr, mr = _log_split(ur)
-        rad = jnp.sqrt(-2.0 * _log_finish(fr, kr, mr, fr * (1.0 / (2.0 + fr))))  # the division's one user: fused
-        sn, cs = sincos2pi(rng.uniform(wt))
-        out.append(slot(j, rad * cs, rng.uniform(wa)))
-        out.append(slot(j + 1, rad * sn, rng.uniform(wb)))
+        out.append(slot(j, z0, rng.uniform(wa)))
+        out.append(slot(j + 1, z1, rng.uniform(wb)))
     if r % 2:
         w0, w1 = words[2 * (r - 1)], words[2 * (r - 1) + 1]
         out.append(slot(r - 1, ndtri(keep(rng.uniform(w0)), far=False), rng.uniform(w1)))
@@ -754,16 +794,25 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         for j in range(1, spec.khalf):
             p = p * jnp.where(j < c[0], rng.uniform(w[j]), 1.0)
         logc["gammahalf"] = p
+    event = "gamma" in M and spec.proposals == 1  # the void protocol: one proposal, its uniform in the shared log
     if "gamma" in M:
         d, cc = c[0], c[1]
         pos, ts, v = _mt_cube(1.0 + cc * z)
-        logc["gamma"] = ts
-    S = keep(sel(logc)) if logc else None
-    L = None if S is None else log(jnp.abs(S) if "hyperexponential" in M else S)
+        logc["gamma"] = rng.uniform(w[0]) if event else ts
+    signed = keep(sel(logc)) if logc else None  # hyperexponential: the phase is its sign
+    S = None if signed is None else (jnp.abs(signed) if "hyperexponential" in M else signed)
+    if event:  # log u (the shared one) and log t with one division (log_pair)
+        L, Lt = log_pair(S, ts)
+    else:
+        L = None if S is None else log(S)
     expc = {}
     if "lognormal" in M:
         expc["lognormal"] = c[0] * z + c[1]
-    if "gamma" in M:
+    if event:  # proposal 0 in log form, as in _mt_pair_proposal: accepted iff log u < A; the boost (u e^-A)^c2
+        A = _mt_log_acceptance(ts, v, Lt, d)
+        if spec.boost:
+            expc["gamma"] = (L - A) * c[2]
+    elif "gamma" in M:
         # proposal 0's log acceptance probability, as in _mt_proposal
         A = _mt_log_acceptance(ts, v, L, d)
         if spec.boost:  # log-form test with the 52-bit acceptance uniform, recycled as the boost (_mt_proposal)
@@ -779,7 +828,7 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         elif m == "erlang":
             vals[m] = -L * c[1]
         elif m == "hyperexponential":
-            vals[m] = -L * jnp.where(S > 0.0, c[0], c[1])
+            vals[m] = -L * jnp.where(signed > 0.0, c[0], c[1])
         elif m == "lognormal":
             vals[m] = E
         elif m == "gammahalf":
@@ -787,7 +836,9 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
         elif m == "deterministic":
             vals[m] = jnp.ones((), jnp.float64)
         elif m == "gamma":
-            if spec.boost:  # proposal 0, as in _mt_proposal
+            if event:
+                y, ok = (d * v * E if spec.boost else d * v), pos & (L < A)
+            elif spec.boost:  # proposal 0, as in _mt_proposal
                 y, ok = d * v * E, pos & (Lu < A)
             else:
                 y, ok = d * v, pos & (rng.uniform(w[2]) < E)

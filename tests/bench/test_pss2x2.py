@@ -74,11 +74,13 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
         mp.setattr(B, "SYSTEMS", {"exponential": "pss_P"})
         mp.setattr(B, "FAMILIES", ("exponential",))
         mp.setattr(B, "GENERAL_GAMMA", ())
+        mp.setattr(B, "MIXED", ("pss_PP",))  # a mixed spec (exponential, Erlang, hyperexponential) beside numba
         mp.setattr(B, "FAMILY_N", N)
 
     rows = tiny_bench("pss2x2", setup=exponential_only, **SIZES)
     assert [(r["part"], r["engine"], r["n"], r["cv"]) for r in rows] == (
-        [("families", B.ENGINES["event"], N, False), ("effective", B.ENGINES["event"], N, True)]
+        [("families", B.ENGINES["event"], N, False), ("mixed", B.ENGINES["event"], N, False),
+         ("effective", B.ENGINES["event"], N, True)]
         + [("engines", B.ENGINES[e], n, False) for n in (100, 10_000) for e in ("event", "uniformized")])
     have_numba = jaxq.bench.baseline("pss2x2") is not None
     for r in rows:
@@ -87,8 +89,10 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
             assert r["ratio"] == pytest.approx(r["events_per_s"] / r["baseline_events_per_s"], rel=1e-12)
         if have_numba and r["engine"] == B.ENGINES["event"]:  # the same horizon: the same estimand
             agree(r, r, ["J_hat"], ["baseline_J_hat"])
-    fam, eff = rows[0], rows[1]
+    fam, mix, eff = rows[0], rows[1], rows[2]
     assert fam["vs_exponential"] == 1.0 and fam["dist"] == "exponential" and fam["method"] == "exponential"
+    assert mix["dist"] == "pss_PP" and mix["method"] == "exponential+erlang+hyperexponential"
+    assert mix["vs_exponential"] > 0 and (mix["baseline_vs_exponential"] > 0 if have_numba else True)
     assert fam["baseline_vs_exponential"] == (1.0 if have_numba else None)
     assert eff["effective_events_per_s"] == pytest.approx(eff["events_per_s"] * eff["variance_reduction"])
     if have_numba:
@@ -96,7 +100,7 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
     for r in tiny_bench("pss2x2", missing=True, setup=exponential_only, **SIZES):
         assert r["reps"] == REPS and r["events_per_s"] > 0 and r["baseline_events_per_s"] is None and r["ratio"] is None
         assert r["baseline_J_hat"] is None and r["note"]
-        assert r["part"] != "families" or r["baseline_vs_exponential"] is None
+        assert r["part"] not in ("families", "mixed") or r["baseline_vs_exponential"] is None
 
 
 def test_interleaved_measurement_runs_every_job_once_a_round():

@@ -35,16 +35,21 @@ CASES = [(name, 16, 8, "auto", {}) for name in EXAMPLES] + [
     ("pss_T2T2", 16, 8, "auto", {"perturb": (1, 0.1, 0.2)}),
     ("families", 16, 8, "auto", {}),
     ("families", 100, 16, "T1@2", {"debug": True}),
+    ("families_compact", 100, 16, "auto", {}),  # gamma and Z^2 without lognormal: one normal word a slot
 ]
 KEYS = ("J", "W_hat_t", "sup_X_hat", "X_hat_T", "switches")
 
 
 def system(name):
-    if name != "families":
+    if not name.startswith("families"):
         return load(path(name))
     data = tomllib.loads(Path(path("pss_spec")).read_text())
-    data["system"]["interarrival"] = ["gamma:0.5", "lognormal:2"]
-    data["system"]["service"] = [["deterministic", "erlang:0.5"], ["gamma:3", "hyperexponential:2"]]
+    if name == "families":
+        data["system"]["interarrival"] = ["gamma:0.5", "lognormal:2"]
+        data["system"]["service"] = [["deterministic", "erlang:0.5"], ["gamma:3", "hyperexponential:2"]]
+    else:
+        data["system"]["interarrival"] = ["gamma:2", "exponential"]
+        data["system"]["service"] = [["gamma:0.7", "erlang:0.25"], ["gamma:4", "hyperexponential:2"]]
     return from_dict(data)
 
 

@@ -114,13 +114,14 @@ def test_large_erlang_is_sampled_as_gamma():
     """Erlang-k with k > ERLANG_DIRECT_MAX goes through the gamma method: same law, fewer words."""
     d = Dist("erlang", 0.05)  # k = 20
     spec = sampling.spec_of([d])
-    assert spec.methods == ("gamma",) and sampling.words_needed(spec) == 4 * spec.proposals + 2
+    assert spec.methods == ("gamma",) and sampling.words_needed(spec) == 4 * spec.proposals + 1
     _check_law(np.asarray(sampling.sample_dist(jax.random.PRNGKey(4), d, COUNT)), d)
 
 
 def test_words_needed():
-    """Whole Threefry blocks: every value that is materialised once takes a block of its own; the methods that
-    take a normal have a normal block at the end (a Box-Muller pair's uniform or angle)."""
+    """Whole Threefry blocks for every value that is materialised once; the normals of a spec without lognormal
+    take one word a slot (a block per pair of slots, after the slots' own words), a spec with lognormal a normal
+    block at the end of each slot (a Box-Muller pair's 52-bit uniform or angle)."""
     wn = lambda *ds: sampling.words_needed(sampling.spec_of(list(ds)))  # noqa: E731
     assert wn(Dist("exponential", 1.0)) == 2  # U, one spare
     assert wn(Dist("erlang", 0.25)) == 4
@@ -128,14 +129,16 @@ def test_words_needed():
     assert wn(Dist("hyperexponential", 3.0)) == 2  # the phase word, U
     assert wn(Dist("lognormal", 2.0)) == 2  # the normal block
     assert wn(Dist("deterministic", 0.0)) == 0
-    assert wn(Dist("gamma", 0.7)) == 4 * sampling.DEFAULT_PROPOSALS + 2  # shape 1.43: no boost words
-    assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 2  # shape 1/3: the boost recycles the acceptance uniform
+    assert wn(Dist("gamma", 0.7)) == 4 * sampling.DEFAULT_PROPOSALS + 1  # shape 1.43: no boost words; the normal word
+    assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 1  # shape 1/3: the boost recycles the acceptance uniform
     one = lambda *ds: sampling.words_needed(sampling.spec_of(list(ds), proposals=1))  # noqa: E731
     assert one(Dist("gamma", 3.0)) == one(Dist("gamma", 0.7)) == 2  # the event form: two blocks per pair of slots
-    assert one(Dist("gamma", 0.7), Dist("exponential", 1.0)) == 6  # mixed: the per-slot layout, 4P + 2
+    assert one(Dist("gamma", 0.7), Dist("exponential", 1.0)) == 3  # mixed event form: U (shared), the normal word
+    assert one(Dist("gamma", 0.7), Dist("erlang", 0.25)) == 5  # U_1 .. U_4, the normal word
+    assert one(Dist("gamma", 0.7), Dist("lognormal", 2.0)) == 4  # U, the normal block (lognormal: 52-bit radius)
     assert wn(Dist("gamma", 0.5)) == 2  # shape 2: Erlang-2
-    assert wn(Dist("gamma", 2.0)) == 2  # shape 1/2: the normal block
-    assert wn(Dist("gamma", 2 / 7)) == 6  # shape 3.5: U_1 .. U_3 (a block and a half), the normal block
+    assert wn(Dist("gamma", 2.0)) == 1  # shape 1/2: the normal word
+    assert wn(Dist("gamma", 2 / 7)) == 5  # shape 3.5: U_1 .. U_3 (a block and a half), the normal word
     assert wn(Dist("exponential", 1.0), Dist("erlang", 0.2)) == 6
     assert wn(Dist("exponential", 1.0), Dist("lognormal", 2.0)) == 4
 
@@ -175,33 +178,78 @@ def test_mixed_streams_use_their_own_law_and_are_independent():
             assert abs(np.corrcoef(x[:, 0], x[:, 1])[0, 1]) <= 4 / math.sqrt(COUNT), (a, b)
 
 
-def test_mixed_spec_gives_each_stream_what_it_gets_alone():
+def _words_alone(w, mixed, single):
+    """The words a stream's single-family spec reads where the mixed spec reads them (one slot): the method words,
+    then the normal (the last block with lognormal in the spec, else the word after the slot's own words)."""
+    Ws = sampling.words_needed(single)
+    if not set(single.methods) & sampling.NORMAL_METHODS:
+        return w[:Ws]
+    if sampling._compact_normals(single):
+        own = sampling._own_words(mixed)
+        return jnp.concatenate([w[:Ws - 1], w[own:own + 1]])
+    return jnp.concatenate([w[:Ws - 2], w[sampling.words_needed(mixed) - 2:]])
+
+
+@pytest.mark.parametrize("with_lognormal", [True, False])
+def test_mixed_spec_gives_each_stream_what_it_gets_alone(with_lognormal):
     """The shared-transcendental path of mixed specs: the same words give the same variate as the
-    stream's single-family spec (and the same accept/void decision)."""
-    dists = [Dist("exponential", 1.0), Dist("erlang", 0.25), Dist("hyperexponential", 3.0), Dist("lognormal", 2.0),
-             Dist("gamma", 3.0), Dist("gamma", 0.7), Dist("deterministic", 0.0), Dist("gamma", 2 / 7), Dist("gamma", 2.0)]
+    stream's single-family spec (and the same accept/void decision), with each normal layout."""
+    dists = [Dist("exponential", 1.0), Dist("erlang", 0.25), Dist("hyperexponential", 3.0), Dist("gamma", 3.0),
+             Dist("gamma", 0.7), Dist("deterministic", 0.0), Dist("gamma", 2 / 7), Dist("gamma", 2.0)]
+    dists += [Dist("lognormal", 2.0)] if with_lognormal else []
     mixed, mtab = sampling.spec_of(dists, proposals=2), _table(dists)
+    assert sampling._compact_normals(mixed) is not with_lognormal
     key = jax.random.PRNGKey(17)
     W = sampling.words_needed(mixed)
     counters = jnp.arange(2000, dtype=jnp.uint32)
     for s, d in enumerate(dists):
         single, stab = sampling.spec_of([d], proposals=2), _table([d])
-        Ws = sampling.words_needed(single)
-        assert Ws <= W
+        if set(single.methods) & sampling.NORMAL_METHODS and sampling._compact_normals(single) is with_lognormal:
+            continue  # its normal comes with the other layout (a stream alone is never mixed with lognormal)
 
-        def both(c, s=s, single=single, stab=stab, Ws=Ws):
+        def both(c, s=s, single=single, stab=stab):
             w = rng.words(key, c, W)
             a = sampling.sample_or_void(w, mixed, mtab, jnp.array([s]))
-            ws = w[:Ws]  # the same method words, and the normal block (the last block) where the method has one
-            if set(single.methods) & sampling.NORMAL_METHODS:
-                ws = jnp.concatenate([w[:Ws - 2], w[W - 2:]])
-            b = sampling.sample_or_void(ws, single, stab, jnp.zeros(1, jnp.int32))
+            b = sampling.sample_or_void(_words_alone(w, mixed, single), single, stab, jnp.zeros(1, jnp.int32))
             return a, b
 
         (va, oka), (vb, okb) = jax.jit(jax.vmap(both))(counters)
         assert np.array_equal(np.asarray(oka), np.asarray(okb)), d
         ok = np.asarray(oka)
         np.testing.assert_allclose(np.asarray(va)[ok], np.asarray(vb)[ok], rtol=1e-13, err_msg=str(d))
+
+
+@pytest.mark.parametrize("with_lognormal", [True, False])
+def test_mixed_event_form_gives_every_stream_its_law(with_lognormal):
+    """The mixed spec in the event engines' form (one Marsaglia-Tsang proposal, its acceptance uniform shared with
+    the other methods' word, ``slot_values``): each slot of a pair has its stream's law, a gamma slot is void with
+    the probability that its proposal is rejected, and the two slots are independent."""
+    dists = [Dist("exponential", 1.0), Dist("erlang", 0.25), Dist("hyperexponential", 3.0), Dist("gamma", 3.0),
+             Dist("gamma", 0.7), Dist("gamma", 2.0), Dist("deterministic", 0.0)]
+    dists += [Dist("lognormal", 2.0)] if with_lognormal else []
+    spec, table, key = sampling.spec_of(dists, proposals=1), _table(dists), jax.random.PRNGKey(29)
+    assert spec.proposals == 1 and spec.boost and sampling._compact_normals(spec) is not with_lognormal
+    W = 2 * sampling.words_needed(spec)
+    pairs = [(3, 4), (0, 3), (4, 1), (2, 5), (5, 3)] + ([(7, 4), (3, 7)] if with_lognormal else [])
+
+    @jax.jit
+    def run(idx):
+        return jax.vmap(lambda c: jnp.stack(sampling.slot_values(rng.words(key, c, W), spec, table, idx,
+                                                                 lambda x: x / 1.0)))(jnp.arange(COUNT, dtype=jnp.uint32))
+
+    for a, b in pairs:
+        v = np.asarray(run(jnp.array([a, b], jnp.int32)))
+        for j, s in enumerate((a, b)):
+            void = np.isnan(v[:, j])
+            if dists[s].name == "gamma" and sampling._method(dists[s]) == "gamma":
+                shape = 1 / dists[s].scv
+                q = _mt_acceptance(shape + 1 if shape < 1 else shape)
+                assert abs(void.mean() - (1 - q)) <= 4 * math.sqrt(q * (1 - q) / COUNT), (dists[s], void.mean(), q)
+            else:
+                assert not void.any(), dists[s]
+            _check_law(v[~void, j], dists[s])
+        ok = ~np.isnan(v).any(axis=1)
+        assert abs(np.corrcoef(v[ok, 0], v[ok, 1])[0, 1]) <= 4 / math.sqrt(ok.sum()), (a, b)
 
 
 @pytest.mark.parametrize("names", [("exponential",), ("hyperexponential",), ("exponential", "hyperexponential")])

@@ -16,6 +16,10 @@ GOLDEN = {  # STREAM_VERSION -> sha256 of each golden file's arrays (names, dtyp
         "event_outputs.npz": "f3b7aa2b963b5a717668609dbe63ee76d082c204c2247c65629ad56d8ad035cf",
         "bitidentical.npz": "0e20150ff56335b801671bcf9a829971c95546c293eddc47fd48ca25c626ae24",
     },
+    3: {
+        "event_outputs.npz": "53fe37ce25bccb821a9d4730c6d97090aff28ad28071c3f5afe7994fb09823cb",
+        "bitidentical.npz": "0e20150ff56335b801671bcf9a829971c95546c293eddc47fd48ca25c626ae24",
+    },
 }
 
 
