@@ -13,8 +13,9 @@
 # a slow or failing section costs only its unmeasured rows (each row is saved as it is measured). The 2x2
 # section runs as two processes: "pss2x2" (the event engine per renewal family: exponential, erlang:0.5,
 # hyperexponential:3, lognormal:2, gamma:2, gamma:0.5, then the Marsaglia-Tsang gamma shapes, and the controlled
-# run's effective rate) and "pss2x2-engines" (event and uniformised engines at n = 100 and 10^4), merged into one
-# section. The defaults add up to 8.5 minutes (call the device with timeout_s 600); sizes follow
+# run's effective rate) and "pss2x2-engines" (the dual-mode systems with mixed primitives at 10^6 replications,
+# then the event and uniformised engines at n = 100 and 10^4), merged into one section. The defaults add up to
+# 9.2 minutes (call the device with timeout_s 600); sizes follow
 # jax.default_backend() (jaxq/bench/sizes.py: 10^4-10^6 replications for the lockstep engines and the event
 # engine's families on an accelerator); the default is the --quick grid, --full the larger one.
 # Dry run on a CPU (about a minute):  JAX_PLATFORMS=cpu JAXQ_BENCH_TINY=1 OUT=/tmp/gpu bash benchmarks/run_gpu.sh
@@ -48,8 +49,8 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 
 quick=--quick
 [ "${1:-}" = "--full" ] && quick=
-declare -A limit=([pss2x2]=200 [pss2x2-engines]=90 [mmc]=60 [sde]=60 [network]=60 [fastslow]=40)
-declare -A pss_parts=([pss2x2]="families,effective" [pss2x2-engines]="engines")
+declare -A limit=([pss2x2]=200 [pss2x2-engines]=150 [mmc]=50 [sde]=60 [network]=60 [fastslow]=30)
+declare -A pss_parts=([pss2x2]="families,effective" [pss2x2-engines]="mixed,engines")
 for kv in ${JAXQ_GPU_LIMITS:-}; do limit[${kv%%=*}]=${kv#*=}; done
 parts=$(mktemp -d)
 start=$(date +%s)

@@ -196,7 +196,7 @@ def _mixed(g: dict) -> Iterator[dict]:
     rows, jobs = [], []
     for name in MIXED:
         system, plain = load(path(name)), family_system("exponential", name)
-        for reps in g["pss2x2_family_reps"]:
+        for reps in g["pss2x2_mixed_reps"]:
             horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
             row = {"part": "mixed", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": name,
                    "method": "+".join(pss2x2.setup(system, FAMILY_N, policy="P").spec.methods), "horizon": horizon}

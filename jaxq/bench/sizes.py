@@ -12,7 +12,8 @@ show it. ``lockstep_chunk`` is the number of replications per compiled call of a
 accelerator wants them all at once (10^6 replications of the 2x2 system take tens of megabytes);
 ``event_chunk`` the same for the event-driven engine, whose state is larger. ``pss2x2_family_reps``: the
 replications of the per-family rows of the 2x2 event engine (10^4 on a CPU, 10^4-10^6 on an accelerator, where
-both quick sizes share one compiled chunk of ``event_chunk``), run for about ``family_target_events`` events each.
+both quick sizes share one compiled chunk of ``event_chunk``), run for about ``family_target_events`` events each;
+``pss2x2_mixed_reps`` the same for the mixed-primitive systems (the largest size only on an accelerator).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def grid(quick: bool) -> dict:
     accel = jax.default_backend() != "cpu"
     if tiny():
         return {"target_events": 2e5, "lockstep_target_events": 2e6, "pss2x2_event_reps": (1, 100),
-                "pss2x2_family_reps": (100,), "family_target_events": 2e5,
+                "pss2x2_family_reps": (100,), "pss2x2_mixed_reps": (100,), "family_target_events": 2e5,
                 "pss2x2_ctmc_reps": (2, 1000), "pss2x2_numba_reps": (1, 2, 100, 1000),
                 "mmc_reps": 1000, "mmc_horizon": 5.0, "ciw_horizon": 0.5, "rep_events": None,
                 "lockstep_chunk": 1 << 16, "event_chunk": 10_000,
@@ -41,6 +42,7 @@ def grid(quick: bool) -> dict:
         return {"target_events": 2e7 if quick else 1e8, "lockstep_target_events": 1e9 if quick else 4e9,
                 "pss2x2_event_reps": (1, 100, 10_000) if quick else (1, 100, 10_000, 100_000),
                 "pss2x2_family_reps": (100_000, 1_000_000) if quick else (10_000, 100_000, 1_000_000),
+                "pss2x2_mixed_reps": (1_000_000,),
                 "family_target_events": 2e8 if quick else 1e9,
                 "pss2x2_ctmc_reps": (100, 10_000, 1_000_000) if quick else (100, 10_000, 100_000, 1_000_000),
                 "pss2x2_numba_reps": (1, 2, 100, 10_000, 1_000_000),
@@ -52,6 +54,7 @@ def grid(quick: bool) -> dict:
     return {"target_events": 2e6 if quick else 2e7, "lockstep_target_events": 2e6 if quick else 2e8,
             "pss2x2_event_reps": (1, 100) if quick else (1, 100, 10_000),
             "pss2x2_family_reps": (1_000,) if quick else (10_000,),
+            "pss2x2_mixed_reps": (1_000,) if quick else (10_000,),
             "family_target_events": 2e6 if quick else 2e7,
             "pss2x2_ctmc_reps": (2, 100, 10_000) if quick else (2, 100, 10_000, 100_000),
             "pss2x2_numba_reps": (1, 2, 100, 10_000) if quick else (1, 2, 100, 10_000, 100_000),

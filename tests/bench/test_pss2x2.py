@@ -17,7 +17,7 @@ from jaxq.sim.models.pss2x2 import MARKOV
 
 N, REPS, HORIZON = 16, 256, 25.0  # exp(-gamma T) = 4e-6: the truncation is negligible beside the errors
 SIZES = {"pss2x2_event_reps": (REPS,), "pss2x2_ctmc_reps": (REPS,), "pss2x2_numba_reps": (REPS,),
-         "pss2x2_family_reps": (REPS,), "event_chunk": REPS, "lockstep_chunk": REPS, "target_events": 2e5,
+         "pss2x2_family_reps": (REPS,), "pss2x2_mixed_reps": (REPS,), "event_chunk": REPS, "lockstep_chunk": REPS, "target_events": 2e5,
          "family_target_events": 2e5, "lockstep_target_events": 2e5}
 
 

@@ -23,5 +23,6 @@ def test_accelerator_grid_caps_the_events_of_one_replication(monkeypatch):
         assert g["rep_events"] is not None and g["rep_events"] <= 1e5
         assert max(g["pss2x2_ctmc_reps"]) >= 10**6 and g["mmc_reps"] >= 10**5
         assert max(g["pss2x2_family_reps"]) == 10**6  # the event engine per family at 10^4-10^6 replications
+        assert g["pss2x2_mixed_reps"] == (10**6,)  # the mixed-primitive systems at the largest size only
     monkeypatch.setattr(sizes.jax, "default_backend", lambda: "cpu")
     assert sizes.grid(False)["rep_events"] is None and max(sizes.grid(False)["pss2x2_ctmc_reps"]) == 10**5
