@@ -9,13 +9,15 @@
 # /tmp/jaxq-site, never over the image's own packages). jaxq itself is used from the checkout (PYTHONPATH), so
 # nothing is built there, and so are its baselines (benchmarks/baselines, found beside the jaxq package by
 # jaxq.bench.baseline; numba kernels, Ciw for M/M/c): a baseline that cannot load leaves its columns empty.
-# Each section runs in its own process under its own time limit (seconds, JAXQ_GPU_LIMITS="pss2x2=200 ..."):
-# a slow or failing section costs only its unmeasured rows (each row is saved as it is measured). The 2x2
-# section runs as two processes: "pss2x2" (the event engine per renewal family: exponential, erlang:0.5,
-# hyperexponential:3, lognormal:2, gamma:2, gamma:0.5, then the Marsaglia-Tsang gamma shapes, and the controlled
-# run's effective rate) and "pss2x2-engines" (the dual-mode systems with mixed primitives at 10^6 replications,
-# then the event and uniformised engines at n = 100 and 10^4), merged into one section. The defaults add up to
-# 9.2 minutes (call the device with timeout_s 600); sizes follow
+# Each section runs in its own process under its own time limit (seconds, JAXQ_GPU_LIMITS="pss2x2=190 ..."):
+# a slow or failing section costs only its unmeasured rows (each row is saved as it is measured, except the
+# per-family and mixed rows, measured in interleaved rounds and saved when their last round ends: a process
+# stopped before that loses its part's rows, which is why each of those parts has a process of its own). The
+# 2x2 section runs as three processes: "pss2x2" (the event engine per renewal family: exponential, erlang:0.5,
+# hyperexponential:3, lognormal:2, gamma:2, gamma:0.5, then the Marsaglia-Tsang gamma shapes), "pss2x2-mixed"
+# (the dual-mode systems with mixed primitives at 10^6 replications) and "pss2x2-engines" (the controlled run's
+# effective rate, the event and uniformised engines at n = 100 and 10^4), merged into one section. The
+# defaults add up to 9.3 minutes (call the device with timeout_s 600); sizes follow
 # jax.default_backend() (jaxq/bench/sizes.py: 10^4-10^6 replications for the lockstep engines and the event
 # engine's families on an accelerator); the default is the --quick grid, --full the larger one.
 # Dry run on a CPU (about a minute):  JAX_PLATFORMS=cpu JAXQ_BENCH_TINY=1 OUT=/tmp/gpu bash benchmarks/run_gpu.sh
@@ -49,12 +51,12 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 
 quick=--quick
 [ "${1:-}" = "--full" ] && quick=
-declare -A limit=([pss2x2]=200 [pss2x2-engines]=150 [mmc]=50 [sde]=60 [network]=60 [fastslow]=30)
-declare -A pss_parts=([pss2x2]="families,effective" [pss2x2-engines]="mixed,engines")
+declare -A limit=([pss2x2]=190 [pss2x2-mixed]=80 [pss2x2-engines]=110 [mmc]=50 [sde]=50 [network]=50 [fastslow]=30)
+declare -A pss_parts=([pss2x2]="families" [pss2x2-mixed]="mixed" [pss2x2-engines]="effective,engines")
 for kv in ${JAXQ_GPU_LIMITS:-}; do limit[${kv%%=*}]=${kv#*=}; done
 parts=$(mktemp -d)
 start=$(date +%s)
-for s in pss2x2 pss2x2-engines mmc sde network fastslow; do
+for s in pss2x2 pss2x2-mixed pss2x2-engines mmc sde network fastslow; do
   t0=$(date +%s)
   if JAXQ_BENCH_PSS2X2_PARTS="${pss_parts[$s]:-}" timeout "${limit[$s]}" \
       python3 -m jaxq bench $quick --only "${s%%-*}" --out "$parts/$s.json" > /dev/null; then
@@ -67,18 +69,19 @@ import json, pathlib, sys
 from jaxq.bench import SECTIONS, combine
 from jaxq.cli.bench import render
 dest = pathlib.Path(sys.argv[1])
-order = ["pss2x2", "pss2x2-engines"] + list(SECTIONS[1:])
+order = ["pss2x2", "pss2x2-mixed", "pss2x2-engines"] + list(SECTIONS[1:])
 parts = sorted(pathlib.Path(sys.argv[2]).glob("*.json"), key=lambda p: order.index(p.stem))
 if parts:
     loaded = [json.loads(p.read_text()) for p in parts]
-    for a, b in zip(parts, loaded):  # "pss2x2-engines" joins the rows of "pss2x2" (one section, two processes)
-        if a.stem == "pss2x2-engines":
+    acc = None  # the "pss2x2*" processes' rows, joined in order into one section (the last one holds them all)
+    for a, b in zip(parts, loaded):
+        if a.stem.split("-")[0] == "pss2x2" and "pss2x2" in b["sections"]:
             b["sections"] = {"pss2x2": b["sections"]["pss2x2"]}
-            first = next((x for p, x in zip(parts, loaded) if p.stem == "pss2x2"), None)
-            if first is not None:
-                sec = first["sections"]["pss2x2"]
-                b["sections"]["pss2x2"]["rows"] = sec["rows"] + b["sections"]["pss2x2"]["rows"]
-                b["sections"]["pss2x2"]["wall_s"] += sec["wall_s"]
+            sec = b["sections"]["pss2x2"]
+            if acc is not None:
+                sec["rows"] = acc["rows"] + sec["rows"]
+                sec["wall_s"] += acc["wall_s"]
+            acc = sec
     result = combine(loaded)
     (dest / "gpu.json.tmp").write_text(json.dumps(result, indent=1))
     (dest / "gpu.json.tmp").replace(dest / "gpu.json")

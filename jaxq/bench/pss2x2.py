@@ -177,7 +177,7 @@ def _families(g: dict) -> Iterator[dict]:
         row.update(jaxq_columns(measured[j]))
         if wants_base:
             row.update(baseline_from(measured[j + 1] if has_base else None))
-            row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
+        row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
         if row["dist"] == "exponential":
             exp_ns[row["reps"]] = row["ns_per_event"]
             exp_base[row["reps"]] = row.get("baseline_events_per_s")
@@ -211,8 +211,8 @@ def _mixed(g: dict) -> Iterator[dict]:
         row["vs_exponential"] = measured[j + 1][0] / measured[j][0]  # ns per event over its exponential version's
         if wants_base:
             row.update(baseline_from(measured[j + 2] if has_base else None))
-            row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
-            row["baseline_vs_exponential"] = measured[j + 3][0] / measured[j + 2][0] if has_base else None
+        row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
+        row["baseline_vs_exponential"] = measured[j + 3][0] / measured[j + 2][0] if has_base else None
         yield row
 
 

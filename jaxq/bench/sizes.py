@@ -57,7 +57,7 @@ def grid(quick: bool) -> dict:
             "pss2x2_mixed_reps": (1_000,) if quick else (10_000,),
             "family_target_events": 2e6 if quick else 2e7,
             "pss2x2_ctmc_reps": (2, 100, 10_000) if quick else (2, 100, 10_000, 100_000),
-            "pss2x2_numba_reps": (1, 2, 100, 10_000) if quick else (1, 2, 100, 10_000, 100_000),
+            "pss2x2_numba_reps": (1, 2, 100, 1_000, 10_000) if quick else (1, 2, 100, 10_000, 100_000),
             "mmc_reps": 1000 if quick else 10_000, "mmc_horizon": 20.0 if quick else 100.0,
             "ciw_horizon": 2.0 if quick else 10.0, "rep_events": None, "lockstep_chunk": 1 << 17, "event_chunk": 10_000,
             "sde_paths": (256, 1024) if quick else (10_000, 1_000_000), "sde_chunk": 256 if quick else 1 << 16,

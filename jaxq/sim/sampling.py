@@ -22,7 +22,8 @@ two computations would be recomputed, Threefry block and all: an engine passes `
 materialisation, :func:`slot_values`) and each value that several computations read takes a Threefry
 block of its own (the word layout below; a spare word is never computed).
 
-Methods (all with mean 1 and SCV c) and the words one variate takes (a whole number of blocks):
+Methods (all with mean 1 and SCV c) and the words one variate takes (its own words a whole number of
+blocks; a compact normal adds one word):
 
 * exponential (2 words, one used): ``-log U``;
 * erlang, c = 1/k (k words rounded up to even, one log): ``-log(U_1 ... U_k) / k`` for
@@ -41,10 +42,10 @@ Methods (all with mean 1 and SCV c) and the words one variate takes (a whole num
   52-bit uniform (``|Z| <= 8.2``). Without lognormal (*compact normals*, :func:`_compact_normals`) a slot
   takes ONE normal word after every slot's own words, a pair one block (:func:`_box_muller32`: radius and
   angle each from one word, ``|Z| <= 6.76``; an unpaired slot the quantile of its word, ``|Z| <= 6.34``);
-* lognormal (0 words and the normal block): ``exp(s Z - s^2/2)``, ``s^2 = log(1 + c)``: lognormal moments
+* lognormal (0 words and its normal block): ``exp(s Z - s^2/2)``, ``s^2 = log(1 + c)``: lognormal moments
   are carried by the far tail (the SCV by Z near 2s), so Z gets the resolution of two words;
 * gamma with a half-integer shape a = k + 1/2 <= ``ERLANG_DIRECT_MAX`` ("gammahalf", k words rounded up
-  to even, and the normal block): ``(-log(U_1 ... U_k) + Z^2/2) / a`` (``Z^2/2 ~ Gamma(1/2)``;
+  to even, and the normal): ``(-log(U_1 ... U_k) + Z^2/2) / a`` (``Z^2/2 ~ Gamma(1/2)``;
   independent gammas add): gamma:2 (a = 1/2) is ``Z^2``;
 * deterministic (no word): 1;
 * gamma, any other shape a = 1/c (``4P`` words, 2 for P = 1, and the normal): Marsaglia-Tsang with
@@ -52,7 +53,8 @@ Methods (all with mean 1 and SCV c) and the words one variate takes (a whole num
   normal quantile of one word for the others), ``V = (1 + Z/sqrt(9d))^3``, ``d = a' - 1/3``; accepted iff
   ``V > 0`` and ``log U < Z^2/2 + d - dV + d log V``; then ``dV ~ Gamma(a')``. For a < 1, ``a' = a +
   1`` and the draw is multiplied by ``U'^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1)
-  U^(1/a)``) with ``U' = U e^-A`` the recycled acceptance uniform (52 bits; given acceptance it is
+  U^(1/a)``) with ``U' = U e^-A`` the recycled acceptance uniform (52 bits, one word in the event form
+  P = 1; given acceptance it is
   uniform and independent of the proposal: :func:`_mt_proposal`); for a >= 1, ``a' = a``. No rejection
   loop of unbounded length runs per variate, and
   the result is **exact**: the accepted proposals of Marsaglia-Tsang are i.i.d. Gamma(a') whatever
@@ -86,7 +88,8 @@ Resolution (stated, not hidden): a one-word uniform is ``U = (w + 1/2) 2^-32``, 
 an Erlang-k or hyperexponential phase inherits the same per-uniform errors. A normal from one-word
 uniforms (the compact layout, gamma's later proposals) is at most 6.76 (Box-Muller) or 6.34 (quantile) in
 absolute value, a normal mass of at most 2.3e-10 left out: the gamma mass never proposed is at most 1.2e-10
-in each tail (4e-14 above 30.8 at a' = 1), and ``Z^2/2`` of gammahalf stops at 22.9 as ``-log U`` does.
+in each tail (4e-14 above 30.8 at a' = 1), and ``Z^2/2`` of gammahalf stops at 22.9 (20.1 for an unpaired
+slot) as ``-log U`` does.
 Logarithms are fdlibm's (:func:`log`, within 1 ulp), exponentials XLA's or :func:`exp` (within 2 ulp). These
 effects are orders of magnitude below any Monte Carlo error (4 standard errors of 10^10 draws of a
 unit-mean, unit-variance variate are 4e-5).
@@ -147,7 +150,7 @@ class Spec(NamedTuple):
     ``gamma`` for gamma and larger-k Erlang); ``kdirect``: the largest k sampled as a product of
     uniforms; ``proposals``: Marsaglia-Tsang proposals per gamma variate; ``boost``: some
     gamma-method stream has shape < 1 (the acceptance test then takes the log form with a 52-bit
-    uniform, recycled as the boost: no more words).
+    uniform, one word with P = 1, recycled as the boost: no more words).
     """
 
     families: tuple[str, ...]
@@ -167,9 +170,12 @@ class Spec(NamedTuple):
 
 def words_needed(spec: Spec) -> int:
     """32-bit words one variate takes (static): the most any method present needs, a whole number of
-    Threefry blocks (two words each; see the word layout of the methods below).
+    Threefry blocks (two words each; see the word layout of the methods below), and one more word for a
+    compact normal (:func:`_compact_normals`).
 
-    An event drawing ``r`` variates takes ``r * words_needed(spec)`` words, slot j the j-th run.
+    An event drawing ``r`` variates takes ``r * words_needed(spec)`` words: slot j the j-th run, except the
+    paired gamma layout (:func:`_gamma_pairs`) and compact normals (every slot's own words first, then one
+    normal word a slot).
     """
     if _paired_gamma(spec):
         return 2
@@ -472,7 +478,7 @@ def box_muller(wa, wb, keep=_identity):
 
 
 # --------------------------------------------------------------------------------------- methods
-# Word layout of one slot (``words_needed`` words, a whole number of Threefry blocks of two words): every
+# Word layout of one slot (its own words, a whole number of Threefry blocks of two words): every
 # value that is computed once and read by several later computations (a uniform that feeds a logarithm,
 # a normal quantile) takes a block of its own, so an engine that materialises it (``keep``) computes that
 # block once; the spare word of such a block is unused.
@@ -763,8 +769,11 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
     transcendental work is done once on selected arguments: the slot's normal ``zbm`` (its Box-Muller
     pair's: lognormal's, gammahalf's or the first gamma proposal's), one logarithm (exponential ``-log U``,
     Erlang ``-log(U_1...U_k)``, hyperexponential ``-log U_2``, gammahalf's Erlang part or the gamma proposal's
-    ``log(1 + cZ)``) and one exponential (lognormal's, or the gamma acceptance test's). Each method sees
-    exactly what it sees alone.
+    ``log(1 + cZ)``; in the event form P = 1 the gamma acceptance uniform's ``log u``, with ``log(1 + cZ)``
+    sharing its division, :func:`log_pair`) and one exponential (lognormal's, or the gamma acceptance test's
+    or boost's). Each method sees exactly what it sees alone, except that in the event form with gamma the
+    shared logarithm is :func:`log_pair`'s (within 1 ulp of :func:`log`, so the other methods' values may
+    differ from their single-family values in the last bit).
     """
     M = spec.methods
     is_m = {m: method == METHOD_CODE[m] for m in M}
@@ -858,7 +867,7 @@ def sample(words, spec: Spec, table: dict, idx, key=None, counter=None) -> jax.A
     Args:
       words: ``r * words_needed(spec)`` uint32 words (array or sequence), e.g.
         ``rng.words(key, counter, r * words_needed(spec))``; slot j uses the j-th run of
-        ``words_needed(spec)`` words.
+        ``words_needed(spec)`` words (see :func:`words_needed` for the two layouts that interleave).
       spec: the static methods present (:func:`spec_of`).
       table: the per-stream parameters (:func:`param_table`), as arrays.
       idx: stream indices, shape (r,), static length.
