@@ -33,7 +33,8 @@ runs them in separate processes):
 
 ``bench(quick)`` yields rows with keys part, engine, n, reps, dist, horizon or steps, cv, events_per_s,
 compile_s, J_hat, J_hat_stderr, baseline_events_per_s, baseline_J_hat, baseline_J_hat_stderr, ratio (jaxq /
-numba); without the baseline its columns are None and ``note`` says why. Run
+numba), and for the event engine's rows z (:func:`agreement`: the estimates' difference in combined standard
+errors; ``jaxq bench`` prints a warning under the table when some |z| > 4); without the baseline its columns are None and ``note`` says why. Run
 ``python -m jaxq.bench.pss2x2 [--quick]``.
 """
 
@@ -134,6 +135,16 @@ def baseline_from(measured) -> dict:
     return {"baseline_events_per_s": rate, **est}
 
 
+def agreement(row: dict) -> float | None:
+    """``z = (J_hat - baseline_J_hat) / combined standard error`` of a row whose two runs estimate the same
+    truncated cost (None without the baseline or a standard error); ``jaxq bench`` flags ``|z| > 4``."""
+    a, b = row.get("J_hat"), row.get("baseline_J_hat")
+    sa, sb = row.get("J_hat_stderr"), row.get("baseline_J_hat_stderr")
+    if a is None or b is None or sa is None or sb is None or not (sa > 0 or sb > 0):
+        return None
+    return float((a - b) / math.hypot(sa, sb))
+
+
 def baseline_columns(system, n: float, reps: int, horizon: float) -> dict:
     """The numba baseline over the same horizon, measured alone: median events/s and its estimate."""
     job = baseline_job(system, n, reps, horizon)
@@ -178,6 +189,7 @@ def _families(g: dict) -> Iterator[dict]:
         if wants_base:
             row.update(baseline_from(measured[j + 1] if has_base else None))
         row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
+        row["z"] = agreement(row)
         if row["dist"] == "exponential":
             exp_ns[row["reps"]] = row["ns_per_event"]
             exp_base[row["reps"]] = row.get("baseline_events_per_s")
@@ -213,6 +225,7 @@ def _mixed(g: dict) -> Iterator[dict]:
             row.update(baseline_from(measured[j + 2] if has_base else None))
         row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
         row["baseline_vs_exponential"] = measured[j + 3][0] / measured[j + 2][0] if has_base else None
+        row["z"] = agreement(row)
         yield row
 
 
@@ -229,6 +242,7 @@ def _effective(g: dict) -> Iterator[dict]:
         row.update(baseline_columns(system, FAMILY_N, reps, horizon))
         row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
         row["effective_ratio"] = ratio(row["effective_events_per_s"], row["baseline_events_per_s"])
+        row["z"] = agreement(row)
     yield row
 
 
@@ -245,6 +259,7 @@ def _engines(g: dict) -> Iterator[dict]:
                 if reps in g["pss2x2_numba_reps"]:
                     row.update(baseline_columns(system, n, reps, horizon))
                     row["ratio"] = ratio(row["events_per_s"], row["baseline_events_per_s"])
+                    row["z"] = agreement(row)  # the same horizon: the same estimand
                 yield row
             if dist != "exponential":
                 continue

@@ -60,4 +60,9 @@ def render(r: dict) -> str:
     for name, sec in r["sections"].items():
         lines.append(f"\n[{name}]  ({sec['wall_s']:.1f} s, peak RSS {sec['peak_rss_mb']:.0f} MB)")
         lines.append(format_table(sec["rows"], digits=3))
+        bad = [row for row in sec["rows"] if isinstance(row.get("z"), (int, float)) and abs(row["z"]) > 4]
+        if bad:  # two runs of one estimand that disagree: a bug in one of them, never noise
+            lines.append(f"WARNING: {len(bad)} row(s) whose estimates disagree by more than 4 combined standard "
+                         "errors: " + "; ".join(f"{row.get('dist')} n={row.get('n')} reps={row.get('reps')} "
+                                                 f"z={row['z']:.1f}" for row in bad))
     return "\n".join(lines)

@@ -101,6 +101,18 @@ def test_table_names_the_baselines_and_each_section(monkeypatch, capsys):
     assert "baselines: " in text and "numba " in text and "[fake]" in text and "2e+06" in text
 
 
+def test_table_warns_when_two_runs_of_one_estimand_disagree(monkeypatch, capsys):
+    rows = [{"dist": "ok", "n": 100, "reps": 10, "events_per_s": 1.0, "z": 3.9},
+            {"dist": "bad", "n": 100, "reps": 10, "events_per_s": 1.0, "z": -4.2}, {"dist": "none", "z": None}]
+    _fake_section(monkeypatch, rows)
+    assert main(["bench", "--only", "fake"]) == 0
+    text = capsys.readouterr().out
+    assert "WARNING: 1 row(s)" in text and "bad n=100 reps=10 z=-4.2" in text and "ok n=" not in text
+    _fake_section(monkeypatch, rows[:1])
+    assert main(["bench", "--only", "fake"]) == 0
+    assert "WARNING" not in capsys.readouterr().out
+
+
 def test_combine_takes_the_first_machine_and_every_section():
     a = {"machine": {"backend": "gpu"}, "quick": True, "sections": {"pss2x2": {"rows": [1]}}}
     b = {"machine": {"backend": "other"}, "sections": {"mmc": {"rows": [2]}, "pss2x2": {"rows": [3]}}}

@@ -89,6 +89,8 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
             assert r["ratio"] == pytest.approx(r["events_per_s"] / r["baseline_events_per_s"], rel=1e-12)
         if have_numba and r["engine"] == B.ENGINES["event"]:  # the same horizon: the same estimand
             agree(r, r, ["J_hat"], ["baseline_J_hat"])
+            assert r["z"] == pytest.approx((r["J_hat"] - r["baseline_J_hat"])
+                                           / math.hypot(r["J_hat_stderr"], r["baseline_J_hat_stderr"]))
     fam, mix, eff = rows[0], rows[1], rows[2]
     assert fam["vs_exponential"] == 1.0 and fam["dist"] == "exponential" and fam["method"] == "exponential"
     assert mix["dist"] == "pss_PP" and mix["method"] == "exponential+erlang+hyperexponential"
