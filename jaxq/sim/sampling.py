@@ -49,14 +49,14 @@ blocks; a compact normal adds one word):
   independent gammas add): gamma:2 (a = 1/2) is ``Z^2``;
 * deterministic (no word): 1;
 * gamma, any other shape a = 1/c (``4P`` words, 2 for P = 1, and the normal): Marsaglia-Tsang with
-  ``P = Spec.proposals`` proposals evaluated side by side, the first accepted one taken. Proposal: Z a standard normal (the slot's normal for the first proposal, the
-  normal quantile of one word for the others), ``V = (1 + Z/sqrt(9d))^3``, ``d = a' - 1/3``; accepted iff
-  ``V > 0`` and ``log U < Z^2/2 + d - dV + d log V``; then ``dV ~ Gamma(a')``. For a < 1, ``a' = a +
-  1`` and the draw is multiplied by ``U'^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1)
-  U^(1/a)``) with ``U' = U e^-A`` the recycled acceptance uniform (52 bits, one word in the event form
-  P = 1; given acceptance it is
-  uniform and independent of the proposal: :func:`_mt_proposal`); for a >= 1, ``a' = a``. No rejection
-  loop of unbounded length runs per variate, and
+  ``P = Spec.proposals`` proposals evaluated side by side, the first accepted one taken. Proposal: Z a
+  standard normal (the slot's normal for the first proposal, the normal quantile of one word for the
+  others), ``V = (1 + Z/sqrt(9d))^3``, ``d = a' - 1/3``; accepted iff ``V > 0`` and
+  ``log U < Z^2/2 + d - dV + d log V``; then ``dV ~ Gamma(a')``. For a < 1, ``a' = a + 1`` and the draw
+  is multiplied by ``U'^(1/a)`` (Stuart's theorem: ``Gamma(a) = Gamma(a+1) U^(1/a)``) with
+  ``U' = U e^-A`` the recycled acceptance uniform (52 bits, one word in the event form P = 1; given
+  acceptance it is uniform and independent of the proposal: :func:`_mt_proposal`); for a >= 1,
+  ``a' = a``. No rejection loop of unbounded length runs per variate, and
   the result is **exact**: the accepted proposals of Marsaglia-Tsang are i.i.d. Gamma(a') whatever
   the stopping rule. One proposal is accepted with probability 0.952 at a' = 1 (the worst case),
   0.970 at a' = 1.4, 0.982 at a' = 2, 0.990 at a' = 3.3. Two ways to finish when all P are rejected:
@@ -206,7 +206,8 @@ def _compact_normals(spec: Spec) -> bool:
     words), ``R = sqrt(-2 log U)`` and the angle each from one word (``|Z| <= 6.76``), an unpaired slot the
     quantile of one word (``|Z| <= 6.34``). Every spec with a normal method but lognormal, whose moments are
     carried by the far tail (it keeps a normal block per slot and the 52-bit radius)."""
-    return bool(set(spec.methods) & NORMAL_METHODS) and "lognormal" not in spec.methods and not _paired_gamma(spec)
+    normal = bool(set(spec.methods) & NORMAL_METHODS)
+    return normal and "lognormal" not in spec.methods and not _paired_gamma(spec)
 
 
 def _method(d: Dist) -> str:
@@ -616,6 +617,16 @@ def _gamma_fallback(ys, oks, cs, key, counter, first_block, boost=False):
 
 
 # ------------------------------------------------------------------------------------------ sample
+def _stream_eq(idx_j, n_streams: int) -> list:
+    """The selects' conditions of a slot whose stream is ``idx_j`` (one stream: no select at all)."""
+    return [idx_j == s for s in range(n_streams)] if n_streams > 1 else [True]
+
+
+def _constants(table, eq) -> list:
+    """The method constants ``c0 .. c3`` of a slot's stream (:func:`param_table`), by selects."""
+    return [_lookup(table, f"c{i}", eq) for i in range(4)]
+
+
 def _lookup(table, name, eq):
     col = table[name]
     if len(eq) == 1:
@@ -642,8 +653,9 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
     if _paired_gamma(spec):
         return _gamma_pairs(words, spec, table, idx, keep, n_streams)
     normals = [None] * r
-    own = _own_words(spec) if _compact_normals(spec) else W
-    if _compact_normals(spec):  # after the slots' own words, one block per pair of slots (_compact_normals)
+    compact = _compact_normals(spec)
+    own = _own_words(spec) if compact else W  # compact: the slots' own words first, then their normal words
+    if compact:  # one block per pair of slots (_compact_normals)
         base = r * own
         for j in range(0, r - 1, 2):
             normals[j], normals[j + 1] = _box_muller32(words[base + j], words[base + j + 1], keep)
@@ -658,8 +670,8 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
     out = []
     for j in range(r):
         w = words[j * own : (j + 1) * own]
-        eq = [idx[j] == s for s in range(n_streams)] if n_streams > 1 else [True]
-        c = [_lookup(table, f"c{i}", eq) for i in range(4)]
+        eq = _stream_eq(idx[j], n_streams)
+        c = _constants(table, eq)
         thr = _lookup(table, "thr", eq) if "hyperexponential" in spec.methods else None
         if len(spec.methods) > 1:
             method = _lookup(table, "method", eq)
@@ -668,8 +680,6 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
             v, g = _slot_single(w, c, thr, spec, keep, normals[j])
         out.append((v, g))
     return out
-
-
 
 
 def _paired_gamma(spec: Spec) -> bool:
@@ -727,8 +737,7 @@ def _gamma_pairs(words, spec: Spec, table: dict, idx, keep, n_streams):
     out = []
 
     def slot(j, z, u):
-        eq = [idx[j] == s for s in range(n_streams)] if n_streams > 1 else [True]
-        c = [_lookup(table, f"c{i}", eq) for i in range(4)]
+        c = _constants(table, _stream_eq(idx[j], n_streams))
         y, ok = _mt_pair_proposal(1.0 + c[1] * z, u, c, boost)
         return y * c[3], [y, ok, c[3], c, jnp.ones((), bool)]
 
