@@ -34,8 +34,8 @@ runs them in separate processes):
 ``bench(quick)`` yields rows with keys part, engine, n, reps, dist, horizon or steps, cv, events_per_s,
 compile_s, J_hat, J_hat_stderr, baseline_events_per_s, baseline_J_hat, baseline_J_hat_stderr, ratio (jaxq /
 numba), and for the event engine's rows z (:func:`agreement`: the estimates' difference in combined standard
-errors; ``jaxq bench`` prints a warning under the table when some |z| > 4); without the baseline its columns are None and ``note`` says why. Run
-``python -m jaxq.bench.pss2x2 [--quick]``.
+errors; ``jaxq bench`` prints a warning under the table when some |z| > 4); without the baseline its columns
+are None and ``note`` says why. Run ``python -m jaxq.bench.pss2x2 [--quick]``.
 """
 
 from __future__ import annotations
@@ -168,35 +168,54 @@ def parts() -> tuple[str, ...]:
     return chosen
 
 
+def _measure_rows(g: dict, cases: list) -> list[list[tuple]]:
+    """jaxq's event engine and numba on every system of every case, all in the same interleaved rounds
+    (:func:`measure_interleaved`): the cost ratios of a part are then not those of two spells of a shared machine.
+
+    ``cases``: ``(row, systems)`` with the row's ``reps`` and ``horizon``. Returns per case, per system, the
+    pair ``(jaxq measurement, numba measurement or None)``; the case's row gets the first system's columns
+    (:func:`jaxq_columns`, and the baseline's where ``reps`` is a numba size), ``ratio`` and ``z``.
+    """
+    jobs, index = [], []
+    for row, systems in cases:
+        wants = row["reps"] in g["pss2x2_numba_reps"]
+        pairs = []
+        for system in systems:
+            run = jaxq_job(system, FAMILY_N, row["reps"], "event", g["event_chunk"], horizon=row["horizon"])
+            base = baseline_job(system, FAMILY_N, row["reps"], row["horizon"]) if wants else None
+            pairs.append((len(jobs), None if base is None else len(jobs) + 1))
+            jobs += [run] + ([base] if base else [])
+        index.append(pairs)
+    measured = measure_interleaved(jobs)
+    out = []
+    for (row, _), pairs in zip(cases, index):
+        got = [(measured[j], None if b is None else measured[b]) for j, b in pairs]
+        row.update(jaxq_columns(got[0][0]))
+        if row["reps"] in g["pss2x2_numba_reps"]:
+            row.update(baseline_from(got[0][1]))
+        row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
+        row["z"] = agreement(row)
+        out.append(got)
+    return out
+
+
 def _families(g: dict) -> Iterator[dict]:
-    """Every family's jaxq and numba runs measured in the same rounds (:func:`measure_interleaved`): the cost
-    ratios between families are then not those of two different spells of a shared machine."""
-    rows, jobs = [], []
+    """One row per family, all measured in the same rounds; ``vs_exponential`` against the exponential row."""
+    cases = []
     for family in FAMILIES + GENERAL_GAMMA:
         system = family_system(family)
         for reps in g["pss2x2_family_reps"]:
             horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
-            row = {"part": "families", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": family,
-                   "method": pss2x2.setup(system, FAMILY_N, policy="P").spec.methods[0], "horizon": horizon}
-            base = baseline_job(system, FAMILY_N, reps, horizon) if reps in g["pss2x2_numba_reps"] else None
-            rows.append((row, len(jobs), base is not None, reps in g["pss2x2_numba_reps"]))
-            jobs.append(jaxq_job(system, FAMILY_N, reps, "event", g["event_chunk"], horizon=horizon))
-            jobs += [base] if base else []
-    measured = measure_interleaved(jobs)
-    exp_ns, exp_base = {}, {}
-    for row, j, has_base, wants_base in rows:
-        row.update(jaxq_columns(measured[j]))
-        if wants_base:
-            row.update(baseline_from(measured[j + 1] if has_base else None))
-        row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
-        row["z"] = agreement(row)
-        if row["dist"] == "exponential":
-            exp_ns[row["reps"]] = row["ns_per_event"]
-            exp_base[row["reps"]] = row.get("baseline_events_per_s")
-    for row, *_ in rows:
-        e = exp_ns.get(row["reps"])
-        row["vs_exponential"] = row["ns_per_event"] / e if e else None
-        b, eb = row.get("baseline_events_per_s"), exp_base.get(row["reps"])
+            cases.append(({"part": "families", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps,
+                           "dist": family, "method": pss2x2.setup(system, FAMILY_N, policy="P").spec.methods[0],
+                           "horizon": horizon}, (system,)))
+    _measure_rows(g, cases)
+    rows = [row for row, _ in cases]
+    exp = {r["reps"]: r for r in rows if r["dist"] == "exponential"}
+    for row in rows:
+        e = exp.get(row["reps"], {})
+        row["vs_exponential"] = row["ns_per_event"] / e["ns_per_event"] if e.get("ns_per_event") else None
+        b, eb = row.get("baseline_events_per_s"), e.get("baseline_events_per_s")
         row["baseline_vs_exponential"] = eb / b if b and eb else None  # the compiled loop's own cost ratio
         yield row
 
@@ -205,27 +224,17 @@ def _mixed(g: dict) -> Iterator[dict]:
     """The :data:`MIXED` systems beside numba, and beside the same systems with exponential primitives (jaxq and
     numba: ``vs_exponential``, ``baseline_vs_exponential``), all in the same interleaved rounds. Policy P (the
     P rule of the active mode, as the baseline implements it) at n = FAMILY_N."""
-    rows, jobs = [], []
+    cases = []
     for name in MIXED:
-        system, plain = load(path(name)), family_system("exponential", name)
+        system = load(path(name))
         for reps in g["pss2x2_mixed_reps"]:
             horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
-            row = {"part": "mixed", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": name,
-                   "method": "+".join(pss2x2.setup(system, FAMILY_N, policy="P").spec.methods), "horizon": horizon}
-            run = [jaxq_job(s_, FAMILY_N, reps, "event", g["event_chunk"], horizon=horizon) for s_ in (system, plain)]
-            base = ([baseline_job(s_, FAMILY_N, reps, horizon) for s_ in (system, plain)]
-                    if reps in g["pss2x2_numba_reps"] else [None, None])
-            rows.append((row, len(jobs), base[0] is not None, reps in g["pss2x2_numba_reps"]))
-            jobs += run + (base if base[0] is not None else [])
-    measured = measure_interleaved(jobs)
-    for row, j, has_base, wants_base in rows:
-        row.update(jaxq_columns(measured[j]))
-        row["vs_exponential"] = measured[j + 1][0] / measured[j][0]  # ns per event over its exponential version's
-        if wants_base:
-            row.update(baseline_from(measured[j + 2] if has_base else None))
-        row["ratio"] = ratio(row["events_per_s"], row.get("baseline_events_per_s"))
-        row["baseline_vs_exponential"] = measured[j + 3][0] / measured[j + 2][0] if has_base else None
-        row["z"] = agreement(row)
+            cases.append(({"part": "mixed", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": name,
+                           "method": "+".join(pss2x2.setup(system, FAMILY_N, policy="P").spec.methods),
+                           "horizon": horizon}, (system, family_system("exponential", name))))
+    for (row, _), ((own, own_base), (plain, plain_base)) in zip(cases, _measure_rows(g, cases)):
+        row["vs_exponential"] = plain[0] / own[0]  # ns per event over its exponential version's
+        row["baseline_vs_exponential"] = plain_base[0] / own_base[0] if own_base and plain_base else None
         yield row
 
 
