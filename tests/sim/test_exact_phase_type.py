@@ -1,0 +1,114 @@
+"""The exact solve with phase-type primitives (phases in the state), and the event engine with renewal
+primitives against it: every dual-mode example system (Theorem 2.11's cases 2(a)-(d), their own Erlang and
+hyperexponential services) and single-mode systems with non-exponential interarrival times, within 4
+standard errors at n = 16."""
+
+import math
+
+import numpy as np
+import pytest
+
+from jaxq.bench.pss2x2 import family_system
+from jaxq.diffusion.workload import analyze
+from jaxq.errors import InputError
+from jaxq.examples import path
+from jaxq.model import load
+from jaxq.model.distributions import Dist
+from jaxq.policies import pss2x2 as pol
+from jaxq.policies.pss2x2 import theta_level
+from jaxq.sim import exact_ctmc
+from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, simulate
+
+N = 16
+THETA = theta_level(N, DEFAULT_THETA_EXPONENT)
+SAMPLING = {0: "never", 1: "k1", 2: "every"}
+RULES = ("P", "T1", "T2")
+
+
+def _exact(system, policy="auto", switch_at=None, cap=45, **kw):
+    res = pol.resolve(analyze(system), policy, switch_at)
+    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=THETA, cap=cap,
+                                      higher=res.higher, rule_higher=RULES[res.rules.higher],
+                                      sampling=SAMPLING[res.rules.sampling], switch_at=res.z, **kw)
+
+
+def _moments(alpha, S):
+    """Mean and SCV of a phase-type law: ``E X^k = k! alpha (-S)^-k 1``."""
+    m1 = np.linalg.solve(-S, np.ones(alpha.size))
+    mean = alpha @ m1
+    second = 2.0 * alpha @ np.linalg.solve(-S, m1)
+    return mean, second / mean**2 - 1.0
+
+
+@pytest.mark.parametrize("d, phases", [(Dist("exponential", 1.0), 1), (Dist("erlang", 0.25), 4),
+                                       (Dist("gamma", 0.5), 2), (Dist("hyperexponential", 4.0), 2),
+                                       (Dist("hyperexponential", 1.5), 2)])
+def test_phase_type_forms_have_the_declared_mean_and_scv(d, phases):
+    alpha, S = exact_ctmc.phase_type(d)
+    assert alpha.size == phases and alpha.sum() == pytest.approx(1.0, abs=1e-15)
+    mean, scv = _moments(alpha, S)
+    assert mean == pytest.approx(1.0, rel=1e-13) and scv == pytest.approx(d.scv, rel=1e-12)
+
+
+@pytest.mark.parametrize("d", [Dist("lognormal", 1.0), Dist("deterministic", 0.0), Dist("gamma", 3.0),
+                               Dist("gamma", 2.0)])
+def test_laws_without_a_phase_type_form_are_refused_by_key(d):
+    with pytest.raises(InputError, match="phase-type") as e:
+        exact_ctmc.phase_type(d, "system.service[1][0]")
+    assert e.value.key == "system.service[1][0]"
+    s = load(path("pss_P"))
+    with pytest.raises(InputError, match="phase-type"):
+        exact_ctmc.discounted_cost(load(path("pss_PP_gamma")), N, 0, "P", cap=10)
+    exp = (np.ones(1), -np.ones((1, 1)))
+    bad = [((np.array([0.5, 0.6]), -np.eye(2)), "probability"), ((np.ones(1), -2.0 * np.ones((1, 1))), "mean 1"),
+           ((np.ones(1), np.ones((1, 1))), "sub-generator"), ((np.ones(2) / 2, -np.eye(3)), "alpha of length")]
+    for law, why in bad:
+        with pytest.raises(InputError, match=why):
+            exact_ctmc.discounted_cost(s, N, 0, "P", cap=10, phase_types=([law, exp], [[exp, exp], [exp, exp]]))
+
+
+# Two representations of the exponential law with two phases: a mixture of equal phases, and phase 0 leaving
+# for phase 1 at rate 2 besides its absorption at rate 1 (absorbed at rate 1 in every phase: memoryless).
+MIXTURE = (np.array([0.3, 0.7]), -np.eye(2))
+MOVING = (np.array([1.0, 0.0]), np.array([[-3.0, 2.0], [0.0, -1.0]]))
+EXP = (np.ones(1), -np.ones((1, 1)))
+
+
+@pytest.mark.parametrize("name, policy, switch_at", [("pss_P", "P", None), ("pss_T2", "auto", None),
+                                                      ("pss_P", "T2T2", 0.5), ("pss_T2", "T1T2", 0.4)])
+def test_redundant_phases_give_the_exponential_chain_value(name, policy, switch_at):
+    """The phase-type chain of an exponential system written with redundant phases lumps to the chain without
+    phases: the same value to rounding, from a different chain (phase moves, starts drawn from alpha)."""
+    s = load(path(name))
+    plain = _exact(s, policy, switch_at, cap=30, check=False)
+    phased = _exact(s, policy, switch_at, cap=30, check=False,
+                    phase_types=([MIXTURE, MOVING], [[MOVING, EXP], [MIXTURE, MOVING]]))
+    assert phased["states"] > 3 * plain["states"]
+    assert phased["J"] == pytest.approx(plain["J"], rel=1e-10)
+
+
+def _renewal(name):
+    if ":" in name:  # a family in all six streams of pss_T2 (single mode; T2 with its threshold)
+        return family_system(name, "pss_T2")
+    return load(path(name))
+
+
+# the cap of the exact chain per system: T2T2 and T2T1 hold a long queue of one class (see truncation_change)
+CAPS = {"pss_PP": 30, "pss_T2T2": 45, "pss_T1T2": 30, "pss_T2T1": 45, "erlang:0.5": 30, "hyperexponential:3": 30}
+
+
+@pytest.mark.parametrize("name", list(CAPS))
+def test_event_engine_matches_the_exact_phase_type_value(name):
+    """The renewal event engine (the sampler's Erlang and hyperexponential streams, voids never: no gamma) with the
+    Theorem 2.11 policy of each system against the exact value, 4 standard errors."""
+    s = _renewal(name)
+    assert not s.exponential
+    ex = _exact(s, cap=CAPS[name])
+    r = simulate(s, N, 4000, policy="auto", seed=21, horizon=25.0)
+    assert r.engine == "event" and r["truncation_bound"] < 0.1 * r.stderr  # the horizon's cut-off tail
+    assert ex["truncation_change"] < 0.2 * r.stderr  # the exact chain's cap
+    assert abs(r.value - ex["J"]) <= 4 * r.stderr + r["truncation_bound"], (r.value, ex["J"], r.stderr)
+    assert r.stderr < 0.02 * ex["J"]
+    if analyze(s).case == "dual":
+        assert r["switches"].sum() > 0
+    assert math.isfinite(ex["J"])
