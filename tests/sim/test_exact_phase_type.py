@@ -107,7 +107,10 @@ def test_event_engine_matches_the_exact_phase_type_value(name):
     r = simulate(s, N, 4000, policy="auto", seed=21, horizon=25.0)
     assert r.engine == "event" and r["truncation_bound"] < 0.1 * r.stderr  # the horizon's cut-off tail
     assert ex["truncation_change"] < 0.2 * r.stderr  # the exact chain's cap
+    # the controlled estimate (the renewal control variates: one per stream, weighted by V') and the plain one
     assert abs(r.value - ex["J"]) <= 4 * r.stderr + r["truncation_bound"], (r.value, ex["J"], r.stderr)
+    assert abs(r.main.plain - ex["J"]) <= 4 * r.main.plain_stderr + r["truncation_bound"]
+    assert r.main.variance_reduction > 1.5
     assert r.stderr < 0.02 * ex["J"]
     if analyze(s).case == "dual":
         assert r["switches"].sum() > 0
