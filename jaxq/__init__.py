@@ -5,6 +5,7 @@ The public API (``import jaxq``; see :mod:`jaxq.api` and the README's "Python AP
     load, example_names            a system from a bundled name or a TOML file
     analyze                        the exact limit objects (2x2 system or network)
     simulate                       Monte Carlo of the n-th system (2x2: J_n; network: stationary averages)
+    exact_cost                     J_n of a 2x2 system exactly at small n (exponential or phase-type primitives)
     simulate_sde                   the workload diffusion of a 2x2 system and V_WCP
     simulate_network_sde           the network diffusion (2.27)
     tune                           switching level / threshold by gradients (exact, sde, prelimit)
@@ -29,7 +30,7 @@ from jaxq.errors import InputError  # noqa: E402
 
 __version__ = "0.2.0"
 
-_API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simulate", "simulate_sde",
+_API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simulate", "exact_cost", "simulate_sde",
                                        "simulate_network_sde", "tune", "solve_fastslow", "simulate_fastslow",
                                        "run_experiment", "read_run", "threshold_term")}
 _API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result")

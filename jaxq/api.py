@@ -8,6 +8,7 @@ layer over these functions. Arrays are indexed as the papers index them (class i
 >>> system = jaxq.load("pss_PP")                      # a bundled example or a TOML file
 >>> a = jaxq.analyze(system)                          # modes, case, policy, z*, V0
 >>> r = jaxq.simulate(system, n=400, reps=256)        # J_n under Theorem 2.11's policy
+>>> jaxq.exact_cost(system, n=16)["J"]                # J_n exactly (small n; phase-type primitives)
 >>> r.value, r.stderr, r.ci95, r.events_per_s
 >>> s = jaxq.simulate_sde(system, paths=20_000)       # V_WCP(0) by the skew-exact scheme
 >>> jaxq.threshold_term("pss_T2T1", n=10**6)          # the threshold's share of J_n - V0 (0 for P, PP)
@@ -105,6 +106,21 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
 
     return simulate_pss(_pss(system), n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
                         seed=seed, **options)
+
+
+def exact_cost(system, n: float, **options) -> dict:
+    """The exact J_n of a 2x2 system under a policy, no Monte Carlo: a sparse solve of its truncated CTMC, with
+    the phases of the interarrival and service times in the state for Erlang, hyperexponential and
+    integer-shape gamma primitives (:func:`jaxq.sim.exact_ctmc.policy_cost`).
+
+    ``options``: ``policy`` (default ``"auto"``, as :func:`simulate`), ``switch_at``, ``theta_exponent``,
+    ``theta_constant``, ``rtol`` (the cap grows until two caps agree within it, default 1e-5) and
+    ``max_states`` (refused beforehand, on ``n``, beyond it; default 2e6: small n, a few seconds to a minute).
+    Returns ``J``, ``truncation_change``, ``cap``, ``states``, ``policy``, ``theta``, ``switch_at``.
+    """
+    from jaxq.sim.exact_ctmc import policy_cost
+
+    return policy_cost(_pss(system), n, **options)
 
 
 def simulate_sde(system, *, paths: int = 20_000, dt: float = 1e-3, scheme: str = "skew", z0: float = 0.0,

@@ -348,3 +348,75 @@ def discounted_cost(
         change = abs(value2 - value)
         value = value2
     return {"J": value, "states": size, "truncation_change": change}
+
+
+_RULE_NAMES = {0: "P", 1: "T1", 2: "T2"}  # jaxq.policies.pss2x2.RULE_P, RULE_T1, RULE_T2
+_SAMPLING_NAMES = {0: "never", 1: "k1", 2: "every"}  # SAMPLE_NEVER, SAMPLE_K1_COMPLETION, SAMPLE_EVERY_EVENT
+FIRST_CAP = 20
+START_CAP_PER_ROOT_N = 10  # queue lengths live on the sqrt(n) scale: the first cap is max(20, 10 sqrt(n))
+
+
+def _states_bound(system: PSS2x2, cap: int, dual: bool) -> int:
+    """An upper bound on the states of the truncated chain at ``cap`` (before building it)."""
+    m = lambda d: phase_type(d)[0].size if not system.exponential else 1  # noqa: E731
+    servers = 1
+    for k in (0, 1):
+        servers *= 1 + sum(m(system.service[i][k]) for i in (0, 1))
+    return (cap + 1) ** 2 * servers * m(system.interarrival[0]) * m(system.interarrival[1]) * (2 if dual else 1)
+
+
+def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: float | None = None,
+                theta_exponent: float | None = None, theta_constant: float = 1.0, rtol: float = 1e-5,
+                max_states: int = 2_000_000) -> dict:
+    """Exact J_n under a policy as :func:`jaxq.sim.pss2x2.simulate` runs it (same names, same Theta_n and level),
+    the truncation cap chosen here: from ``max(20, 10 sqrt(n))`` (queue lengths live on the sqrt(n) scale), each
+    cap 1.5 times the last, until two successive values agree within ``rtol`` of the value (the error of
+    the last cap is then smaller still: it decays geometrically in the cap).
+
+    Refuses (:class:`~jaxq.errors.InputError` on ``n``) before building a chain whose states could exceed
+    ``max_states``, naming the bound: at once when the first cap's chain is too large (n = 10^3 and above for
+    the example systems), or before a larger cap when the value has not settled by then. Returns ``J``, ``truncation_change`` (the last two caps' difference),
+    ``cap``, ``states``, ``policy``, ``theta`` (None without a threshold rule) and ``switch_at`` (None unless
+    the policy switches).
+    """
+    from jaxq.diffusion.workload import analyze
+    from jaxq.policies import pss2x2 as pol
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
+
+    if not (isinstance(n, (int, float, np.integer, np.floating)) and math.isfinite(n) and n >= 1):
+        raise InputError("n", f"n must be a number >= 1, got {n!r}")
+    exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
+    if not (0.0 <= exponent <= 1.0):
+        raise InputError("theta_exponent", f"must lie in [0, 1], got {exponent}")
+    if switch_at is not None and not (math.isfinite(switch_at) and switch_at >= 0):
+        raise InputError("switch_at", f"must be a finite level >= 0, got {switch_at}")
+    if not (0.0 < rtol < 1.0):
+        raise InputError("rtol", f"must lie in (0, 1), got {rtol}")
+    if not system.exponential:  # refuse laws without a phase-type form before anything else
+        for i, d in enumerate(system.interarrival):
+            phase_type(d, f"system.interarrival[{i}]")
+        for i, row in enumerate(system.service):
+            for k, d in enumerate(row):
+                phase_type(d, f"system.service[{i}][{k}]")
+    res = pol.resolve(analyze(system), policy, switch_at)
+    theta = pol.theta_level(n, exponent, theta_constant) if pol.uses_threshold(res.rules) else None
+    kw = dict(theta=theta or 0, higher=res.higher, rule_higher=_RULE_NAMES[res.rules.higher],
+              sampling=_SAMPLING_NAMES[res.rules.sampling], switch_at=res.z, check=False)
+    dual = res.lower != res.higher
+    cap, last, out = max(FIRST_CAP, math.ceil(START_CAP_PER_ROOT_N * math.sqrt(n))), None, None
+    while True:
+        bound = _states_bound(system, cap, dual)
+        if bound > max_states:
+            raise InputError("n", f"the truncated chain at cap {cap} could have {bound:.3g} states (more than "
+                                  f"max_states = {max_states:.3g})" + ("" if last is None else
+                                  f" before J_n settles within rtol = {rtol:g}") + "; take a smaller n"
+                                  + ("" if last is None else " or a larger rtol"))
+        out = discounted_cost(system, n, res.lower, _RULE_NAMES[res.rules.lower], cap=cap, **kw)
+        if last is not None:
+            change = abs(out["J"] - last)
+            if change <= rtol * abs(out["J"]):
+                break
+        last = out["J"]
+        cap = cap + cap // 2
+    return {"J": out["J"], "truncation_change": change, "cap": cap, "states": out["states"], "policy": res.name,
+            "theta": theta, "switch_at": None if not res.rules.dual or math.isinf(res.z) else res.z}

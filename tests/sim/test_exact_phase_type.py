@@ -115,3 +115,45 @@ def test_event_engine_matches_the_exact_phase_type_value(name):
     if analyze(s).case == "dual":
         assert r["switches"].sum() > 0
     assert math.isfinite(ex["J"])
+
+
+def test_exact_cost_runs_the_policy_simulate_runs_and_picks_its_cap():
+    """``jaxq.exact_cost``: the same policy, Theta_n and switching level as ``simulate`` (through the setup), and a
+    cap at which the last two caps agree within rtol; the value equals a fixed-cap solve at that cap."""
+    import jaxq
+    from jaxq.sim.pss2x2 import setup
+
+    for name, policy in [("pss_T1T2", "auto"), ("pss_P", "T2"), ("pss_P", "T2T2")]:
+        s = load(path(name))
+        got = jaxq.exact_cost(s, N, policy=policy, switch_at=0.5 if policy == "T2T2" else None, rtol=1e-4)
+        st = setup(s, N, policy=policy, switch_at=0.5 if policy == "T2T2" else None)
+        assert (got["policy"], got["theta"], got["switch_at"]) == (st.policy, st.theta, st.switch_at)
+        assert got["truncation_change"] <= 1e-4 * got["J"] and got["cap"] >= 40
+        res = pol.resolve(analyze(s), policy, 0.5 if policy == "T2T2" else None)
+        fixed = exact_ctmc.discounted_cost(s, N, res.lower, RULES[res.rules.lower], theta=got["theta"] or 0,
+                                           cap=got["cap"], check=False, higher=res.higher,
+                                           rule_higher=RULES[res.rules.higher],
+                                           sampling=SAMPLING[res.rules.sampling], switch_at=res.z)
+        assert fixed["J"] == got["J"] and fixed["states"] == got["states"]
+
+
+def test_exact_cost_refuses_before_building_what_it_cannot_finish():
+    import time
+
+    import jaxq
+
+    t = time.perf_counter()
+    with pytest.raises(InputError, match="states") as e:
+        jaxq.exact_cost("pss_T2T2", 10**6)
+    assert e.value.key == "n" and time.perf_counter() - t < 30
+    with pytest.raises(InputError) as e:
+        jaxq.exact_cost("pss_PP_lognormal", N)
+    assert e.value.key == "system.interarrival[0]"
+    for kw, key in [({"rtol": 0.0}, "rtol"), ({"switch_at": -1.0}, "switch_at"), ({"theta_exponent": 2.0},
+                                                                                  "theta_exponent")]:
+        with pytest.raises(InputError) as e:
+            jaxq.exact_cost("pss_P", N, **kw)
+        assert e.value.key == key
+    with pytest.raises(InputError) as e:
+        jaxq.exact_cost("pss_P", 0.5)
+    assert e.value.key == "n"
