@@ -117,6 +117,7 @@ def _solve(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, level, lowe
 
 
 SHAPE_TOL = 1e-9  # a gamma shape within this (relative) of an integer k is Erlang-k
+LU_MAX_STATES = 100_000  # the sparse LU fallback of _solve_m_matrix (seconds here; minutes and GBs beyond)
 
 
 def phase_type(d: Dist, key: str = "system") -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +126,8 @@ def phase_type(d: Dist, key: str = "system") -> tuple[np.ndarray, np.ndarray]:
 
     Exponential: one phase of rate 1. Erlang-k (and gamma with an integer shape k): k phases in series, each of
     rate k. Hyperexponential with SCV c > 1 (balanced means, as sampled by :mod:`jaxq.sim.sampling`): phase j
-    with probability ``p_j`` and rate ``2 p_j``, ``p_1 = (1 + sqrt((c - 1)/(c + 1)))/2``. Other laws have no
+    with probability ``p_j`` and rate ``2 p_j``, ``p_1 = (1 + sqrt((c - 1)/(c + 1)))/2`` rounded to a multiple of
+    2^-32 below 1 as the sampler rounds it (its SCV within 2.3e-10 (c + 2 + 1/c) of c). Other laws have no
     finite phase-type form here: :class:`~jaxq.errors.InputError` naming ``key``.
     """
     if d.name == "exponential":
@@ -137,9 +139,10 @@ def phase_type(d: Dist, key: str = "system") -> tuple[np.ndarray, np.ndarray]:
             alpha = np.zeros(k)
             alpha[0] = 1.0
             return alpha, k * (np.eye(k, k=1) - np.eye(k))
-    if d.name == "hyperexponential":
+    if d.name == "hyperexponential":  # p_1 on the sampler's 2^-32 grid (jaxq.sim.sampling.param_table): its law
         p1 = 0.5 * (1.0 + math.sqrt((d.scv - 1.0) / (d.scv + 1.0)))
-        p = np.array([p1, 1.0 - p1])
+        t = min(int(round(p1 * 2.0**32)), 2**32 - 1)
+        p = np.array([t * 2.0**-32, (2**32 - t) * 2.0**-32])
         return p, -np.diag(2.0 * p)
     raise InputError(key, f"the exact solver needs phase-type primitives (exponential, Erlang, hyperexponential or "
                           f"gamma with an integer shape), not {d}")
@@ -262,21 +265,29 @@ def _solve_m_matrix(a, b, gamma: float, tol: float = 1e-10) -> np.ndarray:
 
     BiCGSTAB with the diagonal as preconditioner and up to three rounds of refinement on the true residual (a
     fraction of a second at 10^5 states, where a sparse LU takes half a minute). The rows of ``a`` sum to gamma
-    and it is an M-matrix, so ``|a^-1|_inf <= 1/gamma``: the error is at most ``|a v - b|_inf / gamma``. When
-    that bound is not below ``tol`` times the solution, the sparse LU solves it instead.
+    and it is an M-matrix (strictly diagonally dominant by gamma), so ``|a^-1|_inf <= 1/gamma``: in every state
+    the error is at most ``|a v - b|_inf / gamma``. The solve stops when that bound is below ``tol`` times the
+    largest value, or below what rounding allows (``64 eps max(a_ii) / gamma``, the problem's own conditioning:
+    small gamma); if it does not get there, the sparse LU solves it (small chains only: a larger one is refused).
     """
     a = a.tocsr()
     diag = a.diagonal()
     pre = LinearOperator(a.shape, lambda r: r / diag)
+    floor = max(tol, 64.0 * np.finfo(float).eps * float(diag.max()) / gamma)
     v = np.zeros_like(b)
-    for _ in range(4):
+    for attempt in range(5):
         r = b - a @ v
-        if np.abs(r).max() / gamma <= tol * max(np.abs(v).max(), 1e-300):
+        if np.abs(r).max() / gamma <= floor * max(np.abs(v).max(), 1e-300):
             return v
+        if attempt == 4:
+            break
         dv, _ = bicgstab(a, r, M=pre, rtol=1e-13, atol=0.0, maxiter=10_000)
         if not np.all(np.isfinite(dv)):
             break
         v = v + dv
+    if a.shape[0] > LU_MAX_STATES:
+        raise InputError("n", f"the iterative solve of {a.shape[0]} states did not reach its error bound and a sparse "
+                              f"LU of more than {LU_MAX_STATES} states would take too long; take a smaller n")
     return spsolve(a.tocsc(), b)
 
 
@@ -319,15 +330,15 @@ def discounted_cost(
       (|J(cap) - J(1.5 cap)|, or None). An exponential system (and no ``phase_types``) is solved on the
       chain without phases (:func:`_solve`).
     """
-    if phase_types is None and not system.exponential:
-        phase_types = ([phase_type(d, f"system.interarrival[{i}]") for i, d in enumerate(system.interarrival)],
-                       [[phase_type(d, f"system.service[{i}][{k}]") for k, d in enumerate(row)]
-                        for i, row in enumerate(system.service)])
-    if phase_types is not None:
+    if phase_types is not None:  # given: checked; the system's own forms are right by construction
         arrivals, services = phase_types
         phase_types = ([_check_phase_type(*arrivals[i], f"phase_types arrival {i}") for i in (0, 1)],
                        [[_check_phase_type(*services[i][k], f"phase_types service ({i}, {k})") for k in (0, 1)]
                         for i in (0, 1)])
+    elif not system.exponential:
+        phase_types = ([phase_type(d, f"system.interarrival[{i}]") for i, d in enumerate(system.interarrival)],
+                       [[phase_type(d, f"system.service[{i}][{k}]") for k, d in enumerate(row)]
+                        for i, row in enumerate(system.service)])
     md = modes(system.lam, system.mu)
     lam_n, mu_n = system.rates(n)
     h_hat = system.h / math.sqrt(n)
@@ -383,15 +394,20 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
     from jaxq.policies import pss2x2 as pol
     from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 
-    if not (isinstance(n, (int, float, np.integer, np.floating)) and math.isfinite(n) and n >= 1):
-        raise InputError("n", f"n must be a number >= 1, got {n!r}")
-    exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
-    if not (0.0 <= exponent <= 1.0):
-        raise InputError("theta_exponent", f"must lie in [0, 1], got {exponent}")
-    if switch_at is not None and not (math.isfinite(switch_at) and switch_at >= 0):
-        raise InputError("switch_at", f"must be a finite level >= 0, got {switch_at}")
-    if not (0.0 < rtol < 1.0):
-        raise InputError("rtol", f"must lie in (0, 1), got {rtol}")
+    def number(v, key, ok, what):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) \
+                or not ok(v):
+            raise InputError(key, f"must be {what}, got {v!r}")
+        return v
+
+    number(n, "n", lambda v: v >= 1, "a number >= 1")
+    exponent = number(DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent, "theta_exponent",
+                      lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
+    number(theta_constant, "theta_constant", lambda v: v > 0, "a positive number")
+    if switch_at is not None:
+        number(switch_at, "switch_at", lambda v: v >= 0, "a finite level >= 0")
+    number(rtol, "rtol", lambda v: 0.0 < v < 1.0, "a number in (0, 1)")
+    number(max_states, "max_states", lambda v: v >= 1, "a number of states >= 1")
     if not system.exponential:  # refuse laws without a phase-type form before anything else
         for i, d in enumerate(system.interarrival):
             phase_type(d, f"system.interarrival[{i}]")
