@@ -50,6 +50,7 @@ from typing import Iterator
 import jaxq.bench
 from jaxq.bench.sizes import grid
 from jaxq.bench.timing import measure, measure_interleaved, ratio
+from jaxq.errors import InputError
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.model.pss2x2 import from_dict
@@ -164,7 +165,7 @@ def parts() -> tuple[str, ...]:
     chosen = tuple(p.strip() for p in env.split(",") if p.strip()) or PARTS
     unknown = [p for p in chosen if p not in PARTS]
     if unknown:
-        raise ValueError(f"JAXQ_BENCH_PSS2X2_PARTS: unknown part(s) {unknown}; choose from {PARTS}")
+        raise InputError("JAXQ_BENCH_PSS2X2_PARTS", f"unknown part(s) {unknown}; choose from {', '.join(PARTS)}")
     return chosen
 
 

@@ -30,11 +30,17 @@ def run(args) -> dict:
     from jaxq import bench
 
     sections = None
-    if args.only:
+    if args.only is not None:
         sections = [s.strip() for s in args.only.split(",") if s.strip()]
+        if not sections:
+            raise InputError("--only", f"no section named; choose from {bench.available()}")
         unknown = [s for s in sections if s not in bench.available()]
         if unknown:
             raise InputError("--only", f"unknown section(s) {unknown}; choose from {bench.available()}")
+    if sections is None or "pss2x2" in sections:  # its parts (an environment variable): refused before any run
+        from jaxq.bench.pss2x2 import parts
+
+        parts()
     on_row = None
     if args.out:
         from jaxq.studies.storage import atomic_write

@@ -10,6 +10,7 @@ import pytest
 
 import jaxq.bench
 from jaxq.bench import pss2x2 as B
+from jaxq.errors import InputError
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.sim import pss2x2
@@ -135,5 +136,18 @@ def test_parts_are_selected_by_the_environment(monkeypatch):
     monkeypatch.setenv("JAXQ_BENCH_PSS2X2_PARTS", "")
     assert B.parts() == B.PARTS
     monkeypatch.setenv("JAXQ_BENCH_PSS2X2_PARTS", "nope")
-    with pytest.raises(ValueError, match="nope"):
+    with pytest.raises(InputError, match="nope"):
         B.parts()
+
+
+def test_unknown_part_is_one_line_and_exit_2_before_any_run(monkeypatch, capsys):
+    from jaxq.cli import main
+
+    monkeypatch.setenv("JAXQ_BENCH_PSS2X2_PARTS", "families,nope")
+    assert main(["bench", "--only", "pss2x2"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("jaxq: error: JAXQ_BENCH_PSS2X2_PARTS: unknown part(s) ['nope']; choose from families, mixed, "
+                   "effective, engines\n")
+    for only in ("", ","):  # no section named: refused, not "all" or "none"
+        assert main(["bench", "--only", only]) == 2
+        assert capsys.readouterr().err.startswith("jaxq: error: --only: no section named")
