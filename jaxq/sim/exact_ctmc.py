@@ -190,6 +190,19 @@ def _solve_phase_type(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, 
              for j0, p0 in enumerate(arr[0][0]) for j1, p1 in enumerate(arr[1][0]) if p0 * p1 > 0]
     rows, cols, vals = [], [], []
 
+    def emit(head, rate, z):
+        rows.append(head)
+        cols.append(state_id(z))
+        vals.append(rate)
+
+    def phase_moves(head, y, pos, S):
+        """The moves of the phase at position ``pos`` of state y inside its law (sub-generator S, scaled)."""
+        j = y[pos]
+        for jj in range(S.shape[0]):
+            if jj != j and S[j, jj] > 0:
+                emit(head, S[j, jj], y[:pos] + (jj,) + y[pos + 1:])
+        return -S[j].sum()  # its absorption rate
+
     def real_event(head, rate, x, a, s, b, mode, is_arrival, server):
         """An arrival or completion (``s``: the servers after it, before the decision): the mode, the decision,
         then the phase of every job that starts, drawn from its law's alpha."""
@@ -206,23 +219,15 @@ def _solve_phase_type(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, 
                 choice = [(p, j) for j, p in enumerate(start_alpha) if p > 0]
             branches = [(r * p, bs + (j,)) for r, bs in branches for p, j in choice]
         for r, bs in branches:
-            rows.append(head)
-            cols.append(state_id((x[0], x[1], sn[0], sn[1], m, a[0], a[1], bs[0], bs[1])))
-            vals.append(r)
+            emit(head, r, (x[0], x[1], sn[0], sn[1], m, a[0], a[1], bs[0], bs[1]))
 
     head = 0
     while head < len(states):
         x0, x1, s0, s1, mode, a0, a1, b0, b1 = y = states[head]
         x, s, a, b = (x0, x1), (s0, s1), (a0, a1), (b0, b1)
-        for c in (0, 1):  # class c's interarrival phase: a move inside its law, or an arrival
+        for c in (0, 1):  # class c's interarrival phase (position 5 + c): a move inside its law, or an arrival
             al, S = arr[c]
-            j = a[c]
-            for jj in range(al.size):
-                if jj != j and S[j, jj] > 0:
-                    rows.append(head)
-                    cols.append(state_id(y[:5 + c] + (jj,) + y[6 + c:]))
-                    vals.append(S[j, jj])
-            exit_rate = -S[j].sum()
+            exit_rate = phase_moves(head, y, 5 + c, S)
             if exit_rate <= 0:
                 continue
             for jj, p in enumerate(al):
@@ -232,21 +237,12 @@ def _solve_phase_type(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, 
                 if x[c] < cap:
                     real_event(head, exit_rate * p, (x0 + (c == 0), x1 + (c == 1)), an, s, b, mode, True, -1)
                 else:  # a full class loses the arrival; its next interarrival time starts all the same
-                    rows.append(head)
-                    cols.append(state_id(y[:5] + an + y[7:]))
-                    vals.append(exit_rate * p)
-        for k in (0, 1):  # server k's job: a move inside its law, or a completion
+                    emit(head, exit_rate * p, y[:5] + an + y[7:])
+        for k in (0, 1):  # server k's job (phase at position 7 + k): a move inside its law, or a completion
             c = s[k]
             if c == IDLE:
                 continue
-            al, S = svc[c][k]
-            j = b[k]
-            for jj in range(al.size):
-                if jj != j and S[j, jj] > 0:
-                    rows.append(head)
-                    cols.append(state_id(y[:7 + k] + (jj,) + y[8 + k:]))
-                    vals.append(S[j, jj])
-            exit_rate = -S[j].sum()
+            exit_rate = phase_moves(head, y, 7 + k, svc[c][k][1])
             if exit_rate > 0:
                 sn = (IDLE, s[1]) if k == 0 else (s[0], IDLE)
                 real_event(head, exit_rate, (x0 - (c == 0), x1 - (c == 1)), a, sn, b, mode, False, k)
