@@ -391,9 +391,13 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
     from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 
     def number(v, key, ok, what):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) \
-                or not ok(v):
-            raise InputError(key, f"must be {what}, got {v!r}")
+        try:
+            good = not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating)) \
+                and math.isfinite(v) and ok(v)
+        except OverflowError:  # an int beyond float64
+            good = False
+        if not good:
+            raise InputError(key, f"must be {what}, got {v!r}"[:200])
         return v
 
     number(n, "n", lambda v: v >= 1, "a number >= 1")

@@ -74,8 +74,8 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
     ``perturb = (sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication
     (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`).
     """
-    if not (isinstance(n, (int, float, np.integer, np.floating)) and math.isfinite(n) and n >= 1):
-        raise InputError("n", f"n must be a number >= 1, got {n!r}")
+    if not (isinstance(n, (int, float, np.integer, np.floating)) and n >= 1 and n <= 1e300 and math.isfinite(n)):
+        raise InputError("n", f"n must be a number >= 1, got {n!r}"[:200])
     if not (0.0 <= theta_exponent <= 1.0):
         raise InputError("theta_exponent", f"must lie in [0, 1] ((2.28) asks for (1/3, 1/2)), got {theta_exponent}")
     if switch_at is not None and not (math.isfinite(switch_at) and switch_at >= 0):

@@ -160,9 +160,13 @@ def test_exact_cost_refuses_before_building_what_it_cannot_finish():
         with pytest.raises(InputError) as e:
             jaxq.exact_cost("pss_P", N, **kw)
         assert e.value.key == key
-    with pytest.raises(InputError) as e:
-        jaxq.exact_cost("pss_P", 0.5)
-    assert e.value.key == "n"
+    for bad_n in (0.5, 10**400, math.nan):  # an int beyond float64 too: an InputError, not an OverflowError
+        with pytest.raises(InputError) as e:
+            jaxq.exact_cost("pss_P", bad_n)
+        assert e.value.key == "n"
+        with pytest.raises(InputError) as e:
+            jaxq.simulate("pss_P", bad_n, 8)
+        assert e.value.key == "n"
     for kw, key in [({"theta_constant": math.nan}, "theta_constant"), ({"theta_constant": -1.0}, "theta_constant"),
                     ({"switch_at": "a"}, "switch_at"), ({"rtol": "a"}, "rtol"), ({"max_states": None}, "max_states")]:
         with pytest.raises(InputError) as e:
