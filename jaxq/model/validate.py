@@ -233,9 +233,12 @@ def check_float(value: Any, key: str, *, gt: float | None = None, ge: float | No
     """A finite number (not a boolean, not a string) within the given bounds."""
     if isinstance(value, (bool, np.bool_, str)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InputError(key, f"must be a number, got {_fmt(value)}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond float64
+        v = math.inf
     if not math.isfinite(v):
-        raise InputError(key, f"must be a finite number, got {v}")
+        raise InputError(key, f"must be a finite number, got {_fmt(value) if math.isnan(v) else 'inf'}")
     if gt is not None and not v > gt:
         raise InputError(key, f"must be > {gt:g}, got {v:g}")
     if ge is not None and not v >= ge:

@@ -34,6 +34,7 @@ from scipy.sparse.linalg import LinearOperator, bicgstab, spsolve
 from jaxq.errors import InputError
 from jaxq.model.distributions import Dist
 from jaxq.model.pss2x2 import PSS2x2
+from jaxq.model.validate import check_float
 from jaxq.planning.modes import modes
 
 IDLE = -1
@@ -146,6 +147,16 @@ def phase_type(d: Dist, key: str = "system") -> tuple[np.ndarray, np.ndarray]:
         return p, -np.diag(2.0 * p)
     raise InputError(key, f"the exact solver needs phase-type primitives (exponential, Erlang, hyperexponential or "
                           f"gamma with an integer shape), not {d}")
+
+
+def system_phase_types(system: PSS2x2):
+    """``(arrivals, services)`` of :func:`phase_type` for the system's primitives (InputError naming the first
+    primitive without a phase-type form); None for an exponential system (its chain needs no phases)."""
+    if system.exponential:
+        return None
+    return ([phase_type(d, f"system.interarrival[{i}]") for i, d in enumerate(system.interarrival)],
+            [[phase_type(d, f"system.service[{i}][{k}]") for k, d in enumerate(row)]
+             for i, row in enumerate(system.service)])
 
 
 def _check_phase_type(alpha, S, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -331,10 +342,8 @@ def discounted_cost(
         phase_types = ([_check_phase_type(*arrivals[i], f"phase_types arrival {i}") for i in (0, 1)],
                        [[_check_phase_type(*services[i][k], f"phase_types service ({i}, {k})") for k in (0, 1)]
                         for i in (0, 1)])
-    elif not system.exponential:
-        phase_types = ([phase_type(d, f"system.interarrival[{i}]") for i, d in enumerate(system.interarrival)],
-                       [[phase_type(d, f"system.service[{i}][{k}]") for k, d in enumerate(row)]
-                        for i, row in enumerate(system.service)])
+    else:
+        phase_types = system_phase_types(system)
     md = modes(system.lam, system.mu)
     lam_n, mu_n = system.rates(n)
     h_hat = system.h / math.sqrt(n)
@@ -357,82 +366,63 @@ def discounted_cost(
     return {"J": value, "states": size, "truncation_change": change}
 
 
-_RULE_NAMES = {0: "P", 1: "T1", 2: "T2"}  # jaxq.policies.pss2x2.RULE_P, RULE_T1, RULE_T2
-_SAMPLING_NAMES = {0: "never", 1: "k1", 2: "every"}  # SAMPLE_NEVER, SAMPLE_K1_COMPLETION, SAMPLE_EVERY_EVENT
 FIRST_CAP = 20
 START_CAP_PER_ROOT_N = 10  # queue lengths live on the sqrt(n) scale: the first cap is max(20, 10 sqrt(n))
 
 
-def _states_bound(system: PSS2x2, cap: int, dual: bool) -> int:
-    """An upper bound on the states of the truncated chain at ``cap`` (before building it)."""
-    m = lambda d: phase_type(d)[0].size if not system.exponential else 1  # noqa: E731
+def _states_bound(phase_types, cap: int, dual: bool) -> int:
+    """An upper bound on the states of the truncated chain at ``cap`` (before building it): ``phase_types`` of
+    :func:`system_phase_types` (None: one phase each)."""
+    size = (lambda law: 1) if phase_types is None else (lambda law: law[0].size)  # noqa: E731
+    arrivals, services = phase_types or ([None] * 2, [[None] * 2] * 2)
     servers = 1
     for k in (0, 1):
-        servers *= 1 + sum(m(system.service[i][k]) for i in (0, 1))
-    return (cap + 1) ** 2 * servers * m(system.interarrival[0]) * m(system.interarrival[1]) * (2 if dual else 1)
+        servers *= 1 + sum(size(services[i][k]) for i in (0, 1))
+    return (cap + 1) ** 2 * servers * size(arrivals[0]) * size(arrivals[1]) * (2 if dual else 1)
 
 
 def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: float | None = None,
                 theta_exponent: float | None = None, theta_constant: float = 1.0, rtol: float = 1e-5,
                 max_states: int = 2_000_000) -> dict:
-    """Exact J_n under a policy as :func:`jaxq.sim.pss2x2.simulate` runs it (same names, same Theta_n and level),
-    the truncation cap chosen here: from ``max(20, 10 sqrt(n))`` (queue lengths live on the sqrt(n) scale), each
-    cap 1.5 times the last, until two successive values agree within ``rtol`` of the value (the error of
-    the last cap is then smaller still: it decays geometrically in the cap).
+    """Exact J_n under a policy as :func:`jaxq.sim.pss2x2.simulate` runs it (its setup validates the arguments and
+    gives the policy, Theta_n and switching level), the truncation cap chosen here: from ``max(20, 10 sqrt(n))``
+    (queue lengths live on the sqrt(n) scale), each cap 1.5 times the last, until two successive values agree
+    within ``rtol`` of the value (the error of the last cap is then smaller still: it decays geometrically in the
+    cap).
 
     Refuses (:class:`~jaxq.errors.InputError` on ``n``) before building a chain whose states could exceed
     ``max_states``, naming the bound: at once when the first cap's chain is too large (n = 10^3 and above for
-    the example systems), or before a larger cap when the value has not settled by then. Returns ``J``, ``truncation_change`` (the last two caps' difference),
-    ``cap``, ``states``, ``policy``, ``theta`` (None without a threshold rule) and ``switch_at`` (None unless
-    the policy switches).
+    the example systems), or before a larger cap when the value has not settled by then. Returns ``J``,
+    ``truncation_change`` (the last two caps' difference), ``cap``, ``states``, ``policy``, ``theta`` (None
+    without a threshold rule) and ``switch_at`` (None unless the policy switches).
     """
-    from jaxq.diffusion.workload import analyze
     from jaxq.policies import pss2x2 as pol
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, setup
 
-    def number(v, key, ok, what):
-        try:
-            good = not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating)) \
-                and math.isfinite(v) and ok(v)
-        except OverflowError:  # an int beyond float64
-            good = False
-        if not good:
-            raise InputError(key, f"must be {what}, got {v!r}"[:200])
-        return v
-
-    number(n, "n", lambda v: v >= 1, "a number >= 1")
-    exponent = number(DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent, "theta_exponent",
-                      lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
-    number(theta_constant, "theta_constant", lambda v: v > 0, "a positive number")
-    if switch_at is not None:
-        number(switch_at, "switch_at", lambda v: v >= 0, "a finite level >= 0")
-    number(rtol, "rtol", lambda v: 0.0 < v < 1.0, "a number in (0, 1)")
-    number(max_states, "max_states", lambda v: v >= 1, "a number of states >= 1")
-    if not system.exponential:  # refuse laws without a phase-type form before anything else
-        for i, d in enumerate(system.interarrival):
-            phase_type(d, f"system.interarrival[{i}]")
-        for i, row in enumerate(system.service):
-            for k, d in enumerate(row):
-                phase_type(d, f"system.service[{i}][{k}]")
-    res = pol.resolve(analyze(system), policy, switch_at)
-    theta = pol.theta_level(n, exponent, theta_constant) if pol.uses_threshold(res.rules) else None
-    kw = dict(theta=theta or 0, higher=res.higher, rule_higher=_RULE_NAMES[res.rules.higher],
-              sampling=_SAMPLING_NAMES[res.rules.sampling], switch_at=res.z, check=False)
+    check_float(rtol, "rtol", gt=0.0, lt=1.0)
+    check_float(max_states, "max_states", ge=1.0)
+    phase_types = system_phase_types(system)  # refuses laws without a phase-type form before anything else
+    exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
+    st = setup(system, n, policy=policy, switch_at=switch_at, theta_exponent=exponent, theta_constant=theta_constant)
+    res = pol.resolve(st.analysis, policy, switch_at)
+    sampling = {pol.SAMPLE_NEVER: "never", pol.SAMPLE_K1_COMPLETION: "k1", pol.SAMPLE_EVERY_EVENT: "every"}
+    kw = dict(theta=st.theta or 0, higher=res.higher, rule_higher=pol.RULE_NAMES[res.rules.higher],
+              sampling=sampling[res.rules.sampling], switch_at=res.z, check=False)
     dual = res.lower != res.higher
     cap, last, out = max(FIRST_CAP, math.ceil(START_CAP_PER_ROOT_N * math.sqrt(n))), None, None
     while True:
-        bound = _states_bound(system, cap, dual)
+        bound = _states_bound(phase_types, cap, dual)
         if bound > max_states:
             raise InputError("n", f"the truncated chain at cap {cap} could have {bound:.3g} states (more than "
                                   f"max_states = {max_states:.3g})" + ("" if last is None else
                                   f" before J_n settles within rtol = {rtol:g}") + "; take a smaller n"
                                   + ("" if last is None else " or a larger rtol"))
-        out = discounted_cost(system, n, res.lower, _RULE_NAMES[res.rules.lower], cap=cap, **kw)
+        out = discounted_cost(system, n, res.lower, pol.RULE_NAMES[res.rules.lower], cap=cap, **kw)
         if last is not None:
             change = abs(out["J"] - last)
             if change <= rtol * abs(out["J"]):
                 break
         last = out["J"]
         cap = cap + cap // 2
-    return {"J": out["J"], "truncation_change": change, "cap": cap, "states": out["states"], "policy": res.name,
-            "theta": theta, "switch_at": None if not res.rules.dual or math.isinf(res.z) else res.z}
+    return {"J": out["J"], "truncation_change": change, "cap": cap, "states": out["states"], "policy": st.policy,
+            "theta": st.theta, "switch_at": st.switch_at}

@@ -27,7 +27,7 @@ from jaxq.diffusion.value import value_function
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
-from jaxq.model.validate import check_work
+from jaxq.model.validate import check_float, check_work
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
@@ -74,14 +74,11 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
     ``perturb = (sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication
     (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`).
     """
-    if not (isinstance(n, (int, float, np.integer, np.floating)) and n >= 1 and n <= 1e300 and math.isfinite(n)):
-        raise InputError("n", f"n must be a number >= 1, got {n!r}"[:200])
-    if not (0.0 <= theta_exponent <= 1.0):
-        raise InputError("theta_exponent", f"must lie in [0, 1] ((2.28) asks for (1/3, 1/2)), got {theta_exponent}")
-    if switch_at is not None and not (math.isfinite(switch_at) and switch_at >= 0):
-        raise InputError("switch_at", f"must be a finite level >= 0, got {switch_at}")
-    if not (theta_constant > 0 and math.isfinite(theta_constant)):
-        raise InputError("theta_constant", f"must be a positive number, got {theta_constant}")
+    check_float(n, "n", ge=1)
+    check_float(theta_exponent, "theta_exponent", ge=0.0, le=1.0)  # (2.28) asks for (1/3, 1/2)
+    if switch_at is not None:
+        check_float(switch_at, "switch_at", ge=0.0)
+    check_float(theta_constant, "theta_constant", gt=0.0)
     an = analysis if analysis is not None else analyze(system)
     res = pol.resolve(an, policy, switch_at)
     lam_n, mu_n = system.rates(n)
