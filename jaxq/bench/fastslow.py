@@ -7,7 +7,7 @@ implementations, each pair measured in the same run and computing the same thing
     uniformised steps with the same event rates, the same threshold policy (thresholds q = (1, 2)) after
     every event, and the same estimators (discounted cost from empty, alpha = 0.1, and the average cost
     over the steps after the warm-up), ``prange`` over replications (all cores). The numba run takes the
-    steps and warm-up jaxq actually ran (rounded up to whole pages). The estimates with standard errors
+    steps and warm-up jaxq ran (its steps a whole number of pages). The estimates with standard errors
     are printed side by side.
   * discounted value iteration (:mod:`jaxq.mdp.value_iteration`, alpha = 0.05, tolerance 0: at most
     4000 Bellman updates, fewer once the McQueen bounds meet in floating point) against numba: the same
@@ -36,7 +36,7 @@ from jaxq.bench.sizes import grid, tiny
 from jaxq.bench.timing import measure, ratio
 from jaxq.mdp.layout import identical
 from jaxq.mdp.value_iteration import VIParams, solver
-from jaxq.sim import fastslow
+from jaxq.sim import fastslow, uniformized
 
 LAM, MU1, MU2, K = 1.2, 1.0, 0.3, 2
 Q_THR = [1, 2]  # queue thresholds q_L, q_H (population thresholds q + 1)
@@ -86,8 +86,11 @@ def numba_vi_row(N: int, reps: int) -> dict:
 def ctmc_row(reps: int, steps: int) -> dict:
     """jaxq CTMC simulator: uniformised steps x replications per second (median of 3 after a compiling run).
 
-    Also returns the ``steps`` and ``warmup`` actually run (whole pages of uniformised steps).
+    Also returns the ``steps`` and ``warmup`` run: ``steps`` rounded up to whole pages of uniformised steps, so
+    that the discounted sum (every step of the pages) and the window (the steps after the warm-up) end together,
+    as in the numba loop.
     """
+    steps = -(-steps // uniformized.PAGE) * uniformized.PAGE
     kw = {"alpha": CTMC_ALPHA, "steps": steps, "warmup": steps // 10, "reps": reps}
 
     def once(seed):

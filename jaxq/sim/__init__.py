@@ -8,4 +8,6 @@
 # 3: mixed specs with gamma: the event form's acceptance uniform shares the slot's first word; specs with a normal
 #    method but no lognormal: one normal word a slot (a Box-Muller block per pair of slots) (2026-12). The numbers
 #    of every other spec (exponential, Erlang, hyperexponential and their mixtures, lognormal) are unchanged.
-STREAM_VERSION = 3
+# 4: the uniformised driver's window is exactly the steps asked for (it was rounded to whole pages of 64 steps):
+#    window functionals (network, M/M/c, fast/slow average cost) change; discounted runs and the event driver do not.
+STREAM_VERSION = 4

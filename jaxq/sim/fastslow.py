@@ -36,8 +36,9 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
       lam, mu1, mu2: rates (K identical slow servers, K = ``len(q_thresholds)``).
       q_thresholds: queue thresholds ``q_1 <= ... <= q_K`` (K = 2: ``[q_L, q_H]``); None = never.
       alpha: discount rate of the discounted estimate.
-      steps, warmup: uniformised steps per replication (rounded up to whole pages of 64) and the steps
-        discarded for the average.
+      steps, warmup: uniformised steps per replication and the steps discarded for the average (the average
+        is over exactly the steps warmup .. steps - 1; the discounted sum over the whole pages of 64 steps that
+        hold them).
       cv: control variates (default): the Henderson-Glynn martingales of a quadratic basis in (x, y)
         (:data:`jaxq.sim.models.fastslow.MARKOV_CV`), weighted as each functional (discounted, window),
         cross-fitted by replication index; the plain means are reported beside.

@@ -11,7 +11,8 @@ The time between jumps is integrated out: every step stands for a mean time ``1/
 times of the uniformised chain form a Poisson process independent of its jump chain, so
 
 * a time average over [T0, T] is the average over the ``round(Lambda (T - T0))`` steps after
-  ``round(Lambda T0)`` warm-up steps (rounded up to whole pages), unbiased for the same stationary means;
+  ``round(Lambda T0)`` warm-up steps (exactly those steps: the window's first and last pages are masked),
+  unbiased for the same stationary means;
 * a discounted integral ``E int exp(-gamma t) c(X_t) dt`` is ``E sum_k r^k c(X_k) / (Lambda + gamma)``,
   ``r = Lambda/(Lambda + gamma)``: Rao-Blackwellised (no time draws), truncated after K steps.
 
@@ -47,6 +48,7 @@ class Args(NamedTuple):
     words: jax.Array  # (E,) uint32: W_e, words per unit of multiplicity
     r: jax.Array  # discount factor per step Lambda / (Lambda + gamma)
     warm: jax.Array  # int64: warm-up steps (window)
+    end: jax.Array  # int64: warm-up steps + window steps (the window is the steps warm .. end - 1)
     pages: jax.Array  # int64: pages to run (whole run)
 
 
@@ -84,9 +86,10 @@ def _page_sum(acc, x):
 def program(markov: Markov, functional: Functional, pages_per_call: int) -> replications.Program:
     """The :class:`~jaxq.sim.replications.Program` of a Markov model under a functional (cached).
 
-    The window starts at a page boundary (``Args.warm`` is a whole number of pages), so a page is either
-    warm-up (no accumulation) or recorded (every step accumulated, no per-step weight); within a recorded
-    page integer observations are summed exactly in int32 and added to float64 totals once per page.
+    A page is warm-up (no accumulation), recorded (every step accumulated, no per-step weight) or, for the
+    window's first and last pages, recorded with a mask (the steps ``Args.warm .. Args.end - 1`` only, so
+    the window is exactly the steps asked for); within a recorded page integer observations are summed
+    exactly in int64 and added to float64 totals once per page.
     """
     disc, win = functional.discounted, functional.window
 
@@ -111,7 +114,11 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
                 for e, m in enumerate(counts)]
         return control_increment(markov.controls(s, p), fired, prob)
 
-    def step(c, u, a: Args, record: bool):
+    def step(c, xs, a: Args, record: bool, masked: bool = False):
+        u, k = xs if masked else (xs, None)
+        inside = (k >= a.warm) & (k < a.end) if masked else None  # this step belongs to the window
+        gate = (lambda t: t) if inside is None else (  # noqa: E731
+            lambda t: jax.tree_util.tree_map(lambda v: jnp.where(inside, v, jnp.zeros_like(v)), t))
         p = a.params
         s = c["state"]
         counts = markov.counts(s, p)
@@ -123,19 +130,19 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
             if disc:  # weight r^k = E exp(-gamma T_k)
                 out["ctl"] = tuple(acc + c["w"] * v for acc, v in zip(c["ctl"], inc))
             if record:  # weight 1 on the window's steps
-                out["ctlw"] = tuple(acc + v for acc, v in zip(c["ctlw"], inc))
+                out["ctlw"] = tuple(acc + v for acc, v in zip(c["ctlw"], gate(inc)))
         if disc:
             out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + c["w"] * o, c["disc"], obs)
             out["w"] = c["w"] * a.r
         s_new, rec = markov.transition(s, fired, p)
         if record:
-            out["pw"] = _page_sum(c["pw"], obs)
-            out["pr"] = _page_sum(c["pr"], rec)
+            out["pw"] = _page_sum(c["pw"], gate(obs))
+            out["pr"] = _page_sum(c["pr"], gate(rec))
         out["state"] = s_new
         out["pe"] = c["pe"] + real.astype(jnp.int32)
         return out, None
 
-    def run_page(c, b, a: Args, record: bool):
+    def run_page(c, b, a: Args, record: bool, masked: bool = False):
         words = jax.random.bits(jax.random.fold_in(c["key"], b.astype(jnp.uint32)), (PAGE,), jnp.uint32)
         s, p = c["state"], a.params
         # page sums: integers in int64 (a page of int32 counters near 2^31 / PAGE would overflow int32), floats as is
@@ -147,7 +154,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
         if record:
             none = tuple(jnp.bool_(False) for _ in markov.counts(s, p))
             inner.update(pw=zeros(markov.observe(s, p)), pr=zeros(markov.transition(s, none, p)[1]))
-        inner, _ = jax.lax.scan(lambda cc, u: step(cc, u, a, record), inner, words)
+        xs = (words, b.astype(jnp.int64) * PAGE + jnp.arange(PAGE, dtype=jnp.int64)) if masked else words
+        inner, _ = jax.lax.scan(lambda cc, x: step(cc, x, a, record, masked), inner, xs)
         out = dict(c, state=inner["state"], events=c["events"] + inner["pe"].astype(jnp.int64),
                    **{k: inner[k] for k in carried})
         if record:
@@ -159,10 +167,16 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
     def advance_one(c, b0, b1, a: Args):
         if not win:
             return jax.lax.fori_loop(b0, b1, lambda b, cc: run_page(cc, b, a, False), c)
-        warm_pages = a.warm // PAGE
-        c = jax.lax.fori_loop(b0, jnp.minimum(b1, jnp.maximum(b0, warm_pages)),
-                              lambda b, cc: run_page(cc, b, a, False), c)
-        return jax.lax.fori_loop(jnp.maximum(b0, warm_pages), b1, lambda b, cc: run_page(cc, b, a, True), c)
+        first, last = a.warm // PAGE, (a.end - 1) // PAGE  # the window's first and last pages (masked)
+
+        def pages(lo, hi, record, masked, c):  # pages lo .. hi - 1 of this call's b0 .. b1 - 1
+            lo, hi = jnp.maximum(b0, lo), jnp.minimum(b1, hi)
+            return jax.lax.fori_loop(lo, jnp.maximum(lo, hi), lambda b, cc: run_page(cc, b, a, record, masked), c)
+
+        c = pages(b0, first, False, False, c)
+        c = pages(first, first + 1, True, True, c)
+        c = pages(first + 1, last, True, False, c)
+        return pages(jnp.maximum(last, first + 1), last + 1, True, True, c)
 
     @jax.jit
     def start(keys, a: Args):
@@ -193,13 +207,13 @@ def pages_per_call(size: int) -> int:
 def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *, gamma: float = 0.0,
         warm_steps: int = 0, steps: int, start: int = 0, chunk: int | None = None, devices=None, progress=None):
     """Simulate ``reps`` replications of the uniformised chain for ``warm_steps + steps`` steps (rounded up
-    to whole pages).
+    to whole pages; the window is exactly the ``steps`` steps after ``warm_steps``).
 
     Args:
       markov, params: the model and its parameters; functional: what to estimate.
       gamma: discount rate (``functional.discounted``).
-      warm_steps: steps before the window starts (``functional.window``; rounded up to whole pages);
-        steps: steps after them (rounded up to whole pages).
+      warm_steps: steps before the window starts (``functional.window``); steps: steps in the window (at
+        least 1). The discounted sum runs over every step of the whole pages.
       start, chunk, devices, progress: see :func:`jaxq.sim.replications.run`.
     Returns:
       ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``
@@ -212,15 +226,16 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     big = float(markov.bound(params))
     if not (math.isfinite(big) and big > 0):
         raise InputError("rates", f"the uniformisation rate {big!r} is not a positive finite number")
-    warm_steps = -(-int(warm_steps) // PAGE) * PAGE  # the window starts at a page boundary
-    total = warm_steps + int(steps)
-    if not 0 < total <= MAX_STEPS:
-        raise InputError("horizon", f"{total:.3g} uniformised steps per replication are out of range (1 .. 2^38)")
+    warm_steps, window_steps = int(warm_steps), int(steps)
+    total = warm_steps + window_steps
+    if not (warm_steps >= 0 and window_steps >= 1 and total <= MAX_STEPS):
+        raise InputError("horizon", f"{warm_steps:.3g} warm-up and {window_steps:.3g} window steps per replication "
+                                    "are out of range (window at least 1 step, in all at most 2^38)")
     pages = -(-total // PAGE)
-    window_steps = pages * PAGE - warm_steps
     words = unit_words(markov.rates(params), big)
     r = big / (big + gamma) if functional.discounted else 1.0
-    a = Args(params, jnp.asarray(words, jnp.uint32), jnp.float64(r), jnp.int64(warm_steps), jnp.int64(pages))
+    a = Args(params, jnp.asarray(words, jnp.uint32), jnp.float64(r), jnp.int64(warm_steps), jnp.int64(total),
+             jnp.int64(pages))
     p = replications.plan(reps, chunk, devices)
     prog = program(markov, functional, pages_per_call(p.size))
     replications.announce(progress, float(reps) * pages * PAGE, "steps")

@@ -39,30 +39,33 @@ def test_simulation_independent_of_chunking():
     assert [a[k] for k in keys] == [b[k] for k in keys]  # bit for bit (timings differ)
 
 
-def test_uniformised_driver_equals_a_numpy_replay_of_its_words():
+@pytest.mark.parametrize("steps, warmup", [(100, 30), (20, 10), (200, 64), (129, 0)])
+def test_uniformised_driver_equals_a_numpy_replay_of_its_words(steps, warmup):
     """The driver's pages, integer segments, warm-up and discount weights, replayed step by step in numpy:
-    warm-up 30 is rounded up to one page (64 steps), the run to whole pages (3 pages = 192 steps)."""
+    the window is exactly the steps warmup .. steps - 1 (the window's first and last pages are masked; both in
+    one page for (20, 10)), the run whole pages of 64 steps, all of them in the discounted sum."""
     import jax
     import jax.numpy as jnp
 
     from jaxq.sim import replications, uniformized as U
 
     lam, mu1, mu2, alpha, q = LAM, MU1, MU2, ALPHA, [1, 2]
-    r = simulate(lam, mu1, mu2, q, alpha=alpha, steps=100, warmup=30, reps=3, seed=5, cv=False)
-    assert r.info["steps"] == 192 and r.info["warmup"] == 64
+    r = simulate(lam, mu1, mu2, q, alpha=alpha, steps=steps, warmup=warmup, reps=3, seed=5, cv=False)
+    run = -(-steps // U.PAGE) * U.PAGE
+    assert r.info["steps"] == run and r.info["warmup"] == warmup
     gamma = lam + mu1 + 2 * mu2
     w_arr, w_fast, w_slow = (int(v) for v in U.unit_words([lam, mu1, mu2], gamma))
     thr = np.array(q) + 1
     disc, avg = [], []
     for key in replications.keys(5, 0, 3):
         words = np.concatenate([np.asarray(jax.random.bits(jax.random.fold_in(key, b), (U.PAGE,), jnp.uint32))
-                                for b in range(3)]).astype(np.int64)
+                                for b in range(run // U.PAGE)]).astype(np.int64)
         x = y = 0
         d, tot, w = 0.0, 0, 1.0
-        for n in range(192):
+        for n in range(run):
             d += w * (x + y)
             w *= gamma / (alpha + gamma)
-            tot += (x + y) if n >= 64 else 0
+            tot += (x + y) if warmup <= n < steps else 0
             u = int(words[n])
             if u < w_arr:
                 x += 1
@@ -74,6 +77,6 @@ def test_uniformised_driver_equals_a_numpy_replay_of_its_words():
             k = min(y + max(x - 1, 0), max(y, target))
             x, y = x - (k - y), k
         disc.append(d / (alpha + gamma))
-        avg.append(tot / 128)
+        avg.append(tot / (steps - warmup))
     assert r["value_empty"] == pytest.approx(np.mean(disc), rel=1e-12)
     assert r["average_cost"] == pytest.approx(np.mean(avg), rel=1e-12)

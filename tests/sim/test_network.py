@@ -255,6 +255,20 @@ def test_the_two_drivers_agree():
     np.testing.assert_allclose(b["hist_density"].sum(axis=1) * np.diff(b["hist_edges"])[0], 1.0, rtol=1e-9)
 
 
+def test_the_uniformised_window_is_the_one_asked_for():
+    """A window shorter than one uniformised step is the initial state, on both drivers (the uniformised one
+    used to average whole pages of 64 steps whatever the horizon), and a window of a few steps is not a page."""
+    net = load(EX / "network_N.toml")
+    kw = dict(reps=8, warmup=0.0, seed=2)
+    a = C.simulate(net, 4, "priority", engine="event", horizon=1e-300, **kw)
+    b = C.simulate(net, 4, "priority", engine="uniformized", horizon=1e-300, **kw)
+    np.testing.assert_array_equal(a["mean_in_system"], b["mean_in_system"])
+    assert a.events == 0
+    c = C.simulate(net, 4, "priority", engine="uniformized", horizon=1e-3, **kw)
+    d = C.simulate(net, 4, "priority", engine="uniformized", horizon=0.1, **kw)
+    assert not np.array_equal(c["mean_in_system"], d["mean_in_system"])
+
+
 def test_batching_does_not_change_results_and_bad_options_are_refused():
     net = load(EX / "network_mmc.toml")
     kw = dict(reps=10, warmup=1.0, horizon=6.0, seed=5, engine="uniformized")

@@ -20,6 +20,10 @@ GOLDEN = {  # STREAM_VERSION -> sha256 of each golden file's arrays (names, dtyp
         "event_outputs.npz": "53fe37ce25bccb821a9d4730c6d97090aff28ad28071c3f5afe7994fb09823cb",
         "bitidentical.npz": "0e20150ff56335b801671bcf9a829971c95546c293eddc47fd48ca25c626ae24",
     },
+    4: {
+        "event_outputs.npz": "53fe37ce25bccb821a9d4730c6d97090aff28ad28071c3f5afe7994fb09823cb",
+        "bitidentical.npz": "0a4c9d4f8942a6550c1311eb3eca170ea50ab0403745bec672d4fa7f5b07b4ef",
+    },
 }
 
 
