@@ -118,7 +118,12 @@ def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int
     deadline = time.monotonic() + time_limit
     converged = False
     for it in range(1, max_iter + 1):  # a handful of optimiser iterations, not a loop over events
+        prev_theta, prev_grad = theta, grad if it > 1 else None
         theta, state, value, grad = _step(theta, state, coef)
+        # J(0; z) is concave beyond its inflection point (J' > 0, J'' < 0): a curvature pair with s y <= 0
+        # makes L-BFGS's scaled direction an ascent direction and it creeps uphill; restart its memory.
+        if it > 1 and prev_grad is not None and not float((theta - prev_theta) * (grad - prev_grad)) > 0:
+            state = _OPT.init(theta)
         z = float(jax.nn.softplus(theta))
         j, g, h = (float(v) for v in _newton(jnp.float64(z), coef))
         traj.append((z, j))
@@ -135,12 +140,14 @@ def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int
     if not converged:
         if time.monotonic() > deadline:
             why = f"did not converge within the time limit ({time_limit:g} s)"
+        elif it >= max_iter and abs(traj[-1][0] - z0) <= 1e-3 * z0:  # crept: J' tiny, J'' <= 0 (beyond the inflection)
+            why = f"barely moved in {it} iterations: J(0; z) is nearly flat and not convex there"
         elif it >= max_iter:
             why = f"did not converge within {it} iterations (raise --max-iter)"
         else:
             why = f"stopped after {it} iterations: J(0; z) is flat or not convex there"
         raise InputError(
-            "--z-init" if it < max_iter else "--max-iter",
+            "--max-iter" if why.endswith("(raise --max-iter)") else "--z-init",
             f"L-BFGS from z = {z0:g} {why} (last z = {traj[-1][0]:.6g}, Newton step {step_size:.3g}); "
             f"start nearer the problem's decay lengths [{lo * 1e8:.3g}, {hi * 1e-4:.3g}]",
         )

@@ -20,6 +20,27 @@ def test_exact_tuning_finds_z_star_and_v0(name):
     assert r.trajectory[-1][1] <= r.trajectory[0][1]
 
 
+@pytest.mark.parametrize("name", ["pss_PP", "pss_T2T1"])
+def test_exact_tuning_converges_from_any_start_across_the_decay_lengths(name):
+    """J(0; z) is concave beyond its inflection point; a start there (pss_PP: z = 5, 6, 8) made L-BFGS creep
+    uphill until the iteration cap (its curvature pairs had s y <= 0); its memory now restarts on such a pair."""
+    from jaxq.diffusion import hjb
+
+    a = analyze(load(path(name)))
+    coef = (*a.mode_coefficients(), a.system.gamma)
+    longest = float(hjb.length_scale(*coef))
+    for z0 in (0.01 * longest, 0.5 * longest, longest, 1.5 * longest):
+        r = tune_exact(*coef, z_init=z0)
+        assert abs(r.z / a.z_star - 1) < 1e-3, (z0, r.z)
+
+
+def test_tune_says_why_a_start_far_out_cannot_move(capsys):
+    """Far beyond the decay lengths J(0; z) is flat and concave: the refusal names --z-init, not --max-iter."""
+    assert main(["tune", str(path("pss_PP")), "--z-init", "10", "--max-iter", "50"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--z-init" in err and "nearly flat" in err
+
+
 def test_tune_cli(tmp_path, capsys):
     fig = tmp_path / "traj.png"
     assert main(["tune", str(path("pss_PP")), "--json", "--figure", str(fig)]) == 0
