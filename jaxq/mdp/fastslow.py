@@ -269,7 +269,8 @@ def solve(lam, mu1, mu2, *, discount=None, slow_servers=None, truncation: int | 
       lam, mu1, mu2, discount, slow_servers: see :func:`problem` (discount None: average cost).
       truncation: first N to try (default :func:`suggest_truncation`); rounded up to a bucket.
       verify: check that halving N (to H = (N-1)/2) changes neither the thresholds, nor the policy
-        on ``x <= (H-1)/2``, nor the value (relative ``VERIFY_RTOL``); double N until it does not.
+        on ``x <= (H-1)/2``, nor the value (relative ``VERIFY_RTOL``, beyond the two solves' own bounds);
+        double N until it does not.
       tol: relative stopping tolerance of value iteration.
       max_iter: cap on Bellman updates of each solve.
       time_limit: seconds of value iteration for the whole call (all truncations).
@@ -301,7 +302,7 @@ def solve(lam, mu1, mu2, *, discount=None, slow_servers=None, truncation: int | 
             (pol_h, thr_h), (pol_n, thr_n) = _read(p, rh, H, X), _read(p, r, N, X)
             mid_h, mid_n = 0.5 * (rh["lo"] + rh["hi"]), 0.5 * (r["lo"] + r["hi"])
             if (np.array_equal(thr_h, thr_n) and np.array_equal(pol_h[: X + 1], pol_n[: X + 1])
-                    and abs(mid_h - mid_n) <= VERIFY_RTOL * abs(mid_n)):
+                    and abs(mid_h - mid_n) <= VERIFY_RTOL * abs(mid_n) + 0.5 * (rh["hi"] - rh["lo"] + r["hi"] - r["lo"])):
                 verified = True
                 break
             if N >= BUCKETS[-1]:

@@ -8,7 +8,9 @@ Stopping uses the McQueen bounds: with ``d = T V - V``,
 
 Average cost: relative value iteration ``h <- T0 h - (T0 h)(0, 0)``, ``T0 h = c + P Q h / gamma``;
 ``min d <= g <= max d`` bounds the optimal average cost g (jobs in system, time average), and the
-iteration stops when ``max d - min d <= tol * min d``.
+iteration stops when ``max d - min d <= tol * min d``. Both rules accept a spread of d down to the round-off of
+``T f - f`` (``ROUNDOFF_ULPS`` ulps of ``max |T f|``) when the tolerance asks for less: the bounds ``lo``, ``hi``
+returned say how close the answer is.
 
 One compiled function per (layout, truncation N, criterion): the rates are traced, so new parameters
 reuse the compile, and :func:`solver` ``(batched=True)`` solves many parameter sets at once (vmap).
@@ -33,6 +35,7 @@ from jaxq.mdp.operators import assign, assignment_tables, cost, events, slow_rat
 
 INNER = 32  # Bellman updates between two convergence checks
 SEGMENT = 64 * (INNER + 1)  # Bellman updates per compiled segment of solve_capped (deadline checks)
+ROUNDOFF_ULPS = 64  # the stopping rules accept a spread of T f - f down to this many ulps of max |T f|
 
 
 class VIParams(NamedTuple):
@@ -84,9 +87,13 @@ def _machinery(p: VIParams, layout: Layout, N: int, average: bool):
     def bounds(f, tf):
         d = tf - f
         lo, hi = d.min(), d.max()
+        # the spread of d cannot fall below the round-off of tf - f (a few ulps of the values): a lightly
+        # loaded system's cost (lam = 1e-6: g about 1e-6) would otherwise never meet a relative tolerance
+        floor = ROUNDOFF_ULPS * jnp.finfo(jnp.float64).eps * jnp.abs(tf).max()
         if average:
-            return lo, hi, hi - lo <= p.tol * jnp.abs(lo)
-        return tf[0, 0] + w * lo, tf[0, 0] + w * hi, w * (hi - lo) <= p.tol * jnp.abs(tf[0, 0])
+            return lo, hi, hi - lo <= jnp.maximum(p.tol * jnp.abs(lo), floor)
+        return (tf[0, 0] + w * lo, tf[0, 0] + w * hi,
+                w * (hi - lo) <= jnp.maximum(p.tol * jnp.abs(tf[0, 0]), w * floor))
 
     def body(carry):
         f, it, *_ = carry

@@ -166,3 +166,14 @@ def test_greedy_policy_ties_go_to_fewer_slow_jobs():
     lay, N = identical(2), 5
     pol = greedy_policy(lay, N, np.zeros((N + 1, 3)))
     assert np.array_equal(pol, np.tile(np.arange(3), (N + 1, 1)))
+
+
+def test_lightly_loaded_average_cost_converges_within_its_bounds():
+    """lam = 1e-6: the average cost (about 1e-6) cannot meet a 1e-10 relative tolerance through the round-off of
+    relative values of order 10-10^4 (the solver used to refuse the system as 'too extreme'); the stopping rule
+    accepts the round-off floor and the returned bounds contain policy iteration's exact g."""
+    lam = 1e-6
+    s = solve(lam, MU1, MU2)
+    pol, (g, _), _ = exact.policy_iteration(s.problem.layout, s.N, lam, MU1, [MU2])
+    assert s.bounds[0] <= g <= s.bounds[1] and s.bounds[1] - s.bounds[0] <= 1e-5 * g
+    assert np.array_equal(pol[: s.X + 1], s.policy[: s.X + 1])
