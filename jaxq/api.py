@@ -123,13 +123,14 @@ def exact_cost(system, n: float, **options) -> dict:
     return policy_cost(_pss(system), n, **options)
 
 
-def simulate_sde(system, *, paths: int = 20_000, dt: float = 1e-3, scheme: str = "skew", z0: float = 0.0,
+def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme: str = "skew", z0: float = 0.0,
                  switch_at: float | None = None, horizon: float | None = None, seed: int = 0, **options):
     """The workload diffusion (2.23)/(2.24) of a 2x2 system, ``dZ = b(Z)dt + sigma(Z)dB + dL``, switching modes
     at ``switch_at`` (default z*); estimates V_WCP(z0) = E int exp(-gamma t) Z dt.
 
     Returns a :class:`jaxq.sim.result.SimResult` (primary ``V_hat``; ``info["V_exact"]`` is the exact ODE value
-    for the same switching level). ``scheme``: ``skew`` (default), ``exact`` or ``euler``.
+    for the same switching level). ``scheme``: ``skew`` (default), ``exact`` or ``euler``. ``dt``: default
+    ``1e-3 min(1, 1/gamma)``; a step with ``gamma dt > 0.1`` is refused (:func:`jaxq.sde.estimators.check_resolution`).
     """
     from jaxq.sde.estimators import wcp_value
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from jaxq.cli import add_common, add_cv
 from jaxq.cli.analyze import load_pss2x2
 from jaxq.cli.output import to_jsonable
+from jaxq.cli.progress import progress
 from jaxq.errors import InputError
 
 SCHEME_NAMES = "skew, exact, euler"  # jaxq.sde.estimators.SCHEMES (imported lazily: cheap parser)
@@ -14,7 +15,8 @@ def register(sub) -> None:
     p = sub.add_parser("sde", help="simulate the reflected workload SDE and estimate V_WCP(z0)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2')")
     p.add_argument("--paths", type=int, default=20000, help="number of paths (default 20000)")
-    p.add_argument("--dt", type=float, default=1e-3, help="time step (default 0.001)")
+    p.add_argument("--dt", type=float, default=None,
+                   help="time step (default 0.001, and 0.001/gamma when gamma > 1; at most 0.1/gamma)")
     p.add_argument("--scheme", default=None, help=f"one of {SCHEME_NAMES} (default skew)")
     p.add_argument("--z0", type=float, default=0.0, help="initial workload (default 0)")
     p.add_argument("--switch-at", type=float, default=None, help="switching level (default z*; single mode: none)")
@@ -35,8 +37,9 @@ def run(args) -> dict:
     if args.scheme not in SCHEMES:
         raise InputError("scheme", f"expected one of {', '.join(SCHEMES)}, got {args.scheme!r}")
     a = analyze(load_pss2x2(args.system))
-    r = wcp_value(a, args.z0, args.switch_at, dt=args.dt, horizon=args.horizon, paths=args.paths, seed=args.seed,
-                  scheme_name=args.scheme, cv=args.cv == "on")
+    with progress("sde") as tick:  # the driver announces its path-steps (start) before the first one
+        r = wcp_value(a, args.z0, args.switch_at, dt=args.dt, horizon=args.horizon, paths=args.paths, seed=args.seed,
+                      scheme_name=args.scheme, cv=args.cv == "on", progress=tick)
     out = r.to_dict()
     err = r.value - r.info["V_exact"]
     out.update(error_in_stderr=err / r.stderr if r.stderr > 0 else 0.0, relative_error=err / r.info["V_exact"],

@@ -106,6 +106,43 @@ def program(steps_per_call: int, cv: bool = False) -> replications.Program:
     return replications.Program(start, advance, finish, unit="path-steps")
 
 
+def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: float, paths: int = 2) -> tuple[int, int]:
+    """The preconditions of :func:`simulate_diffusion` (InputError naming the argument): the control and its
+    vectors, finite times with ``0 <= warmup < horizon``, the work estimate, a step the explicit Euler scheme
+    is stable with (the drift's fastest rate times dt at most 1/2) and at least one step in the averaging
+    window. Returns ``(steps, warm)``: the steps of a path and those before the window. (Studies call it before
+    any work: :mod:`jaxq.studies.network`.)"""
+    if control not in CONTROLS:
+        raise InputError("control", f"expected one of {CONTROLS}, got {control!r}")
+    num_i, num_j = dl.tree.shape
+    uc, us = np.asarray(uc, float), np.asarray(us, float)
+    for name, u, d in (("uc", uc, num_i), ("us", us, num_j)):
+        if u.shape != (d,) or not np.all(np.isfinite(u)) or np.any(u < 0) or abs(u.sum() - 1) > 1e-9:
+            raise InputError(name, f"must be a probability vector of length {d}")
+    for name, v in (("dt", dt), ("horizon", horizon), ("warmup", warmup)):
+        if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v >= 0):
+            raise InputError(name, f"must be a finite number >= 0, got {v!r}")
+    if not dt > 0:
+        raise InputError("dt", "must be positive")
+    if not 0 <= warmup < horizon:
+        raise InputError("horizon", f"need 0 <= warmup < horizon, got warmup={warmup}, horizon={horizon}")
+    from jaxq.model.validate import check_work, sde_steps_per_path
+
+    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps", reps_key="paths")
+    # explicit Euler: the linear drift's fastest rate (an eigenvalue of the drift matrix) times dt must stay
+    # small, or the scheme is unstable (it explodes instead of approximating the diffusion)
+    rate = float(np.max(np.abs(np.linalg.eigvals(np.asarray(dl.drift_matrix)[:, :num_i])))) if num_i else 0.0
+    if rate * dt > 0.5:
+        raise InputError("dt", f"dt = {dt:g} is too large for the drift's rate {rate:.3g}: the explicit Euler "
+                               f"scheme is unstable; use dt <= {0.5 / rate:.3g}")
+    steps, warm = int(round(horizon / dt)), int(round(warmup / dt))
+    if not 0 <= warm < steps:  # warmup < horizon holds: the window [warmup, horizon] is shorter than a step
+        raise InputError("dt", f"dt = {dt:g} is longer than the averaging window [warmup, horizon] = "
+                               f"[{warmup:g}, {horizon:g}], so no Euler step falls in it; use dt <= "
+                               f"{0.5 * (horizon - warmup):.3g}")
+    return steps, warm
+
+
 def simulate_diffusion(
     dl: NetworkDiffusion,
     uc: np.ndarray,
@@ -141,32 +178,9 @@ def simulate_diffusion(
       ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
       times); ``samples``: the per-path values (``sum_path``: <e, X_t> at the recorded times).
     """
-    if control not in CONTROLS:
-        raise InputError("control", f"expected one of {CONTROLS}, got {control!r}")
-    num_i, num_j = dl.tree.shape
+    steps, warm = check_settings(dl, uc, us, control, dt, horizon, warmup, paths)
     uc, us = np.asarray(uc, float), np.asarray(us, float)
-    for name, u, d in (("uc", uc, num_i), ("us", us, num_j)):
-        if u.shape != (d,) or not np.all(np.isfinite(u)) or np.any(u < 0) or abs(u.sum() - 1) > 1e-9:
-            raise InputError(name, f"must be a probability vector of length {d}")
-    for name, v in (("dt", dt), ("horizon", horizon), ("warmup", warmup)):
-        if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v >= 0):
-            raise InputError(name, f"must be a finite number >= 0, got {v!r}")
-    if not dt > 0:
-        raise InputError("dt", "must be positive")
-    if not 0 <= warmup < horizon:
-        raise InputError("horizon", f"need 0 <= warmup < horizon, got warmup={warmup}, horizon={horizon}")
-    from jaxq.model.validate import check_work, sde_steps_per_path
-
-    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps", reps_key="paths")
-    # explicit Euler: the linear drift's fastest rate (an eigenvalue of the drift matrix) times dt must stay
-    # small, or the scheme is unstable (it explodes instead of approximating the diffusion)
-    rate = float(np.max(np.abs(np.linalg.eigvals(np.asarray(dl.drift_matrix)[:, :num_i])))) if num_i else 0.0
-    if rate * dt > 0.5:
-        raise InputError("dt", f"dt = {dt:g} is too large for the drift's rate {rate:.3g}: the explicit Euler "
-                               f"scheme is unstable; use dt <= {0.5 / rate:.3g}")
-    steps, warm = int(round(horizon / dt)), int(round(warmup / dt))
-    if not 0 <= warm < steps:
-        raise InputError("horizon", "need 0 <= warmup < horizon")
+    num_i = dl.tree.shape[0]
     p = {
         "ell": jnp.asarray(dl.ell),
         "K": jnp.asarray(dl.drift_matrix),
@@ -184,6 +198,7 @@ def simulate_diffusion(
         snap_steps = np.clip(np.rint(np.asarray(times, float) / dt).astype(np.int64), 0, steps - 1)
     p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_steps=jnp.asarray(snap_steps))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
+    replications.announce(progress, float(paths) * steps, "path-steps")  # the bar's total, before any work
     out, timing = replications.run(program(per_call, bool(cv)), p, paths, seed, start=start, chunk=chunk, devices=devices,
                                    progress=progress)
     acc, sums = out["acc"], out["path"]

@@ -65,10 +65,15 @@ def _step(p, y, h, normal, uniform):
     touch = u < p_touch
     up = u < p_touch * p_up  # given touching, u / p_touch is uniform: the sign of the last excursion
     y2 = c + jnp.where(touch, jnp.where(up, 1.0, -1.0) * jnp.abs(d1), d1)
-    y3 = y2 + 0.5 * mu_k[region(ly, y2)] * h
     # Z = Phi^-1(Y) is a martingale under the driftless skew step (p_up sigma_above = (1 - p_up) sigma_below),
-    # so its increment over that step is the step's martingale increment, exactly mean zero given y
+    # so its increment over that step is the step's martingale increment, exactly mean zero given y (taken
+    # before the reflection below: the reflection is the boundary's push, not part of the martingale)
     dm = from_lamperti(p, y2) - from_lamperti(p, y1)
+    # a step long against the first level (sqrt(h) of the order of Phi(c_1) / 2) can also reach 0 from here:
+    # reflect there too (|y| is the reflected driftless end), and project the last half drift step, so that
+    # the state never leaves [0, inf) (before, Z < 0 made V'(Z) of the control variate NaN)
+    y2 = jnp.abs(y2)
+    y3 = jnp.maximum(y2 + 0.5 * mu_k[region(ly, y2)] * h, 0.0)
     return jnp.where(near_zero, refl, y3), jnp.where(near_zero, dm0, dm)
 
 
