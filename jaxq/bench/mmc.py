@@ -46,8 +46,8 @@ def servers(n: float) -> int:
 def jaxq_mmc(n: int, reps: int, horizon: float, repeats: int = REPEATS) -> dict:
     """The uniformised lockstep M/M/c engine (:func:`jaxq.sim.network.simulate_mmc`), started empty.
 
-    Returns events/s, compile_s, the mean number in system over the run with its stderr, and the time
-    span actually simulated (``steps / Lambda``: whole pages of uniformised steps).
+    Returns events/s, compile_s, the mean number in system over the window with its stderr, and the time span
+    it averages (``round(Lambda T) / Lambda``: the window's uniformised steps over their rate).
     """
     c = servers(n)
 
@@ -55,7 +55,7 @@ def jaxq_mmc(n: int, reps: int, horizon: float, repeats: int = REPEATS) -> dict:
         r = network.simulate_mmc(float(n), 1.0, c, reps=reps, warmup=0.0, horizon=horizon, seed=seed,
                                  engine="uniformized")
         est = {"mean_in_system": r["mean_in_system"], "mean_in_system_stderr": r["mean_in_system_stderr"],
-               "span": r["steps"] / (n + c)}
+               "span": max(1, round((n + c) * horizon)) / (n + c)}  # Lambda = n + c mu, mu = 1
         return r.events, r.wall_s - r.compile_s, est
 
     rate, compile_s, est = measure(once, repeats)

@@ -8,9 +8,12 @@ Bad input raises :class:`jaxq.InputError`: one line on stderr, exit code 2, no t
 Exactly one line on a refusal: while a command runs, Python warnings (numpy RuntimeWarnings, JAX,
 pydantic) and log records are held back; they are shown after a successful run and dropped when the
 command refuses its input, so the error line is the only line on stderr. Progress bars appear only on
-a terminal and only after a short delay (:func:`jaxq.cli.output.progress`), after validation.
+a terminal (or with ``JAXQ_PROGRESS=1``; ``0`` hides them) and only after a short delay
+(:func:`jaxq.cli.output.progress`, :mod:`jaxq.cli.progress`), after validation. One kind of line is not
+held back: the note of a job too large to finish soon (its estimated work, :func:`jaxq.cli.progress.long_work_note`)
+is written when the simulator announces its work, after validation and before the work starts.
 An unexpected exception is one line ``jaxq: internal error: ...`` and exit code 1
-(``JAXQ_DEBUG=1`` shows the traceback).
+(``JAXQ_DEBUG=1`` shows the traceback; unset, empty or ``0`` does not).
 """
 
 from __future__ import annotations
@@ -139,6 +142,11 @@ def _replay(caught, handler) -> None:
         sys.stderr.write(fmt.format(r) + "\n")
 
 
+def debug_enabled() -> bool:
+    """``JAXQ_DEBUG`` asks for tracebacks: any value but unset, empty, ``0``, ``off``, ``no``, ``false``."""
+    return os.environ.get("JAXQ_DEBUG", "").strip().lower() not in ("", "0", "off", "no", "false")
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -175,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"jaxq: error: input: too large or too deeply nested ({type(e).__name__})\n")
             return 2
         except Exception as e:  # a bug of ours: one line, not a traceback (JAXQ_DEBUG=1 shows it)
-            if os.environ.get("JAXQ_DEBUG"):
+            if debug_enabled():
                 raise
             sys.stderr.write(f"jaxq: internal error: {type(e).__name__}: {_one_line(e)[:300]} "
                              "(please report it; JAXQ_DEBUG=1 shows the traceback)\n")

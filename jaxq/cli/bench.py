@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from jaxq.cli import add_common
 from jaxq.cli.output import format_table, to_jsonable
@@ -42,15 +41,14 @@ def run(args) -> dict:
 
         parts()
     on_row = None
-    if args.out:
-        from jaxq.studies.storage import atomic_write
+    if args.out is not None:  # checked before any measurement: a bad path must not cost the whole run
+        from jaxq.cli.output import write_atomic
+        from jaxq.model.validate import check_output_file
 
-        out = Path(args.out)
-        if not out.parent.is_dir():
-            raise InputError("--out", f"directory {str(out.parent)!r} does not exist")
+        out = check_output_file(args.out, "--out")
 
         def on_row(result):  # columns keep the order in which a section reports them
-            atomic_write(out, (json.dumps(to_jsonable(result), indent=1) + "\n").encode())
+            write_atomic(out, (json.dumps(to_jsonable(result), indent=1) + "\n").encode())
     return bench.run(sections, quick=args.quick, on_row=on_row,
                      progress=lambda name: print(f"bench: {name} ...", file=sys.stderr))
 

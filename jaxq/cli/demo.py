@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jaxq.cli import add_common
 from jaxq.cli.output import to_jsonable
+from jaxq.errors import InputError
 
 CASES = ("pss_P", "pss_T2", "pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1")
 DEMO_SYSTEMS = ("pss_P", "pss_PP", "pss_T2T1")
@@ -63,6 +64,8 @@ def run(args) -> dict:
     from jaxq.studies.runner import run as run_experiment
     from jaxq.studies.storage import atomic_write
 
+    if not args.out.strip():
+        raise InputError("--out", f"is empty ({args.out!r}); name an output folder (default: ./jaxq-demo)")
     rows = analysis_rows()
     out = Path(args.out)
     text = demo_experiment(args.seed, args.small)

@@ -78,6 +78,7 @@ def _run_sde(args) -> dict:
 def register(subparsers) -> None:
     """Add ``network`` with its sub-subcommands ``analyze``, ``simulate`` and ``sde``."""
     from jaxq.cli import _Parser, add_common, add_cv
+    from jaxq.model.validate import arg_type
 
     p = subparsers.add_parser("network", help="many-server networks: LP, spare capacity, LAP, CTMC (seeds 001, 003)")
     sub = p.add_subparsers(dest="network_command", metavar="ACTION", parser_class=_Parser)
@@ -91,7 +92,7 @@ def register(subparsers) -> None:
 
     s = sub.add_parser("simulate", help="CTMC of the n-th system: stationary averages with standard errors")
     s.add_argument("network", help="NETWORK.toml (kind = 'network')")
-    s.add_argument("--n", type=float, required=True, help="scale n (Halfin-Whitt) or r (underloaded)")
+    s.add_argument("--n", type=arg_type("number"), required=True, help="scale n (Halfin-Whitt) or r (underloaded)")
     s.add_argument("--policy", choices=("priority", "lap", "lqfs", "swc"), default="priority")
     s.add_argument("--reps", type=int, default=64, help="replications (default 64)")
     s.add_argument("--warmup", type=float, default=20.0, help="warm-up time T0 (default 20)")

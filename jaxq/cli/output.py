@@ -52,6 +52,19 @@ def emit(result: dict, as_json: bool, render: Callable[[dict], str] | None = Non
     print(text, flush=True)
 
 
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (:func:`jaxq.studies.storage.atomic_write`: a temp file beside it,
+    fsync, rename; the temp file removed on failure), an error naming ``path``, not the temp file."""
+    from jaxq.studies.storage import atomic_write
+
+    try:
+        atomic_write(path, data)
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from None
+
+
 def progress_enabled(enabled: bool = True) -> bool:
     """Whether a progress bar is drawn: on a terminal (stderr), unless ``JAXQ_PROGRESS`` says otherwise.
 

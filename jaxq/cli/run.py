@@ -39,12 +39,15 @@ def run(args) -> dict | None:
     from jaxq.studies.experiment import load_experiment
     from jaxq.studies.runner import run as run_experiment
 
+    if args.out is not None and not args.out.strip():
+        raise InputError("--out", f"is empty ({args.out!r}); name an output folder (default: "
+                                  "results/<experiment name>)")
     if args.distributed:
         try:  # cross-process barriers on CPU hosts need gloo; GPU and TPU backends ignore this option
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
         except (AttributeError, ValueError):
             pass
-        jax.distributed.initialize()  # coordinator, process count and id from SLURM (or JAX_* variables)
+        initialize_distributed()
     seeds = None if args.seed is None else [check_seed(args.seed, "--seed")]
     exp = load_experiment(args.experiment, seeds)  # validates everything before anything is written
     devices = None
@@ -73,6 +76,28 @@ def run(args) -> dict | None:
         "devices": rec["devices"],
         "tables": rec["tables"],
     }
+
+
+def initialize_distributed() -> None:
+    """``jax.distributed.initialize()``: coordinator, process count and id from the cluster manager (SLURM, Open
+    MPI, ...); a process not started by one, or a coordinator that cannot be reached, is an InputError naming
+    ``--distributed`` (one line, exit 2) instead of JAX's exception."""
+    import jax
+
+    try:
+        jax.distributed.initialize()
+    except ValueError as e:  # no cluster detected and no coordinator address given
+        raise InputError("--distributed", "no cluster coordinator found: this process was not started by a "
+                                          "cluster manager that jax detects (SLURM, Open MPI, Kubernetes, Cloud "
+                                          "TPU); drop --distributed to run on this machine alone "
+                                          f"(jax: {_first_line(e)})") from None
+    except RuntimeError as e:  # a coordinator that does not answer, a second initialisation, ...
+        raise InputError("--distributed", f"could not join the cluster: {_first_line(e)}") from None
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
 
 
 SHOWN = ("system", "policy", "policy_used", "switch_at", "n", "dt", "t", "reps", "paths", "J_hat", "J_hat_stderr", "V0", "gap",

@@ -10,11 +10,12 @@ from jaxq.cli.progress import progress
 from jaxq.errors import InputError
 
 def register(sub) -> None:
+    from jaxq.model.validate import arg_type
     from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, ENGINES, POLICY_CHOICES
 
     p = sub.add_parser("simulate", help="simulate the n-th 2x2 system under a policy (discounted cost J_n)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2') or a bundled example name")
-    p.add_argument("--n", type=float, required=True, help="index n of the system (rates n lambda + sqrt(n) ...)")
+    p.add_argument("--n", type=arg_type("number"), required=True, help="index n of the system (rates n lambda + sqrt(n) ...)")
     p.add_argument("--reps", type=int, default=1000, help="replications (default 1000)")
     p.add_argument(
         "--policy",

@@ -38,9 +38,16 @@ def register(sub) -> None:
 
 
 def check_figure(path: str | None) -> None:
-    """Refuse, before any work, a figure path whose format matplotlib cannot write or whose folder is missing."""
+    """Refuse, before any work, a figure path whose format matplotlib cannot write, that names a directory,
+    or whose folder is missing or cannot be written (:func:`jaxq.model.validate.check_output_file`)."""
     if path is None:
         return
+    from jaxq.model.validate import check_output_file
+
+    if not str(path).strip():
+        raise InputError("--figure", "empty path; name the image file to write")
+    if str(path).endswith("/"):
+        raise InputError("--figure", f"{path!r} ends with '/', so it names a directory; name an image file")
     from pathlib import Path
 
     p = Path(path)
@@ -56,6 +63,19 @@ def check_figure(path: str | None) -> None:
                                      f"{', '.join('.' + f for f in sorted(formats))}")
     if not p.parent.is_dir():
         raise InputError("--figure", f"folder {str(p.parent)!r} does not exist")
+    check_output_file(path, "--figure")  # a directory, an unwritable folder (/proc): refused before any work
+
+
+def _save(fig, path: str) -> None:
+    """Render the figure in memory and write it atomically: no half-written image on any failure."""
+    import io
+    from pathlib import Path
+
+    from jaxq.cli.output import write_atomic
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lower().lstrip("."))
+    write_atomic(path, buf.getvalue())
 
 
 def dual_analysis(path):
@@ -89,7 +109,7 @@ def trajectory_figure(path: str, trajectory, z_star: float, v0: float, scale: fl
     ax[1].semilogy(it, [max(c * scale - v0, 1e-16) for _, c in trajectory], "o-", ms=3)
     ax[1].set(xlabel="iteration", ylabel="cost - V0")
     fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -217,7 +237,7 @@ def prelimit_figure(path: str, res, a, n: float) -> None:
     ax[1].axhline(1.0, color="k", ls="--")
     ax[1].set(xlabel="iteration", ylabel="c in ceil(c n^a)")
     fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
     plt.close(fig)
 
 

@@ -86,7 +86,7 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML configuration file; a missing, unreadable or malformed file is an :class:`InputError`."""
     p = Path(path)
     if not p.is_file():
-        raise InputError(str(path), "no such file")
+        raise InputError(str(path), "is a directory, not a file" if p.is_dir() else "no such file")
     try:
         with p.open("rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
@@ -122,6 +122,39 @@ def check_tables(data: dict, allowed: tuple[str, ...], what: str) -> None:
     for k in data:
         if k not in allowed:
             raise InputError(k, f"unknown top-level table or key in {what} (expected {', '.join(allowed)})")
+
+
+def check_output_file(path: Any, key: str) -> Path:
+    """An output file a command will write after its work, checked before any work: a non-empty path
+    naming a file (not a directory, no trailing slash) in an existing folder where a file can be created
+    (a probe file is created there and removed at once). Returns it as a :class:`~pathlib.Path`."""
+    text = str(path) if path is not None else ""
+    if not text.strip():
+        raise InputError(key, "empty path; name the file to write")
+    p = Path(text)
+    if text.endswith(("/", os.sep)):
+        raise InputError(key, f"{text!r} ends with {text[-1]!r}, so it names a directory; name a file")
+    if p.is_dir():
+        raise InputError(key, f"{text!r} is a directory; name a file in it")
+    folder = p.parent
+    if not folder.is_dir():
+        raise InputError(key, f"{text!r}: folder {str(folder)!r} does not exist")
+    if p.exists() and not p.is_file():
+        raise InputError(key, f"{text!r} exists and is not a regular file")
+    probe = folder / f".{p.name}.probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as e:
+        raise InputError(key, f"{text!r} cannot be written: no file can be created in folder {str(folder)!r} "
+                              f"({e.strerror or e})") from None
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    if p.exists() and not os.access(p, os.W_OK):
+        raise InputError(key, f"{text!r} cannot be written (permission denied)")
+    return p
 
 
 # ------------------------------------------------------------------------------------------ pydantic
@@ -236,7 +269,7 @@ def check_float(value: Any, key: str, *, gt: float | None = None, ge: float | No
     try:
         v = float(value)
     except OverflowError:  # an int beyond float64
-        v = math.inf
+        raise InputError(key, f"too large: {_fmt(value)} is beyond the float64 range (about 1.8e308)") from None
     if not math.isfinite(v):
         raise InputError(key, f"must be a finite number, got {_fmt(value) if math.isnan(v) else 'inf'}")
     if gt is not None and not v > gt:
@@ -250,21 +283,33 @@ def check_float(value: Any, key: str, *, gt: float | None = None, ge: float | No
     return v
 
 
+def parse_float(text: str, key: str) -> float:
+    """A number typed by the user; a finite spelling beyond float64 (``1e400``, 400 digits) is refused
+    as too large instead of silently becoming ``inf`` (``inf`` and ``nan`` typed as such are returned)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError(key, f"expected a number, got {_fmt(text)}") from None
+    if math.isinf(v) and "inf" not in text.lower():
+        raise InputError(key, f"too large: {_fmt(text.strip())} is beyond the float64 range (about 1.8e308)")
+    return v
+
+
 def arg_type(kind: str = "float", **bounds):
     """An ``argparse`` ``type=`` with the checks of :func:`check_float` / :func:`check_int` / :func:`check_seed`.
 
-    ``kind`` is ``"float"``, ``"int"`` or ``"seed"``; ``bounds`` go to the check (``gt``, ``ge``, ``lt``,
-    ``le`` for floats, ``lo``, ``hi`` for integers). Errors read ``argument --opt: REASON``.
+    ``kind`` is ``"float"``, ``"number"`` (any float, ``inf`` and ``nan`` included, for commands that check
+    it themselves; only a finite spelling beyond float64 is refused), ``"int"`` or ``"seed"``; ``bounds`` go
+    to the check (``gt``, ``ge``, ``lt``, ``le`` for floats, ``lo``, ``hi`` for integers). Errors read
+    ``argument --opt: REASON``.
     """
 
     def parse(text: str):
         try:
+            if kind == "number":
+                return parse_float(text, "")
             if kind == "float":
-                try:
-                    v = float(text)
-                except ValueError:
-                    raise InputError("", f"expected a number, got {text!r}") from None
-                return check_float(v, "", **bounds)
+                return check_float(parse_float(text, ""), "", **bounds)
             try:
                 v = int(text, 10)
             except ValueError:

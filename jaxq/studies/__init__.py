@@ -12,8 +12,24 @@ import importlib
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
+from pydantic import AfterValidator
 
 from jaxq.errors import InputError
+
+
+def _no_duplicates(values: list) -> list:
+    """A grid list lists each value once: a repeated value would compute the same points twice (a typo)."""
+    seen: list = []
+    for x in values:
+        if x in seen:  # == : 9 and 9.0 (or 1000 and 1e3) are the same value
+            shown = f"{x:g}" if isinstance(x, float) else repr(x)
+            raise ValueError(f"{shown} is listed twice (each value once)")
+        seen.append(x)
+    return values
+
+
+#: pydantic annotation for a ``[grid]`` list that enumerates points: duplicates are refused (one line naming the key)
+Unique = AfterValidator(_no_duplicates)
 
 
 class Study(NamedTuple):

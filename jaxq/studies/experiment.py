@@ -37,6 +37,7 @@ from jaxq.examples import names as example_names
 from jaxq.examples import path as example_path
 from jaxq.model import load, read_toml
 from jaxq.model import validate as v
+from jaxq.studies import Unique
 
 
 class _Experiment(BaseModel):
@@ -48,7 +49,7 @@ class _Experiment(BaseModel):
     systems: Annotated[list[str], Field(max_length=1000)] = []
     replications: Annotated[int, Field(ge=2, le=v.MAX_REPLICATIONS)]
     chunk: Annotated[int, Field(ge=1)] = 64
-    seeds: Annotated[list[Annotated[int, Field(ge=0, lt=2**32)]], Field(min_length=1)] = [0]
+    seeds: Annotated[list[Annotated[int, Field(ge=0, lt=2**32)]], Field(min_length=1), Unique] = [0]
     records: bool = True  # write records.csv (one row per replication); chunks/ keep them anyway
     cv: bool = True  # control variates from the diffusion limit (records the controls; controlled estimates)
 
@@ -217,9 +218,19 @@ def from_dict(data: dict, file: Path) -> Experiment:
 
 
 def _keys(exp: Experiment, pt: dict) -> tuple[str, str]:
-    """The keys that set a point's replications and chunk (the experiment's, or a study override)."""
-    reps_key = "experiment.replications" if pt["reps"] == exp.replications else "grid.sde_paths"
-    chunk_key = "experiment.chunk" if pt["chunk"] == exp.chunk else "grid.sde_chunk"
+    """The keys that set a point's replications and chunk (the experiment's, or a study override: the SDE
+    reference paths of the weak study and the network diffusion, ``replications_at`` of the 2x2 studies)."""
+    reference = pt.get("engine") in ("sde", "diffusion") and "dt" not in pt  # not a point of the sde study
+    if pt["reps"] == exp.replications:
+        reps_key = "experiment.replications"
+    elif reference:
+        reps_key = "grid.sde_paths"
+    elif pt.get("engine") == "pss":
+        reps_key = "grid.replications_at"
+    else:
+        reps_key = "experiment.replications"
+    chunk_key = "grid.sde_chunk" if reference and pt.get("engine") == "sde" and pt["chunk"] != exp.chunk \
+        else "experiment.chunk"
     return reps_key, chunk_key
 
 

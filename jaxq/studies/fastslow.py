@@ -19,6 +19,7 @@ the maps of q_L and q_H (two identical slow servers) and the relative gap of the
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Annotated, Literal
 
@@ -26,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.studies import Study, figures, register
+from jaxq.studies import Study, Unique, figures, register
 from jaxq.studies.stats import mean_stderr
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -37,12 +38,12 @@ class Grid(BaseModel):
     """``[grid]`` of the fast/slow study."""
 
     model_config = ConfigDict(extra="forbid")
-    loads: Annotated[list[Load], Field(min_length=1)]
-    ratios: list[PosFloat] = []  # mu2 / mu1 of identical slow servers
-    slow_servers: list[Annotated[int, Field(ge=1, le=8)]] = [2]
-    heterogeneous: list[Annotated[list[PosFloat], Field(min_length=2, max_length=6)]] = []
+    loads: Annotated[list[Load], Field(min_length=1), Unique]
+    ratios: Annotated[list[PosFloat], Unique] = []  # mu2 / mu1 of identical slow servers
+    slow_servers: Annotated[list[Annotated[int, Field(ge=1, le=8)]], Unique] = [2]
+    heterogeneous: Annotated[list[Annotated[list[PosFloat], Field(min_length=2, max_length=6)]], Unique] = []
     mu1: PosFloat = 1.0
-    criteria: Annotated[list[Literal["average", "discounted"]], Field(min_length=1)] = ["average"]
+    criteria: Annotated[list[Literal["average", "discounted"]], Field(min_length=1), Unique] = ["average"]
     alpha: PosFloat = 0.05
     truncation: Annotated[int, Field(ge=7, le=8191)] | None = None
     policy_iteration: bool = False
@@ -60,17 +61,68 @@ def points(exp) -> list[dict]:
         raise InputError("grid.ratios", "give ratios (identical slow servers) or heterogeneous rate lists")
     if g.simulate and g.warmup >= g.steps:
         raise InputError("grid.warmup", f"must be below steps = {g.steps}")
-    sets = [(K, [r * g.mu1] * K) for K in g.slow_servers for r in g.ratios] + [(len(m), list(m)) for m in g.heterogeneous]
+    sets = [(K, [r * g.mu1] * K, "grid.ratios") for K in g.slow_servers for r in g.ratios]
+    sets += [(len(m), list(m), "grid.heterogeneous") for m in g.heterogeneous]
+    seen = {}
+    for K, mu2, key in sets:  # [0.3, 0.3] in heterogeneous is K = 2 identical servers of ratios = [0.3]
+        label = _mu2_label(mu2)
+        if label in seen:
+            raise InputError(key, f"slow rates {label} are listed twice ({seen[label]} and {key})")
+        seen[label] = key
     out = []
     for crit in g.criteria:
-        for K, mu2 in sets:
+        for K, mu2, key in sets:
             for load in g.loads:
                 lam = load * (g.mu1 + sum(mu2))
-                pt = {"criterion": crit, "K": K, "mu2": " ".join(f"{m:g}" for m in mu2), "load": load, "lam": lam}
+                pt = {"criterion": crit, "K": K, "mu2": _mu2_label(mu2), "load": load, "lam": lam}
                 if not g.simulate or len(set(mu2)) > 1:
                     pt.update(reps=1, chunk=1)
+                _check_case(g, pt, key)
                 out.append(pt)
     return out
+
+
+def _mu2_label(mu2) -> str:
+    """The slow rates of a case as the point stores them (15 digits: the solver reads them back from this)."""
+    return " ".join(f"{m:.15g}" for m in mu2)
+
+
+def _discount(g, pt):
+    return None if pt["criterion"] == "average" else g.alpha
+
+
+def _grid_key(key: str, rates_key: str) -> str:
+    """The ``[grid]`` key behind an argument of :func:`jaxq.mdp.fastslow.solve` (its InputErrors name those)."""
+    return {"lam": "grid.loads", "mu2": rates_key, "discount": "grid.alpha", "mu1": "grid.mu1",
+            "slow_servers": "grid.slow_servers" if rates_key == "grid.ratios" else rates_key,
+            "truncation": "grid.truncation"}.get(key, f"grid.{key}")
+
+
+@contextmanager
+def _case_keys(pt, rates_key: str):
+    """Re-raise the solver's InputErrors with the experiment file's key and the case they concern."""
+    try:
+        yield
+    except InputError as e:
+        where = f"{pt['criterion']} cost, K = {pt['K']}, mu2 = [{pt['mu2']}], load = {pt['load']:g}"
+        reason = e.reason.replace("use --average for", 'use criteria = ["average"] for')  # the CLI's wording
+        raise InputError(_grid_key(e.key, rates_key), f"{where}: {reason}") from None
+
+
+def _rates_key(pt) -> str:
+    return "grid.ratios" if len(set(pt["mu2"].split())) == 1 else "grid.heterogeneous"
+
+
+def _check_case(g, pt, rates_key: str) -> None:
+    """The solver's own checks of one case (:func:`jaxq.mdp.fastslow.problem` and ``check_tractable``), before
+    anything is written: everything but the solve itself (convergence, the doubling check)."""
+    from jaxq.mdp.fastslow import check_tractable, problem
+
+    mu2 = [float(v) for v in pt["mu2"].split()]
+    with _case_keys(pt, rates_key):
+        p = problem(pt["lam"], g.mu1, mu2[0] if len(set(mu2)) == 1 else mu2, discount=_discount(g, pt),
+                    slow_servers=len(mu2))
+        check_tractable(p)
 
 
 @lru_cache(maxsize=256)
@@ -129,8 +181,9 @@ def _best_threshold_policy(sol, span: int = 12):
 def run_chunk(exp, pt, start, count, devices=None):
     g = exp.grid
     mu2 = tuple(float(v) for v in pt["mu2"].split())
-    discount = None if pt["criterion"] == "average" else g.alpha
-    row = _case(pt["lam"], g.mu1, mu2, discount, g.truncation, g.policy_iteration, g.best_threshold)
+    discount = _discount(g, pt)
+    with _case_keys(pt, _rates_key(pt)):  # what only the solve finds (no convergence) still names the file's key
+        row = _case(pt["lam"], g.mu1, mu2, discount, g.truncation, g.policy_iteration, g.best_threshold)
     rec = {k: np.full(count, np.nan if v is None else float(v)) for k, v in row.items() if not isinstance(v, str)}
     if g.simulate and len(set(mu2)) == 1:
         from jaxq.sim.fastslow import simulate

@@ -18,6 +18,7 @@ that the papers' statements call for:
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
@@ -29,7 +30,7 @@ from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.network import Network
 from jaxq.policies.network import POLICIES
-from jaxq.studies import Study, figures, register
+from jaxq.studies import Study, Unique, figures, register
 from jaxq.studies.engines import control_columns
 from jaxq.studies.stats import controlled_estimate, loglog_rate
 
@@ -41,14 +42,14 @@ class Grid(BaseModel):
     """``[grid]`` of the network study."""
 
     model_config = ConfigDict(extra="forbid")
-    n: Annotated[list[PosFloat], Field(min_length=1)]
-    policies: Annotated[list[str], Field(min_length=1)] = ["priority"]
+    n: Annotated[list[PosFloat], Field(min_length=1), Unique]
+    policies: Annotated[list[str], Field(min_length=1), Unique] = ["priority"]
     warmup: NonNeg = 20.0
     horizon: PosFloat = 200.0
     engine: str = "auto"
     hist_bins: Annotated[int, Field(ge=0, le=400)] = 0  # histograms of <e, X_hat> (tightness figure)
     hist_range: PosFloat = 6.0
-    times: list[PosFloat] = []  # snapshot times of <e, X_hat(t)> (transience; the event driver)
+    times: Annotated[list[PosFloat], Unique] = []  # snapshot times of <e, X_hat(t)> (transience; the event driver)
     diffusion: bool = False  # add the Euler scheme of (2.27) as a reference point per system and policy
     control: str = "constant"
     uc: list[NonNeg] | None = None  # default: all queue on the last class (the lowest priority)
@@ -110,13 +111,33 @@ def points(exp) -> list[dict]:
             if g.diffusion:
                 if an.diffusion is None:
                     raise InputError("grid.diffusion", f"{s.label}: the diffusion (2.27) needs a critical network")
-                uc, us = _controls(an, g)
-                for name, u in (("grid.uc", uc), ("grid.us", us)):
-                    if abs(u.sum() - 1.0) > 1e-9:
-                        raise InputError(name, "must be a probability vector")
+                _check_diffusion(an, g, s.label)
                 out.append({"system": s.label, "engine": "diffusion", "policy": pol, "n": None,
                             "reps": g.sde_paths, "chunk": min(g.sde_paths, exp.chunk * 8)})
     return out
+
+
+_DIFFUSION_KEYS = {"control": "grid.control", "uc": "grid.uc", "us": "grid.us", "dt": "grid.dt",
+                   "horizon": "grid.horizon", "warmup": "grid.warmup", "paths": "grid.sde_paths"}
+
+
+@contextmanager
+def _diffusion_keys(label: str):
+    """Re-raise the Euler scheme's InputErrors with the experiment file's key."""
+    try:
+        yield
+    except InputError as e:
+        raise InputError(_DIFFUSION_KEYS.get(e.key, f"grid.{e.key}"), f"{label}, diffusion: {e.reason}") from None
+
+
+def _check_diffusion(an: NetworkAnalysis, g: Grid, label: str) -> None:
+    """The Euler scheme's own preconditions (:func:`jaxq.sde.network_euler.check_settings`: control, control
+    vectors, a stable step, a step in the averaging window, the work) on the grid's settings, before any work."""
+    from jaxq.sde.network_euler import check_settings
+
+    with _diffusion_keys(label):
+        uc, us = _controls(an, g)
+        check_settings(an.diffusion, uc, us, g.control, g.dt, g.horizon, g.warmup, g.sde_paths)
 
 
 def run_chunk(exp, pt, start, count, devices=None):
@@ -127,9 +148,10 @@ def run_chunk(exp, pt, start, count, devices=None):
         from jaxq.sde.network_euler import simulate_diffusion
 
         uc, us = _controls(an, g)
-        r = simulate_diffusion(an.diffusion, uc, us, g.control, paths=max(count, 2), dt=g.dt, horizon=g.horizon,
-                               warmup=g.warmup, seed=pt["seed"], start=start, chunk=max(count, pt["chunk"]),
-                               devices=devices, times=g.times or None, cv=exp.cv)
+        with _diffusion_keys(pt["system"]):
+            r = simulate_diffusion(an.diffusion, uc, us, g.control, paths=max(count, 2), dt=g.dt, horizon=g.horizon,
+                                   warmup=g.warmup, seed=pt["seed"], start=start, chunk=max(count, pt["chunk"]),
+                                   devices=devices, times=g.times or None, cv=exp.cv)
         smp = {k: v[:count] for k, v in r.samples.items()}
         rec = {"queue_hat": smp["mean_pos"], "idleness_hat": smp["mean_neg"], "identity_rhs": smp["identity_rhs"]}
         if g.times:

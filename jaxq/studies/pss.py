@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
-from jaxq.studies import Study, register
+from jaxq.studies import Study, Unique, register
 from jaxq.studies import engines, figures
 from jaxq.studies.stats import controlled_estimate, ks_distance, ks_noise_level, limit_fit, loglog_rate, mean_stderr
 
@@ -36,12 +36,13 @@ class Grid(BaseModel):
     """``[grid]`` of the 2x2 studies."""
 
     model_config = ConfigDict(extra="forbid")
-    n: Annotated[list[NValue], Field(min_length=1)]
-    policies: Annotated[list[str], Field(min_length=1)] = ["auto"]
+    n: Annotated[list[NValue], Field(min_length=1), Unique]
+    policies: Annotated[list[str], Field(min_length=1), Unique] = ["auto"]
     horizon: PosFloat | None = None  # default: the simulator's tail-bound horizon (cost) or the study's
     theta_exponent: Annotated[float, Field(ge=0, le=1)] = DEFAULT_THETA_EXPONENT
-    theta_exponents: list[Annotated[float, Field(ge=0, le=1)]] = []  # a sweep of a_bar (overrides theta_exponent)
-    times: list[PosFloat] = []  # fixed times at which W_hat(t) is recorded
+    # a sweep of a_bar (overrides theta_exponent)
+    theta_exponents: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Unique] = []
+    times: Annotated[list[PosFloat], Unique] = []  # fixed times at which W_hat(t) is recorded
     engine: Literal["event", "auto"] = "event"  # auto: the uniformised engine for exponential primitives
     replications_at: dict[str, Annotated[int, Field(ge=2)]] = {}  # {"1000000": 64}: replications at that n
 
@@ -51,7 +52,7 @@ class CollapseGrid(Grid):
 
 
 class WeakGrid(Grid):
-    times: Annotated[list[PosFloat], Field(min_length=1)] = [2.0]
+    times: Annotated[list[PosFloat], Field(min_length=1), Unique] = [2.0]
     # T1T2: also compare W_hat - Theta_hat/alpha_p with the SDE switching at z* - Theta_hat/alpha_p (the T1 rule
     # makes the workload reflect at Theta_hat/alpha_p: jaxq.diffusion.threshold); one SDE reference per n
     shifted: bool = True
@@ -86,12 +87,47 @@ def _n_key(key: str) -> float:
         raise InputError("grid.replications_at", f"{key!r} is not a number (a value of n)") from None
 
 
+def _setup_key(key: str, g) -> str:
+    """The ``[grid]`` key behind an argument of :func:`engines.pss_setup` (its InputErrors name those)."""
+    return {"record_times": "grid.times", "switch_at": "grid.policies", "policy": "grid.policies",
+            "theta_exponent": "grid.theta_exponents" if g.theta_exponents else "grid.theta_exponent",
+            "horizon": "grid.horizon" if g.horizon is not None else "grid.times"}.get(key, f"grid.{key}")
+
+
+def _check_horizon(g, system, label, n, horizon) -> None:
+    """Refuse a ``horizon`` (or weak's last time) in which a replication expects less than one arrival: its costs,
+    suprema and workloads would be (almost) all zero, numbers that say nothing about the n-th system."""
+    if horizon is None:  # the simulator's own horizon (tail bound): long enough by construction
+        return
+    arrivals = float(np.sum(system.rates(float(n))[0])) * horizon
+    if not arrivals >= 1.0:
+        key = "grid.horizon" if g.horizon is not None else "grid.times"
+        raise InputError(key, f"{label}, n = {n:g}: horizon {horizon:g} is too short: about {arrivals:.3g} arrivals "
+                              f"per replication (costs, suprema and workloads would be almost all zero); use at "
+                              f"least {horizon / arrivals:.3g}")
+
+
+def _check_times(g) -> None:
+    """Distinct record times must stay distinct in the records' column names (``W_hat@t``, 6 digits)."""
+    names: dict[str, float] = {}
+    for t in g.times:
+        if f"{t:g}" in names:
+            raise InputError("grid.times", f"{names[f'{t:g}']!r} and {t!r} agree to 6 digits (the records name "
+                                           f"the times W_hat@{t:g}); list each time once")
+        names[f"{t:g}"] = t
+
+
 def points(exp) -> list[dict]:
     """systems x policies x n (weak: x n plus one SDE reference point per system). Checks each point."""
     g = exp.grid
+    named: dict[float, str] = {}
     for key in g.replications_at:  # a typo (31622 for 31623) must not pass silently
         if _n_key(key) not in [float(n) for n in g.n]:
             raise InputError("grid.replications_at", f"{key!r} is not a value of grid.n")
+        if _n_key(key) in named:
+            raise InputError("grid.replications_at", f"{named[_n_key(key)]!r} and {key!r} name the same n")
+        named[_n_key(key)] = key
+    _check_times(g)
     out = []
     policies = ["auto"] if isinstance(g, WeakGrid) else g.policies
     sweep = list(g.theta_exponents)
@@ -100,9 +136,14 @@ def points(exp) -> list[dict]:
         system, an = _system(exp, s.label)
         def check(pol, n, *a):
             try:
-                return engines.pss_setup(system, an, n, pol, _horizon(exp), g.times, *a)
+                st = engines.pss_setup(system, an, n, pol, _horizon(exp), g.times, *a)
             except InputError as e:
-                raise InputError(f"grid.{e.key}", f"{s.label}, n = {n:g}: {e.reason}") from None
+                where = f"{s.label}, n = {n:g}" + (f", policy {pol!r}" if e.key == "switch_at" else "")
+                if e.key == "n" and _horizon(exp) is not None:  # events per replication: n and the horizon
+                    where += f", horizon {_horizon(exp):g}"
+                raise InputError(_setup_key(e.key, g), f"{where}: {e.reason}") from None
+            _check_horizon(g, system, s.label, n, _horizon(exp))
+            return st
 
         for pol in policies:
             has_theta = check(pol, min(g.n)).theta is not None
@@ -121,9 +162,23 @@ def points(exp) -> list[dict]:
                     if isinstance(g, WeakGrid) and g.shifted and an.policy == "T1T2":
                         out += _shifted_reference(g, pt, check(pol, n, a), an)
         if isinstance(g, WeakGrid):
+            _check_sde_reference(g)
             out.append({"system": s.label, "engine": "sde", "policy": "auto", "n": None, "reps": g.sde_paths,
                         "chunk": g.sde_chunk})
     return out
+
+
+def _check_sde_reference(g) -> None:
+    """The SDE driver's own check of the weak study's reference paths (step and horizon), before any work."""
+    from jaxq.sde.driver import check_step
+
+    horizon = g.horizon if g.horizon is not None else max(g.times)
+    try:
+        check_step(g.sde_dt, horizon)
+    except InputError as e:
+        key = "grid.sde_dt" if e.key == "dt" else _setup_key(e.key, g)
+        raise InputError(key, f"sde_dt = {g.sde_dt:g} {e.reason} T = {horizon:g} of the SDE reference "
+                              f"(grid.horizon, else the last of grid.times)") from None
 
 
 def _shifted_reference(g, pt, st, an) -> list[dict]:
@@ -444,7 +499,9 @@ def figure_collapse(exp, pts, records, tables, out):
     if th:  # the threshold level (2.29) the T-rules keep the HPC near, in diffusion scale
         ax.plot([a for a, _ in th], [b for _, b in th], "k:", lw=1, label=r"$\Theta_n/\sqrt{n}$")
     ax.set_xscale("log")
-    ax.set_yscale("log")
+    ys = [r["sup_X_hat_p"] for r in tables["summary"]] + [b for _, b in th]
+    if any(y is not None and y > 0 for y in ys):  # a log axis of nothing but zeros only warns
+        ax.set_yscale("log")
     ax.set_xlabel("n")
     ax.set_ylabel(r"$E\,\sup_{[0,T]} \hat X^n_p$" + f"  (T = {exp.grid.horizon:g})")
     ax.legend(fontsize=7)
@@ -483,9 +540,9 @@ def _switching_limit(exp, r):
 def _policy_label(r):
     used = r["policy_used"]
     if r["policy"] == "auto":
-        return f"auto = {used}" + ("" if r["switch_at"] is None else f" (z*={r['switch_at']:.2f})")
-    if r["switch_at"] is not None:
-        return f"{used} (z={r['switch_at']:.2f})"
+        return f"auto = {used}" + ("" if r["switch_at"] is None else f" (z*={r['switch_at']:.3g})")
+    if r["switch_at"] is not None:  # 3 digits: z = 1e300 must not make a 300-character label
+        return f"{used} (z={r['switch_at']:.3g})"
     return used
 
 

@@ -352,6 +352,8 @@ def run(exp: Experiment, out: str | Path, *, resume: bool = False, devices=None,
     """
     import jax
 
+    if isinstance(out, str) and not out.strip():  # Path("") is the current folder: never a silent default
+        raise InputError("out", "is empty; name an output folder")
     out = Path(out)
     t0 = time.perf_counter()
     p, P = (jax.process_index(), jax.process_count()) if distributed else (0, 1)

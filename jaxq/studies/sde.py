@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.studies import Study, engines, figures, register
+from jaxq.studies import Study, Unique, engines, figures, register
 from jaxq.studies.stats import controlled_estimate, loglog_rate
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -24,7 +24,7 @@ class Grid(BaseModel):
     """``[grid]`` of the SDE study."""
 
     model_config = ConfigDict(extra="forbid")
-    dt: Annotated[list[PosFloat], Field(min_length=1)]
+    dt: Annotated[list[PosFloat], Field(min_length=1), Unique]
     horizon: PosFloat = 30.0
 
 

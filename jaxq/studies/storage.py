@@ -29,14 +29,22 @@ CHUNKS = "chunks"
 
 
 def atomic_write(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same directory, fsync, rename)."""
+    """Write ``data`` to ``path`` atomically (temp file in the same directory, fsync, rename); on any failure
+    (``path`` a directory, a full disk, an interrupt) the temp file is removed and the error raised."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     try:  # make the rename itself durable
         fd = os.open(path.parent, os.O_RDONLY)
         try:

@@ -159,8 +159,8 @@ def _toml_value(v) -> str:
         (("experiment", "colour", 1), "experiment.colour"),
         (("experiment", "systems", ["no_such_system"]), "experiment.systems"),
         (("grid", "n", [0.5]), "grid.n.0"),
-        (("grid", "policies", ["XY"]), "grid.policy"),
-        (("grid", "policies", ["PP:abc"]), "grid.policy"),
+        (("grid", "policies", ["XY"]), "grid.policies"),
+        (("grid", "policies", ["PP:abc"]), "grid.policies"),
         (("grid", "replications_at", {"10": 8}), "grid.replications_at"),  # not a value of n: a typo
         (("grid", "replications_at", {"ten": 8}), "grid.replications_at"),
     ],
