@@ -21,7 +21,11 @@ mdp -> tuning -> studies -> bench -> api -> cli. The API is imported lazily, so 
 
 import importlib
 
-import jax
+from jaxq import xla_flags
+
+xla_flags.configure()  # 512-bit vectors on AVX-512 CPUs: before XLA's backend starts (jaxq.xla_flags)
+
+import jax  # noqa: E402
 
 # Analytics and accumulators are float64 throughout (see SPEC.md).
 jax.config.update("jax_enable_x64", True)
