@@ -31,7 +31,8 @@ def register(sub) -> None:
                    help="antithetic pairs per gradient (prelimit target)")
     p.add_argument("--paths", type=arg_type("int", lo=2, hi=2**24), default=2000,
                    help="paths per evaluation (sde target)")
-    p.add_argument("--dt", type=arg_type("float", gt=0, lt=1), default=0.02, help="time step (sde target)")
+    p.add_argument("--dt", type=arg_type("float", gt=0, lt=1), default=None,
+                   help="time step (sde target; default min(0.02, 0.01/gamma), at most 0.1/gamma)")
     p.add_argument("--figure", default=None, help="write the optimisation trajectory to this image file (PNG, ...)")
     add_common(p, seed=True)
     p.set_defaults(func=run)
@@ -120,33 +121,34 @@ def _positive_ints(args, names):
             raise InputError(f"--{name}", f"must be at least 2, got {v}")
 
 
-def sde_horizon_estimate(b_max: float, s_max: float, gamma: float, tol: float = 1e-3) -> float:
-    """Within a factor 2 above the SDE engine's default horizon (its truncation bound at most ``tol``), found by
-    doubling: a bounded number of steps whatever gamma (the engine's own search steps by 0.5)."""
-    import math
-
-    def bound(t):  # jaxq.sde.estimators.truncation_bound (SDE engine), restated to stay independent of it
-        g = gamma
-        lin = 2.0 * b_max * (t / g + 1.0 / g**2)
-        root = 2.0 * s_max * (math.sqrt(t) / g + 1.0 / (2.0 * g * g * math.sqrt(t)))
-        return math.exp(-g * t) * (lin + root)
-
-    t = 1.0
-    while t < 1e300 and bound(t) > tol:
-        t *= 2.0
-    return t
+SDE_DT = 0.02  # the SDE target's default step (gamma dt at most SDE_GAMMA_DT)
+SDE_GAMMA_DT = 0.01
 
 
-def _check_sde_work(a, args) -> None:
-    """Steps of the SDE target (chains x 3 stages x iterations x paths x horizon/dt), before any work."""
+def _sde_step(a, args) -> float:
+    """The SDE target's step, checked before any work: ``--dt`` (default ``min(0.02, 0.01/gamma)``) must resolve
+    the discount time scale (:func:`jaxq.sde.estimators.check_resolution`) and be shorter than the engine's
+    horizon (its truncation bound's, :func:`jaxq.sde.estimators.default_horizon`); then the work estimate."""
     from jaxq.model.validate import check_work
+    from jaxq.sde.estimators import MAX_GAMMA_DT, default_horizon
 
+    gamma = a.system.gamma
+    default = min(SDE_DT, SDE_GAMMA_DT / gamma)
+    dt = default if args.dt is None else args.dt
+    if gamma * dt > MAX_GAMMA_DT:  # the SDE engine's rule (jaxq.sde.estimators.check_resolution)
+        raise InputError("--dt", f"dt = {dt:.3g} is too coarse for the discount rate gamma = {gamma:.3g}: gamma dt = "
+                                 f"{gamma * dt:.3g} exceeds {MAX_GAMMA_DT:g} (the step must resolve the discount time "
+                                 f"scale 1/gamma); use dt <= {MAX_GAMMA_DT / gamma:.3g} or the default {default:.3g}")
     bL, sL, bH, sH = a.mode_coefficients()
-    horizon = sde_horizon_estimate(max(abs(bL), abs(bH)), max(sL, sH), a.system.gamma)
+    horizon = default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), gamma)
+    if not dt <= horizon:
+        raise InputError("--dt", f"dt = {dt:g} is longer than the SDE horizon {horizon:.3g} (gamma = {gamma:g}); "
+                                 f"use dt <= {0.1 * horizon:.3g}")
     its = args.iterations or 12
-    check_work("--dt", args.paths, horizon / args.dt, unit="steps")
-    check_work("--paths", args.chains * 3 * its * args.paths, horizon / args.dt, unit="steps",
+    check_work("--dt", args.paths, horizon / dt, unit="steps")
+    check_work("--paths", args.chains * 3 * its * args.paths, horizon / dt, unit="steps",
                per_replication_limit=float("inf"))
+    return dt
 
 
 def run(args) -> dict:
@@ -167,18 +169,18 @@ def run(args) -> dict:
     else:
         from jaxq.tuning.sde import tune_sde
 
-        if not (0 < args.dt < 1):
+        if args.dt is not None and not (0 < args.dt < 1):
             raise InputError("--dt", f"must lie in (0, 1), got {args.dt}")
-        _check_sde_work(a, args)
+        dt = _sde_step(a, args)
         its = args.iterations or 12
         with progress(args.chains * 3 * its, "tune sde") as tick:
-            res = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=args.paths, dt=args.dt, chains=args.chains,
+            res = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=args.paths, dt=dt, chains=args.chains,
                            seed=args.seed, z_init=args.z_init, iterations=its, progress=tick)
         cost = a.wcp_cost(0.0, switch_at=res.z) * scale  # the exact cost of the hard policy at the tuned level
         traj = [(float(z), a.wcp_cost(0.0, switch_at=float(z))) for z in res.chains[0, 1:]]
         out.update(z_tuned=res.z, z_ci=list(res.z_ci), cost_tuned=cost, iterations=int(res.chains.shape[1] - 1),
                    chains=res.chains, smoothing_bias_at_z_star=res.smoothing_bias_at_z_star * scale,
-                   smoothing_bias_stderr=res.smoothing_bias_stderr * scale, paths=args.paths, dt=args.dt)
+                   smoothing_bias_stderr=res.smoothing_bias_stderr * scale, paths=args.paths, dt=dt)
     out["z_rel_error"] = abs(out["z_tuned"] / a.z_star - 1)
     out["trajectory"] = [[z, c * scale] for z, c in traj]
     if args.figure:

@@ -35,7 +35,7 @@ from jaxq.mdp.operators import assign, assignment_tables, cost, events, slow_rat
 
 INNER = 32  # Bellman updates between two convergence checks
 SEGMENT = 64 * (INNER + 1)  # Bellman updates per compiled segment of solve_capped (deadline checks)
-ROUNDOFF_ULPS = 64  # the stopping rules accept a spread of T f - f down to this many ulps of max |T f|
+ROUNDOFF_ULPS = 1  # the stopping rules accept a spread of T f - f down to this many ulps of max |T f|
 
 
 class VIParams(NamedTuple):

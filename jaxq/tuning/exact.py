@@ -118,14 +118,16 @@ def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int
     deadline = time.monotonic() + time_limit
     converged = False
     for it in range(1, max_iter + 1):  # a handful of optimiser iterations, not a loop over events
-        prev_theta, prev_grad = theta, grad if it > 1 else None
-        theta, state, value, grad = _step(theta, state, coef)
-        # J(0; z) is concave beyond its inflection point (J' > 0, J'' < 0): a curvature pair with s y <= 0
-        # makes L-BFGS's scaled direction an ascent direction and it creeps uphill; restart its memory.
-        if it > 1 and prev_grad is not None and not float((theta - prev_theta) * (grad - prev_grad)) > 0:
-            state = _OPT.init(theta)
+        theta_in = theta
+        theta, state, value, grad = _step(theta, state, coef)  # grad: the gradient at theta_in
         z = float(jax.nn.softplus(theta))
         j, g, h = (float(v) for v in _newton(jnp.float64(z), coef))
+        # J(0; z) is concave beyond its inflection point (J' > 0, J'' < 0): a curvature pair with s y <= 0
+        # (s = the step in theta, y = the change of the gradient over it: J'(z) dz/dtheta at the new theta)
+        # makes L-BFGS's scaled direction an ascent direction and it creeps uphill; restart its memory.
+        grad_new = g * float(jax.nn.sigmoid(theta))
+        if not float(theta - theta_in) * (grad_new - float(grad)) > 0:
+            state = _OPT.init(theta)
         traj.append((z, j))
         step_size = abs(g / h) if h > 0 else math.inf
         if not (math.isfinite(z) and z > 0 and math.isfinite(j)):

@@ -144,3 +144,17 @@ def test_t1t2_diagnosis_small(tmp_path):
             assert r["U_mode_higher"] <= 0.05 * r["U_mode_lower"]
             assert abs(r["M_residual"]) <= 4 * max(r["U_stderr"], 0.05) + 0.3  # the residual martingale part is small
     assert (tmp_path / "diagnosis.png").exists() and (tmp_path / "diagnosis.csv").exists()
+
+
+def test_tune_sde_at_a_large_discount_rate(tmp_path, capsys):
+    """gamma = 200: the SDE horizon is 0.0035, so the old default dt = 0.02 was longer than it (an error naming
+    `dt` the user never set); the default step now follows 1/gamma and a too coarse --dt is refused naming it."""
+    import re
+
+    f = tmp_path / "pss_PP_g200.toml"
+    f.write_text(re.sub(r"(?m)^gamma\s*=.*$", "gamma = 200.0", path("pss_PP").read_text()))
+    assert main(["tune", str(f), "--target", "sde", "--paths", "16", "--chains", "2", "--iterations", "2"]) == 0
+    capsys.readouterr()
+    assert main(["tune", str(f), "--target", "sde", "--paths", "16", "--chains", "2", "--dt", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--dt" in err and "gamma dt" in err
