@@ -144,7 +144,9 @@ def _replay(caught, handler) -> None:
 
 def debug_enabled() -> bool:
     """``JAXQ_DEBUG`` asks for tracebacks: any value but unset, empty, ``0``, ``off``, ``no``, ``false``."""
-    return os.environ.get("JAXQ_DEBUG", "").strip().lower() not in ("", "0", "off", "no", "false")
+    from jaxq.cli.output import env_switch
+
+    return env_switch("JAXQ_DEBUG") is not False and bool(os.environ.get("JAXQ_DEBUG", "").strip())
 
 
 def _one_line(text: str) -> str:

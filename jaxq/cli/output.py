@@ -65,6 +65,13 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         raise OSError(e.errno, e.strerror or str(e), str(path)) from None
 
 
+def env_switch(name: str) -> bool | None:
+    """An on/off environment variable: True for ``1``, ``on``, ``yes``, ``true``; False for ``0``, ``off``, ``no``,
+    ``false``; None when unset, empty or anything else (the caller's default)."""
+    value = os.environ.get(name, "").strip().lower()
+    return True if value in ("1", "on", "yes", "true") else False if value in ("0", "off", "no", "false") else None
+
+
 def progress_enabled(enabled: bool = True) -> bool:
     """Whether a progress bar is drawn: on a terminal (stderr), unless ``JAXQ_PROGRESS`` says otherwise.
 
@@ -73,11 +80,9 @@ def progress_enabled(enabled: bool = True) -> bool:
     """
     if not enabled:
         return False
-    env = os.environ.get("JAXQ_PROGRESS", "").strip().lower()
-    if env in ("0", "off", "no", "false"):
-        return False
-    if env in ("1", "on", "yes", "true"):
-        return True
+    env = env_switch("JAXQ_PROGRESS")
+    if env is not None:
+        return env
     try:
         return bool(sys.stderr.isatty())
     except (AttributeError, ValueError):

@@ -39,32 +39,22 @@ def register(sub) -> None:
 
 
 def check_figure(path: str | None) -> None:
-    """Refuse, before any work, a figure path whose format matplotlib cannot write, that names a directory,
-    or whose folder is missing or cannot be written (:func:`jaxq.model.validate.check_output_file`)."""
+    """Refuse, before any work, a figure path that cannot be written (:func:`jaxq.model.validate.check_output_file`:
+    empty, a directory, a missing or unwritable folder) or whose format matplotlib cannot write."""
     if path is None:
         return
     from jaxq.model.validate import check_output_file
 
-    if not str(path).strip():
-        raise InputError("--figure", "empty path; name the image file to write")
-    if str(path).endswith("/"):
-        raise InputError("--figure", f"{path!r} ends with '/', so it names a directory; name an image file")
-    from pathlib import Path
-
-    p = Path(path)
-    ext = p.suffix.lower().lstrip(".")
+    p = check_output_file(path, "--figure")
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
     formats = Figure().canvas.get_supported_filetypes()
-    if ext not in formats:
+    if p.suffix.lower().lstrip(".") not in formats:
         raise InputError("--figure", f"unsupported image format {p.suffix or '(none)'!r}; use one of "
                                      f"{', '.join('.' + f for f in sorted(formats))}")
-    if not p.parent.is_dir():
-        raise InputError("--figure", f"folder {str(p.parent)!r} does not exist")
-    check_output_file(path, "--figure")  # a directory, an unwritable folder (/proc): refused before any work
 
 
 def _save(fig, path: str) -> None:
@@ -130,15 +120,12 @@ def _sde_step(a, args) -> float:
     the discount time scale (:func:`jaxq.sde.estimators.check_resolution`) and be shorter than the engine's
     horizon (its truncation bound's, :func:`jaxq.sde.estimators.default_horizon`); then the work estimate."""
     from jaxq.model.validate import check_work
-    from jaxq.sde.estimators import MAX_GAMMA_DT, default_horizon
+    from jaxq.sde.estimators import check_resolution, default_horizon
 
     gamma = a.system.gamma
     default = min(SDE_DT, SDE_GAMMA_DT / gamma)
     dt = default if args.dt is None else args.dt
-    if gamma * dt > MAX_GAMMA_DT:  # the SDE engine's rule (jaxq.sde.estimators.check_resolution)
-        raise InputError("--dt", f"dt = {dt:.3g} is too coarse for the discount rate gamma = {gamma:.3g}: gamma dt = "
-                                 f"{gamma * dt:.3g} exceeds {MAX_GAMMA_DT:g} (the step must resolve the discount time "
-                                 f"scale 1/gamma); use dt <= {MAX_GAMMA_DT / gamma:.3g} or the default {default:.3g}")
+    check_resolution(dt, gamma, default=default, key="--dt")
     bL, sL, bH, sH = a.mode_coefficients()
     horizon = default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), gamma)
     if not dt <= horizon:

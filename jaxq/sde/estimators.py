@@ -95,13 +95,15 @@ def default_dt(gamma: float) -> float:
     return min(DEFAULT_DT, DEFAULT_GAMMA_DT / gamma)
 
 
-def check_resolution(dt: float, gamma: float) -> None:
-    """InputError (naming ``dt``) unless ``gamma dt <= MAX_GAMMA_DT`` (see the measurements above)."""
+def check_resolution(dt: float, gamma: float, default: float | None = None, key: str = "dt") -> None:
+    """InputError (naming ``key``) unless ``gamma dt <= MAX_GAMMA_DT`` (see the measurements above); the message
+    suggests ``default`` (the caller's default step; :func:`default_dt` when None)."""
     if gamma * dt > MAX_GAMMA_DT:
-        raise InputError("dt", f"dt = {dt:.3g} is too coarse for the discount rate gamma = {gamma:.3g}: "
-                               f"gamma dt = {gamma * dt:.3g} exceeds {MAX_GAMMA_DT:g} (the step must resolve the "
-                               f"discount time scale 1/gamma, or V_hat is biased); use dt <= "
-                               f"{MAX_GAMMA_DT / gamma:.3g} or the default {default_dt(gamma):.3g}")
+        default = default_dt(gamma) if default is None else default
+        raise InputError(key, f"dt = {dt:.3g} is too coarse for the discount rate gamma = {gamma:.3g}: "
+                              f"gamma dt = {gamma * dt:.3g} exceeds {MAX_GAMMA_DT:g} (the step must resolve the "
+                              f"discount time scale 1/gamma, or V_hat is biased); use dt <= "
+                              f"{MAX_GAMMA_DT / gamma:.3g} or the default {default:.3g}")
 
 
 def _check_start(z0: float) -> None:

@@ -9,6 +9,7 @@ all records). :mod:`jaxq.studies.runner` does the rest (chunks on disk, resume, 
 from __future__ import annotations
 
 import importlib
+from contextlib import contextmanager
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -30,6 +31,16 @@ def _no_duplicates(values: list) -> list:
 
 #: pydantic annotation for a ``[grid]`` list that enumerates points: duplicates are refused (one line naming the key)
 Unique = AfterValidator(_no_duplicates)
+
+
+@contextmanager
+def file_keys(key_of: Callable[[str], str], where: str, reason: Callable[[str], str] = lambda r: r):
+    """Re-raise a lower layer's InputError with the experiment file's key (``key_of`` of the argument it named),
+    the point it concerns (``where``) and, optionally, its reason reworded for the file."""
+    try:
+        yield
+    except InputError as e:
+        raise InputError(key_of(e.key), f"{where}: {reason(e.reason)}") from None
 
 
 class Study(NamedTuple):

@@ -19,7 +19,6 @@ the maps of q_L and q_H (two identical slow servers) and the relative gap of the
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from functools import lru_cache
 from typing import Annotated, Literal
 
@@ -27,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.studies import Study, Unique, figures, register
+from jaxq.studies import Study, Unique, figures, file_keys, register
 from jaxq.studies.stats import mean_stderr
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -98,15 +97,11 @@ def _grid_key(key: str, rates_key: str) -> str:
             "truncation": "grid.truncation"}.get(key, f"grid.{key}")
 
 
-@contextmanager
 def _case_keys(pt, rates_key: str):
-    """Re-raise the solver's InputErrors with the experiment file's key and the case they concern."""
-    try:
-        yield
-    except InputError as e:
-        where = f"{pt['criterion']} cost, K = {pt['K']}, mu2 = [{pt['mu2']}], load = {pt['load']:g}"
-        reason = e.reason.replace("use --average for", 'use criteria = ["average"] for')  # the CLI's wording
-        raise InputError(_grid_key(e.key, rates_key), f"{where}: {reason}") from None
+    """The solver's InputErrors with the experiment file's key and the case they concern."""
+    where = f"{pt['criterion']} cost, K = {pt['K']}, mu2 = [{pt['mu2']}], load = {pt['load']:g}"
+    return file_keys(lambda key: _grid_key(key, rates_key), where,
+                     lambda r: r.replace("use --average for", 'use criteria = ["average"] for'))  # the CLI's wording
 
 
 def _rates_key(pt) -> str:

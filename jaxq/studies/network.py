@@ -18,7 +18,6 @@ that the papers' statements call for:
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
@@ -30,7 +29,7 @@ from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.network import Network
 from jaxq.policies.network import POLICIES
-from jaxq.studies import Study, Unique, figures, register
+from jaxq.studies import Study, Unique, figures, file_keys, register
 from jaxq.studies.engines import control_columns
 from jaxq.studies.stats import controlled_estimate, loglog_rate
 
@@ -121,13 +120,9 @@ _DIFFUSION_KEYS = {"control": "grid.control", "uc": "grid.uc", "us": "grid.us", 
                    "horizon": "grid.horizon", "warmup": "grid.warmup", "paths": "grid.sde_paths"}
 
 
-@contextmanager
 def _diffusion_keys(label: str):
-    """Re-raise the Euler scheme's InputErrors with the experiment file's key."""
-    try:
-        yield
-    except InputError as e:
-        raise InputError(_DIFFUSION_KEYS.get(e.key, f"grid.{e.key}"), f"{label}, diffusion: {e.reason}") from None
+    """The Euler scheme's InputErrors with the experiment file's key."""
+    return file_keys(lambda key: _DIFFUSION_KEYS.get(key, f"grid.{key}"), f"{label}, diffusion")
 
 
 def _check_diffusion(an: NetworkAnalysis, g: Grid, label: str) -> None:
