@@ -47,6 +47,35 @@ def test_controlled_mean_recovers_a_linear_relation_and_is_unbiased():
     assert controlled_mean(y[perm], c[perm], np.arange(R)[perm]).mean == pytest.approx(r.mean, rel=1e-12)
 
 
+def test_controls_that_do_not_help_are_dropped_by_a_cross_fitted_gate():
+    """Controls nonzero in a few replications only (heavy-tailed), unrelated to y: least squares fits the other
+    folds exactly and the plain cross-fit inflated the variance 20-8000 times; the gate keeps the plain values.
+    A related control is still used, and a fold's adjustment never depends on that fold's own values."""
+    from jaxq.stats import controlled_values
+
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        R = 64
+        c = np.zeros((R, 11))
+        rows = rng.choice(R, 12, replace=False)
+        c[rows] = 1e3 * rng.standard_cauchy((12, 11))
+        y = rng.exponential(size=R)
+        r = controlled_mean(y, c, np.arange(R))
+        assert r.stderr <= r.plain_stderr
+    rng = np.random.default_rng(7)
+    R = 256
+    c = rng.normal(size=(R, 2))
+    y = np.stack([1.0 + 3.0 * c[:, 0] + 0.1 * rng.normal(size=R), rng.exponential(size=R)], axis=1)
+    r = controlled_mean(y, c, np.arange(R))
+    assert r.stderr[0] < r.plain_stderr[0] / 10  # the related quantity is controlled
+    a, _ = controlled_values(y, c, np.arange(R))
+    y2 = y.copy()
+    fold0 = np.arange(R) % 8 == 0
+    y2[fold0] += rng.normal(size=(int(fold0.sum()), 2)) * 100.0  # fold 0's own values: its adjustment is unchanged
+    a2, _ = controlled_values(y2, c, np.arange(R))
+    np.testing.assert_allclose(a2[fold0] - a[fold0], y2[fold0] - y[fold0], rtol=0, atol=1e-9)
+
+
 def test_value_function_derivative():
     bL, sL, bH, sH, g = 0.2857, 1.6279, -0.7857, 2.0736, 0.5
     import jax
