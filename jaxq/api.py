@@ -19,9 +19,112 @@ layer over these functions. Arrays are indexed as the papers index them (class i
 
 from __future__ import annotations
 
+import functools
+import inspect
+import os
 from pathlib import Path
 
 from jaxq.errors import InputError
+from jaxq.model import validate as v
+
+# ------------------------------------------------------------------------------------------ argument checks
+# Every public function checks its own arguments here, before any work, by name (the function's own keyword
+# arguments and the options it passes on): an InputError naming the argument, as the command line does.
+# Values the library checks itself (a model's rates, n against the system, ranges that depend on the system)
+# pass through after a type check.
+
+
+def _optional(check):
+    return lambda value, key: None if value is None else check(value, key)
+
+
+def _replications(value, key):
+    return v.check_int(value, key, lo=2, hi=v.MAX_REPLICATIONS)  # one replication has no standard error
+
+
+def _number(**bounds):
+    def check(value, key):
+        v.check_float(value, key, **bounds)
+        return value  # the callee may want an int (fast/slow steps): checked, not converted
+    return check
+
+
+_SYSTEM_FILE = "a bundled example (pss_PP, network_N, ...) or a TOML file"
+_CHECKS = {
+    "seed": v.check_seed,
+    "seeds": _optional(v.check_seeds),
+    "reps": _optional(_replications),
+    "paths": _optional(_replications),
+    "chunk": _optional(lambda x, k: v.check_int(x, k, lo=1)),
+    "start": lambda x, k: v.check_int(x, k, lo=0),
+    "steps": _optional(lambda x, k: v.check_int(x, k, lo=1)),
+    "basis_pool": _optional(lambda x, k: v.check_int(x, k, lo=1)),
+    "cv": v.check_bool,
+    "debug": v.check_bool,
+    "resume": v.check_bool,
+    "devices": v.check_devices,
+    "record_times": v.check_times,
+    "snap_times": _optional(v.check_times),
+    "times": _optional(v.check_times),
+    "uc": _optional(v.check_vector),
+    "us": _optional(v.check_vector),
+    "policy": _optional(v.check_text),
+    "engine": v.check_text,
+    "scheme": v.check_text,
+    "control": v.check_text,
+    "target": v.check_text,
+    "n": _number(gt=0),
+    "horizon": _optional(_number(gt=0)),
+    "warmup": _number(ge=0),
+    "dt": _optional(_number(gt=0)),
+    "z0": _number(ge=0),
+    "switch_at": _optional(_number(ge=0)),
+    "source": lambda x, k: v.check_path(x, k, _SYSTEM_FILE),
+    "experiment": lambda x, k: v.check_path(x, k, "an experiment file (or give its TOML text)"),
+    "out": lambda x, k: v.check_path(x, k, "an output folder"),
+}
+_KINDS = {"pss2x2": "a 'pss2x2' system (e.g. pss_PP)", "network": "a 'network' system (e.g. network_N)"}
+
+
+def _system(value, key: str, kind: str | None):
+    """A system argument loaded (a bundled name, a TOML path or a loaded system) and of the kind needed."""
+    from jaxq.model.network import Network
+    from jaxq.model.pss2x2 import PSS2x2
+
+    if isinstance(value, (str, os.PathLike)):
+        value = load(v.check_path(value, key, _SYSTEM_FILE))
+    if not isinstance(value, (PSS2x2, Network)):
+        raise InputError(key, f"expected a bundled example name, a TOML file or a loaded system, got an "
+                              f"object of type {type(value).__name__}")
+    got = "pss2x2" if isinstance(value, PSS2x2) else "network"
+    if kind is not None and got != kind:
+        raise InputError(key, f"this needs {_KINDS[kind]}, got a '{got}' system")
+    return value
+
+
+def _checked(**systems):
+    """Decorator of every public function: checks its arguments (:data:`_CHECKS`, by name, its ``**options``
+    included) and then loads its system arguments (``systems``: name -> the kind needed, or None for either)."""
+
+    def wrap(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            for name, value in bound.arguments.items():
+                if sig.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                    bound.arguments[name] = {k: _CHECKS[k](x, k) if k in _CHECKS else x for k, x in value.items()}
+                elif name in _CHECKS and name not in systems:
+                    bound.arguments[name] = _CHECKS[name](value, name)
+            for name, kind in systems.items():  # after the cheap checks: loading reads and validates a file
+                if name in bound.arguments:
+                    bound.arguments[name] = _system(bound.arguments[name], name, kind)
+            return fn(*bound.args, **bound.kwargs)
+
+        return checked
+
+    return wrap
 
 
 def example_names() -> list[str]:
@@ -31,6 +134,7 @@ def example_names() -> list[str]:
     return names()
 
 
+@_checked()
 def load(source):
     """Load a system: a bundled example name (``"pss_PP"``, ``"network_N"``) or a TOML file path.
 
@@ -39,9 +143,10 @@ def load(source):
     """
     from jaxq.model import load as load_file
 
-    return load_file(str(source) if isinstance(source, Path) else source)
+    return load_file(os.fspath(source))
 
 
+@_checked(system=None)
 def analyze(system, basis_pool: int | None = None):
     """The exact limit objects of a system.
 
@@ -53,16 +158,16 @@ def analyze(system, basis_pool: int | None = None):
     """
     from jaxq.model.network import Network
 
-    system = _loaded(system)
     if isinstance(system, Network):
         from jaxq.diffusion.network_analysis import analyze as analyze_network
 
         return analyze_network(system, basis_pool)
     from jaxq.diffusion.workload import analyze as analyze_pss
 
-    return analyze_pss(_pss(system))
+    return analyze_pss(system)
 
 
+@_checked(system="pss2x2")
 def threshold_term(system, n: float, theta_exponent: float | None = None) -> float | None:
     """``Delta_n``: the part of ``J_n - V0`` that the threshold of Theorem 2.11's policy costs in the n-th
     system (0 for P and PP; :mod:`jaxq.diffusion.threshold`), with ``Theta_n = ceil(n^a)`` (2.29) and ``a`` the
@@ -74,13 +179,13 @@ def threshold_term(system, n: float, theta_exponent: float | None = None) -> flo
     from jaxq.diffusion.threshold import threshold_term as term
     from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, setup
 
-    system = _pss(system)
     an = analyze(system)
     a = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     st = setup(system, n, theta_exponent=a, analysis=an)  # validates n and a (one-line InputErrors)
     return term(an, st.policy, (st.theta or 0) / math.sqrt(n))
 
 
+@_checked(system=None)
 def simulate(system, n: float, reps: int | None = None, *, policy: str | None = None, engine: str = "auto",
              seed: int = 0, **options):
     """Monte Carlo of the n-th (prelimit) system; returns a :class:`jaxq.sim.result.SimResult`.
@@ -88,7 +193,9 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
     2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
     ``policy`` (default ``"auto"``: Theorem 2.11's; also ``P``, ``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``,
     ``RULE@m``), ``reps`` replications (default 1000); options of :func:`jaxq.sim.pss2x2.simulate`
-    (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``, ``chunk``, ``devices``, ...).
+    (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``, ``chunk``, ``devices``, ...); the default
+    truncation is checked against the estimate (:func:`jaxq.sim.pss2x2.simulate_bounded`). ``devices``: None (all
+    local devices), a count K (the first K) or a list of local JAX devices.
     Network: stationary averages over [warmup, horizon] (``result["mean_queue"]``, ...) under ``policy``
     (default ``"priority"``; ``lap``, ``lqfs``, ``swc``), ``reps`` default 64; options of
     :func:`jaxq.sim.network.simulate` (``warmup``, ``horizon``, ``snap_times``, ...).
@@ -96,18 +203,18 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
     """
     from jaxq.model.network import Network
 
-    system = _loaded(system)
     if isinstance(system, Network):
         from jaxq.sim.network import simulate as simulate_network
 
         return simulate_network(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,
                                 seed=seed, **options)
-    from jaxq.sim.pss2x2 import simulate as simulate_pss
+    from jaxq.sim.pss2x2 import simulate_bounded
 
-    return simulate_pss(_pss(system), n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
-                        seed=seed, **options)
+    return simulate_bounded(system, n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
+                            seed=seed, **options)
 
 
+@_checked(system="pss2x2")
 def exact_cost(system, n: float, **options) -> dict:
     """The exact J_n of a 2x2 system under a policy, no Monte Carlo: a sparse solve of its truncated CTMC, with
     the phases of the interarrival and service times in the state for Erlang, hyperexponential and
@@ -120,9 +227,10 @@ def exact_cost(system, n: float, **options) -> dict:
     """
     from jaxq.sim.exact_ctmc import policy_cost
 
-    return policy_cost(_pss(system), n, **options)
+    return policy_cost(system, n, **options)
 
 
+@_checked(system="pss2x2")
 def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme: str = "skew", z0: float = 0.0,
                  switch_at: float | None = None, horizon: float | None = None, seed: int = 0, **options):
     """The workload diffusion (2.23)/(2.24) of a 2x2 system, ``dZ = b(Z)dt + sigma(Z)dB + dL``, switching modes
@@ -130,7 +238,8 @@ def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme
 
     Returns a :class:`jaxq.sim.result.SimResult` (primary ``V_hat``; ``info["V_exact"]`` is the exact ODE value
     for the same switching level). ``scheme``: ``skew`` (default), ``exact`` or ``euler``. ``dt``: default
-    ``1e-3 min(1, 1/gamma)``; a step with ``gamma dt > 0.1`` is refused (:func:`jaxq.sde.estimators.check_resolution`).
+    ``1e-3 min(1, 1/gamma)``, and at most 0.01 sigma^2/b^2 (the drift's time scale); a step with ``gamma dt > 0.1`` or
+    ``b^2 dt / sigma^2 > 0.3`` is refused (:func:`jaxq.sde.estimators.check_resolution`).
     """
     from jaxq.sde.estimators import wcp_value
 
@@ -138,6 +247,7 @@ def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme
                      scheme_name=scheme, **options)
 
 
+@_checked(network="network")
 def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None, paths: int = 256,
                          dt: float = 0.01, horizon: float = 200.0, warmup: float = 20.0, seed: int = 0, **options):
     """Euler scheme of the controlled network diffusion (2.27) of a critically loaded network (seed 001).
@@ -148,18 +258,18 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
     """
     import numpy as np
 
+    from jaxq.diffusion.network_analysis import stationary_diffusion
     from jaxq.sde.network_euler import simulate_diffusion
 
-    an = analyze(_loaded(network))
-    if an.diffusion is None:
-        raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
-    num_i, num_j = an.diffusion.tree.shape
-    uc = np.full(num_i, 1.0 / num_i) if uc is None else np.asarray(uc, float)
-    us = np.full(num_j, 1.0 / num_j) if us is None else np.asarray(us, float)
-    return simulate_diffusion(an.diffusion, uc, us, control, paths=paths, dt=dt, horizon=horizon, warmup=warmup,
+    dl = stationary_diffusion(analyze(network))  # critically loaded, positive spare capacity (long-run averages)
+    num_i, num_j = dl.tree.shape
+    uc = np.full(num_i, 1.0 / num_i) if uc is None else uc
+    us = np.full(num_j, 1.0 / num_j) if us is None else us
+    return simulate_diffusion(dl, uc, us, control, paths=paths, dt=dt, horizon=horizon, warmup=warmup,
                               seed=seed, **options)
 
 
+@_checked(system="pss2x2")
 def tune(system, target: str = "exact", **options):
     """Tune the switching level z (and, for the prelimit, the threshold constant c) by gradients (optax).
 
@@ -174,8 +284,8 @@ def tune(system, target: str = "exact", **options):
         if "n" not in options:
             raise InputError("n", "the prelimit target needs the index n of the system")
         n = options.pop("n")
-        return tune_prelimit(_pss(system), n, **options)
-    a = analyze(_pss(system))
+        return tune_prelimit(system, n, **options)
+    a = analyze(system)
     if a.case != "dual":
         raise InputError("system", "single-mode case (2.19): the optimal policy never switches, so there is no z to tune")
     if target == "exact":
@@ -189,6 +299,7 @@ def tune(system, target: str = "exact", **options):
     raise InputError("target", f"expected exact, sde or prelimit, got {target!r}")
 
 
+@_checked()
 def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None, slow_servers: int | None = None,
                    truncation: int | None = None):
     """The optimal policy of one fast and K slow servers (seed 002) by value iteration.
@@ -202,6 +313,7 @@ def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None
     return solve(lam, mu1, mu2, discount=discount, slow_servers=slow_servers, truncation=truncation)
 
 
+@_checked()
 def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **options):
     """Simulate a threshold policy of one fast and K identical slow servers: discounted cost from empty
     (``value_empty``) and average cost; options of :func:`jaxq.sim.fastslow.simulate`."""
@@ -210,6 +322,7 @@ def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **option
     return simulate(lam, mu1, mu2, q_thresholds, **options)
 
 
+@_checked()
 def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | None = None, devices=None,
                    progress: bool | None = None) -> dict:
     """Run a study from an experiment file (path) or its TOML text, resumably, into the folder ``out``.
@@ -219,7 +332,7 @@ def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | 
     import tomllib
 
     from jaxq.studies.experiment import from_dict, load_experiment
-    from jaxq.studies.runner import run
+    from jaxq.studies.runner import check_output_folder, run
 
     text = str(experiment)
     if "\n" in text or "[experiment]" in text:
@@ -232,9 +345,11 @@ def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | 
         exp = from_dict(data, Path(out).resolve() / "experiment.toml")
     else:
         exp = load_experiment(experiment, seeds)
+    check_output_folder(Path(out), resume=resume)  # as jaxq run: a non-empty folder needs resume=True
     return run(exp, out, resume=resume, devices=devices, progress=progress)
 
 
+@_checked()
 def read_run(out) -> tuple[list[dict], list[dict]]:
     """The grid points and the per-replication records of a finished run in the folder ``out``.
 
@@ -261,17 +376,3 @@ def read_run(out) -> tuple[list[dict], list[dict]]:
             cols.append(got[0])
         records.append({k: np.concatenate([ch[k] for ch in cols]) for k in cols[0]})
     return points, records
-
-
-def _loaded(system):
-    """A system object: loaded from a bundled name or a file when given as a string or path."""
-    return load(system) if isinstance(system, (str, Path)) else system
-
-
-def _pss(system):
-    from jaxq.model.pss2x2 import PSS2x2
-
-    system = _loaded(system)
-    if not isinstance(system, PSS2x2):
-        raise InputError("system.kind", "this needs a 'pss2x2' system")
-    return system

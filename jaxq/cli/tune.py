@@ -113,20 +113,23 @@ def _positive_ints(args, names):
 
 SDE_DT = 0.02  # the SDE target's default step (gamma dt at most SDE_GAMMA_DT)
 SDE_GAMMA_DT = 0.01
+SDE_DRIFT_DT = 0.1  # and b^2 dt / sigma^2 at most 0.1 (+0.04% in the skew scheme; the examples keep 0.02)
 
 
 def _sde_step(a, args) -> float:
-    """The SDE target's step, checked before any work: ``--dt`` (default ``min(0.02, 0.01/gamma)``) must resolve
-    the discount time scale (:func:`jaxq.sde.estimators.check_resolution`) and be shorter than the engine's
+    """The SDE target's step, checked before any work: ``--dt`` (default ``min(0.02, 0.01/gamma, 0.1 sigma^2/b^2)``)
+    must resolve the discount time scale and the drift's (:func:`jaxq.sde.estimators.check_resolution`) and be shorter than the engine's
     horizon (its truncation bound's, :func:`jaxq.sde.estimators.default_horizon`); then the work estimate."""
     from jaxq.model.validate import check_work
-    from jaxq.sde.estimators import check_resolution, default_horizon
+    from jaxq.sde.coefficients import wcp
+    from jaxq.sde.estimators import check_resolution, default_horizon, drift_time
 
     gamma = a.system.gamma
-    default = min(SDE_DT, SDE_GAMMA_DT / gamma)
-    dt = default if args.dt is None else args.dt
-    check_resolution(dt, gamma, default=default, key="--dt")
     bL, sL, bH, sH = a.mode_coefficients()
+    drift = drift_time(wcp(bL, sL, bH, sH, 1.0))  # both modes' drift time scale (the level does not matter)
+    default = min(SDE_DT, SDE_GAMMA_DT / gamma, SDE_DRIFT_DT * drift)
+    dt = default if args.dt is None else args.dt
+    check_resolution(dt, gamma, default=default, key="--dt", drift=drift)
     horizon = default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), gamma)
     if not dt <= horizon:
         raise InputError("--dt", f"dt = {dt:g} is longer than the SDE horizon {horizon:.3g} (gamma = {gamma:g}); "

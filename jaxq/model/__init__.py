@@ -16,6 +16,8 @@ def load(path: str | Path):
     """
     from jaxq.examples import names, path as example_path
 
+    if not str(path).strip():  # Path("") is the current folder: never a silent default
+        raise InputError("system", "empty path; name a bundled example (pss_PP, network_N, ...) or a TOML file")
     if isinstance(path, str) and not Path(path).exists() and path in names():
         path = example_path(path)
     data = read_toml(path)

@@ -124,24 +124,45 @@ def check_tables(data: dict, allowed: tuple[str, ...], what: str) -> None:
             raise InputError(k, f"unknown top-level table or key in {what} (expected {', '.join(allowed)})")
 
 
-def check_output_file(path: Any, key: str) -> Path:
+def check_output_file(path: Any, key: str, folder: bool = False) -> Path:
     """An output file a command will write after its work, checked before any work: a non-empty path
     naming a file (not a directory, no trailing slash) in an existing folder where a file can be created
-    (a probe file is created there and removed at once). Returns it as a :class:`~pathlib.Path`."""
+    (a probe file is created there and removed at once). Returns it as a :class:`~pathlib.Path`.
+
+    ``folder=True``: an output folder instead (``jaxq run --out``): a path that is a folder or does not exist
+    yet, whose nearest existing ancestor is a folder where a file can be created (the missing folders are
+    created later, by the command). Refusals name ``key`` and the reason: exists and is not a folder, a
+    file in the way, no file can be created there (``/proc/x``, read-only)."""
     text = str(path) if path is not None else ""
     if not text.strip():
-        raise InputError(key, "empty path; name the file to write")
+        raise InputError(key, f"empty path; name the {'folder' if folder else 'file'} to write")
     p = Path(text)
+    if folder:
+        if os.path.lexists(p) and not p.is_dir():
+            raise InputError(key, f"{text!r} exists and is not a folder")
+        base = next((a for a in (p, *p.parents) if os.path.lexists(a)), Path("."))
+        if not base.is_dir():
+            raise InputError(key, f"{text!r} cannot be created: {str(base)!r} is not a folder")
+        _probe(base, ".jaxq-out", key, text)
+        return p
     if text.endswith(("/", os.sep)):
         raise InputError(key, f"{text!r} ends with {text[-1]!r}, so it names a directory; name a file")
     if p.is_dir():
         raise InputError(key, f"{text!r} is a directory; name a file in it")
-    folder = p.parent
-    if not folder.is_dir():
-        raise InputError(key, f"{text!r}: folder {str(folder)!r} does not exist")
+    folder_of = p.parent
+    if not folder_of.is_dir():
+        raise InputError(key, f"{text!r}: folder {str(folder_of)!r} does not exist")
     if p.exists() and not p.is_file():
         raise InputError(key, f"{text!r} exists and is not a regular file")
-    probe = folder / f".{p.name}.probe-{os.getpid()}"
+    _probe(folder_of, f".{p.name}", key, text)
+    if p.exists() and not os.access(p, os.W_OK):
+        raise InputError(key, f"{text!r} cannot be written (permission denied)")
+    return p
+
+
+def _probe(folder: Path, stem: str, key: str, text: str) -> None:
+    """Refuse ``text`` (naming ``key``) unless a file can be created in ``folder`` (created and removed at once)."""
+    probe = folder / f"{stem}.probe-{os.getpid()}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as e:
@@ -152,9 +173,6 @@ def check_output_file(path: Any, key: str) -> Path:
         os.unlink(probe)
     except OSError:
         pass
-    if p.exists() and not os.access(p, os.W_OK):
-        raise InputError(key, f"{text!r} cannot be written (permission denied)")
-    return p
 
 
 # ------------------------------------------------------------------------------------------ pydantic
@@ -249,6 +267,13 @@ def check_seed(value: Any, key: str = "--seed") -> int:
     return int(value)
 
 
+def check_seeds(value: Any, key: str = "seeds") -> list[int]:
+    """A non-empty list of seeds (each as :func:`check_seed`, named ``key[i]``)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
+        raise InputError(key, f"must be a non-empty list of seeds, got {_fmt(value)}")
+    return [check_seed(x, f"{key}[{i}]") for i, x in enumerate(value)]
+
+
 def check_int(value: Any, key: str, lo: int | None = None, hi: int | None = None) -> int:
     """An integer (not a boolean, not a float) in ``[lo, hi]``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -281,6 +306,71 @@ def check_float(value: Any, key: str, *, gt: float | None = None, ge: float | No
     if le is not None and not v <= le:
         raise InputError(key, f"must be <= {le:g}, got {v:g}")
     return v
+
+
+def check_bool(value: Any, key: str) -> bool:
+    """``True`` or ``False`` (a numpy boolean too); strings (``"off"``), numbers and None are refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(key, f"must be True or False, got {_fmt(value)}")
+    return bool(value)
+
+
+def check_text(value: Any, key: str) -> str:
+    """A string (a policy, engine or scheme name): anything else is refused; the callee checks the value."""
+    if not isinstance(value, str):
+        raise InputError(key, f"must be a string, got {_fmt(value)}")
+    return value
+
+
+def check_path(value: Any, key: str, what: str = "a file") -> str | os.PathLike:
+    """A non-empty file or folder name (a string or path object; ``what`` it should name, for the message):
+    ``""`` would silently mean the current folder."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputError(key, f"must name {what} (a string or a path), got {_fmt(value)}")
+    if not str(os.fspath(value)).strip():
+        raise InputError(key, f"empty path; name {what}")
+    return value
+
+
+def check_times(value: Any, key: str, lo: float = 0.0) -> tuple[float, ...]:
+    """Times: a number or a sequence of finite numbers >= ``lo`` (not a string); returned as a tuple of floats."""
+    if isinstance(value, (str, bytes, dict, set)) or value is None:
+        raise InputError(key, f"must be a list of numbers, got {_fmt(value)}")
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    out = []
+    for i, t in enumerate(np.asarray(items, dtype=object).reshape(-1)):
+        out.append(check_float(t.item() if isinstance(t, np.generic) else t, f"{key}[{i}]", ge=lo))
+    return tuple(out)
+
+
+def check_vector(value: Any, key: str) -> np.ndarray:
+    """A non-empty one-dimensional sequence of finite numbers (not strings or booleans), as a float64 array."""
+    if isinstance(value, (str, bytes, dict, set)) or np.ndim(value) != 1 or len(value) == 0:
+        raise InputError(key, f"must be a non-empty list of numbers, got {_fmt(value)}")
+    return np.array([check_float(v.item() if isinstance(v, np.generic) else v, f"{key}[{i}]")
+                     for i, v in enumerate(value)], dtype=np.float64)
+
+
+def check_devices(value: Any, key: str = "devices"):
+    """Devices to run on: None (all local devices), a count K (the first K local devices) or a non-empty list of
+    local JAX devices. Returns None or a list of devices."""
+    if value is None:
+        return None
+    import jax
+
+    local = jax.local_devices()
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if not 1 <= int(value) <= len(local):
+            raise InputError(key, f"must be between 1 and {len(local)} (local devices), got {int(value)}")
+        return local[: int(value)]
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise InputError(key, f"must be a number of devices or a list of JAX devices, got {_fmt(value)}")
+    if not value:
+        raise InputError(key, "empty list of devices; pass None for all local devices")
+    for i, d in enumerate(value):
+        if d not in local:
+            raise InputError(f"{key}[{i}]", f"not a local JAX device: {_fmt(d)} (jax.local_devices() lists them)")
+    return list(value)
 
 
 def parse_float(text: str, key: str) -> float:
@@ -350,12 +440,43 @@ def pss_events_per_replication(system, n: float, horizon: float) -> float:
     return 2.0 * float(np.sum(lam_n)) * float(horizon)
 
 
-def pss_default_horizon(system, n: float, v0: float, rel_tol: float = 1e-4) -> float:
-    """Estimate of the simulators' default horizon: where the state-free tail bound is ``rel_tol * V0``."""
+def pss_no_departure_cost(system, n: float) -> float:
+    """``sum_i h_i (lambda_n_i / gamma^2 + (1 + ca2_i) / gamma) / sqrt(n)``: the discounted cost from empty of the
+    n-th 2x2 system if no job ever left (renewal arrivals: at most ``1 + ca2_i`` more than Poisson's in
+    expectation), an upper bound on J_n, and the state-free part of the event engine's tail bound at time 0
+    (:func:`jaxq.sim.models.pss2x2.tail_bound`)."""
     lam_n = system.rates(n)[0]
     g = system.gamma
-    b = float(np.sum(system.h * (lam_n / g**2 + (1.0 + system.ca2) / g))) / math.sqrt(n)
-    return max(1.0, math.log(b / (rel_tol * v0)) / g)
+    return float(np.sum(system.h * (lam_n / g**2 + (1.0 + system.ca2) / g))) / math.sqrt(n)
+
+
+def pss_cost_scale(system, n: float, v0: float) -> float:
+    """The scale the default truncation of the n-th 2x2 system is sized against: ``min(V0, the no-departure
+    cost)``. V0 (the diffusion limit) alone fails where it is far above J_n (a service SCV of 1e30 makes V0
+    about 1e15 while J_4 is 0.75); the no-departure cost bounds J_n itself."""
+    return min(float(v0), pss_no_departure_cost(system, n))
+
+
+def pss_default_horizon(system, n: float, v0: float, rel_tol: float = 1e-4) -> float:
+    """The simulators' default horizon (at least 1): where the state-free tail bound is ``rel_tol`` times
+    :func:`pss_cost_scale`."""
+    b = pss_no_departure_cost(system, n)
+    return max(1.0, math.log(b / (rel_tol * pss_cost_scale(system, n, v0))) / system.gamma)
+
+
+def check_pss_horizon(system, n: float, horizon: float, key: str = "horizon", label: str | None = None) -> None:
+    """Refuse a ``horizon`` in which a replication of the n-th 2x2 system expects less than one arrival: its
+    costs, suprema and workloads would be (almost) all zero, numbers that say nothing about the n-th system.
+    ``label`` (a system's label in an experiment) starts the reason when given; ``horizon=None`` (the
+    simulator's own horizon, long enough by construction) passes."""
+    if horizon is None:
+        return
+    arrivals = float(np.sum(system.rates(float(n))[0])) * horizon
+    if not arrivals >= 1.0:
+        where = f"{label}, n = {n:g}" if label else f"n = {n:g}"
+        hint = f"; use at least {horizon / arrivals:.3g}" if arrivals > 0 else ""
+        raise InputError(key, f"{where}: horizon {horizon:g} is too short: about {arrivals:.3g} arrivals per "
+                              f"replication (costs, suprema and workloads would be almost all zero){hint}")
 
 
 def sde_steps_per_path(horizon: float, dt: float) -> float:

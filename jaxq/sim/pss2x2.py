@@ -27,7 +27,8 @@ from jaxq.diffusion.value import value_function
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
-from jaxq.model.validate import check_float, check_work
+from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss_cost_scale,
+                                 pss_default_horizon)
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
@@ -41,6 +42,10 @@ DEFAULT_THETA_EXPONENT = 0.34
 POLICY_CHOICES = pol.CHOICES
 ENGINES = ("auto", "event", "uniformized")
 DISCOUNTED = Functional(discounted=True)
+# The default truncation must leave a bound on the neglected tail of at most this share of max(J_hat, stderr):
+# :func:`simulate_bounded` extends it (at most EXTENSIONS times, aiming at rel_tol) or refuses naming the horizon.
+TRUNCATION_SHARE = 1e-3
+EXTENSIONS = 2
 
 
 class Setup(NamedTuple):
@@ -57,11 +62,9 @@ class Setup(NamedTuple):
 
 
 def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: float = 1.0) -> float:
-    """Horizon T at which the state-free part of the tail bound is ``rel_tol * scale``."""
-    lam_n, _ = system.rates(n)
-    g = system.gamma
-    b = float(np.sum(system.h * (lam_n / g**2 + (1.0 + system.ca2) / g))) / math.sqrt(n)
-    return max(1.0, math.log(b / (rel_tol * scale)) / g)
+    """Horizon T at which the state-free part of the tail bound is ``rel_tol`` times ``min(scale, the
+    no-departure cost)`` (:func:`jaxq.model.validate.pss_default_horizon`; ``scale`` is V0 for the default)."""
+    return pss_default_horizon(system, n, scale, rel_tol)
 
 
 def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: float = DEFAULT_THETA_EXPONENT,
@@ -81,6 +84,10 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
     check_float(theta_constant, "theta_constant", gt=0.0)
     an = analysis if analysis is not None else analyze(system)
     res = pol.resolve(an, policy, switch_at)
+    if switch_at is not None and not res.rules.dual:
+        raise InputError("switch_at", f"policy {res.name} never switches (one mode throughout), so a switching "
+                                      "level would be ignored; drop it or choose a switching policy "
+                                      "(PP, T2T2, T1T2, T2T1)")
     lam_n, mu_n = system.rates(n)
     if horizon is None:
         horizon = default_horizon(system, n, scale=an.V0)
@@ -140,14 +147,16 @@ def choose_engine(system: PSS2x2, engine: str, *, needs_event: bool) -> str:
 
 
 def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float = 1e-4) -> int:
-    """Uniformised steps K that make the state-free part of the tail bound ``rel_tol * V0``."""
+    """Uniformised steps K that make the state-free part of the tail bound ``rel_tol`` times
+    :func:`jaxq.model.validate.pss_cost_scale` (V0, or the no-departure cost bounding J_n where that is smaller)."""
     lam_n, _ = system.rates(n)
     g = system.gamma
     r = big / (big + g)
     state_free = float(np.sum(system.h * lam_n)) / g**2 / math.sqrt(n)
-    if state_free <= rel_tol * v0:
+    target = rel_tol * pss_cost_scale(system, n, v0)
+    if state_free <= target:
         return 1
-    return math.ceil(math.log(rel_tol * v0 / state_free) / math.log(r))
+    return math.ceil(math.log(target / state_free) / math.log(r))
 
 
 def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed: int = 0, engine: str = "auto",
@@ -186,6 +195,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         raise InputError("reps", f"need at least 1 replication, got {reps!r}")
     if chunk is not None and not (isinstance(chunk, (int, np.integer)) and chunk >= 1):
         raise InputError("chunk", f"must be a whole number >= 1, got {chunk!r}")
+    if horizon is not None:  # a horizon in which nothing happens: the same rule as ``jaxq run``'s grid.horizon
+        check_pss_horizon(system, n, check_float(horizon, "horizon", gt=0.0), "horizon")
     needs_event = horizon is not None or debug or perturb is not None or len(np.atleast_1d(record_times)) > 0
     used = choose_engine(system, engine, needs_event=needs_event)
     st = setup(system, n, policy=policy, theta_exponent=theta_exponent, switch_at=switch_at, horizon=horizon,
@@ -231,3 +242,59 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     est = {"J_hat": Estimate.with_controls(J, controls, start + np.arange(len(J)))}
     return SimResult("J_hat", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s, used,
                      samples, info)
+
+
+def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResult:
+    """:func:`simulate` whose default truncation is checked against the estimate it truncates.
+
+    The default horizon (or number of uniformised steps) is sized before the run against V0 or, where that is
+    smaller, the no-departure cost that bounds J_n (:func:`jaxq.model.validate.pss_cost_scale`); neither is J_n
+    itself, so after the run the bound on the neglected tail (``truncation_bound``) must be at most
+    :data:`TRUNCATION_SHARE` of ``max(J_hat, stderr)``. If it is not, the run is repeated (same seeds) with the
+    truncation extended to where the bound is about ``rel_tol`` of that (at most :data:`EXTENSIONS` times,
+    within the work limits); still too large, it is an :class:`InputError` naming ``horizon`` with the horizon
+    needed. A horizon or ``steps`` given by the caller is used as given (its bound is reported).
+    """
+    res = simulate(system, n, reps, **options)
+    if options.get("horizon") is not None or options.get("steps") is not None:
+        return res
+    rel_tol = options.get("rel_tol", 1e-4)
+    first = res.info["horizon"]
+    for attempt in range(EXTENSIONS + 1):
+        longer = _longer_truncation(res, system.gamma, rel_tol)
+        if longer is None:
+            return res
+        key, value, horizon = longer
+        if attempt == EXTENSIONS or not math.isfinite(horizon):
+            break
+        try:
+            res = simulate(system, n, reps, **{**options, key: value})
+        except InputError as e:  # the longer run does not fit the work limits
+            raise InputError("horizon", f"{_too_short(res, first)}; the horizon {horizon:.4g} it needs is refused: "
+                                        f"{e.reason}") from None
+    if not math.isfinite(horizon):
+        raise InputError("horizon", f"{_too_short(res, first)}; no horizon makes the bound a share of J_hat = 0")
+    raise InputError("horizon", f"{_too_short(res, first)}; pass horizon >= {horizon:.4g}")
+
+
+def _too_short(res: SimResult, first: float) -> str:
+    return (f"the default horizon {first:.4g} leaves a truncation bound {res.info['truncation_bound']:.3g} at horizon "
+            f"{res.info['horizon']:.4g}, more than {TRUNCATION_SHARE:g} of J_hat = {res.value:.4g} (stderr "
+            f"{res.stderr:.2g})")
+
+
+def _longer_truncation(res: SimResult, gamma: float, rel_tol: float):
+    """None when ``truncation_bound <= TRUNCATION_SHARE max(J_hat, stderr)``; else ``(option, value, horizon)``:
+    the ``horizon`` (event engine) or ``steps`` (uniformised) at which the bound, shrinking like
+    ``exp(-gamma T)`` (``r^K``), would be ``rel_tol`` of that."""
+    bound = res.info["truncation_bound"]
+    scale = max(abs(res.value), res.stderr if math.isfinite(res.stderr) else 0.0)
+    if bound <= TRUNCATION_SHARE * scale:
+        return None
+    factor = bound / (rel_tol * scale) if scale > 0 else math.inf
+    horizon = res.info["horizon"] + math.log(factor) / gamma
+    if res.engine == "uniformized":
+        big = res.info["steps"] / res.info["horizon"]  # the uniformisation rate
+        steps = res.info["steps"] + math.ceil(math.log(factor) / math.log1p(gamma / big))
+        return "steps", steps, horizon
+    return "horizon", horizon, horizon

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
+from jaxq.model import validate as v
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 from jaxq.studies import Study, Unique, register
 from jaxq.studies import engines, figures
@@ -95,16 +96,9 @@ def _setup_key(key: str, g) -> str:
 
 
 def _check_horizon(g, system, label, n, horizon) -> None:
-    """Refuse a ``horizon`` (or weak's last time) in which a replication expects less than one arrival: its costs,
-    suprema and workloads would be (almost) all zero, numbers that say nothing about the n-th system."""
-    if horizon is None:  # the simulator's own horizon (tail bound): long enough by construction
-        return
-    arrivals = float(np.sum(system.rates(float(n))[0])) * horizon
-    if not arrivals >= 1.0:
-        key = "grid.horizon" if g.horizon is not None else "grid.times"
-        raise InputError(key, f"{label}, n = {n:g}: horizon {horizon:g} is too short: about {arrivals:.3g} arrivals "
-                              f"per replication (costs, suprema and workloads would be almost all zero); use at "
-                              f"least {horizon / arrivals:.3g}")
+    """Refuse a ``horizon`` (or weak's last time) in which a replication expects less than one arrival
+    (:func:`jaxq.model.validate.check_pss_horizon`), naming the grid key it came from."""
+    v.check_pss_horizon(system, n, horizon, "grid.horizon" if g.horizon is not None else "grid.times", label)
 
 
 def _check_times(g) -> None:

@@ -1,16 +1,27 @@
 """Tuning the switching level z on the exact WCP cost J(0; z).
 
 ``J(0; z)`` is the closed-form cost of switching at z (:func:`jaxq.diffusion.hjb.switching_cost`), a
-smooth function of z. L-BFGS (optax, zoom line search) on ``z = softplus(theta)`` (so z stays
+smooth function of z. L-BFGS (optax, zoom line search) on ``z = l softplus(theta)`` (so z stays
 positive) converges to the smooth-fit root z*, a check that the exact cost and the smooth-fit
 condition agree.
 
-Convergence is tested on z itself, free of the problem's units: at the last iterate the Newton step
-``|J'(z) / J''(z)|`` must be positive-curvature and below ``rtol * z``. A start where J(0; z) is flat to
-float64 (far below the shortest or far beyond the longest decay length of the problem) gives no
-gradient to follow; such a start, a run that does not converge within ``max_iter`` iterations or
-``time_limit`` seconds, and a run that stalls, are :class:`jaxq.errors.InputError`, never a silent
-answer.
+The optimiser works free of the problem's units: on ``z = l softplus(theta)`` with ``l`` the shortest decay
+length and on ``J(0; z) / J(0; z_init)``, so a system whose workload or time is rescaled (J of order 1e-45 at
+gamma = 1e30, z of order 1e-20 for tiny drifts) takes the same iterations as the unscaled one. Convergence
+is tested on z itself: at the last iterate the Newton step ``|J'(z) / J''(z)|`` must be positive-curvature
+and below ``rtol * z``.
+
+Two kinds of refusal, :class:`jaxq.errors.InputError`, never a silent answer:
+
+* the system (:func:`check_resolvable`): where the smooth-fit level z* lies so far out (in decay lengths)
+  that J(0; z) is flat to float64 around it (its dimensionless curvature ``J'' z*^2 / J`` below
+  ``eps / rtol``, e.g. gamma = 1e30 against drifts of order 1: the switching level changes the cost only in
+  its 29th digit), no method on the float64 cost can locate the minimum to ``rtol``; refused naming
+  ``cost.gamma`` (z* itself comes from smooth fit, ``jaxq analyze``);
+* the start: one where J(0; z) is flat to float64 (far below the shortest or far beyond the longest decay
+  length of the problem) gives no gradient to follow; such a start, a run that does not converge within
+  ``max_iter`` iterations or ``time_limit`` seconds, and a run that stalls, name ``--z-init`` or
+  ``--max-iter``.
 """
 
 from __future__ import annotations
@@ -47,8 +58,14 @@ def _softplus_inv(z):
     return z + jnp.log(-jnp.expm1(-z))
 
 
+def _level(theta, coef):
+    """The switching level ``z = l softplus(theta)`` (``coef = (bL, sL, bH, sH, gamma, l, J_ref)``)."""
+    return coef[5] * jax.nn.softplus(theta)
+
+
 def _loss(theta, coef):
-    return hjb.switching_cost(0.0, jax.nn.softplus(theta), *coef)
+    """``J(0; z) / J_ref``: of order 1 whatever the units of the workload and of time."""
+    return hjb.switching_cost(0.0, _level(theta, coef), *coef[:5]) / coef[6]
 
 
 _OPT = optax.lbfgs()
@@ -65,9 +82,35 @@ def _step(theta, state, coef):
 
 @jax.jit
 def _newton(z, coef):
-    """``(J(0; z), J'(z), J''(z))`` by automatic differentiation."""
+    """``(J(0; z), J'(z), J''(z))`` by automatic differentiation (``coef = (bL, sL, bH, sH, gamma)``)."""
     f = lambda zz: hjb.switching_cost(0.0, zz, *coef)  # noqa: E731
     return f(z), jax.grad(f)(z), jax.grad(jax.grad(f))(z)
+
+
+def check_resolvable(bL, sL, bH, sH, gamma, rtol: float = RTOL) -> None:
+    """Refuse (naming ``cost.gamma``) a system whose cost J(0; z) is flat to float64 around its smooth-fit level z*.
+
+    Near z*, J(0; z*(1 + d)) - J(0; z*) = kappa J d^2 / 2 with ``kappa = J''(z*) z*^2 / J(0; z*)``. The gradient
+    J'(z) is known to about ``eps J / z``; the Newton test ``|J'/J''| <= rtol z`` then needs ``kappa >= eps / rtol``.
+    Far out in decay lengths (a discount rate huge against the modes' drifts) kappa is exponentially small and
+    no optimiser on the float64 cost can find the minimum; that is the system, not the start.
+    """
+    coef = tuple(jnp.float64(c) for c in (bL, sL, bH, sH, gamma))
+    z = float(hjb.switching_point(*coef))
+    if not (math.isfinite(z) and z > 0):
+        return
+    j, _, h = (float(v) for v in _newton(jnp.float64(z), coef))
+    kappa = h * z * z / j
+    floor = float(np.finfo(np.float64).eps) / rtol
+    if not abs(kappa) >= floor:
+        lengths = z / float(hjb.shortest_length(*coef))
+        raise InputError(
+            "cost.gamma",
+            f"J(0; z) is flat to float64 around the smooth-fit level z* = {z:.4g} ({lengths:.3g} decay lengths "
+            f"out): its curvature |J'' z*^2 / J| = {abs(kappa):.2g} is below eps / rtol = {floor:.2g}, so no "
+            f"gradient method on the exact cost can locate z* (at gamma = {float(gamma):g} against drifts "
+            f"{float(bL):g}, {float(bH):g} the switching level changes the cost only beyond float64 precision); "
+            "use z* from smooth fit (jaxq analyze)")
 
 
 def start_range(bL, sL, bH, sH, gamma) -> tuple[float, float]:
@@ -98,8 +141,9 @@ def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int
         raise InputError("--max-iter", f"must be an integer in [1, {MAX_ITER_LIMIT}], got {max_iter!r}")
     coef = tuple(jnp.float64(c) for c in (bL, sL, bH, sH, gamma))
     lo, hi = start_range(*coef)
+    ell = float(hjb.shortest_length(*coef))
     if z_init is None:
-        z0 = float(hjb.shortest_length(*coef))
+        z0 = ell
     else:
         if isinstance(z_init, bool) or not isinstance(z_init, (int, float, np.integer, np.floating)) \
                 or not (math.isfinite(z_init) and z_init > 0):
@@ -109,9 +153,11 @@ def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int
             raise InputError("--z-init", f"{z0:g} lies outside [{lo:.3g}, {hi:.3g}]: J(0; z) is flat there to "
                                          "float64, so gradient descent cannot move (start near the problem's "
                                          "decay lengths)")
+    check_resolvable(*coef, rtol=rtol)
 
+    scaled = jnp.stack([*coef, jnp.float64(ell), hjb.switching_cost(0.0, jnp.float64(z0), *coef)])
     coef = jnp.stack(coef)
-    theta = _softplus_inv(jnp.float64(z0))
+    theta = _softplus_inv(jnp.float64(z0 / ell))
     state = _OPT.init(theta)
     traj = []
     it, step_size, last_z, same = 0, math.inf, None, 0
@@ -119,13 +165,13 @@ def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int
     converged = False
     for it in range(1, max_iter + 1):  # a handful of optimiser iterations, not a loop over events
         theta_in = theta
-        theta, state, value, grad = _step(theta, state, coef)  # grad: the gradient at theta_in
-        z = float(jax.nn.softplus(theta))
+        theta, state, value, grad = _step(theta, state, scaled)  # grad: the gradient at theta_in
+        z = float(_level(theta, scaled))
         j, g, h = (float(v) for v in _newton(jnp.float64(z), coef))
         # J(0; z) is concave beyond its inflection point (J' > 0, J'' < 0): a curvature pair with s y <= 0
         # (s = the step in theta, y = the change of the gradient over it: J'(z) dz/dtheta at the new theta)
         # makes L-BFGS's scaled direction an ascent direction and it creeps uphill; restart its memory.
-        grad_new = g * float(jax.nn.sigmoid(theta))
+        grad_new = g * ell * float(jax.nn.sigmoid(theta)) / float(scaled[6])
         if not float(theta - theta_in) * (grad_new - float(grad)) > 0:
             state = _OPT.init(theta)
         traj.append((z, j))

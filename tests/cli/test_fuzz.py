@@ -10,7 +10,6 @@ when they would hang or exhaust memory). A slow-marked test runs a larger hypoth
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

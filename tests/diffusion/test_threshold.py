@@ -101,5 +101,5 @@ def test_beyond_the_switching_level_and_the_public_api():
                                                                               51 / math.sqrt(1e5)))
     with pytest.raises(jaxq.InputError, match="^n: "):
         jaxq.threshold_term("pss_T2", 0.5)
-    with pytest.raises(jaxq.InputError, match="system.kind"):
+    with pytest.raises(jaxq.InputError, match="^system: this needs a 'pss2x2' system"):
         jaxq.threshold_term("network_N", 100)

@@ -158,3 +158,10 @@ def test_tune_sde_at_a_large_discount_rate(tmp_path, capsys):
     assert main(["tune", str(f), "--target", "sde", "--paths", "16", "--chains", "2", "--dt", "0.01"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--dt" in err and "gamma dt" in err
+
+
+def test_tune_sde_refuses_a_step_that_does_not_resolve_the_drift(capsys):
+    """As ``jaxq sde``: b^2 dt / sigma^2 > 0.3 is refused naming --dt (pss_PP: dt above 0.143), before any work."""
+    assert main(["tune", "pss_PP", "--target", "sde", "--paths", "16", "--chains", "2", "--dt", "0.18"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--dt" in err and "drift" in err

@@ -1,0 +1,111 @@
+"""`jaxq simulate` and `jaxq tune` after fuzzing pass 2: a default horizon whose truncation bound is small
+against the estimate, the too-short horizon rule of `jaxq run`, `--switch-at` refused where it would be
+ignored, and a flat cost refused naming its real cause."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from jaxq.cli import main
+from jaxq.examples import path
+
+PSS = path("pss_PP").read_text()
+
+
+def _json(argv, capsys) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _refused(argv, capsys, key: str) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"jaxq: error: {key}: "), err
+    return err
+
+
+@pytest.fixture(scope="module")
+def huge_scv(tmp_path_factory):
+    """pss_PP with the erlang:0.5 service replaced by a gamma law of SCV 1e30: V0 is about 1e15, far above J_4."""
+    f = tmp_path_factory.mktemp("scv") / "gam_huge.toml"
+    f.write_text(PSS.replace('"erlang:0.5"', '"gamma:1e30"'))
+    return f
+
+
+def test_default_horizon_is_not_sized_by_a_meaningless_v0(huge_scv, capsys):
+    """Was: T = 1 (from 1e-4 V0), J_hat 0.175 +- 0.009 with a printed bound 6.7, against 0.752 +- 0.015 at T = 30."""
+    argv = ["simulate", str(huge_scv), "--n", "4", "--reps", "256", "--seed", "5"]
+    d = _json(argv, capsys)
+    assert d["truncation_bound"] <= 1e-3 * max(d["J_hat"], d["stderr"])
+    ref = _json([*argv, "--horizon", "30"], capsys)
+    assert abs(d["J_hat"] - ref["J_hat"]) <= 4 * math.hypot(d["stderr"], ref["stderr"])
+    assert d["horizon"] > 1.0 and d["V0"] > 1e14
+
+
+def test_default_horizon_scale_is_at_most_the_no_departure_cost(huge_scv):
+    from jaxq.model import load
+    from jaxq.model.validate import pss_cost_scale, pss_default_horizon, pss_no_departure_cost
+
+    system = load(huge_scv)
+    v0 = 1.1e15
+    assert pss_cost_scale(system, 4, v0) == pss_no_departure_cost(system, 4) < 20
+    assert pss_default_horizon(system, 4, v0) == pytest.approx(math.log(1e4) / system.gamma)
+    assert pss_cost_scale(system, 4, 0.5) == 0.5  # V0 where it is the smaller scale
+
+
+def test_extension_of_the_truncation_aims_at_rel_tol():
+    """The longer truncation of a run whose bound is too large: the bound shrinks like exp(-gamma T) (event
+    engine) or r^K (uniformised, r = Lambda / (Lambda + gamma)); none when the bound is small already."""
+    import numpy as np
+
+    from jaxq.sim.pss2x2 import _longer_truncation
+    from jaxq.sim.result import Estimate, SimResult
+
+    def result(engine, bound, **info):
+        est = {"J_hat": Estimate(1.0, 0.01)}
+        return SimResult("J_hat", est, 2, 0, 0.0, 0.0, engine, {}, {"truncation_bound": bound, **info})
+
+    gamma = 0.5
+    assert _longer_truncation(result("event", 1e-3, horizon=20.0), gamma, 1e-4) is None
+    key, t, _ = _longer_truncation(result("event", 0.05, horizon=20.0), gamma, 1e-4)
+    assert key == "horizon" and 0.05 * math.exp(-gamma * (t - 20.0)) == pytest.approx(1e-4)
+    key, k, t = _longer_truncation(result("uniformized", 0.05, horizon=2.0, steps=2000), gamma, 1e-4)
+    r = 1000.0 / (1000.0 + gamma)
+    assert key == "steps" and isinstance(k, int) and 0.05 * r ** (k - 2000) <= 1e-4 < 0.05 * r ** (k - 2001)
+    assert np.isfinite(t)
+
+
+def test_too_short_a_horizon_is_refused_as_jaxq_run_refuses_it(capsys):
+    """Was J_hat 0 +- 0; the rule and the words of `jaxq run`'s grid.horizon."""
+    err = _refused(["simulate", "pss_PP", "--n", "4", "--horizon", "1e-6"], capsys, "horizon")
+    assert "too short" in err and "arrivals per replication" in err
+
+
+def test_check_pss_horizon_reads_as_the_study_check():
+    from jaxq.model import load
+    from jaxq.errors import InputError
+    from jaxq.model.validate import check_pss_horizon
+
+    system = load("pss_PP")
+    check_pss_horizon(system, 9, None, "grid.horizon", "pss_PP")  # the simulator's own horizon passes
+    check_pss_horizon(system, 9, 1.0, "grid.horizon", "pss_PP")
+    with pytest.raises(InputError) as e:
+        check_pss_horizon(system, 9, 1e-300, "grid.horizon", "pss_PP")
+    assert e.value.key == "grid.horizon" and e.value.reason.startswith("pss_PP, n = 9: horizon 1e-300 is too short")
+
+
+@pytest.mark.parametrize("extra", [["pss_P"], ["pss_PP", "--policy", "P@1"], ["pss_PP", "--policy", "T2"]])
+def test_switch_at_is_refused_where_the_policy_never_switches(extra, capsys):
+    err = _refused(["simulate", *extra, "--n", "4", "--reps", "2", "--switch-at", "1"], capsys, "switch_at")
+    assert "never switches" in err
+
+
+def test_tune_on_a_flat_cost_names_gamma_not_z_init(tmp_path, capsys):
+    """gamma = 1e30: it named --z-init (not given) and suggested starting where the default start already was."""
+    f = tmp_path / "g30.toml"
+    f.write_text(PSS.replace("gamma = 0.5", "gamma = 1e30"))
+    err = _refused(["tune", str(f)], capsys, "cost.gamma")
+    assert "--z-init" not in err and "flat to float64" in err
