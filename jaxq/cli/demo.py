@@ -3,7 +3,8 @@
 1. The analysis of the six bundled systems (policy, case, switching point z*, lower bound V0).
 2. A small convergence study (``jaxq run`` with a built-in experiment): J_n against n for three cases
    (single mode P, server-switched PP, class-switched T2T1) with 95% intervals, the V0 line, and a
-   fitted rate of |J_n - V0|. Writes tables, figures and the experiment file under ``--out``.
+   fitted rate of |J_n - V0|. Writes tables, figures and the experiment file under ``--out``: a new or empty
+   folder, or an earlier demo's (replaced).
 About a minute on a 2-core laptop CPU; ``--small`` is a seconds-long smoke run.
 """
 
@@ -57,6 +58,23 @@ def analysis_rows() -> list[dict]:
     return rows
 
 
+def check_demo_folder(out: Path) -> None:
+    """Refuse, before any work, an ``--out`` the demo must not write into (one line naming ``--out``): a path
+    that cannot be a folder (:func:`jaxq.model.validate.check_output_file`), or a folder that is neither empty
+    nor an earlier demo's (whose files, always the same names, the demo replaces)."""
+    from jaxq.model.validate import check_output_file
+    from jaxq.studies.runner import is_empty_folder, read_manifest
+
+    check_output_file(out, "--out", folder=True)
+    if is_empty_folder(out):
+        return
+    exp = (read_manifest(out) or {}).get("experiment", {})
+    if not (exp.get("name") == "demo" and exp.get("study") == "convergence"
+            and Path(str(exp.get("file", ""))).name == "demo.toml"):
+        raise InputError("--out", f"{out} is not empty and holds no earlier jaxq demo; choose another folder "
+                                  "(the demo replaces only an earlier demo's files)")
+
+
 def run(args) -> dict:
     import tomllib
 
@@ -66,8 +84,9 @@ def run(args) -> dict:
 
     if not args.out.strip():
         raise InputError("--out", f"is empty ({args.out!r}); name an output folder (default: ./jaxq-demo)")
-    rows = analysis_rows()
     out = Path(args.out)
+    check_demo_folder(out)
+    rows = analysis_rows()
     text = demo_experiment(args.seed, args.small)
     exp = from_dict(tomllib.loads(text), out.resolve() / "demo.toml")  # validated before anything is written
     rec = run_experiment(exp, out, progress=False if args.no_progress else None)

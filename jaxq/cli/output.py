@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from contextlib import contextmanager
@@ -35,16 +34,34 @@ def table(result: dict) -> str:
     return "\n".join(f"{k:<{width}}  {_fmt(v)}" for k, v in res.items())
 
 
-def format_table(rows: list[dict], cols: list[str] | None = None, digits: int = 5) -> str:
-    """A plain fixed-width table of ``rows`` (all keys, or ``cols``), one row per line."""
+def format_table(rows: list[dict], cols: list[str] | None = None, digits: int = 5, width: int | None = None,
+                 keys: tuple[str, ...] = ()) -> str:
+    """A plain fixed-width table of ``rows`` (all keys, or ``cols``), one row per line.
+
+    With ``width``, a table wider than that is cut into blocks of columns, one under the other, each no wider
+    than ``width`` where the columns allow: the first block starts with the columns of ``keys`` (those in
+    ``cols``), every other block with those of them that differ between rows, so that each line still says
+    which row it is."""
     if not rows:
         return "(empty)"
     cols = cols or list(dict.fromkeys(k for r in rows for k in r))
-    cells = [[_fmt(r.get(c), digits) for c in cols] for r in rows]
-    w = [max(len(c), *(len(row[j]) for row in cells)) for j, c in enumerate(cols)]
-    lines = ["  ".join(c.rjust(w[j]) for j, c in enumerate(cols))]
-    lines += ["  ".join(x.rjust(w[j]) for j, x in enumerate(row)) for row in cells]
-    return "\n".join(lines)
+    cells = {c: [_fmt(r.get(c), digits) for r in rows] for c in cols}
+    w = {c: max(len(c), *(len(x) for x in cells[c])) for c in cols}
+    head = [c for c in cols if c in keys]
+    varying = [c for c in head if len(set(cells[c])) > 1]
+    blocks, fixed = [list(head)], len(head)  # fixed: the key columns that start the last block
+    for c in (c for c in cols if c not in keys):
+        if width is not None and len(blocks[-1]) > fixed and sum(w[x] + 2 for x in blocks[-1]) + w[c] > width:
+            blocks.append(list(varying))
+            fixed = len(varying)
+        blocks[-1].append(c)
+
+    def block(bc: list[str]) -> str:
+        lines = ["  ".join(c.rjust(w[c]) for c in bc)]
+        lines += ["  ".join(cells[c][i].rjust(w[c]) for c in bc) for i in range(len(rows))]
+        return "\n".join(lines)
+
+    return "\n\n".join(block(b) for b in blocks)
 
 
 def emit(result: dict, as_json: bool, render: Callable[[dict], str] | None = None) -> None:

@@ -3,11 +3,13 @@
 Writes under DIR (default ``results/<experiment name>``): ``records.csv`` (one row per grid point and
 replication), the study's tables (``summary.csv``, ...; Parquet too when pyarrow is installed), its
 figures (PNG), ``run.json`` (versions, devices, seeds, wall time, tables) and ``chunks/`` (one file per
-finished chunk: the unit of ``--resume``).
+finished chunk: the unit of ``--resume``). Without ``--resume`` DIR must be empty or new (an earlier run's
+or anyone's files are never overwritten or mixed with this run's); ``--resume`` continues a jaxq run there.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from jaxq.cli import add_common
@@ -37,6 +39,7 @@ def run(args) -> dict | None:
     import jax
 
     from jaxq.studies.experiment import load_experiment
+    from jaxq.studies.runner import check_output_folder
     from jaxq.studies.runner import run as run_experiment
 
     if args.out is not None and not args.out.strip():
@@ -57,6 +60,7 @@ def run(args) -> dict | None:
             raise InputError("--devices", f"must be between 1 and {len(local)} (local devices)")
         devices = local[: args.devices]
     out = Path(args.out) if args.out else Path("results") / exp.name
+    check_output_folder(out, resume=args.resume, default=not args.out)  # before any work
     rec = run_experiment(exp, out, resume=args.resume, devices=devices, distributed=args.distributed,
                          progress=False if args.no_progress else None)
     if rec is None:  # not process 0: process 0 reports
@@ -100,18 +104,38 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-SHOWN = ("system", "policy", "policy_used", "switch_at", "n", "dt", "t", "reps", "paths", "J_hat", "J_hat_stderr", "V0", "gap",
-         "sup_X_hat_p", "sup_X_hat_p_stderr", "excess_over_baseline", "excess_over_baseline_stderr", "V_limit", "ks",
-         "ks_noise_95", "V_hat", "V_hat_stderr", "V_exact", "bias", "rate", "rate_stderr", "ks_rate", "weak_order")
+# The printed tables show every column of the CSV tables: the columns that say which row it is first (repeated
+# in every block of a table wider than the terminal), then the headline numbers, then the rest in the CSV's order.
+KEYS = ("system", "policy", "policy_used", "engine", "criterion", "K", "kind", "mu2", "load", "theta_exponent",
+        "switch_at", "n", "dt", "t", "seed")
+HEADLINE = ("reps", "paths", "J_hat", "J_hat_stderr", "V0", "gap", "sup_X_hat_p", "sup_X_hat_p_stderr",
+            "excess_over_baseline", "excess_over_baseline_stderr", "V_limit", "ks", "ks_noise_95", "V_hat",
+            "V_hat_stderr", "V_exact", "bias", "rate", "rate_stderr", "ks_rate", "weak_order", "q_L", "q_H", "cost",
+            "threshold", "best_threshold_cost", "rel_gap", "simulated_cost", "simulated_cost_stderr",
+            "simulation_agrees", "queue_hat", "queue_hat_stderr", "idleness_hat", "idleness_hat_stderr")
+
+
+def table_columns(rows: list[dict]) -> list[str]:
+    """Every column of a table (as its CSV has them), the keys and headline numbers first."""
+    from jaxq.studies.storage import columns_of
+
+    cols = columns_of(rows)
+    known = [c for c in KEYS + HEADLINE if c in cols]
+    return known + [c for c in cols if c not in known]
+
+
+def readable_rows(rows: list[dict]) -> list[dict]:
+    """Rows as printed: the network study's diffusion rows (no ``n``, an empty cell in the CSV) say so."""
+    return [{**r, "n": "diffusion"} if r.get("engine") == "diffusion" and r.get("n") is None else r for r in rows]
 
 
 def render(r: dict) -> str:
     r = to_jsonable(r)
     lines = [f"{r['experiment']} (study {r['study']}): {r['replications']} replications, {r['events']} events, "
              f"{r['chunks_computed']} chunks computed, {r['chunks_reused']} reused, {r['wall_s']:.1f} s"]
+    width = max(80, shutil.get_terminal_size((120, 24)).columns)
     for name, rows in r["tables"].items():
-        cols = [c for c in SHOWN if any(c in row for row in rows)]
-        lines += ["", f"{name}:", format_table(rows, cols)]
+        lines += ["", f"{name}:", format_table(readable_rows(rows), table_columns(rows), width=width, keys=KEYS)]
     lines += ["", f"wrote {len(r['files'])} files under {r['out']}/:"]
     lines += [f"  {Path(f).name}" for f in r["files"]]
     return "\n".join(lines)

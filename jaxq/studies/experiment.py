@@ -3,7 +3,7 @@
 ```toml
 [experiment]
 study = "convergence"                 # a registered study (jaxq.studies.REGISTRY)
-name = "convergence_Jn"               # optional; default: the file's stem
+name = "convergence_Jn"               # optional; default: the file's stem (a plain folder name)
 systems = ["pss_PP", "my_system.toml"]  # bundled example names or paths relative to this file
 replications = 256                    # per grid point
 chunk = 64                            # replications per chunk file (the unit of resume)
@@ -26,11 +26,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from jaxq.errors import InputError
 from jaxq.examples import names as example_names
@@ -40,10 +41,20 @@ from jaxq.model import validate as v
 from jaxq.studies import Unique
 
 
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")  # a plain folder name: not ".", "..", hidden or an option
+
+
+def _plain_name(name: str) -> str:
+    if not NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not a plain folder name (the default output folder is results/<name>): "
+                         "letters, digits, '_', '.' and '-', starting with a letter, digit or '_'")
+    return name
+
+
 class _Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     study: str
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+$", max_length=200)] | None = None
+    name: Annotated[str, Field(max_length=200), AfterValidator(_plain_name)] | None = None
     description: str = ""
     system: str | None = None
     systems: Annotated[list[str], Field(max_length=1000)] = []
@@ -192,6 +203,9 @@ def from_dict(data: dict, file: Path) -> Experiment:
     labels = [s.label for s in systems]
     if len(set(labels)) != len(labels):
         raise InputError("experiment.systems", "two systems have the same file name")
+    if e.name is None and file.stem in ("", ".", ".."):  # "..toml": results/. would be results/ itself
+        raise InputError("experiment.name", f"missing, and the file name {file.name!r} gives no folder name "
+                                            "(results/<name>); set name")
     exp = Experiment(
         name=e.name or file.stem,
         file=file,

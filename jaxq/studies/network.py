@@ -8,7 +8,8 @@ that the papers' statements call for:
   stay bounded in n; the stationary density of ``<e, X_hat>`` settles (``hist_bins > 0``);
 * the prelimit identity (3.6): ``sum_j w_j E[Y_hat_j] = rho_n`` (``weighted_idleness_hat`` beside
   ``spare_capacity_n``), and, with ``diffusion = true``, the Euler scheme of the diffusion (2.27) under a
-  constant control as a reference point (``n = inf``);
+  constant control as a reference point (``n = inf``: its rows have ``engine = "diffusion"`` and no ``n``, an
+  empty cell in the CSV tables);
 * transience (Propositions 3.1-3.2: negative spare capacity): ``E<e, X_hat(t)>`` at ``times`` grows
   linearly; a fitted growth rate per n;
 * LAP concentration (seed 003): ``sum_ij E|Psi_ij - r psi*_ij|`` against r with a fitted exponent (the paper:
@@ -190,7 +191,7 @@ def aggregate(exp, pts, records):
     for i, (pt, rec) in enumerate(zip(pts, records)):
         an = analysis(exp, pt["system"])
         row = {"point": i, "system": pt["system"], "policy": pt["policy"], "engine": pt["engine"],
-               "n": pt["n"] if pt["n"] is not None else "inf", "seed": pt["seed"], "reps": int(rec["queue_hat"].size),
+               "n": pt["n"], "seed": pt["seed"], "reps": int(rec["queue_hat"].size),  # n None: the diffusion
                "spare_capacity": an.spare_capacity}
         for k in ("queue_hat", "idleness_hat", "identity_rhs", "weighted_idleness_hat", "p_wait", "abs_dev"):
             if k in rec:
@@ -283,7 +284,7 @@ def figure(exp, pts, records, tables, out):
         for key in dict.fromkeys((r["system"], r["policy"], r["n"]) for r in tables["transient"]):
             rs = [r for r in tables["transient"] if (r["system"], r["policy"], r["n"]) == key]
             ax.errorbar([r["t"] for r in rs], [r["sum_x_hat"] for r in rs], yerr=[r["sum_x_hat_stderr"] for r in rs],
-                        capsize=2, label=f"{key[0]} {key[1]} n={key[2]}")
+                        capsize=2, label=f"{key[0]} {key[1]} " + ("diffusion" if key[2] is None else f"n={key[2]}"))
         ax.set_xlabel("t")
         ax.set_ylabel(r"$E\langle e, \hat X(t)\rangle$")
         ax.legend(fontsize=7)

@@ -16,7 +16,9 @@ file carries the digest of what it holds (:func:`jaxq.studies.storage.chunk_dige
 determines its grid point's numbers, with the seed and the system file, and its replication range); on
 resume a chunk is reused only when it is readable, complete and its digest matches, otherwise it is
 recomputed and a one-line note on stderr counts such files. So a deleted ``manifest.json`` or another
-run's chunk files never leak into this run's tables.
+run's chunk files never leak into this run's tables. ``resume=True`` refuses a folder that holds files but no
+jaxq run (:func:`check_resumable`): it never overwrites files that are not a run's. ``jaxq run`` without
+``--resume`` refuses any non-empty folder before it starts (:func:`check_output_folder`).
 
 With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
 writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
@@ -79,19 +81,75 @@ def versions() -> dict:
     }
 
 
+def read_manifest(out: Path) -> dict | None:
+    """The manifest of the jaxq run in ``out`` (a JSON object with its fingerprint and experiment), or None:
+    no ``manifest.json``, or one that is not a jaxq run's (unreadable, another shape)."""
+    try:
+        man = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(man, dict) and isinstance(man.get("experiment"), dict) and isinstance(man.get("fingerprint"), str)
+    return man if ok else None
+
+
+def is_empty_folder(out: Path, key: str = "--out") -> bool:
+    """Whether ``out`` is missing or an empty folder (a folder that cannot be listed is refused, naming ``key``)."""
+    if not out.is_dir():
+        return not os.path.lexists(out)
+    try:
+        with os.scandir(out) as entries:
+            return next(entries, None) is None
+    except OSError as e:
+        raise InputError(key, f"{out} cannot be read ({e.strerror or e})") from None
+
+
+def check_output_folder(out: Path, *, resume: bool, default: bool = False) -> None:
+    """Refuse, before any work, an output folder ``jaxq run`` must not write into (one line naming ``--out``):
+    a path that cannot be a folder (:func:`jaxq.model.validate.check_output_file` with ``folder=True``: a file,
+    a file in the way, nowhere to create it); without ``resume``, a folder that is not empty (an earlier run
+    or anything else: its files would be overwritten or mixed with this run's); with ``resume``, one that
+    holds files but no jaxq run (:func:`check_resumable`). ``default``: ``out`` is the default folder."""
+    from jaxq.model.validate import check_output_file
+
+    check_output_file(out, "--out", folder=True)
+    check_not_in_use(out)
+    if resume:
+        check_resumable(out)
+    elif not is_empty_folder(out):
+        where = f"{out} (the default folder, results/<experiment name>)" if default else str(out)
+        raise InputError("--out", f"{where} is not empty; pass --resume to continue the run there, or choose "
+                                  "another folder")
+
+
+def check_resumable(out: Path) -> None:
+    """Refuse to resume into a folder that holds files but no jaxq run: none of a run's marks (a jaxq
+    ``manifest.json``, ``chunks/``, the lock file), or a ``manifest.json`` that is not a jaxq run's. Its files
+    are someone else's; a resumed run would overwrite them."""
+    if is_empty_folder(out, "--resume"):
+        return
+    if os.path.lexists(out / MANIFEST):
+        if read_manifest(out) is None:
+            raise InputError("--resume", f"{out / MANIFEST} is not the manifest of a jaxq run; --resume continues "
+                                         "only a jaxq run: choose another --out")
+        return
+    if not ((out / storage.CHUNKS).is_dir() or (out / LOCK).is_file()):
+        raise InputError("--resume", f"{out} holds files but no jaxq run (no manifest.json, no chunks/); --resume "
+                                     "continues only a jaxq run: choose another --out")
+
+
 def _check_manifest(exp: Experiment, out: Path, resume: bool) -> None:
     """On resume, refuse a folder whose manifest belongs to another experiment (reads only).
 
     Another experiment: another study, ``cv``, or ``[grid]`` keys other than the study's enumeration keys
     (its base fingerprint). Systems, seeds, replications and the enumeration keys (``n``, ...) may change:
-    the chunks of the points both runs share are kept (:func:`_adopt_chunks`)."""
-    man = out / MANIFEST
-    if not (resume and man.is_file()):
+    the chunks of the points both runs share are kept (:func:`_adopt_chunks`). A folder that holds no jaxq run
+    is refused too (:func:`check_resumable`)."""
+    if not resume:
         return
-    try:
-        old = json.loads(man.read_text())
-    except (OSError, ValueError):
-        return  # an unreadable manifest is rewritten; the chunk digests decide what is reused
+    check_resumable(out)
+    old = read_manifest(out)
+    if old is None:
+        return  # a run without its manifest (deleted): the chunk digests decide what is reused
     try:
         e = old["experiment"]
         same = (e["study"] == exp.study.name and isinstance(e["grid"], dict)
@@ -116,22 +174,39 @@ def output_lock(out: Path):
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            try:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            except OSError:
-                holder = "?"
-            raise InputError("--out", f"{out} is in use by another jaxq run (process {holder}); wait for it to "
-                                      "finish or choose another --out") from None
+        _lock(fd, out)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def check_not_in_use(out: Path) -> None:
+    """Refuse (as :func:`output_lock` would) a folder whose lock another run holds now; writes nothing."""
+    try:
+        fd = os.open(out / LOCK, os.O_RDONLY)
+    except OSError:
+        return  # no lock file: no run holds the folder
+    try:
+        _lock(fd, out)
+    finally:
+        os.close(fd)  # releases the lock taken for the test
+
+
+def _lock(fd: int, out: Path) -> None:
+    """Take the exclusive lock of ``fd`` at once, or refuse naming the process that holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        try:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        except OSError:
+            holder = "?"
+        raise InputError("--out", f"{out} is in use by another jaxq run (process {holder}); wait for it to "
+                                  "finish or choose another --out") from None
 
 
 def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
@@ -358,6 +433,8 @@ def run(exp: Experiment, out: str | Path, *, resume: bool = False, devices=None,
     t0 = time.perf_counter()
     p, P = (jax.process_index(), jax.process_count()) if distributed else (0, 1)
     _check_manifest(exp, out, resume)  # refuse before touching the folder
+    if P > 1:  # every process has checked the folder (jaxq run --out) before process 0 writes to it
+        _barrier("jaxq-run-checked")
     lock = output_lock(out) if p == 0 else contextlib.nullcontext()
     with lock:
         _prepare(exp, out, resume, is_main=p == 0)

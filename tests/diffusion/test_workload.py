@@ -167,4 +167,4 @@ def test_console_script_json():
 def test_unwritable_output_is_one_line_and_exit_2(capsys):
     assert main(["demo", "--small", "--out", "/proc/jaxq-cannot-write-here"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("jaxq: error: /proc/jaxq-cannot-write-here")
+    assert err.count("\n") == 1 and err.startswith("jaxq: error: --out: '/proc/jaxq-cannot-write-here'")
