@@ -10,7 +10,10 @@ maps back.
 Path r draws its noise from ``fold_in(fold_in(PRNGKey(seed), r), block)``: results do not depend on how
 paths are batched. Within a block of ``block`` steps the noise of all paths is drawn at once and the
 state of all paths is advanced together by an inner ``lax.scan``. Paths are the replications of the one
-replication layer (:mod:`jaxq.sim.replications`: chunks, slices, devices, progress).
+replication layer (:mod:`jaxq.sim.replications`: chunks, slices, devices, progress). A horizon of
+``ceil(T / dt)`` steps that is not a whole number of blocks runs the masked program: the steps past the end
+in the last block weigh nothing (cost and control); a whole number of blocks runs the unmasked program,
+compiled as before masking existed (bit-identical results).
 
 The discounted cost ``int_0^T exp(-gamma t) Z_t dt`` is integrated exactly against the linear
 interpolation of Z within each step: away from the boundary and the jump levels, given its end
@@ -74,8 +77,12 @@ def _start(scheme: Scheme, params, z0, paths: int, snap_steps):
     return (y0, zs0, jnp.zeros(paths), snaps0, jnp.zeros(paths))
 
 
-def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j, value=None):
+def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j, value=None, n_steps=None):
     """Advance every path by one block of ``block`` steps (block index ``j``), integrating the cost.
+
+    With ``n_steps``, the steps ``k >= n_steps`` (past the horizon, in the last block) are masked: their
+    weight is zero in the cost and in the control (the state moves on, unused). Without it (None) no
+    step is masked, and the block is compiled exactly as before masking existed.
 
     With ``value`` (a :class:`jaxq.diffusion.value.ValueFunction`), also the Ito sum
     ``sum_k exp(-gamma t_k) V'(Z_k) dM_k`` over the steps' martingale increments (``sigma(Z_k) sqrt(h) N_k`` or
@@ -93,6 +100,8 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
         # numbers stay bit-identical whatever the batch, sharding or control
         y1, z1, dm = jax.lax.optimization_barrier((y1, z1, dm))
         disc = jnp.exp(-gamma * h * k)
+        if n_steps is not None:  # a step past the end of the horizon weighs nothing (cost and control alike)
+            disc = jnp.where(k < n_steps, disc, 0.0)
         cost = cost + disc * (w0 * z + w1 * z1)
         snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
         if value is not None:
@@ -142,12 +151,16 @@ class Args(NamedTuple):
     n_blocks: jax.Array  # int64
     snap_steps: jax.Array  # (S,) int64
     value: object = None  # ValueFunction of the control variate (None: no control)
+    n_steps: jax.Array = None  # float64: the steps of the horizon (the masked program weighs no step beyond)
 
 
 @lru_cache(maxsize=None)
-def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False) -> replications.Program:
+def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
+            masked: bool = False) -> replications.Program:
     """The scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications); ``cv``: also the
-    Ito-sum control (``Args.value`` set, piecewise-constant coefficients)."""
+    Ito-sum control (``Args.value`` set, piecewise-constant coefficients); ``masked``: the steps from
+    ``Args.n_steps`` on (in the last block) weigh nothing. A step count that is a whole number of blocks runs
+    the unmasked program, compiled exactly as before masking existed: its results stay bit-identical."""
 
     @jax.jit
     def start(keys, a: Args):
@@ -158,7 +171,8 @@ def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False) 
         j1 = jnp.minimum(c["j"] + blocks_per_call, a.n_blocks)
         carry = jax.lax.fori_loop(c["j"], j1, lambda j, cc: _block(scheme, a.params, a.gamma, a.h, c["keys"],
                                                                     a.snap_steps, block, cc, j,
-                                                                    a.value if cv else None), c["carry"])
+                                                                    a.value if cv else None,
+                                                                    a.n_steps if masked else None), c["carry"])
         work = (j1 - c["j"]) * block * c["keys"].shape[0]
         return dict(c, carry=carry, j=j1), j1 >= a.n_blocks, work
 
@@ -170,10 +184,14 @@ def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False) 
     return replications.Program(start, advance, finish, unit="path-steps")
 
 
+def step_count(dt: float, horizon: float) -> int:
+    """``ceil(horizon / dt)`` steps (at least one; a ratio within 1e-9 of an integer counts as that integer)."""
+    return max(1, math.ceil(horizon / dt - 1e-9))
+
+
 def step_counts(dt: float, horizon: float, block: int = 64) -> tuple[int, int]:
     """``(n_blocks, block)`` covering ``ceil(horizon / dt)`` steps (rounded up to whole blocks)."""
-    steps = max(1, math.ceil(horizon / dt - 1e-9))
-    return math.ceil(steps / block), block
+    return math.ceil(step_count(dt, horizon) / block), block
 
 
 def check_step(dt: float, horizon: float) -> None:
@@ -194,7 +212,8 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, dt: float, horizon
 
     Args:
       scheme, params: the method and its coefficients; z0 >= 0: start; gamma > 0: discount rate;
-      dt: step; horizon: truncation time T (rounded up to whole blocks of steps);
+      dt: step; horizon: truncation time T: exactly ``ceil(T / dt)`` steps are integrated (the last block's
+      steps beyond are masked), and the horizon reported is that many steps;
       paths: number of paths; seed: random seed; times: fixed times at which Z is recorded
       (each rounded to the nearest multiple of dt); chunk: paths per compiled call;
       start, devices, progress: see :func:`jaxq.sim.replications.run`.
@@ -209,15 +228,15 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, dt: float, horizon
         raise InputError("paths", "must be at least 1")
     times = np.atleast_1d(np.asarray(times, dtype=float))
     snap_steps = np.rint(times / dt).astype(np.int64)
-    horizon = max(horizon, float(snap_steps.max(initial=0)) * dt)
-    n_blocks, block = step_counts(dt, horizon, block)
+    steps = max(step_count(dt, horizon), int(snap_steps.max(initial=0)))
+    n_blocks = math.ceil(steps / block)
     a = Args(params, jnp.float64(z0), jnp.float64(gamma), jnp.float64(dt), jnp.int64(n_blocks), jnp.asarray(snap_steps),
-             value)
+             value, jnp.float64(steps))
     plan = replications.plan(paths, chunk, devices)
     per_call = 1 << max(0, ((1 << 22) // (block * plan.size)).bit_length() - 1)  # a power of two: few programs
     replications.announce(progress, float(paths) * n_blocks * block, "path-steps")
-    out, timing = replications.run(program(scheme, block, per_call, value is not None), a, paths, seed, start=start,
-                                   chunk=chunk, devices=devices, progress=progress)
-    return {"cost": out["cost"], "snaps": out["snaps"], "control": out["control"], "horizon": n_blocks * block * dt,
-            "steps": n_blocks * block,
-            "wall_s": timing.wall_s, "compile_s": timing.compile_s}
+    masked = steps % block != 0
+    out, timing = replications.run(program(scheme, block, per_call, value is not None, masked), a, paths, seed,
+                                   start=start, chunk=chunk, devices=devices, progress=progress)
+    return {"cost": out["cost"], "snaps": out["snaps"], "control": out["control"], "horizon": steps * dt,
+            "steps": steps, "wall_s": timing.wall_s, "compile_s": timing.compile_s}

@@ -7,6 +7,7 @@ truncation leaves out (``truncation_bound``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -28,6 +29,24 @@ def scheme(name: str):
     if name not in SCHEMES:
         raise InputError("scheme", f"expected one of {sorted(SCHEMES)}, got {name!r}")
     return SCHEMES[name]
+
+
+@dataclasses.dataclass(frozen=True)
+class TruncatedEstimate(Estimate):
+    """A discounted cost over [0, T] as an estimate of the cost over [0, inf): the left-out tail is a one-sided
+    bias in [0, ``tail``] (Z >= 0; ``tail`` is :func:`truncation_bound`), so the 95% interval is
+    ``[value - 1.96 stderr, value + 1.96 stderr + tail]``."""
+
+    tail: float = 0.0
+
+    @classmethod
+    def of_estimate(cls, est: Estimate, tail: float) -> "TruncatedEstimate":
+        return cls(**{f.name: getattr(est, f.name) for f in dataclasses.fields(Estimate)}, tail=tail)
+
+    @property
+    def ci95(self):
+        lo, hi = Estimate.ci95.fget(self)
+        return [lo, hi + self.tail]
 
 
 def truncation_bound(z0: float, b_max: float, s_max: float, gamma: float, horizon: float) -> float:
@@ -89,21 +108,56 @@ DEFAULT_DT = 1e-3  # the default step for gamma <= 1
 DEFAULT_GAMMA_DT = 1e-3  # the default step is DEFAULT_DT * min(1, DEFAULT_GAMMA_DT / (DEFAULT_DT * gamma))
 MAX_GAMMA_DT = 0.1  # a larger gamma dt is refused: the step does not resolve the discount time scale
 
+# Step size against the drift's time scale sigma^2 / b^2 (in which the drift moves Z by the diffusion's length
+# scale sigma^2 / |b|, the size of the stationary law), per region of the coefficients. A step with
+# b^2 dt / sigma^2 >> 1 jumps over that length: the level crossing (skew), the frozen coefficients at the level
+# (exact), the trapezoid cost of a step that reaches 0 (all schemes, from z0 > 0) and the projection (euler)
+# no longer see it. Measured (2000 to 8000 paths, pss_PP's modes with the drifts scaled by F and z* by 1/F,
+# dt = 1e-3, gamma = 0.5, against the exact ODE value), at b^2 dt / sigma^2 = 0.01, 0.1, 0.3, 0.5, 1, 1.9, 21, 2100:
+# dual mode from 0, skew +0.01% (0.6 se), +0.04% (1.8 se), -0.09% (-4.2 se), -0.56%, -1.9%, -3%, +46%, +2700%;
+# exact +0.02%, +0.08% (3.5 se), +0.21%, +0.35%, +0.73%, +1.2%, +1.6%, +1.6%. Single mode from z0 = |b| dt at
+# gamma dt = 0.1 (where gamma alone costs about -0.5%): +0.01% at 0.1, +0.48% at 0.3, +0.85% at 0.5, +1.6% at 1.
+# Single mode from 0 the skew and exact schemes are exact in law at any step, but from z0 = 1 at b = -1e3 (590) the
+# cost is +0.9% (5 se) off, and at b = -1e10 the first step's trapezoid rule gives 5e-4 for a value of 2e-10.
+# Projected Euler is biased by about -1.2 sqrt(b^2 dt / sigma^2) (its boundary error 0.58 sigma sqrt(dt)): -5% at
+# the examples' default 2e-3, and it reads V_hat = 0 beyond ~10. The limit 0.3 is where the default scheme's error
+# reaches 4 stderr at 8000 paths (less than the -0.5% allowed at gamma dt = 0.1); the bundled examples keep every
+# dt up to 0.14 (pss_T2: 0.096; gamma dt <= 0.1 allows 0.2), experiments/sde_convergence.py its dt <= 0.2.
+DEFAULT_DRIFT_DT = 0.01  # the default step is at most DEFAULT_DRIFT_DT sigma^2 / b^2 (the examples: 1e-3 stays)
+MAX_DRIFT_DT = 0.3  # a larger b^2 dt / sigma^2 is refused: the step does not resolve the drift's length scale
 
-def default_dt(gamma: float) -> float:
-    """The default step: 1e-3, and ``1e-3 / gamma`` for gamma > 1 (a thousandth of the discount time scale)."""
-    return min(DEFAULT_DT, DEFAULT_GAMMA_DT / gamma)
+
+def drift_time(params: Piecewise) -> float:
+    """``min_k sigma_k^2 / b_k^2`` over the regions (inf without drift): the time in which the drift moves Z by the
+    diffusion's length scale ``sigma^2 / |b|``."""
+    b = np.abs(np.asarray(params.b, dtype=float))
+    s = np.asarray(params.s, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        return float(np.min(np.where(b > 0, (s / np.where(b > 0, b, 1.0)) ** 2, math.inf)))
 
 
-def check_resolution(dt: float, gamma: float, default: float | None = None, key: str = "dt") -> None:
-    """InputError (naming ``key``) unless ``gamma dt <= MAX_GAMMA_DT`` (see the measurements above); the message
-    suggests ``default`` (the caller's default step; :func:`default_dt` when None)."""
+def default_dt(gamma: float, drift: float = math.inf) -> float:
+    """The default step: 1e-3, ``1e-3 / gamma`` for gamma > 1 (a thousandth of the discount time scale), and at
+    most ``DEFAULT_DRIFT_DT`` times the drift's time scale ``drift`` (:func:`drift_time`)."""
+    return min(DEFAULT_DT, DEFAULT_GAMMA_DT / gamma, DEFAULT_DRIFT_DT * drift)
+
+
+def check_resolution(dt: float, gamma: float, default: float | None = None, key: str = "dt",
+                     drift: float = math.inf) -> None:
+    """InputError (naming ``key``) unless ``gamma dt <= MAX_GAMMA_DT`` and ``dt <= MAX_DRIFT_DT drift`` (``drift``:
+    :func:`drift_time` of the coefficients; see the measurements above); the message suggests ``default`` (the
+    caller's default step; :func:`default_dt` when None)."""
+    default = default_dt(gamma, drift) if default is None else default
     if gamma * dt > MAX_GAMMA_DT:
-        default = default_dt(gamma) if default is None else default
         raise InputError(key, f"dt = {dt:.3g} is too coarse for the discount rate gamma = {gamma:.3g}: "
                               f"gamma dt = {gamma * dt:.3g} exceeds {MAX_GAMMA_DT:g} (the step must resolve the "
                               f"discount time scale 1/gamma, or V_hat is biased); use dt <= "
                               f"{MAX_GAMMA_DT / gamma:.3g} or the default {default:.3g}")
+    if dt > MAX_DRIFT_DT * drift:
+        raise InputError(key, f"dt = {dt:.3g} is too coarse for the drift: b^2 dt / sigma^2 = {dt / drift:.3g} exceeds "
+                              f"{MAX_DRIFT_DT:g} (a step's drift |b| dt must be small against the diffusion's length "
+                              f"scale sigma^2 / |b|, or V_hat is biased); use dt <= {MAX_DRIFT_DT * drift:.3g} or the "
+                              f"default {default:.3g}")
 
 
 def _check_start(z0: float) -> None:
@@ -119,14 +173,17 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
 
     Args:
       params: coefficients (``jaxq.sde.coefficients.piecewise`` / ``wcp``); gamma: discount rate;
-      z0: start; dt: step (default :func:`default_dt`; refused when ``gamma dt > MAX_GAMMA_DT``); horizon: truncation time T (default: the truncation bound at most ``rel_tol`` times
+      z0: start; dt: step (default :func:`default_dt` of gamma and :func:`drift_time`; refused when
+      ``gamma dt > MAX_GAMMA_DT`` or ``b^2 dt / sigma^2 > MAX_DRIFT_DT``); horizon: truncation time T, run as
+      exactly ``ceil(T / dt)`` steps (default: the truncation bound at most ``rel_tol`` times
       ``scale``, the size of the value: the exact value when known, else the cost of the slowest-decaying
       mode ``z0/gamma + s_max^2 / gamma^2`` order); paths, seed: Monte Carlo;
       scheme_name: one of ``SCHEMES``; chunk, devices, progress, start: see :mod:`jaxq.sim.replications`.
       cv: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value function V
         (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`).
     Returns:
-      A :class:`~jaxq.sim.result.SimResult` with primary estimate ``V_hat``, per-path ``samples["V"]`` and
+      A :class:`~jaxq.sim.result.SimResult` with primary estimate ``V_hat`` (a :class:`TruncatedEstimate`: its
+      ``ci95`` adds the truncation bound on the upper side), per-path ``samples["V"]`` and
       ``info`` with ``horizon``, ``truncation_bound``, ``steps``, ``dt``, ``scheme``, ``z0``,
       ``path_steps_per_s``; ``events`` counts path-steps.
     """
@@ -135,11 +192,13 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
         raise InputError("paths", f"need at least 2 paths for a standard error, got {paths!r}")
     if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
         raise InputError("gamma", f"must be a positive number, got {gamma!r}")
+    drift = drift_time(params)
+    drift_bound = dt is None and default_dt(gamma, drift) < default_dt(gamma)  # the drift sets the default step
     if dt is None:
-        dt = default_dt(gamma)
+        dt = default_dt(gamma, drift)
     if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
         raise InputError("dt", f"must be a positive number, got {dt!r}")
-    check_resolution(dt, gamma)
+    check_resolution(dt, gamma, drift=drift)
     if horizon is not None:
         check_step(dt, horizon)
     b_max = float(np.max(np.abs(np.asarray(params.b))))
@@ -150,7 +209,14 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
         horizon = default_horizon(z0, b_max, s_max, gamma, rel_tol * scale)
     from jaxq.model.validate import check_work, sde_steps_per_path
 
-    check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps", reps_key="paths")
+    try:
+        check_work("horizon", paths, sde_steps_per_path(horizon, dt), unit="steps", reps_key="paths")
+    except InputError as e:
+        if not (drift_bound and e.key == "horizon"):
+            raise
+        raise InputError("dt", f"the default step {dt:.3g} = {DEFAULT_DRIFT_DT:g} sigma^2 / b^2 (a step must resolve "
+                               f"the drift's length scale sigma^2 / |b|) makes the job too large for the horizon "
+                               f"{horizon:.3g}: {e.reason}") from None
     value = value_of(params, gamma) if cv else None
     r = simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed, chunk=chunk, devices=devices,
                  progress=progress, value=value, start=start)
@@ -162,7 +228,8 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     samples = {"V": cost}
     if value is not None:
         samples["controls"] = r["control"][:, None]
-    est = Estimate.with_controls(cost, samples.get("controls"), start + np.arange(paths))
+    est = TruncatedEstimate.of_estimate(Estimate.with_controls(cost, samples.get("controls"), start + np.arange(paths)),
+                                        info["truncation_bound"])
     return SimResult("V_hat", {"V_hat": est}, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
 
 

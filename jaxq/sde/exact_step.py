@@ -33,9 +33,17 @@ def _identity(params, z):
 
 
 def reflected_end(z, g, var_h, uniform):
-    """Exact reflected end point from z for a free increment g of a BM with variance ``var_h`` over the step."""
+    """Exact reflected end point from z for a free increment g of a BM with variance ``var_h`` over the step.
+
+    ``(g + sqrt(g^2 + e)) / 2`` is written ``e / (2 (sqrt(g^2 + e) - g))`` for g < 0: the same number without
+    the cancellation that made it 0 (or a few ulps of |g|) once ``g^2`` dwarfs ``e`` (a drift step far longer
+    than the diffusion's length scale ``sigma^2 / |b|``).
+    """
     e = -2.0 * var_h * jnp.log1p(-uniform)  # -2 sigma^2 h log U, U = 1 - uniform in (0, 1]
-    return jnp.maximum(z + g, 0.5 * (g + jnp.sqrt(g * g + e)))
+    root = jnp.sqrt(g * g + e)
+    neg = g < 0
+    top = jnp.where(neg, 0.5 * e / jnp.where(neg, root - g, 1.0), 0.5 * (g + root))  # root - g > 0 for g < 0
+    return jnp.maximum(z + g, top)
 
 
 def _step(coef, params, z, h, normal, uniform):
