@@ -51,17 +51,14 @@ def _run_simulate(args) -> dict:
 
 
 def _run_sde(args) -> dict:
-    from jaxq.diffusion.network_analysis import analyze
+    from jaxq.diffusion.network_analysis import analyze, stationary_diffusion
     from jaxq.model import load
     from jaxq.sde.network_euler import simulate_diffusion
 
     net = _network(load(args.network))
     if args.paths < 2 or not args.dt > 0:
         raise InputError("paths" if args.paths < 2 else "dt", "need paths >= 2 and dt > 0")
-    an = analyze(net)
-    if an.diffusion is None:
-        raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
-    dl = an.diffusion
+    dl = stationary_diffusion(analyze(net))  # long-run averages: a critically loaded network, spare capacity > 0
     num_i, num_j = dl.tree.shape
     uc = np.full(num_i, 1.0 / num_i) if args.uc is None else np.array(args.uc, float)
     us = np.full(num_j, 1.0 / num_j) if args.us is None else np.array(args.us, float)

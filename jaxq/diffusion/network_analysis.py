@@ -84,6 +84,25 @@ class NetworkAnalysis:
         return out
 
 
+def stationary_diffusion(an: NetworkAnalysis) -> NetworkDiffusion:
+    """The diffusion limit (2.27) of a network whose long-run averages exist, or an InputError saying why not.
+
+    The limit needs a critically loaded network (rho* = 1); its long-run averages, and identity (3.6)
+    ``rho = E[w(u^s) <e, X>^-]``, need a positive spare capacity rho (2.35): with rho < 0 the diffusion is
+    transient, ``<e, X_t>`` growing linearly under any SWC control (seed 001, Propositions 3.1-3.2), and with
+    rho = 0 the identity would force ``E<e, X>^- = 0``: no stationary law either.
+    """
+    if an.diffusion is None:
+        raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
+    rho = an.diffusion.spare_capacity
+    if not rho > 0:
+        why = "transient (seed 001, Propositions 3.1-3.2)" if rho < 0 else "without a stationary law (3.6)"
+        raise InputError("system", f"spare capacity rho = {rho:.6g} <= 0 (2.35): the diffusion (2.27) is {why}, so "
+                                   f"its long-run averages and identity (3.6) do not exist; they need more safety "
+                                   f"staffing (pool_size_hat) or fewer arrivals (lambda_hat)")
+    return an.diffusion
+
+
 def _labels(pairs) -> list[list[int]]:
     return [[int(i) + 1, int(j) + 1] for i, j in pairs]
 

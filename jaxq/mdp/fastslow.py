@@ -37,6 +37,13 @@ TIME_LIMIT = 60.0  # seconds of value iteration per solve (all truncations toget
 TAIL_SLACK = 18.5 / 25.0  # suggest_truncation aims at e^-25; the doubling check needs about 1e-8 = e^-18.4
 VERIFY_RTOL = 1e-8  # value change allowed when the truncation doubles
 TIE = 1e-10  # relative tie tolerance of policy (14) and of the thresholds
+# Value iteration may stop at its round-off floor (value_iteration.ROUNDOFF_ULPS) before meeting TOL; such a stop is
+# accepted only while the bounds stay within FLOOR_RTOL of each other, relative to the answer (the answer to at least
+# half the digits TOL asks for). The floor is an absolute spread (an ulp of the largest values, about N^2 / mu1), so
+# the relative width grows like 1 / lam as the load vanishes: average cost, mu1 = 1, mu2 = 0.3, K = 2: 2.8e-8 at
+# lam = 1e-6, 1.4e-6 at 1e-8, 5.7e-5 at 1e-10 (refused), 2 at 1e-14 (the midpoint off by half); mu2 = 0.05: 1.6e-6
+# at lam = 1e-6. The discounted value from the empty state is computed from V*(1, 0) instead (see _sharpen).
+FLOOR_RTOL = 1e-5
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,7 +198,8 @@ class Solution:
         (average), shape (N+1, C).
       value_empty: discounted cost (6) from the empty system, ``V*(0, 0)`` (None for average cost).
       average_cost: optimal long-run average number of jobs in the system (None when discounted).
-      bounds: McQueen / relative value iteration bounds on value_empty or average_cost.
+      bounds: McQueen / relative value iteration bounds on value_empty (through ``V*(1, 0)``, see :func:`_sharpen`)
+        or average_cost; within ``TOL`` of each other, or ``FLOOR_RTOL`` where round-off stopped the iteration.
       policy: policy (14) as a table of post-decision configurations, shape (N+1, C).
       population_thresholds: ``n_m`` (identical: from the value function, (38)-(39); heterogeneous:
         read off the policy); ``INF`` when not used on ``x <= X``.
@@ -237,8 +245,31 @@ def _params(p: Problem, tol: float, max_iter: int) -> VIParams:
     return VIParams(f(p.lam), f(p.mu1), jnp.asarray(p.mu2, dtype=jnp.float64), f(p.alpha or 1.0), f(tol), jnp.int64(max_iter))
 
 
+def _sharpen(lam, alpha, lo, hi, value):
+    """Bounds on ``(alpha+gamma) V*(0, 0)`` from those on ``(alpha+gamma) V*(1, 0)`` (discounted; arrays broadcast).
+
+    From the empty state the first event that matters is an arrival, and the arriving job goes to the fast
+    server without a decision, so ``V*(0, 0) = lam / (alpha + lam) V*(1, 0)`` exactly (also on the truncated
+    box). The McQueen bounds have the same width ``hi - lo`` at every state; ``V*(1, 0)`` is of order
+    ``1 / mu1`` at any load, so through it the bounds on ``V*(0, 0)`` are ``lam / (alpha + lam)`` times
+    narrower: a lightly loaded system's value (about ``lam / alpha``) keeps its digits where the round-off floor of
+    the values (of order ``N / alpha``) would swamp the direct bounds. ``value`` is the McQueen midpoint
+    estimate: ``value[..., 1, 0]`` is the midpoint of the bounds on ``(alpha+gamma) V*(1, 0)``.
+    """
+    q = lam / (alpha + lam)
+    half = 0.5 * (hi - lo)
+    return q * (value[..., 1, 0] - half), q * (value[..., 1, 0] + half)
+
+
+def _resolved(lo, hi, tol: float):
+    """Whether bounds ``[lo, hi]`` pin their midpoint to ``max(tol, FLOOR_RTOL)`` relative (arrays broadcast)."""
+    return hi - lo <= max(tol, FLOOR_RTOL) * np.abs(0.5 * (lo + hi))
+
+
 def _run(p: Problem, N: int, tol: float, max_iter: int, deadline: float | None = None):
-    """One value iteration solve at truncation N; non-convergence (iteration cap or deadline) is an InputError."""
+    """One value iteration solve at truncation N; non-convergence (iteration cap or deadline) and an answer below
+    the round-off resolution of value iteration (:data:`FLOOR_RTOL`) are InputErrors. Discounted: ``lo``, ``hi``
+    are the bounds of :func:`_sharpen`."""
     r, timed_out = solve_capped(p.layout, N, p.average, _params(p, tol, max_iter), deadline)
     r = {k: np.asarray(v) for k, v in r._asdict().items()}
     if not bool(r["converged"]):
@@ -246,6 +277,15 @@ def _run(p: Problem, N: int, tol: float, max_iter: int, deadline: float | None =
         why = f"the time limit ({TIME_LIMIT:g} s)" if timed_out else f"{int(r['iterations'])} Bellman updates"
         raise InputError(key, f"value iteration at truncation {N} did not converge within {why} "
                               f"(relative tolerance {tol:g}); the parameters are too extreme for this solver")
+    if not p.average:
+        r["lo"], r["hi"] = _sharpen(p.lam, p.alpha, r["lo"], r["hi"], r["value"])
+    if not _resolved(r["lo"], r["hi"], tol):
+        what = "average cost" if p.average else "discounted cost (alpha + gamma) V*(0, 0)"
+        lo, hi = float(r["lo"]), float(r["hi"])
+        raise InputError("lam" if p.average else "discount",
+                         f"the {what} (between {lo:.6g} and {hi:.6g}, {hi - lo:.2g} apart) is below value iteration's "
+                         f"round-off resolution (one ulp of values up to {float(np.abs(r['value']).max()):.3g}): its "
+                         f"bounds do not pin it to {max(tol, FLOOR_RTOL):g} relative")
     return r
 
 
@@ -278,7 +318,8 @@ def solve(lam, mu1, mu2, *, discount=None, slow_servers=None, truncation: int | 
       a :class:`Solution` (always converged: ``converged`` is True).
     Raises:
       InputError: bad parameters, a problem beyond the solver's reach (:func:`check_tractable`), value
-        iteration that does not converge within ``max_iter`` updates or ``time_limit`` seconds, or no
+        iteration that does not converge within ``max_iter`` updates or ``time_limit`` seconds, an average cost
+        below its round-off resolution (bounds wider than ``FLOOR_RTOL``: e.g. lam <= 1e-9, mu1 = 1, mu2 = 0.3), or no
         truncation up to 8191 that passes the doubling check.
     """
     p = problem(lam, mu1, mu2, discount=discount, slow_servers=slow_servers)
@@ -337,7 +378,8 @@ def solve_many(lam, mu1, mu2, discount=None, *, slow_servers: int = 2, truncatio
       truncation: common N (default: the largest suggested one; not verified by doubling).
     Returns:
       dict of arrays over the B sets: ``q_thresholds`` (B, K) with -1 for infinite, ``value_empty``
-      or ``average_cost``, ``iterations``, ``converged``, ``threshold`` (structure test), and ``N``.
+      or ``average_cost``, ``iterations``, ``converged`` (the stopping rule was met and the bounds pin the answer,
+      see :func:`_resolved`), ``threshold`` (structure test), and ``N``.
     """
     lam, mu1, mu2 = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (lam, mu1, mu2)))
     alpha = None if discount is None else np.broadcast_to(np.asarray(discount, dtype=float), lam.shape)
@@ -357,8 +399,11 @@ def solve_many(lam, mu1, mu2, discount=None, *, slow_servers: int = 2, truncatio
         pol, n_thr = _read(pb, ri, N, X)
         q[i] = np.where(n_thr >= st.INF, -1, n_thr - 1)
         thr_ok[i] = st.structure(layout, pol, X)["threshold"]
+    if alpha is not None:
+        r["lo"], r["hi"] = _sharpen(lam, alpha, r["lo"], r["hi"], r["value"])
     mid = 0.5 * (r["lo"] + r["hi"])
-    out = {"q_thresholds": q, "iterations": r["iterations"], "converged": r["converged"], "threshold": thr_ok, "N": N}
+    out = {"q_thresholds": q, "iterations": r["iterations"], "threshold": thr_ok, "N": N,
+           "converged": r["converged"] & _resolved(r["lo"], r["hi"], tol)}
     if alpha is None:
         out["average_cost"] = mid
     else:

@@ -10,7 +10,8 @@ Average cost: relative value iteration ``h <- T0 h - (T0 h)(0, 0)``, ``T0 h = c 
 ``min d <= g <= max d`` bounds the optimal average cost g (jobs in system, time average), and the
 iteration stops when ``max d - min d <= tol * min d``. Both rules accept a spread of d down to the round-off of
 ``T f - f`` (``ROUNDOFF_ULPS`` ulps of ``max |T f|``) when the tolerance asks for less: the bounds ``lo``, ``hi``
-returned say how close the answer is.
+returned say how close the answer is (a cost far below the values, e.g. at a vanishing load, is not resolved at
+all: :func:`jaxq.mdp.fastslow.solve` refuses bounds wider than ``FLOOR_RTOL`` relative).
 
 One compiled function per (layout, truncation N, criterion): the rates are traced, so new parameters
 reuse the compile, and :func:`solver` ``(batched=True)`` solves many parameter sets at once (vmap).

@@ -116,7 +116,12 @@ class Network:
         if not (np.all(np.isfinite(lam_n)) and np.all(np.isfinite(mu_n))) or max(
                 np.max(np.abs(lam_n)), np.max(np.abs(mu_n))) > MAX_RATE:
             raise InputError("n", f"n = {n:g} gives rates beyond {MAX_RATE:g} (overflow)")
-        if not np.all(np.abs(size) <= MAX_SERVERS):
+        if np.any(size < 0):  # only a negative pool_size_hat can do this (n > 0, pool_size > 0)
+            j = int(np.argmin(size))
+            raise InputError("system.pool_size_hat", f"pool {j + 1} of the n = {n:g} system would have "
+                                                     f"{size[j]:.6g} servers (n pool_size + sqrt(n) pool_size_hat < 0): "
+                                                     f"a pool cannot be negative")
+        if not np.all(size <= MAX_SERVERS):
             raise InputError("n", f"n = {n:g} gives pools of more than 2^31 - 1 servers {size.tolist()}")
         big_n = np.rint(size).astype(np.int64)
         if np.any(lam_n <= 0):

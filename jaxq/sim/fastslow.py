@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.errors import InputError
+from jaxq.model.validate import check_int
 from jaxq.policies.fastslow import population_thresholds
 from jaxq.sim import uniformized
 from jaxq.sim.markov import Functional
@@ -27,6 +28,34 @@ from jaxq.sim.result import Estimate, SimResult
 BOTH = Functional(discounted=True, window=True)
 
 
+def check_thresholds(q_thresholds) -> list[int | None]:
+    """Queue thresholds ``q_1 <= ... <= q_K`` of a threshold policy (:mod:`jaxq.mdp.structure`): a non-empty list,
+    each an integer >= 0 or None (never use that slow server, i.e. infinite: only after the finite ones)."""
+    listed = isinstance(q_thresholds, (list, tuple)) or isinstance(q_thresholds, np.ndarray) and q_thresholds.ndim == 1
+    if not listed or len(q_thresholds) < 1:
+        raise InputError("q_thresholds", f"must be a list of queue thresholds, one per slow server (integers >= 0 "
+                                         f"or None for never), got {q_thresholds!r}")
+    q = [None if v is None else check_int(v, f"q_thresholds[{i}]", lo=0) for i, v in enumerate(q_thresholds)]
+    for i in range(1, len(q)):
+        if q[i - 1] is None and q[i] is not None or None not in (q[i - 1], q[i]) and q[i] < q[i - 1]:
+            raise InputError(f"q_thresholds[{i}]", f"thresholds must be nondecreasing (q_1 <= ... <= q_K, None = never "
+                                                   f"last), got {q}")
+    return q
+
+
+def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
+    """Refuse what the model excludes (seed 002: slow servers slower than the fast one, ``mu2 < mu1``) and a
+    threshold policy under which the queue grows without bound: with m slow servers that have a threshold the
+    queue, once long, is served at rate ``mu1 + m mu2``, so a long-run average cost exists iff ``lam`` is below."""
+    if mu2 >= mu1:
+        raise InputError("mu2", f"slow servers must be slower than the fast one (mu2 < mu1 = {mu1:g}), got {mu2:g}")
+    m = sum(q is not None for q in q_thresholds)
+    if lam >= mu1 + m * mu2:
+        raise InputError("lam", f"unstable: lam = {lam:g} >= mu1 + {m} mu2 = {mu1 + m * mu2:g} (the slow servers with "
+                                f"a threshold): the queue grows without bound and the long-run average cost does not "
+                                f"exist")
+
+
 def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float = 0.1, steps: int = 20_000,
              warmup: int = 2_000, reps: int = 64, seed: int = 0, cv: bool = True, start: int = 0,
              chunk: int | None = None, devices=None, progress=None) -> SimResult:
@@ -34,7 +63,9 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
 
     Args:
       lam, mu1, mu2: rates (K identical slow servers, K = ``len(q_thresholds)``).
-      q_thresholds: queue thresholds ``q_1 <= ... <= q_K`` (K = 2: ``[q_L, q_H]``); None = never.
+      q_thresholds: queue thresholds ``q_1 <= ... <= q_K`` (K = 2: ``[q_L, q_H]``), integers >= 0; None = never
+        (:func:`check_thresholds`). The slow servers must be slower (``mu2 < mu1``) and the policy stable
+        (``lam < mu1 + m mu2``, m the thresholds that are not None, :func:`check_system`).
       alpha: discount rate of the discounted estimate.
       steps, warmup: uniformised steps per replication and the steps discarded for the average (the average
         is over exactly the steps warmup .. steps - 1; the discounted sum over the whole pages of 64 steps that
@@ -46,17 +77,19 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
     Returns:
       A :class:`SimResult` with estimates ``value_empty`` (primary) and ``average_cost``; ``info`` has
       ``steps``, ``warmup`` and ``updates_per_s`` (replications x steps per second, compilation excluded).
+    Raises:
+      InputError: naming the argument that breaks one of the conditions above.
     """
     for key, v in (("lam", lam), ("mu1", mu1), ("mu2", mu2), ("alpha", alpha)):
         if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v > 0):
             raise InputError(key, f"must be a positive number, got {v!r}")
+    q_thresholds = check_thresholds(q_thresholds)
+    check_system(lam, mu1, mu2, q_thresholds)
     if not (isinstance(steps, (int, np.integer)) and isinstance(warmup, (int, np.integer))
             and 0 <= warmup < steps < 2**40):
         raise InputError("steps", f"need whole numbers 0 <= warmup < steps < 2^40 (got {warmup}, {steps})")
     if not (isinstance(reps, (int, np.integer)) and reps >= 2):
         raise InputError("reps", f"need at least 2 replications, got {reps!r}")
-    if len(q_thresholds) < 1:
-        raise InputError("q_thresholds", "need one threshold per slow server")
     p = model.Params(jnp.float64(lam), jnp.float64(mu1), jnp.float64(mu2),
                      jnp.asarray(population_thresholds(q_thresholds)))
     out, timing, info = uniformized.run(model.MARKOV_CV if cv else model.MARKOV, p, BOTH, reps, seed, gamma=alpha, warm_steps=int(warmup),
