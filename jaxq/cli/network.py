@@ -87,7 +87,7 @@ def register(subparsers) -> None:
     add_common(a)
     a.set_defaults(func=_run_analyze)
 
-    s = sub.add_parser("simulate", help="CTMC of the n-th system: stationary averages with standard errors")
+    s = sub.add_parser("simulate", help="CTMC of the n-th system: time averages over [warmup, horizon] with standard errors (the stationary averages of a stable system)")
     s.add_argument("network", help="NETWORK.toml (kind = 'network')")
     s.add_argument("--n", type=arg_type("number"), required=True, help="scale n (Halfin-Whitt) or r (underloaded)")
     s.add_argument("--policy", choices=("priority", "lap", "lqfs", "swc"), default="priority")
