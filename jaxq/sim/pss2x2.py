@@ -250,7 +250,8 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResul
     The default horizon (or number of uniformised steps) is sized before the run against V0 or, where that is
     smaller, the no-departure cost that bounds J_n (:func:`jaxq.model.validate.pss_cost_scale`); neither is J_n
     itself, so after the run the bound on the neglected tail (``truncation_bound``) must be at most
-    :data:`TRUNCATION_SHARE` of ``max(J_hat, stderr)``. If it is not, the run is repeated (same seeds) with the
+    :data:`TRUNCATION_SHARE` (or ``10 rel_tol``, when a looser ``rel_tol`` is asked for) of ``max(J_hat,
+    stderr)``. If it is not, the run is repeated (same seeds) with the
     truncation extended to where the bound is about ``rel_tol`` of that (at most :data:`EXTENSIONS` times,
     within the work limits); still too large, it is an :class:`InputError` naming ``horizon`` with the horizon
     needed. A horizon or ``steps`` given by the caller is used as given (its bound is reported).
@@ -270,30 +271,33 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResul
         try:
             res = simulate(system, n, reps, **{**options, key: value})
         except InputError as e:  # the longer run does not fit the work limits
-            raise InputError("horizon", f"{_too_short(res, first)}; the horizon {horizon:.4g} it needs is refused: "
+            raise InputError("horizon", f"{_too_short(res, first, rel_tol)}; the horizon {horizon:.4g} it needs is refused: "
                                         f"{e.reason}") from None
     if not math.isfinite(horizon):
-        raise InputError("horizon", f"{_too_short(res, first)}; no horizon makes the bound a share of J_hat = 0")
-    raise InputError("horizon", f"{_too_short(res, first)}; pass horizon >= {horizon:.4g}")
+        raise InputError("horizon", f"{_too_short(res, first, rel_tol)}; no horizon makes the bound a share of J_hat = 0")
+    raise InputError("horizon", f"{_too_short(res, first, rel_tol)}; pass horizon >= {horizon:.4g}")
 
 
-def _too_short(res: SimResult, first: float) -> str:
+def _too_short(res: SimResult, first: float, rel_tol: float) -> str:
     return (f"the default horizon {first:.4g} leaves a truncation bound {res.info['truncation_bound']:.3g} at horizon "
-            f"{res.info['horizon']:.4g}, more than {TRUNCATION_SHARE:g} of J_hat = {res.value:.4g} (stderr "
+            f"{res.info['horizon']:.4g}, more than {max(TRUNCATION_SHARE, 10.0 * rel_tol):g} of J_hat = {res.value:.4g} (stderr "
             f"{res.stderr:.2g})")
 
 
 def _longer_truncation(res: SimResult, gamma: float, rel_tol: float):
-    """None when ``truncation_bound <= TRUNCATION_SHARE max(J_hat, stderr)``; else ``(option, value, horizon)``:
+    """None when ``truncation_bound <= max(TRUNCATION_SHARE, 10 rel_tol) max(J_hat, stderr)``; else ``(option, value,
+    horizon)``:
     the ``horizon`` (event engine) or ``steps`` (uniformised) at which the bound, shrinking like
     ``exp(-gamma T)`` (``r^K``), would be ``rel_tol`` of that."""
     bound = res.info["truncation_bound"]
     scale = max(abs(res.value), res.stderr if math.isfinite(res.stderr) else 0.0)
-    if bound <= TRUNCATION_SHARE * scale:
+    if bound <= max(TRUNCATION_SHARE, 10.0 * rel_tol) * scale:  # a looser rel_tol asked for is a looser check
         return None
-    factor = bound / (rel_tol * scale) if scale > 0 else math.inf
+    factor = bound / (rel_tol * scale) if scale > 0 else math.inf  # > 10: the rerun's truncation is longer
     horizon = res.info["horizon"] + math.log(factor) / gamma
     if res.engine == "uniformized":
+        if not math.isfinite(factor):
+            return "steps", math.inf, horizon
         big = res.info["steps"] / res.info["horizon"]  # the uniformisation rate
         steps = res.info["steps"] + math.ceil(math.log(factor) / math.log1p(gamma / big))
         return "steps", steps, horizon

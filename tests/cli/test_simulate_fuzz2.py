@@ -109,3 +109,12 @@ def test_tune_on_a_flat_cost_names_gamma_not_z_init(tmp_path, capsys):
     f.write_text(PSS.replace("gamma = 0.5", "gamma = 1e30"))
     err = _refused(["tune", str(f)], capsys, "cost.gamma")
     assert "--z-init" not in err and "flat to float64" in err
+
+
+def test_a_looser_rel_tol_is_a_looser_truncation_check():
+    """rel_tol = 1e-2 asks for a truncation bound of about 1e-2 of the cost: accepted up to 10 rel_tol of J_hat (the
+    check against 1e-3 refused every such run, and its reruns shortened the horizon)."""
+    import jaxq
+
+    r = jaxq.simulate("pss_P", 16, 256, rel_tol=1e-2)
+    assert 0 < r.info["truncation_bound"] <= 0.1 * r.value
