@@ -15,7 +15,7 @@ from pathlib import Path
 from jaxq.cli import add_common
 from jaxq.cli.output import format_table, to_jsonable
 from jaxq.errors import InputError
-from jaxq.model.validate import check_seed
+from jaxq.model.validate import check_devices, check_seed
 
 
 def register(sub) -> None:
@@ -53,12 +53,7 @@ def run(args) -> dict | None:
         initialize_distributed()
     seeds = None if args.seed is None else [check_seed(args.seed, "--seed")]
     exp = load_experiment(args.experiment, seeds)  # validates everything before anything is written
-    devices = None
-    if args.devices is not None:
-        local = jax.local_devices()
-        if not 1 <= args.devices <= len(local):
-            raise InputError("--devices", f"must be between 1 and {len(local)} (local devices)")
-        devices = local[: args.devices]
+    devices = check_devices(args.devices, "--devices")  # None, or the first K local devices
     out = Path(args.out) if args.out else Path("results") / exp.name
     check_output_folder(out, resume=args.resume, default=not args.out)  # before any work
     rec = run_experiment(exp, out, resume=args.resume, devices=devices, distributed=args.distributed,

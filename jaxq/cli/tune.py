@@ -122,12 +122,12 @@ def _sde_step(a, args) -> float:
     horizon (its truncation bound's, :func:`jaxq.sde.estimators.default_horizon`); then the work estimate."""
     from jaxq.model.validate import check_work
     from jaxq.sde.coefficients import wcp
-    from jaxq.sde.estimators import check_resolution, default_horizon, drift_time
+    from jaxq.sde.estimators import check_resolution, default_dt, default_horizon, drift_time
 
     gamma = a.system.gamma
     bL, sL, bH, sH = a.mode_coefficients()
     drift = drift_time(wcp(bL, sL, bH, sH, 1.0))  # both modes' drift time scale (the level does not matter)
-    default = min(SDE_DT, SDE_GAMMA_DT / gamma, SDE_DRIFT_DT * drift)
+    default = default_dt(gamma, drift, SDE_DT, SDE_GAMMA_DT, SDE_DRIFT_DT)
     dt = default if args.dt is None else args.dt
     check_resolution(dt, gamma, default=default, key="--dt", drift=drift)
     horizon = default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), gamma)

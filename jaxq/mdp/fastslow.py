@@ -28,7 +28,7 @@ from jaxq.mdp import structure as st
 from jaxq.mdp.policy import greedy_policy
 from jaxq.mdp.layout import Layout, heterogeneous, identical
 from jaxq.mdp.value_iteration import VIParams, solve_capped, solver
-from jaxq.model.validate import MAX_MAGNITUDE, MIN_POSITIVE
+from jaxq.model.validate import MAX_MAGNITUDE, MIN_POSITIVE, check_slower
 
 BUCKETS = tuple(2**k - 1 for k in range(5, 14))  # truncations N: 31, 63, ..., 8191
 TOL = 1e-10  # relative stopping tolerance of (relative) value iteration
@@ -104,8 +104,7 @@ def problem(lam, mu1, mu2, *, discount=None, slow_servers: int | None = None) ->
     if rates.ndim != 1 or rates.size == 0:
         raise InputError("mu2", "must be a rate or a list of rates")
     rates = np.array([_positive("mu2", r) for r in rates])
-    if np.any(rates >= mu1):
-        raise InputError("mu2", f"slow servers must be slower than the fast one (mu2 < mu1 = {mu1:g})")
+    check_slower(mu1, rates)
     if slow_servers is not None and (isinstance(slow_servers, bool) or not isinstance(slow_servers, (int, np.integer))
                                      or slow_servers < 1):
         raise InputError("slow_servers", f"must be a positive integer, got {slow_servers!r}")

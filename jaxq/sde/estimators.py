@@ -136,10 +136,12 @@ def drift_time(params: Piecewise) -> float:
         return float(np.min(np.where(b > 0, (s / np.where(b > 0, b, 1.0)) ** 2, math.inf)))
 
 
-def default_dt(gamma: float, drift: float = math.inf) -> float:
-    """The default step: 1e-3, ``1e-3 / gamma`` for gamma > 1 (a thousandth of the discount time scale), and at
-    most ``DEFAULT_DRIFT_DT`` times the drift's time scale ``drift`` (:func:`drift_time`)."""
-    return min(DEFAULT_DT, DEFAULT_GAMMA_DT / gamma, DEFAULT_DRIFT_DT * drift)
+def default_dt(gamma: float, drift: float = math.inf, base: float = DEFAULT_DT, gamma_dt: float = DEFAULT_GAMMA_DT,
+               drift_dt: float = DEFAULT_DRIFT_DT) -> float:
+    """The default step: ``base`` (1e-3), at most ``gamma_dt / gamma`` (a thousandth of the discount time scale)
+    and ``drift_dt`` times the drift's time scale ``drift`` (:func:`drift_time`); a caller with coarser needs (the
+    SDE tuner) passes its own shares."""
+    return min(base, gamma_dt / gamma, drift_dt * drift)
 
 
 def check_resolution(dt: float, gamma: float, default: float | None = None, key: str = "dt",

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.errors import InputError
-from jaxq.model.validate import check_int
+from jaxq.model.validate import check_int, check_slower
 from jaxq.policies.fastslow import population_thresholds
 from jaxq.sim import uniformized
 from jaxq.sim.markov import Functional
@@ -47,8 +47,7 @@ def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
     """Refuse what the model excludes (seed 002: slow servers slower than the fast one, ``mu2 < mu1``) and a
     threshold policy under which the queue grows without bound: with m slow servers that have a threshold the
     queue, once long, is served at rate ``mu1 + m mu2``, so a long-run average cost exists iff ``lam`` is below."""
-    if mu2 >= mu1:
-        raise InputError("mu2", f"slow servers must be slower than the fast one (mu2 < mu1 = {mu1:g}), got {mu2:g}")
+    check_slower(mu1, mu2)
     m = sum(q is not None for q in q_thresholds)
     if lam >= mu1 + m * mu2:
         raise InputError("lam", f"unstable: lam = {lam:g} >= mu1 + {m} mu2 = {mu1 + m * mu2:g} (the slow servers with "
