@@ -3,7 +3,8 @@
 ``tests/sim/data/event_outputs.npz`` holds the outputs of the event engine (issue 13: the redesigned model
 and driver reproduced the earlier ones exactly; regenerated for issue 15, whose engine draws each event's
 words from one counter-based Threefry call instead of a key split, with a new word layout and Box-Muller
-normals: an intended change of the random streams). Regenerate it only for such a change:
+normals: an intended change of the random streams; STREAM_VERSION 5 added the gamma-only cases, whose event form
+became the tangent envelope). Regenerate it only for such a change:
 ``python tests/sim/test_event_bitidentical.py --write``.
 """
 
@@ -36,15 +37,23 @@ CASES = [(name, 16, 8, "auto", {}) for name in EXAMPLES] + [
     ("families", 16, 8, "auto", {}),
     ("families", 100, 16, "T1@2", {"debug": True}),
     ("families_compact", 100, 16, "auto", {}),  # gamma and Z^2 without lognormal: one normal word a slot
+    ("gamma_shared", 16, 8, "auto", {}),  # gamma-only, one law: the tangent envelope, parameters from row 0
+    ("gamma_only", 100, 16, "auto", {}),  # gamma-only, four laws: the tangent envelope, parameters by stream
 ]
 KEYS = ("J", "W_hat_t", "sup_X_hat", "X_hat_T", "switches")
 
 
 def system(name):
-    if not name.startswith("families"):
+    if not name.startswith(("families", "gamma_")):
         return load(path(name))
     data = tomllib.loads(Path(path("pss_spec")).read_text())
-    if name == "families":
+    if name == "gamma_shared":
+        data["system"]["interarrival"] = ["gamma:3"] * 2
+        data["system"]["service"] = [["gamma:3"] * 2] * 2
+    elif name == "gamma_only":
+        data["system"]["interarrival"] = ["gamma:3", "gamma:0.7"]
+        data["system"]["service"] = [["gamma:0.7", "gamma:4"], ["gamma:2.5", "gamma:3"]]
+    elif name == "families":
         data["system"]["interarrival"] = ["gamma:0.5", "lognormal:2"]
         data["system"]["service"] = [["deterministic", "erlang:0.5"], ["gamma:3", "hyperexponential:2"]]
     else:

@@ -20,7 +20,7 @@ DISTS = [
     Dist("erlang", 0.25),
     Dist("erlang", 0.5),
     Dist("gamma", 0.3),  # shape 3.33: Marsaglia-Tsang
-    Dist("gamma", 3.0),  # shape 1/3: Marsaglia-Tsang with the shape + 1 boost
+    Dist("gamma", 3.0),  # shape 1/3: Marsaglia-Tsang with the shape + 1 boost (the event form: the tangent envelope)
     Dist("gamma", 2.5),  # shape 0.4: the boost
     Dist("gamma", 0.7),  # shape 1.43
     Dist("gamma", 0.5),  # shape 2: the erlang method
@@ -84,6 +84,28 @@ def _mt_acceptance(shape):
     return integrate.quad(f, -1 / c, np.inf, limit=200)[0]
 
 
+def _envelope_lines(shape):
+    """The tangent lines of the event form's envelope, ``(c_k, s_k)`` with ``l_k(x) = c_k + s_k x``, written from
+    the definition (h(x) = a (x + 1 - e^x), tangents at the sampler's touching points ``x_k = log(E_k / a)``)."""
+    env = sampling.tangent_envelope(shape)
+    xs = np.log(np.array(env.E) / shape)
+    s = shape * (1 - np.exp(xs))
+    return shape * (xs + 1 - np.exp(xs)) - s * xs, s
+
+
+def _tangent_acceptance(shape):
+    """Probability that one proposal of the tangent envelope is accepted: the integral of exp(h) over that of
+    exp(min_k l_k), by quadrature (the grid's correction of the piece masses is below 1e-8)."""
+    c, s = _envelope_lines(shape)
+    h = lambda x: shape * (x + 1 - math.exp(x))  # noqa: E731
+    env = lambda x: float(np.min(c + s * x))  # noqa: E731
+    lo, hi = -60.0 / shape - 60.0, 60.0
+    target = integrate.quad(lambda x: math.exp(h(x)), lo, hi, points=[0.0], limit=400)[0]
+    z = sorted((c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(len(c) - 1))
+    mass = integrate.quad(lambda x: math.exp(env(x)), lo, hi, points=z, limit=400)[0]
+    return target / mass
+
+
 def _table(dists):
     return {k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}
 
@@ -132,7 +154,7 @@ def test_words_needed():
     assert wn(Dist("gamma", 0.7)) == 4 * sampling.DEFAULT_PROPOSALS + 1  # shape 1.43: no boost words; the normal word
     assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 1  # shape 1/3: the boost recycles the acceptance uniform
     one = lambda *ds: sampling.words_needed(sampling.spec_of(list(ds), proposals=1))  # noqa: E731
-    assert one(Dist("gamma", 3.0)) == one(Dist("gamma", 0.7)) == 2  # the event form: two blocks per pair of slots
+    assert one(Dist("gamma", 3.0)) == one(Dist("gamma", 0.7)) == 2  # the event form: one block a slot (tangent)
     assert one(Dist("gamma", 0.7), Dist("exponential", 1.0)) == 3  # mixed event form: U (shared), the normal word
     assert one(Dist("gamma", 0.7), Dist("erlang", 0.25)) == 5  # U_1 .. U_4, the normal word
     assert one(Dist("gamma", 0.7), Dist("lognormal", 2.0)) == 4  # U, the normal block (lognormal: 52-bit radius)
@@ -281,7 +303,8 @@ def test_two_slots_have_their_laws_and_are_independent(names):
 # ----------------------------------------------------------------------- gamma: exact completion
 @pytest.mark.parametrize("d", [Dist("gamma", 0.9), Dist("gamma", 2.5)], ids=str)
 def test_gamma_fallback_is_exercised_and_exact(d):
-    """With P = 1 the fallback completes 3-5% of the draws; those alone are exactly gamma too."""
+    """With P = 1 (the event form: the tangent envelope) the Marsaglia-Tsang fallback completes the 3-6% of the
+    draws whose proposal was rejected; those alone are exactly gamma too."""
     spec = sampling.spec_of([d], proposals=1)
     table = _table([d])
     key = jax.random.PRNGKey(9)
@@ -296,9 +319,8 @@ def test_gamma_fallback_is_exercised_and_exact(d):
 
     x, first, ok = (np.asarray(a) for a in jax.vmap(run)(jnp.arange(COUNT, dtype=jnp.uint32)))
     fell_back = ~ok
-    shape = 1.0 / d.scv
-    q = _mt_acceptance(shape if shape >= 1 else shape + 1)
-    assert abs(fell_back.mean() - (1 - q)) <= 4 * math.sqrt(q * (1 - q) / COUNT)  # the MT acceptance test
+    q = _tangent_acceptance(1.0 / d.scv)
+    assert abs(fell_back.mean() - (1 - q)) <= 4 * math.sqrt(q * (1 - q) / COUNT)  # the envelope's acceptance
     np.testing.assert_allclose(x[ok], first[ok], rtol=1e-14)  # the fallback only touches the rejected draws
     _check_law(x, d)
     assert stats.kstest(x[fell_back], _law(d).cdf).pvalue > 1e-4  # the completed draws alone: exact
@@ -321,13 +343,13 @@ def test_sample_or_void_accepted_values_are_exact():
     _check_law(v[:, 1], dists[1])
 
 
-@pytest.mark.parametrize("shape", [0.2, 1 / 3, 0.7, 1.43, 3.3], ids=lambda a: f"shape{a:.3g}")
+@pytest.mark.parametrize("shape", [0.02, 0.2, 1 / 3, 0.7, 1.43, 3.3, 40.0], ids=lambda a: f"shape{a:.3g}")
 def test_general_gamma_shapes_are_exact_in_both_forms(shape):
-    """Marsaglia-Tsang at a general shape (for a < 1 at a + 1, boosted by the recycled acceptance uniform
-    ``(u e^-A)^(1/a)``): the self-contained sampler (P = 4 and the exact fallback) and the engine's form (P = 1,
-    two slots of one draw, materialised as the engine does, rejected slots NaN) both follow
-    ``scipy.stats.gamma(a, scale=1/a)`` (mean, SCV, KS); each slot is rejected at the Marsaglia-Tsang rate, and the
-    two slots' accepted values are independent."""
+    """A general shape in both forms: the self-contained sampler (Marsaglia-Tsang, for a < 1 at a + 1 boosted by
+    the recycled acceptance uniform, P = 4 and the exact fallback) and the engine's form (the tangent envelope, one
+    proposal a slot, two slots of one draw materialised as the engine does, rejected slots NaN) both follow
+    ``scipy.stats.gamma(a, scale=1/a)`` (mean, SCV, KS); each slot is rejected at the envelope's rate (by
+    quadrature), and the two slots' accepted values are independent."""
     d = Dist("gamma", 1.0 / shape)
     law = stats.gamma(shape, scale=1.0 / shape)
     x = np.asarray(sampling.sample_dist(jax.random.PRNGKey(31), d, COUNT))
@@ -335,12 +357,13 @@ def test_general_gamma_shapes_are_exact_in_both_forms(shape):
     _check_law(x, d)
     assert stats.kstest(x, law.cdf).pvalue > 1e-4
     spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(37)
-    assert spec.boost == (shape < 1)
+    assert spec.boost == (shape < 1) and spec.shared
     W = 2 * sampling.words_needed(spec)
     v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(
         rng.words(key, c, W), spec, table, jnp.zeros(2, jnp.int32), lambda y: y / 1.0))))(
         jnp.arange(COUNT, dtype=jnp.uint32)))
-    q = _mt_acceptance(shape + 1 if shape < 1 else shape)
+    q = _tangent_acceptance(shape)
+    assert abs(q - sampling.tangent_envelope(shape).acceptance) < 1e-6
     for j in range(2):
         acc = ~np.isnan(v[:, j])
         assert abs(acc.mean() - q) <= 4 * math.sqrt(q * (1 - q) / COUNT)
@@ -352,46 +375,52 @@ def test_general_gamma_shapes_are_exact_in_both_forms(shape):
         assert abs(np.corrcoef(f(v[both, 0]), f(v[both, 1]))[0, 1]) <= 4 / math.sqrt(both.sum())
 
 
-def test_boost_recycles_the_acceptance_uniform():
-    """Shape < 1: the value is ``dV (u e^-A)^(1/a) / a`` with u the acceptance uniform, no other word: the
-    recycled uniform ``(a y / dV)^a`` of the accepted proposals is uniform and independent of dV. The event
-    form (P = 1) takes two words a slot: an unpaired slot the normal quantile of its first word and the
-    acceptance uniform of its second; a pair of slots one Box-Muller block and one block of the two
-    acceptance uniforms (checked for both slots of the pair, from the words themselves)."""
-    shape = 1 / 3
+@pytest.mark.parametrize("shape", [1 / 3, 1.43, 40.0], ids=lambda a: f"shape{a:.3g}")
+def test_tangent_envelope_proposals_and_acceptance(shape):
+    """The event form's proposals, accepted or not, follow the envelope ``exp(min_k l_k(x))`` (KS against its CDF by
+    quadrature: the inversion from the first word is right, pieces and tails included); a proposal is accepted
+    with probability ``exp(h(x) - min_k l_k(x))`` (the second word: binned acceptance rates within 4 standard
+    errors); the tangent lines lie above h (the test's exponent is never positive); and slot j reads words 2j and
+    2j+1 only (one Threefry block a slot)."""
     d = Dist("gamma", 1.0 / shape)
     spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(41)
-    assert sampling.words_needed(spec) == 2  # slots in pairs: two blocks per pair, no boost words
-    dd = shape + 1 - 1 / 3
-    cc = 1 / math.sqrt(9 * dd)
+    assert sampling.words_needed(spec) == 2
+    n = 4 * COUNT
 
     def one(c):
-        w = rng.words(key, c, 2)
-        z = sampling.ndtri(rng.uniform(w[0]), far=False)  # a slot without a partner: the quantile of its first word
-        v, ok = sampling.sample_or_void(w, spec, table, jnp.zeros(1, jnp.int32))
-        return v[0], ok, z
-
-    def pair(c):
         w = rng.words(key, c, 4)
-        r = jnp.sqrt(-2.0 * jnp.log(rng.uniform(w[0])))
-        th = 2 * jnp.pi * rng.uniform(w[1])
-        v = jnp.stack(sampling.slot_values(w, spec, table, jnp.zeros(2, jnp.int32), lambda y: y / 1.0))
-        return v, jnp.stack([r * jnp.cos(th), r * jnp.sin(th)])
+        y, ok = sampling._tangent_slot(w[0], w[1], table, [True])
+        other = jnp.stack(sampling.slot_values(jnp.stack([w[2], w[3], w[0], w[1]]), spec, table, jnp.zeros(2, jnp.int32)))
+        mine = jnp.stack(sampling.slot_values(w, spec, table, jnp.zeros(2, jnp.int32)))
+        return y, ok, mine, other
 
-    y, ok, z = (np.asarray(a) for a in jax.jit(jax.vmap(one))(jnp.arange(COUNT, dtype=jnp.uint32)))
-    v2, z2 = (np.asarray(a) for a in jax.jit(jax.vmap(pair))(jnp.arange(COUNT, dtype=jnp.uint32)))
-    for y, ok, z in ((y, ok, z), (v2[:, 0], ~np.isnan(v2[:, 0]), z2[:, 0]), (v2[:, 1], ~np.isnan(v2[:, 1]), z2[:, 1])):
-        t = 1 + cc * z
-        assert np.all(t[ok] > 0)
-        dv = dd * t[ok] ** 3
-        u = (shape * y[ok] / dv) ** shape  # the recycled uniform
-        assert np.all((u > 0) & (u < 1 + 1e-9))
-        assert stats.kstest(u, "uniform").pvalue > 1e-4
-        assert abs(np.corrcoef(u, dv)[0, 1]) <= 4 / math.sqrt(ok.sum())
+    y, ok, mine, other = (np.asarray(a) for a in jax.jit(jax.vmap(one))(jnp.arange(n, dtype=jnp.uint32)))
+    np.testing.assert_array_equal(np.where(ok, y, np.nan), mine[:, 0])  # slot 0: words 0 and 1
+    np.testing.assert_array_equal(mine[:, 0], other[:, 1])  # the same two words in slot 1
+    x = np.log(y)
+    c, s = _envelope_lines(shape)
+    h = shape * (x + 1 - np.exp(x))
+    env = np.min(c[None, :] + s[None, :] * x[:, None], axis=1)
+    assert np.all(h <= env + 1e-9 * (1 + np.abs(env)))
+    z = sorted((c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(len(c) - 1))
+    lo, hi = z[0] - 40.0 / s[0], z[-1] - 40.0 / s[-1]  # the tails' exponentials have decayed by e^-40
+    f = lambda t: math.exp(float(np.min(c + s * t)))  # noqa: E731
+    total = integrate.quad(f, lo, hi, points=z, limit=400)[0]
+    grid = np.concatenate([np.linspace(lo, z[0], 400), np.linspace(z[0], z[-1], 2000), np.linspace(z[-1], hi, 400)])
+    dens = np.array([f(t) for t in grid]) / total
+    cdf = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(grid))])
+    assert stats.kstest(x, lambda t: np.interp(t, grid, cdf)).pvalue > 1e-4
+    p = np.exp(h - env)
+    bins = np.quantile(p, np.linspace(0, 1, 11))
+    for lo_b, hi_b in zip(bins[:-1], bins[1:]):
+        sel = (p >= lo_b) & (p <= hi_b)
+        pm = p[sel].mean()
+        se = math.sqrt(max(pm * (1 - pm), 1e-4) / sel.sum())
+        assert abs(ok[sel].mean() - pm) <= 4 * se + 1e-6, (lo_b, hi_b)
 
 
-def test_paired_gamma_materialises_each_block_once_and_keeps_the_words():
-    """The paired form's blocks are materialised as one uint64 each (an opaque integer division by 1): same
+def test_event_gamma_materialises_each_block_once_and_keeps_the_words():
+    """The event form's blocks are materialised as one uint64 each (an opaque integer division by 1): same
     words, hence the same values with or without the materialisation."""
     d = Dist("gamma", 3.0)
     spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(43)
@@ -559,3 +588,19 @@ def test_sample_with_key_keeps_the_previous_outputs():
     for idx, want in expected.items():
         got = np.asarray(run(jnp.array(idx)))
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["exponential", "hyperexponential:3", "gamma:3", "lognormal:2"])
+def test_a_shared_law_reads_row_zero_and_changes_no_value(name):
+    """``Spec.shared`` (every stream has the same law) reads a slot's parameters from row 0 instead of selecting
+    the stream's row: bit-identical values; a spec with two laws is not shared."""
+    fam, _, scv = name.partition(":")
+    dists = [Dist(fam, float(scv or 1.0))] * 6
+    spec, table, key = sampling.spec_of(dists, proposals=1), _table(dists), jax.random.PRNGKey(47)
+    assert spec.shared and not sampling.spec_of(dists[:5] + [Dist("erlang", 0.5)]).shared
+    assert not sampling.spec_of([Dist("gamma", 3.0), Dist("gamma", 2.9)]).shared
+    W = 2 * sampling.words_needed(spec)
+    idx = jnp.array([4, 1], jnp.int32)
+    f = lambda sp: np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(  # noqa: E731
+        rng.words(key, c, W), sp, table, idx))))(jnp.arange(4096, dtype=jnp.uint32)))
+    np.testing.assert_array_equal(f(spec), f(spec._replace(shared=False)))
