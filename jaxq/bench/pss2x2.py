@@ -10,15 +10,17 @@ Three implementations of the same model, measured in the same run:
     same renewal primitives (numpy's samplers).
 All integrate the same discounted cost, so their estimates must agree (``J_hat`` beside
 ``baseline_J_hat``, with standard errors). Rates are medians of 3 repeats; compile time is separate. The
-``families`` part runs its repeats in interleaved rounds (every family's jaxq and numba runs once a round:
-:func:`jaxq.bench.timing.measure_interleaved`), so that its cost ratios compare runs of the same spells of a
+``families`` and ``mixed`` parts run ``COST_ROUNDS`` interleaved rounds (every system's jaxq and numba runs once a
+round: :func:`jaxq.bench.timing.measure_interleaved`) and take each row's fastest round (an intrinsic cost: other
+load only slows a run), at ``jaxq simulate``'s default horizon where the size allows, so that their cost ratios
+compare runs of the same spells of a
 shared machine.
 
 Four parts, in this order (``JAXQ_BENCH_PSS2X2_PARTS``, default all, selects some: ``benchmarks/run_gpu.sh``
 runs them in separate processes):
 
 * ``families``: the event engine on one single-mode system at n = 100 (``pss_P`` with the same family in
-  all six streams: :data:`FAMILIES`, then the gamma shapes that Marsaglia-Tsang samples,
+  all six streams: :data:`FAMILIES`, then the general gamma shapes (the tangent envelope, with rejection),
   :data:`GENERAL_GAMMA`), plain estimates (``cv=False``, as numba), each beside numba; ``ns_per_event``
   and ``vs_exponential`` (this row's cost per event over the exponential row's, same rounds), and
   ``baseline_vs_exponential``, the same ratio for the numba loop (numpy's samplers);
@@ -62,9 +64,10 @@ ENGINES = {"event": "jaxq.sim.pss2x2[event]", "uniformized": "jaxq.sim.pss2x2[un
 EVENTS_PER_STEP = 0.74  # real events per uniformised step of pss_P (the rest are self-loops)
 FAMILIES = ("exponential", "erlang:0.5", "hyperexponential:3", "lognormal:2", "gamma:2", "gamma:0.5")
 # gamma:2 (shape 1/2) and gamma:0.5 (shape 2) take the exact shortcuts of jaxq.sim.sampling (Z^2/2, Erlang-2);
-# these shapes take Marsaglia-Tsang with the void protocol (shape 1.43; shape 1/3, boosted):
+# these shapes take the tangent envelope (jaxq.sim.sampling.tangent_envelope) with the void protocol (1.43, 1/3):
 GENERAL_GAMMA = ("gamma:0.7", "gamma:3")
 PARTS = ("families", "mixed", "effective", "engines")
+COST_ROUNDS = 5  # interleaved rounds of the families and mixed parts; each row's fastest round is its rate
 # The dual-mode example systems with their own (mixed) primitives: the systems the event engine exists for.
 MIXED = ("pss_T2T2", "pss_T2T1", "pss_PP_gamma", "pss_PP_lognormal")
 FAMILY_N = 100
@@ -159,6 +162,15 @@ def _horizon(g: dict, system, n: float, reps: int, target: str = "target_events"
     return min(25.0, g[target] / (reps * rate), (g["rep_events"] or math.inf) / rate)
 
 
+def _user_horizon(g: dict, system, reps: int) -> float:
+    """The horizon ``jaxq simulate`` takes by default at n = FAMILY_N (sized by the system's V0: 24.5-27 for the
+    families), shortened only where the events target of the size would be exceeded (accelerator sizes,
+    ``--quick``): a batch runs until its slowest replication is done, and that lockstep tail is relatively larger
+    for short replications, so the per-family rows are measured at the length a user's run has."""
+    default = pss2x2.setup(system, FAMILY_N, policy="P").horizon
+    return min(default, _horizon(g, system, FAMILY_N, reps, "family_target_events"))
+
+
 def parts() -> tuple[str, ...]:
     """The parts this run measures (``JAXQ_BENCH_PSS2X2_PARTS``: comma-separated, default all)."""
     env = os.environ.get("JAXQ_BENCH_PSS2X2_PARTS", "")
@@ -187,7 +199,7 @@ def _measure_rows(g: dict, cases: list) -> list[list[tuple]]:
             pairs.append((len(jobs), None if base is None else len(jobs) + 1))
             jobs += [run] + ([base] if base else [])
         index.append(pairs)
-    measured = measure_interleaved(jobs)
+    measured = measure_interleaved(jobs, COST_ROUNDS, best=True)
     out = []
     for (row, _), pairs in zip(cases, index):
         got = [(measured[j], None if b is None else measured[b]) for j, b in pairs]
@@ -206,7 +218,7 @@ def _families(g: dict) -> Iterator[dict]:
     for family in FAMILIES + GENERAL_GAMMA:
         system = family_system(family)
         for reps in g["pss2x2_family_reps"]:
-            horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
+            horizon = _user_horizon(g, system, reps)
             cases.append(({"part": "families", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps,
                            "dist": family, "method": pss2x2.setup(system, FAMILY_N, policy="P").spec.methods[0],
                            "horizon": horizon}, (system,)))
@@ -229,7 +241,7 @@ def _mixed(g: dict) -> Iterator[dict]:
     for name in MIXED:
         system = load(path(name))
         for reps in g["pss2x2_mixed_reps"]:
-            horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
+            horizon = _user_horizon(g, system, reps)
             cases.append(({"part": "mixed", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": name,
                            "method": "+".join(pss2x2.setup(system, FAMILY_N, policy="P").spec.methods),
                            "horizon": horizon}, (system, family_system("exponential", name))))

@@ -12,7 +12,8 @@ show it. ``lockstep_chunk`` is the number of replications per compiled call of a
 accelerator wants them all at once (10^6 replications of the 2x2 system take tens of megabytes);
 ``event_chunk`` the same for the event-driven engine, whose state is larger. ``pss2x2_family_reps``: the
 replications of the per-family rows of the 2x2 event engine (10^4 on a CPU, 10^4-10^6 on an accelerator, where
-both quick sizes share one compiled chunk of ``event_chunk``), run for about ``family_target_events`` events each;
+both quick sizes share one compiled chunk of ``event_chunk``), run to ``jaxq simulate``'s default horizon or for
+about ``family_target_events`` events each, whichever is shorter (the full CPU size: the default horizon);
 ``pss2x2_mixed_reps`` the same for the mixed-primitive systems (the largest size only on an accelerator).
 """
 
@@ -55,7 +56,7 @@ def grid(quick: bool) -> dict:
             "pss2x2_event_reps": (1, 100) if quick else (1, 100, 10_000),
             "pss2x2_family_reps": (1_000,) if quick else (10_000,),
             "pss2x2_mixed_reps": (1_000,) if quick else (10_000,),
-            "family_target_events": 2e6 if quick else 2e7,
+            "family_target_events": 2e6 if quick else 7e7,  # 10^4 replications to the default horizon
             "pss2x2_ctmc_reps": (2, 100, 10_000) if quick else (2, 100, 10_000, 100_000),
             "pss2x2_numba_reps": (1, 2, 100, 1_000, 10_000) if quick else (1, 2, 100, 10_000, 100_000),
             "mmc_reps": 1000 if quick else 10_000, "mmc_horizon": 20.0 if quick else 100.0,

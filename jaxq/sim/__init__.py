@@ -10,6 +10,7 @@
 #    of every other spec (exponential, Erlang, hyperexponential and their mixtures, lognormal) are unchanged.
 # 4: the uniformised driver's window is exactly the steps asked for (it was rounded to whole pages of 64 steps):
 #    window functionals (network, M/M/c, fast/slow average cost) change; discounted runs and the event driver do not.
-# 5: gamma-only specs (every stream gamma with a general shape): the event form is the tangent envelope instead of
-#    Marsaglia-Tsang (jaxq.sim.sampling.tangent_envelope); every other spec, mixed ones with gamma included, is unchanged.
+# 5: gamma-only specs (every stream gamma with a general shape): the event form is a tangent envelope instead of
+#    Marsaglia-Tsang (jaxq.sim.sampling.tangent_envelope, power_envelope); every other spec, mixed ones with gamma
+#    included, is unchanged.
 STREAM_VERSION = 5

@@ -76,7 +76,10 @@ blocks; a compact normal adds one word):
   envelope* (:func:`tangent_envelope`, :func:`_gamma_tangent`), rejection from a piecewise-exponential envelope
   of the log-concave density of ``log(X/a)`` (four tangents): 2 words a slot (one Threefry block, materialised
   once as a uint64), one logarithm pair (:func:`log_pair`) and one exponential, no normal; one proposal is
-  accepted with probability 0.933-0.9975 (0.966 at a = 1/3, 0.944 at a = 1.43), the rest void as above (the
+  accepted with probability 0.933-0.9975 (0.966 at a = 1/3, 0.944 at a = 1.43). When every gamma stream has a
+  shape 1/p with an integer p in [3, POWER_MAX] (gamma:3, gamma:4, ...), the envelope is taken on the power scale
+  (:func:`power_envelope`: ``X^a`` has the log-concave density ``exp(-y^p)``), where ``y^p`` is p - 1 products and
+  no exponential is needed (acceptance 0.977-0.990). Rejected proposals void the event as above (the
   self-contained :func:`sample` completes them with Marsaglia-Tsang's fallback: still exact, as the value is
   then an independent Gamma(a)). A mixed spec with gamma and P = 1 takes the acceptance uniform (one word) from the slot's
   first word, which the other methods read too (exponential's U, Erlang's U_1, the hyperexponential phase:
@@ -164,6 +167,7 @@ class Spec(NamedTuple):
     boost: bool = False
     khalf: int = 0  # the largest integer part k of a "gammahalf" stream's shape k + 1/2
     shared: bool = False  # every stream has the same law: its parameters are read from row 0, no select
+    power: int = 0  # event form of gamma on the power scale (every gamma-method shape 1/p, integer p): the largest p
 
     @property
     def uniforms(self) -> int:
@@ -250,7 +254,7 @@ def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
     khalf = max([_phases(d) for d in dists if _method(d) == "gammahalf"] + [0])
     shared = len({(d.name, float(d.scv)) for d in dists}) == 1
     return Spec(fams, kmax, methods, kdirect, int(proposals) if "gamma" in methods else DEFAULT_PROPOSALS, boost,
-                khalf, shared)
+                khalf, shared, _power(dists))
 
 
 def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
@@ -263,8 +267,11 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
     code, a, method, thr = [], [], [], []
     cs = [[], [], [], []]
     tangent = {name: [] for name in TANGENT_COLUMNS}
+    power = _power(dists) > 0
     for d in dists:
-        env = tangent_envelope(_shape(d)) if _method(d) == "gamma" else None
+        env = None
+        if _method(d) == "gamma":
+            env = power_envelope(int(round(1.0 / _shape(d)))) if power else tangent_envelope(_shape(d))
         for name in TANGENT_COLUMNS:
             tangent[name].append(_TANGENT_ZERO[name] if env is None else getattr(env, name))
         code.append(FAMILY_CODE[d.name])
@@ -321,16 +328,21 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
 # ------------------------------------------------------------------- gamma: the tangent envelope
 TANGENT_LEVELS = (1.4177, 0.1231)  # log-density drops below the mode at which the tangents touch, each side
 TANGENT_PIECES = 2 * len(TANGENT_LEVELS)
-TANGENT_COLUMNS = ("T", "beta", "D", "base", "invs", "E", "B", "a")
-_TANGENT_ZERO = {"T": (0,) * (TANGENT_PIECES - 1), "a": 0.0, **{k: (0.0,) * TANGENT_PIECES for k in TANGENT_COLUMNS[1:-1]}}
+TANGENT_COLUMNS = ("T", "beta", "D", "base", "invs", "E", "B", "a", "v")
+_TANGENT_ZERO = {"T": (0,) * (TANGENT_PIECES - 1), "a": 0.0, "v": 0.0,
+                 **{k: (0.0,) * TANGENT_PIECES for k in TANGENT_COLUMNS[1:-2]}}
+POWER_LEVELS = (0.14663, 0.69684, 2.22124)  # the power scale's tangents: where y^p = these (and the flat one at 0)
+POWER_MAX = 12  # shapes 1/p with an integer p in [3, POWER_MAX] may take the power scale (gamma:2 is Z^2 already)
 
 
 class Tangent(NamedTuple):
     """The piecewise-exponential envelope of the log-gamma density for one shape a (:func:`tangent_envelope`).
 
     Per piece k (0 .. K-1, ``K = TANGENT_PIECES``): the proposal is ``x = base + invs log(alpha + beta (V - D))``
-    (``alpha`` 1 on the inner pieces, 0 on the two tails) for V in the piece; the test is ``log u < E x - a e^x
-    + B``. ``T``: the K-1 integer thresholds of the proposal word (piece k iff ``T[k-1] <= w < T[k]``).
+    (``alpha`` 1 on the inner pieces, 0 on the two tails) for V in the piece; the test is ``log u < E x - a w
+    + B`` with ``w = e^x``, and the unit-mean value is ``v w`` (``v = 1``). ``T``: the K-1 integer thresholds of the
+    proposal word (piece k iff ``T[k-1] <= w < T[k]``). On the power scale (:func:`power_envelope`) x is ``y``,
+    ``w = y^p``, ``a = 1``, ``v = p``, and piece 0 is flat: ``y = beta V`` (``D = 0``, alpha 0).
     """
 
     T: tuple
@@ -341,6 +353,7 @@ class Tangent(NamedTuple):
     E: tuple
     B: tuple
     a: float
+    v: float
     acceptance: float  # the probability that one proposal is accepted
 
 
@@ -412,7 +425,65 @@ def tangent_envelope(a: float) -> Tangent:
     B = [a - hk[k] + s[k] * xs[k] + corr[k] - top for k in range(K)]
     log_target = math.lgamma(a) - a * math.log(a) + a  # log of the integral of exp(h)
     return Tangent(tuple(T), tuple(beta), tuple(D), tuple(base), tuple(1.0 / v for v in s),
-                   tuple(a * math.exp(x) for x in xs), tuple(B), a, math.exp(log_target - math.log(total) - top))
+                   tuple(a * math.exp(x) for x in xs), tuple(B), a, 1.0, math.exp(log_target - math.log(total) - top))
+
+
+def _grid_pieces(mass):
+    """Integer thresholds of a 32-bit word for pieces of these masses, the grid's masses ``p~_k`` and the exact
+    correction ``log(p_k / p~_k) - max_j log(p_j / p~_j)`` of each piece's acceptance test."""
+    K = len(mass)
+    total = math.fsum(mass)
+    cum, T = 0.0, []
+    for m in mass[:-1]:
+        cum += m
+        T.append(min(max(int(round(cum / total * 2.0**32)), (T[-1] + 1) if T else 1), 2**32 - (K - len(T))))
+    edges = [0] + T + [2**32]
+    pt = [(edges[k + 1] - edges[k]) * 2.0**-32 for k in range(K)]
+    corr = [math.log(mass[k] / total / pt[k]) for k in range(K)]
+    top = max(corr)
+    return T, edges, pt, [c - top for c in corr], total, top
+
+
+def _power(dists) -> int:
+    """The largest p when every gamma-method stream has shape 1/p with an integer p in [3, POWER_MAX] (the power
+    scale of the event form, :func:`power_envelope`), else 0."""
+    ps = [1.0 / _shape(d) for d in dists if _method(d) == "gamma"]
+    if not ps or any(abs(q - round(q)) > SHAPE_TOL * q or not 3 <= round(q) <= POWER_MAX for q in ps):
+        return 0
+    return int(max(round(q) for q in ps))
+
+
+def power_envelope(p: int) -> Tangent:
+    """The event form's exact gamma sampler for shape ``a = 1/p``, p an integer >= 3: :func:`tangent_envelope` on
+    the power scale, where the variate needs no exponential.
+
+    ``Y = X^a`` (X ~ Gamma(a)) has the density ``exp(-y^p) / Gamma(1 + 1/p)`` on y > 0 (as ``x^(a-1) dx = p dy``),
+    log-concave for p >= 1, with its mode at 0. The envelope is the flat line at 0 and the tangents of ``-y^p``
+    where ``y^p = POWER_LEVELS`` (acceptance 0.977 at p = 3, 0.990 at p = 12); a proposal is accepted iff
+    ``log u < E y - y^p + B`` (the piece's tangent, ``E = p y_k^(p-1)``, ``B = (1 - p) y_k^p`` and the grid's
+    correction), and the unit-mean variate is ``p y^p = X / a``. ``y^p`` is p - 1 multiplications, so a slot is one
+    logarithm pair and no exponential. Piece 0 (flat, ``[0, z_0]``) is sampled as ``y = V z_0 / p~_0``; the others
+    as in :func:`tangent_envelope`. Resolution as there; the smallest y is ``2^-33 z_0 / p~_0``.
+    """
+    p = int(p)
+    ys = [lv ** (1.0 / p) for lv in POWER_LEVELS]
+    s = [0.0] + [-p * y ** (p - 1) for y in ys]  # slopes; line k: c_k + s_k y, tangent to -y^p at y_k
+    c = [0.0] + [(p - 1) * y**p for y in ys]
+    K = len(s)
+    z = [(c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(K - 1)]
+    mass = [z[0]]
+    mass += [math.exp(c[k] + s[k] * z[k - 1]) * math.expm1(s[k] * (z[k] - z[k - 1])) / s[k] for k in range(1, K - 1)]
+    mass += [-math.exp(c[K - 1] + s[K - 1] * z[K - 2]) / s[K - 1]]
+    T, edges, pt, corr, total, top = _grid_pieces(mass)
+    beta = [z[0] / pt[0]] + [math.expm1(s[k] * (z[k] - z[k - 1])) / pt[k] for k in range(1, K - 1)] + [-1.0 / pt[K - 1]]
+    D = [0.0] + [edges[k] * 2.0**-32 for k in range(1, K - 1)] + [1.0]
+    base = [0.0] + [z[k - 1] for k in range(1, K - 1)] + [z[K - 2]]
+    invs = [0.0] + [1.0 / v for v in s[1:]]
+    # log density minus line k: -y^p - c_k - s_k y = E_k y - y^p + B_k with E_k = -s_k, B_k = -c_k
+    B = [-c[k] + corr[k] for k in range(K)]
+    acceptance = math.exp(math.lgamma(1.0 + 1.0 / p) - math.log(total) - top)
+    return Tangent(tuple(T), tuple(beta), tuple(D), tuple(base), tuple(invs), tuple(-v for v in s), tuple(B), 1.0,
+                   float(p), acceptance)
 
 
 # ------------------------------------------------------------------------------------ elementary
@@ -817,12 +888,13 @@ def _box_muller32(w0, w1, keep):
     return rad * cs, rad * sn
 
 
-def _tangent_slot(wv, wu, table, eq):
-    """One gamma variate of the event form by the tangent envelope (:func:`tangent_envelope`): ``(value, accepted)``.
+def _tangent_slot(wv, wu, table, eq, power: int = 0):
+    """One gamma variate of the event form by a tangent envelope: ``(value, accepted)``. ``power`` 0: the log scale
+    (:func:`tangent_envelope`); p > 0: the power scale (:func:`power_envelope`), p the largest ``1/a`` present.
 
     ``wv`` chooses the piece (integer thresholds) and the position in it, ``wu`` is the acceptance uniform; the
-    piece's constants are selected after the stream's (``eq``). The value ``e^x`` has mean 1 and is exactly
-    Gamma(a)/a when accepted."""
+    piece's constants are selected after the stream's (``eq``). The value has mean 1 and is exactly Gamma(a)/a
+    when accepted."""
     L = lambda name: _lookup(table, name, eq)  # noqa: E731
     K = TANGENT_PIECES
     past = [wv >= L(f"gT{k}") for k in range(K - 1)]  # the piece is the number of thresholds passed
@@ -836,9 +908,16 @@ def _tangent_slot(wv, wu, table, eq):
     inner = jnp.where(past[0] & ~past[K - 2], 1.0, 0.0)
     arg = inner + piece("beta") * (rng.uniform(wv) - piece("D"))
     la, lu = log_pair(arg, rng.uniform(wu))
-    x = piece("base") + la * piece("invs")
-    ex = jnp.exp(x)
-    return ex, lu < piece("E") * x - L("ga0") * ex + piece("B")
+    t = piece("base") + la * piece("invs")
+    if power:  # y^p by multiplications (p - 1 of them, masked by the stream's p); piece 0 is flat: y = arg
+        t = jnp.where(past[0], t, arg)
+        p = L("gv0")
+        w = t
+        for j in range(2, power + 1):  # every p is at least 3
+            w = w * (jnp.where(j <= p, t, 1.0) if j > 3 else t)
+        return p * w, lu < piece("E") * t - w + piece("B")
+    w = jnp.exp(t)
+    return w, lu < piece("E") * t - L("ga0") * w + piece("B")
 
 
 def _gamma_tangent(words, spec: Spec, table: dict, idx, keep, n_streams):
@@ -851,7 +930,7 @@ def _gamma_tangent(words, spec: Spec, table: dict, idx, keep, n_streams):
     for j in range(int(np.shape(idx)[0])):
         wv, wu = _keep_block(words[2 * j], words[2 * j + 1], keep)
         eq = [True] if spec.shared else _stream_eq(idx[j], n_streams)
-        y, ok = _tangent_slot(wv, wu, table, eq)
+        y, ok = _tangent_slot(wv, wu, table, eq, spec.power)
         c = _constants(table, eq)  # the fallback of sample continues with Marsaglia-Tsang: Gamma(a) parts, factor 1/a
         out.append((y, [y * _lookup(table, "ga0", eq), ok, c[3], c, jnp.ones((), bool)]))
     return out

@@ -128,6 +128,9 @@ def test_interleaved_measurement_runs_every_job_once_a_round():
     assert out[0][1] == 0.0 and out[1][1] >= 0.0
     calls.clear()
     assert timing.measure(a, 3) == out[0] and calls == [("a", 0), ("a", 1), ("a", 2), ("a", 3)]
+    best = timing.measure_interleaved([(a, None), (b, lambda: None)], repeats=3, best=True)
+    assert best[0][0] == 10.0 and best[1][0] == 6.0  # the fastest rounds: 10/1 and 6/1
+    assert best[0][1] == 0.0 and best[1][1] >= 0.0 and best[0][2] == {"name": "a", "seed": 1}
 
 
 def test_parts_are_selected_by_the_environment(monkeypatch):

@@ -37,8 +37,9 @@ CASES = [(name, 16, 8, "auto", {}) for name in EXAMPLES] + [
     ("families", 16, 8, "auto", {}),
     ("families", 100, 16, "T1@2", {"debug": True}),
     ("families_compact", 100, 16, "auto", {}),  # gamma and Z^2 without lognormal: one normal word a slot
-    ("gamma_shared", 16, 8, "auto", {}),  # gamma-only, one law: the tangent envelope, parameters from row 0
-    ("gamma_only", 100, 16, "auto", {}),  # gamma-only, four laws: the tangent envelope, parameters by stream
+    ("gamma_shared", 16, 8, "auto", {}),  # gamma-only, one law (shape 1/3): the power scale, parameters from row 0
+    ("gamma_only", 100, 16, "auto", {}),  # gamma-only, four laws: the log scale, parameters by stream
+    ("gamma_power", 16, 8, "auto", {}),  # gamma-only, shapes 1/3, 1/4, 1/5: the power scale, by stream
 ]
 KEYS = ("J", "W_hat_t", "sup_X_hat", "X_hat_T", "switches")
 
@@ -50,6 +51,9 @@ def system(name):
     if name == "gamma_shared":
         data["system"]["interarrival"] = ["gamma:3"] * 2
         data["system"]["service"] = [["gamma:3"] * 2] * 2
+    elif name == "gamma_power":
+        data["system"]["interarrival"] = ["gamma:3", "gamma:4"]
+        data["system"]["service"] = [["gamma:5", "gamma:3"], ["gamma:4", "gamma:5"]]
     elif name == "gamma_only":
         data["system"]["interarrival"] = ["gamma:3", "gamma:0.7"]
         data["system"]["service"] = [["gamma:0.7", "gamma:4"], ["gamma:2.5", "gamma:3"]]

@@ -84,25 +84,37 @@ def _mt_acceptance(shape):
     return integrate.quad(f, -1 / c, np.inf, limit=200)[0]
 
 
-def _envelope_lines(shape):
-    """The tangent lines of the event form's envelope, ``(c_k, s_k)`` with ``l_k(x) = c_k + s_k x``, written from
-    the definition (h(x) = a (x + 1 - e^x), tangents at the sampler's touching points ``x_k = log(E_k / a)``)."""
+def _envelope(shape):
+    """The event form's envelope for ``shape``, written from its definition: ``(to_t, h, c, s, lo, hi)`` with the
+    variable ``t = to_t(value)``, the log density h(t) (up to a constant), the lines ``l_k(t) = c_k + s_k t`` (tangents
+    of h at the sampler's touching points, recovered from its E constants) and a range holding all the mass.
+
+    Log scale (:func:`sampling.tangent_envelope`): ``t = log(value)``, ``h = a (t + 1 - e^t)``, touching points
+    ``log(E_k / a)``. Power scale (shape 1/p, :func:`sampling.power_envelope`): ``t = (value / p)^(1/p)``, ``h = -t^p``
+    on t > 0, the flat line at 0 and touching points ``(E_k / p)^(1/(p - 1))``."""
+    p = sampling.spec_of([Dist("gamma", 1.0 / shape)], proposals=1).power
+    if p:
+        env = sampling.power_envelope(p)
+        tk = (np.array(env.E[1:]) / p) ** (1.0 / (p - 1))
+        c = np.concatenate([[0.0], (p - 1) * tk**p])
+        s = np.concatenate([[0.0], -p * tk ** (p - 1)])
+        return (lambda v: (v / p) ** (1.0 / p)), (lambda t: -(t**p)), c, s, 0.0, 4.0
     env = sampling.tangent_envelope(shape)
     xs = np.log(np.array(env.E) / shape)
     s = shape * (1 - np.exp(xs))
-    return shape * (xs + 1 - np.exp(xs)) - s * xs, s
+    c = shape * (xs + 1 - np.exp(xs)) - s * xs
+    z = sorted((c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(len(c) - 1))
+    return np.log, (lambda t: shape * (t + 1 - np.exp(t))), c, s, z[0] - 40.0 / s[0], z[-1] - 40.0 / s[-1]
 
 
 def _tangent_acceptance(shape):
-    """Probability that one proposal of the tangent envelope is accepted: the integral of exp(h) over that of
+    """Probability that one proposal of the event form's envelope is accepted: the integral of exp(h) over that of
     exp(min_k l_k), by quadrature (the grid's correction of the piece masses is below 1e-8)."""
-    c, s = _envelope_lines(shape)
-    h = lambda x: shape * (x + 1 - math.exp(x))  # noqa: E731
-    env = lambda x: float(np.min(c + s * x))  # noqa: E731
-    lo, hi = -60.0 / shape - 60.0, 60.0
-    target = integrate.quad(lambda x: math.exp(h(x)), lo, hi, points=[0.0], limit=400)[0]
+    _, h, c, s, lo, hi = _envelope(shape)
     z = sorted((c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(len(c) - 1))
-    mass = integrate.quad(lambda x: math.exp(env(x)), lo, hi, points=z, limit=400)[0]
+    peak = [0.0] if lo < 0.0 < hi else []
+    target = integrate.quad(lambda x: math.exp(h(x)), lo, hi, points=z + peak, limit=400)[0]
+    mass = integrate.quad(lambda x: math.exp(float(np.min(c + s * x))), lo, hi, points=z, limit=400)[0]
     return target / mass
 
 
@@ -347,7 +359,8 @@ def test_sample_or_void_accepted_values_are_exact():
 def test_general_gamma_shapes_are_exact_in_both_forms(shape):
     """A general shape in both forms: the self-contained sampler (Marsaglia-Tsang, for a < 1 at a + 1 boosted by
     the recycled acceptance uniform, P = 4 and the exact fallback) and the engine's form (the tangent envelope, one
-    proposal a slot, two slots of one draw materialised as the engine does, rejected slots NaN) both follow
+    proposal a slot (shapes 1/5 and 1/3 on the power scale), two slots of one draw materialised as the engine does,
+    rejected slots NaN) both follow
     ``scipy.stats.gamma(a, scale=1/a)`` (mean, SCV, KS); each slot is rejected at the envelope's rate (by
     quadrature), and the two slots' accepted values are independent."""
     d = Dist("gamma", 1.0 / shape)
@@ -363,7 +376,8 @@ def test_general_gamma_shapes_are_exact_in_both_forms(shape):
         rng.words(key, c, W), spec, table, jnp.zeros(2, jnp.int32), lambda y: y / 1.0))))(
         jnp.arange(COUNT, dtype=jnp.uint32)))
     q = _tangent_acceptance(shape)
-    assert abs(q - sampling.tangent_envelope(shape).acceptance) < 1e-6
+    env = sampling.power_envelope(spec.power) if spec.power else sampling.tangent_envelope(shape)
+    assert abs(q - env.acceptance) < 1e-6
     for j in range(2):
         acc = ~np.isnan(v[:, j])
         assert abs(acc.mean() - q) <= 4 * math.sqrt(q * (1 - q) / COUNT)
@@ -375,21 +389,21 @@ def test_general_gamma_shapes_are_exact_in_both_forms(shape):
         assert abs(np.corrcoef(f(v[both, 0]), f(v[both, 1]))[0, 1]) <= 4 / math.sqrt(both.sum())
 
 
-@pytest.mark.parametrize("shape", [1 / 3, 1.43, 40.0], ids=lambda a: f"shape{a:.3g}")
+@pytest.mark.parametrize("shape", [1 / 3, 1 / 7, 1.43, 40.0], ids=lambda a: f"shape{a:.3g}")
 def test_tangent_envelope_proposals_and_acceptance(shape):
-    """The event form's proposals, accepted or not, follow the envelope ``exp(min_k l_k(x))`` (KS against its CDF by
+    """The event form's proposals, accepted or not, follow the envelope ``exp(min_k l_k(t))`` (KS against its CDF by
     quadrature: the inversion from the first word is right, pieces and tails included); a proposal is accepted
-    with probability ``exp(h(x) - min_k l_k(x))`` (the second word: binned acceptance rates within 4 standard
+    with probability ``exp(h(t) - min_k l_k(t))`` (the second word: binned acceptance rates within 4 standard
     errors); the tangent lines lie above h (the test's exponent is never positive); and slot j reads words 2j and
-    2j+1 only (one Threefry block a slot)."""
+    2j+1 only (one Threefry block a slot). Shapes 1/3 and 1/7 take the power scale, 1.43 and 40 the log scale."""
     d = Dist("gamma", 1.0 / shape)
     spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(41)
-    assert sampling.words_needed(spec) == 2
+    assert sampling.words_needed(spec) == 2 and spec.power == (round(1 / shape) if shape < 1 else 0)
     n = 4 * COUNT
 
     def one(c):
         w = rng.words(key, c, 4)
-        y, ok = sampling._tangent_slot(w[0], w[1], table, [True])
+        y, ok = sampling._tangent_slot(w[0], w[1], table, [True], spec.power)
         other = jnp.stack(sampling.slot_values(jnp.stack([w[2], w[3], w[0], w[1]]), spec, table, jnp.zeros(2, jnp.int32)))
         mine = jnp.stack(sampling.slot_values(w, spec, table, jnp.zeros(2, jnp.int32)))
         return y, ok, mine, other
@@ -397,26 +411,40 @@ def test_tangent_envelope_proposals_and_acceptance(shape):
     y, ok, mine, other = (np.asarray(a) for a in jax.jit(jax.vmap(one))(jnp.arange(n, dtype=jnp.uint32)))
     np.testing.assert_array_equal(np.where(ok, y, np.nan), mine[:, 0])  # slot 0: words 0 and 1
     np.testing.assert_array_equal(mine[:, 0], other[:, 1])  # the same two words in slot 1
-    x = np.log(y)
-    c, s = _envelope_lines(shape)
-    h = shape * (x + 1 - np.exp(x))
+    to_t, h, c, s, lo, hi = _envelope(shape)
+    x = to_t(y)
     env = np.min(c[None, :] + s[None, :] * x[:, None], axis=1)
-    assert np.all(h <= env + 1e-9 * (1 + np.abs(env)))
+    assert np.all(h(x) <= env + 1e-9 * (1 + np.abs(env)))
     z = sorted((c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(len(c) - 1))
-    lo, hi = z[0] - 40.0 / s[0], z[-1] - 40.0 / s[-1]  # the tails' exponentials have decayed by e^-40
     f = lambda t: math.exp(float(np.min(c + s * t)))  # noqa: E731
     total = integrate.quad(f, lo, hi, points=z, limit=400)[0]
     grid = np.concatenate([np.linspace(lo, z[0], 400), np.linspace(z[0], z[-1], 2000), np.linspace(z[-1], hi, 400)])
     dens = np.array([f(t) for t in grid]) / total
     cdf = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(grid))])
     assert stats.kstest(x, lambda t: np.interp(t, grid, cdf)).pvalue > 1e-4
-    p = np.exp(h - env)
+    p = np.exp(h(x) - env)
     bins = np.quantile(p, np.linspace(0, 1, 11))
     for lo_b, hi_b in zip(bins[:-1], bins[1:]):
         sel = (p >= lo_b) & (p <= hi_b)
         pm = p[sel].mean()
         se = math.sqrt(max(pm * (1 - pm), 1e-4) / sel.sum())
         assert abs(ok[sel].mean() - pm) <= 4 * se + 1e-6, (lo_b, hi_b)
+
+
+def test_the_power_scale_is_taken_when_every_gamma_shape_is_one_over_an_integer():
+    """Shapes 1/p with an integer p in [3, POWER_MAX] (all of the spec's gamma-method streams) take the power scale,
+    its largest p static (the multiplications of y^p); any other shape puts every gamma stream on the log scale."""
+    power = lambda *scvs: sampling.spec_of([Dist("gamma", c) for c in scvs], proposals=1).power  # noqa: E731
+    assert power(3.0) == 3 and power(3.0, 4.0) == 4 and power(12.0) == 12 and power(3.0, 3.0 + 1e-12) == 3
+    assert power(13.0) == power(2.5) == power(3.0, 2.5) == power(3.0, 0.7) == power(3.0 + 1e-6) == 0
+    dists = [Dist("gamma", 3.0), Dist("gamma", 5.0), Dist("gamma", 2.5)]  # 2.5: the log scale for all three
+    table = sampling.param_table(dists)
+    assert list(table["gv0"]) == [1.0, 1.0, 1.0] and table["ga0"][0] == pytest.approx(1 / 3)
+    table = sampling.param_table(dists[:2])
+    assert list(table["gv0"]) == [3.0, 5.0] and list(table["ga0"]) == [1.0, 1.0]
+    for p in range(3, sampling.POWER_MAX + 1):
+        env = sampling.power_envelope(p)
+        assert 0.976 <= env.acceptance <= 0.991 and env.D[0] == 0.0 and env.base[0] == 0.0
 
 
 def test_event_gamma_materialises_each_block_once_and_keeps_the_words():
