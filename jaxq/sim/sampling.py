@@ -79,7 +79,9 @@ blocks; a compact normal adds one word):
   accepted with probability 0.933-0.9975 (0.966 at a = 1/3, 0.944 at a = 1.43). When every gamma stream has a
   shape 1/p with an integer p in [3, POWER_MAX] (gamma:3, gamma:4, ...), the envelope is taken on the power scale
   (:func:`power_envelope`: ``X^a`` has the log-concave density ``exp(-y^p)``), where ``y^p`` is p - 1 products and
-  no exponential is needed (acceptance 0.977-0.990). Rejected proposals void the event as above (the
+  no exponential is needed (acceptance 0.977-0.990). Both need every shape in ``TANGENT_SHAPES`` ([0.01, 10^4]);
+  a gamma-only spec with another shape keeps Marsaglia-Tsang (its P proposals) in the event form. Rejected
+  proposals void the event as above (the
   self-contained :func:`sample` completes them with Marsaglia-Tsang's fallback: still exact, as the value is
   then an independent Gamma(a)). A mixed spec with gamma and P = 1 takes the acceptance uniform (one word) from the slot's
   first word, which the other methods read too (exponential's U, Erlang's U_1, the hyperexponential phase:
@@ -167,7 +169,8 @@ class Spec(NamedTuple):
     boost: bool = False
     khalf: int = 0  # the largest integer part k of a "gammahalf" stream's shape k + 1/2
     shared: bool = False  # every stream has the same law: its parameters are read from row 0, no select
-    power: int = 0  # event form of gamma on the power scale (every gamma-method shape 1/p, integer p): the largest p
+    power: int = 0  # gamma-only event form on the power scale (every shape 1/p, integer p in [3, 12]): the largest p
+    tangent: bool = False  # gamma-only, every shape in TANGENT_SHAPES: the event form (P = 1) is a tangent envelope
 
     @property
     def uniforms(self) -> int:
@@ -254,7 +257,7 @@ def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
     khalf = max([_phases(d) for d in dists if _method(d) == "gammahalf"] + [0])
     shared = len({(d.name, float(d.scv)) for d in dists}) == 1
     return Spec(fams, kmax, methods, kdirect, int(proposals) if "gamma" in methods else DEFAULT_PROPOSALS, boost,
-                khalf, shared, _power(dists))
+                khalf, shared, _power(dists), _tangent(dists))
 
 
 def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
@@ -266,14 +269,15 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
     """
     code, a, method, thr = [], [], [], []
     cs = [[], [], [], []]
-    tangent = {name: [] for name in TANGENT_COLUMNS}
+    columns = {name: [] for name in TANGENT_COLUMNS}
     power = _power(dists) > 0
+    tangent = _tangent(dists)
     for d in dists:
         env = None
-        if _method(d) == "gamma":
+        if tangent:
             env = power_envelope(int(round(1.0 / _shape(d)))) if power else tangent_envelope(_shape(d))
         for name in TANGENT_COLUMNS:
-            tangent[name].append(_TANGENT_ZERO[name] if env is None else getattr(env, name))
+            columns[name].append(_TANGENT_ZERO[name] if env is None else getattr(env, name))
         code.append(FAMILY_CODE[d.name])
         m = _method(d)
         method.append(METHOD_CODE[m])
@@ -319,7 +323,7 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
     for j in range(4):
         out[f"c{j}"] = np.array(cs[j], dtype=np.float64)
     for name in TANGENT_COLUMNS:  # the event form's gamma envelope (tangent_envelope), one column per piece
-        col = np.array(tangent[name], dtype=np.uint32 if name == "T" else np.float64).reshape(len(dists), -1)
+        col = np.array(columns[name], dtype=np.uint32 if name == "T" else np.float64).reshape(len(dists), -1)
         for k in range(col.shape[1]):
             out[f"g{name}{k}"] = col[:, k]
     return out
@@ -444,11 +448,24 @@ def _grid_pieces(mass):
     return T, edges, pt, [c - top for c in corr], total, top
 
 
+TANGENT_SHAPES = (0.01, 1e4)  # shapes whose log-scale envelope is built and evaluated to full precision
+
+
+def _tangent(dists) -> bool:
+    """Whether a list's event form of gamma is a tangent envelope: every stream gamma-method with a shape in
+    TANGENT_SHAPES. Outside it (a SCV above 100, or an Erlang with more than 10^4 phases) the log-density's two
+    tangents on a side coincide in float64 (below) or the test's terms of size a cancel (above), and a gamma-only
+    spec keeps Marsaglia-Tsang with its P proposals in the event form (:func:`jaxq.sim.models.pss2x2.event_spec`)."""
+    shapes = [_shape(d) for d in dists if _method(d) == "gamma"]
+    return bool(shapes) and len(shapes) == len(dists) and all(
+        TANGENT_SHAPES[0] <= a <= TANGENT_SHAPES[1] for a in shapes)
+
+
 def _power(dists) -> int:
-    """The largest p when every gamma-method stream has shape 1/p with an integer p in [3, POWER_MAX] (the power
-    scale of the event form, :func:`power_envelope`), else 0."""
+    """The largest p when every stream is gamma-method with shape 1/p, p an integer in [3, POWER_MAX] (the power scale
+    of the gamma-only event form, :func:`power_envelope`), else 0 (mixed specs sample gamma by Marsaglia-Tsang)."""
     ps = [1.0 / _shape(d) for d in dists if _method(d) == "gamma"]
-    if not ps or any(abs(q - round(q)) > SHAPE_TOL * q or not 3 <= round(q) <= POWER_MAX for q in ps):
+    if not _tangent(dists) or any(abs(q - round(q)) > SHAPE_TOL * q or not 3 <= round(q) <= POWER_MAX for q in ps):
         return 0
     return int(max(round(q) for q in ps))
 
@@ -864,7 +881,7 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
 
 def _event_gamma(spec: Spec) -> bool:
     """The event form of a gamma-only spec (P = 1): the tangent envelope, one block a slot (:func:`_gamma_tangent`)."""
-    return spec.methods == ("gamma",) and spec.proposals == 1
+    return spec.methods == ("gamma",) and spec.proposals == 1 and spec.tangent
 
 
 def _keep_block(w0, w1, keep):
@@ -932,7 +949,7 @@ def _gamma_tangent(words, spec: Spec, table: dict, idx, keep, n_streams):
         eq = [True] if spec.shared else _stream_eq(idx[j], n_streams)
         y, ok = _tangent_slot(wv, wu, table, eq, spec.power)
         c = _constants(table, eq)  # the fallback of sample continues with Marsaglia-Tsang: Gamma(a) parts, factor 1/a
-        out.append((y, [y * _lookup(table, "ga0", eq), ok, c[3], c, jnp.ones((), bool)]))
+        out.append((y, [y * _lookup(table, "a", eq), ok, c[3], c, jnp.ones((), bool)]))  # part a y ~ Gamma(a)
     return out
 
 

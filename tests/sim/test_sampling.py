@@ -313,10 +313,11 @@ def test_two_slots_have_their_laws_and_are_independent(names):
 
 
 # ----------------------------------------------------------------------- gamma: exact completion
-@pytest.mark.parametrize("d", [Dist("gamma", 0.9), Dist("gamma", 2.5)], ids=str)
+@pytest.mark.parametrize("d", [Dist("gamma", 0.9), Dist("gamma", 2.5), Dist("gamma", 3.0), Dist("gamma", 7.0)], ids=str)
 def test_gamma_fallback_is_exercised_and_exact(d):
-    """With P = 1 (the event form: the tangent envelope) the Marsaglia-Tsang fallback completes the 3-6% of the
-    draws whose proposal was rejected; those alone are exactly gamma too."""
+    """With P = 1 (the event form: the tangent envelope, on the log scale or, for gamma:3 and gamma:7, the power
+    scale) the Marsaglia-Tsang fallback completes the 1-6% of the draws whose proposal was rejected; those alone
+    are exactly gamma too, and so are all the draws (an engine's draw 0 takes this form)."""
     spec = sampling.spec_of([d], proposals=1)
     table = _table([d])
     key = jax.random.PRNGKey(9)
@@ -632,3 +633,60 @@ def test_a_shared_law_reads_row_zero_and_changes_no_value(name):
     f = lambda sp: np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(  # noqa: E731
         rng.words(key, c, W), sp, table, idx))))(jnp.arange(4096, dtype=jnp.uint32)))
     np.testing.assert_array_equal(f(spec), f(spec._replace(shared=False)))
+
+
+@pytest.mark.parametrize("names", [("gamma:3", "gamma:3"), ("gamma:3", "gamma:5"), ("gamma:0.7", "gamma:2.5"),
+                                   ("gamma:4", "lognormal:2"), ("hyperexponential:3", "erlang:0.5")], ids=str)
+def test_event_engine_draw_zero_has_the_interarrival_laws(names):
+    """The 2x2 event engine's draw 0 (the initial interarrival times, by the self-contained sampler on the event
+    form: the tangent envelopes' first proposal, Marsaglia-Tsang's fallback) follows the two interarrival laws:
+    ``lambda_i ta_i`` of the initial state, over replications (mean, SCV, KS). A wrong scale of the accepted
+    first proposal (the power scale's value taken as a Gamma(a) part) once shifted J_n by 5 standard errors."""
+    import tomllib
+    from pathlib import Path
+
+    from jaxq.examples import path
+    from jaxq.model.pss2x2 import from_dict
+    from jaxq.sim import pss2x2 as S
+    from jaxq.sim import replications
+    from jaxq.sim.models import pss2x2 as model
+
+    data = tomllib.loads(Path(path("pss_P")).read_text())
+    data["system"]["interarrival"] = list(names)
+    data["system"]["service"] = [list(names), list(names[::-1])]  # gamma-only pairs stay gamma-only specs
+    system = from_dict(data)
+    fams = list(system.interarrival)
+    st = S.setup(system, 16, policy="P", horizon=5.0)
+    assert (st.spec.power > 0) == (names[1] in ("gamma:3", "gamma:5"))
+    eng = model.engine(st.spec, False, False)
+    s = jax.jit(jax.vmap(lambda k: eng.init(k, st.params)))(replications.keys(5, 0, COUNT))
+    lam = np.asarray(st.params.lam)
+    for j, (ta, d) in enumerate(((s.ta0, fams[0]), (s.ta1, fams[1]))):
+        _check_law(np.asarray(ta) * lam[j], d)
+
+
+def test_shapes_outside_the_tangent_range_keep_marsaglia_tsang_in_the_event_form():
+    """A gamma-only spec takes the tangent envelope only for shapes in TANGENT_SHAPES (SCV 1e-4 to 100): below it the
+    log-density's left tangents coincide in float64, above it the test's terms cancel. Outside, the event form keeps
+    Marsaglia-Tsang with its P proposals (exact; voided only when all are rejected), the tables carry no envelope
+    (building one raised ZeroDivisionError for gamma:1e30 in a mixed spec), and mixed specs never build one."""
+    from jaxq.sim.models.pss2x2 import event_spec
+
+    lo, hi = sampling.TANGENT_SHAPES
+    assert sampling.spec_of([Dist("gamma", 1 / lo)]).tangent and sampling.spec_of([Dist("gamma", 1 / hi)]).tangent
+    for d in (Dist("gamma", 1.01 / lo), Dist("gamma", 1e30), Dist("gamma", 0.99 / hi)):
+        spec = sampling.spec_of([d])
+        assert not spec.tangent and spec.power == 0
+        assert event_spec(spec).proposals == sampling.DEFAULT_PROPOSALS and not sampling._event_gamma(event_spec(spec))
+        assert not np.any(sampling.param_table([d])["gB0"])
+    mixed = [Dist("gamma", 1e30), Dist("exponential", 1.0)]
+    assert not sampling.spec_of(mixed).tangent and event_spec(sampling.spec_of(mixed)).proposals == 1
+    assert not np.any(sampling.param_table(mixed)["gB0"])
+    d = Dist("gamma", 0.99 / hi)  # shape 1.01e4: Marsaglia-Tsang, four proposals, in the engine's form
+    spec, table, key = event_spec(sampling.spec_of([d])), _table([d]), jax.random.PRNGKey(53)
+    W = 2 * sampling.words_needed(spec)
+    v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(
+        rng.words(key, c, W), spec, table, jnp.zeros(2, jnp.int32), lambda y: y / 1.0))))(jnp.arange(COUNT, dtype=jnp.uint32)))
+    assert np.isnan(v).mean() < 1e-3
+    for j in range(2):
+        _check_law(v[~np.isnan(v[:, j]), j], d)
