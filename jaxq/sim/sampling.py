@@ -382,8 +382,8 @@ def _tangent_root(a: float, drop: float, side: int) -> float:
 
 
 def tangent_envelope(a: float) -> Tangent:
-    """The event form's exact gamma sampler for shape ``a`` (any a > 0): rejection from a piecewise-exponential
-    envelope of the density of ``x = log(X / a)``, X ~ Gamma(a), which is log-concave.
+    """The event form's exact gamma sampler for shape ``a`` (in ``TANGENT_SHAPES``): rejection from a
+    piecewise-exponential envelope of the density of ``x = log(X / a)``, X ~ Gamma(a), which is log-concave.
 
     The density of x is proportional to ``exp(h(x))``, ``h(x) = a (x + 1 - e^x) <= 0`` (0 at the mode x = 0), a
     concave function, so every tangent line ``l_k(x) = h(x_k) + s_k (x - x_k)``, ``s_k = a (1 - e^{x_k})``, lies
@@ -413,15 +413,7 @@ def tangent_envelope(a: float) -> Tangent:
     mass = [math.exp(c[0] + s[0] * z[0]) / s[0]]
     mass += [math.exp(c[k] + s[k] * z[k - 1]) * math.expm1(s[k] * (z[k] - z[k - 1])) / s[k] for k in range(1, K - 1)]
     mass += [-math.exp(c[K - 1] + s[K - 1] * z[K - 2]) / s[K - 1]]
-    total = math.fsum(mass)
-    cum, T = 0.0, []
-    for m in mass[:-1]:
-        cum += m
-        T.append(min(max(int(round(cum / total * 2.0**32)), (T[-1] + 1) if T else 1), 2**32 - (K - len(T))))
-    edges = [0] + T + [2**32]
-    pt = [(edges[k + 1] - edges[k]) * 2.0**-32 for k in range(K)]
-    corr = [math.log(mass[k] / total / pt[k]) for k in range(K)]
-    top = max(corr)
+    T, edges, pt, corr, total, top = _grid_pieces(mass)
     beta = [1.0 / pt[0]] + [math.expm1(s[k] * (z[k] - z[k - 1])) / pt[k] for k in range(1, K - 1)] + [-1.0 / pt[K - 1]]
     D = [0.0] + [edges[k] * 2.0**-32 for k in range(1, K - 1)] + [1.0]
     base = [z[0]] + [z[k - 1] for k in range(1, K - 1)] + [z[K - 2]]
@@ -433,8 +425,9 @@ def tangent_envelope(a: float) -> Tangent:
 
 
 def _grid_pieces(mass):
-    """Integer thresholds of a 32-bit word for pieces of these masses, the grid's masses ``p~_k`` and the exact
-    correction ``log(p_k / p~_k) - max_j log(p_j / p~_j)`` of each piece's acceptance test."""
+    """Integer thresholds of a 32-bit word for pieces of these masses, the grid's masses ``p~_k``, and the exact
+    correction of each piece's acceptance test, ``corr_k - top`` with ``corr_k = log(p_k / p~_k)`` and
+    ``top = max_j corr_j``: ``(T, edges, p~, corr, total mass, top)``."""
     K = len(mass)
     total = math.fsum(mass)
     cum, T = 0.0, []
@@ -444,8 +437,7 @@ def _grid_pieces(mass):
     edges = [0] + T + [2**32]
     pt = [(edges[k + 1] - edges[k]) * 2.0**-32 for k in range(K)]
     corr = [math.log(mass[k] / total / pt[k]) for k in range(K)]
-    top = max(corr)
-    return T, edges, pt, [c - top for c in corr], total, top
+    return T, edges, pt, corr, total, max(corr)
 
 
 TANGENT_SHAPES = (0.01, 1e4)  # shapes whose log-scale envelope is built and evaluated to full precision
@@ -497,7 +489,7 @@ def power_envelope(p: int) -> Tangent:
     base = [0.0] + [z[k - 1] for k in range(1, K - 1)] + [z[K - 2]]
     invs = [0.0] + [1.0 / v for v in s[1:]]
     # log density minus line k: -y^p - c_k - s_k y = E_k y - y^p + B_k with E_k = -s_k, B_k = -c_k
-    B = [-c[k] + corr[k] for k in range(K)]
+    B = [-c[k] + (corr[k] - top) for k in range(K)]
     acceptance = math.exp(math.lgamma(1.0 + 1.0 / p) - math.log(total) - top)
     return Tangent(tuple(T), tuple(beta), tuple(D), tuple(base), tuple(invs), tuple(-v for v in s), tuple(B), 1.0,
                    float(p), acceptance)
