@@ -256,15 +256,10 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
     ``mean_x``, ``identity_rhs``; ``info["identity_lhs"]`` the spare capacity of (3.6)); ``uc``, ``us`` default
     to uniform shares.
     """
-    import numpy as np
-
     from jaxq.diffusion.network_analysis import stationary_diffusion
     from jaxq.sde.network_euler import simulate_diffusion
 
     dl = stationary_diffusion(analyze(network))  # critically loaded, positive spare capacity (long-run averages)
-    num_i, num_j = dl.tree.shape
-    uc = np.full(num_i, 1.0 / num_i) if uc is None else uc
-    us = np.full(num_j, 1.0 / num_j) if us is None else us
     return simulate_diffusion(dl, uc, us, control, paths=paths, dt=dt, horizon=horizon, warmup=warmup,
                               seed=seed, **options)
 

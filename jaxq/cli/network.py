@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from jaxq.cli.progress import progress
 from jaxq.errors import InputError
@@ -59,16 +58,13 @@ def _run_sde(args) -> dict:
     if args.paths < 2 or not args.dt > 0:
         raise InputError("paths" if args.paths < 2 else "dt", "need paths >= 2 and dt > 0")
     dl = stationary_diffusion(analyze(net))  # long-run averages: a critically loaded network, spare capacity > 0
-    num_i, num_j = dl.tree.shape
-    uc = np.full(num_i, 1.0 / num_i) if args.uc is None else np.array(args.uc, float)
-    us = np.full(num_j, 1.0 / num_j) if args.us is None else np.array(args.us, float)
-    with progress("network sde") as tick:
-        res = simulate_diffusion(dl, uc, us, args.control, paths=args.paths, dt=args.dt, horizon=args.horizon,
+    with progress("network sde") as tick:  # uc, us default to uniform shares; info reports the ones used
+        res = simulate_diffusion(dl, args.uc, args.us, args.control, paths=args.paths, dt=args.dt, horizon=args.horizon,
                                  warmup=args.warmup, seed=args.seed, cv=args.cv == "on", progress=tick)
     out = res.to_dict()
     for k in ("times", "mean_sum_path", "reps"):
         out.pop(k, None)
-    out.update(uc=uc, us=us, spare_capacity=dl.spare_capacity)
+    out.update(spare_capacity=dl.spare_capacity)
     return out
 
 

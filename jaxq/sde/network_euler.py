@@ -145,8 +145,8 @@ def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: 
 
 def simulate_diffusion(
     dl: NetworkDiffusion,
-    uc: np.ndarray,
-    us: np.ndarray,
+    uc: np.ndarray | None = None,
+    us: np.ndarray | None = None,
     control: str = "constant",
     paths: int = 256,
     dt: float = 0.01,
@@ -165,7 +165,8 @@ def simulate_diffusion(
     """Long-run averages of the diffusion (2.27) under a control, with standard errors over paths.
 
     Args:
-      dl: the diffusion limit; uc, us: control values in the simplexes (2.20); control: see CONTROLS.
+      dl: the diffusion limit; uc, us: control values in the simplexes (2.20) (default: uniform shares);
+        control: see CONTROLS.
       paths, dt, horizon, warmup: Monte Carlo and Euler settings (time averages over [warmup, horizon]).
       x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each path.
       cv: control variates (see the module docstring); the plain means are reported beside.
@@ -176,11 +177,13 @@ def simulate_diffusion(
       A :class:`~jaxq.sim.result.SimResult` with estimates ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+),
       ``mean_x`` and ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)); ``info``: ``identity_lhs`` (rho of (2.35)),
       ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
-      times); ``samples``: the per-path values (``sum_path``: <e, X_t> at the recorded times).
+      times), ``uc``/``us`` (the controls used); ``samples``: the per-path values (``sum_path``: <e, X_t> at the recorded times).
     """
+    num_i, num_j = dl.tree.shape
+    uc = np.full(num_i, 1.0 / num_i) if uc is None else uc
+    us = np.full(num_j, 1.0 / num_j) if us is None else us
     steps, warm = check_settings(dl, uc, us, control, dt, horizon, warmup, paths)
     uc, us = np.asarray(uc, float), np.asarray(us, float)
-    num_i = dl.tree.shape[0]
     p = {
         "ell": jnp.asarray(dl.ell),
         "K": jnp.asarray(dl.drift_matrix),
@@ -218,5 +221,5 @@ def simulate_diffusion(
         per["controls"] = ctl
     info = {"identity_lhs": dl.spare_capacity, "idleness_weight": w, "times": snap_steps * dt,
             "mean_sum_path": per["sum_path"].mean(axis=0), "dt": dt, "paths": paths, "horizon": horizon,
-            "warmup": warmup, "control": control}
+            "warmup": warmup, "control": control, "uc": uc, "us": us}
     return SimResult(None, est, paths, paths * steps, timing.wall_s, timing.compile_s, "euler", per, info)
