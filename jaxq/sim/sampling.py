@@ -245,7 +245,8 @@ def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
     """The static :class:`Spec` of a list of distributions.
 
     ``proposals``: Marsaglia-Tsang proposals per gamma variate; the exact fallback is taken with
-    probability at most ``(1 - 0.9516)^proposals`` per variate.
+    probability at most ``(1 - 0.9516)^proposals`` per variate. One proposal only where a one-proposal form
+    exists (:func:`with_proposals`).
     """
     if proposals < 1:
         raise ValueError(f"proposals must be at least 1, got {proposals}")
@@ -256,8 +257,20 @@ def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
     boost = any(_method(d) == "gamma" and _shape(d) < 1.0 for d in dists)
     khalf = max([_phases(d) for d in dists if _method(d) == "gammahalf"] + [0])
     shared = len({(d.name, float(d.scv)) for d in dists}) == 1
-    return Spec(fams, kmax, methods, kdirect, int(proposals) if "gamma" in methods else DEFAULT_PROPOSALS, boost,
-                khalf, shared, _power(dists), _tangent(dists))
+    spec = Spec(fams, kmax, methods, kdirect, DEFAULT_PROPOSALS, boost, khalf, shared, _power(dists), _tangent(dists))
+    return with_proposals(spec, int(proposals))
+
+
+def with_proposals(spec: Spec, proposals: int) -> Spec:
+    """``spec`` with ``proposals`` gamma proposals per variate (the event engines' void protocol asks for one).
+
+    One proposal has a layout of its own only in a mixed spec (:func:`_slot_shared`) and on a tangent envelope
+    (:func:`_gamma_tangent`); a gamma-only spec off the tangent range (:func:`_tangent`) keeps
+    ``DEFAULT_PROPOSALS`` (its Marsaglia-Tsang slots, voided only when all are rejected). Without gamma the
+    number is irrelevant and stays the default."""
+    if "gamma" not in spec.methods or (proposals == 1 and spec.methods == ("gamma",) and not spec.tangent):
+        return spec._replace(proposals=DEFAULT_PROPOSALS)
+    return spec._replace(proposals=int(proposals))
 
 
 def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:

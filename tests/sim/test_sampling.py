@@ -678,6 +678,7 @@ def test_shapes_outside_the_tangent_range_keep_marsaglia_tsang_in_the_event_form
         spec = sampling.spec_of([d])
         assert not spec.tangent and spec.power == 0
         assert event_spec(spec).proposals == sampling.DEFAULT_PROPOSALS and not sampling._event_gamma(event_spec(spec))
+        assert sampling.spec_of([d], proposals=1).proposals == sampling.DEFAULT_PROPOSALS  # no one-proposal layout
         assert not np.any(sampling.param_table([d])["gB0"])
     mixed = [Dist("gamma", 1e30), Dist("exponential", 1.0)]
     assert not sampling.spec_of(mixed).tangent and event_spec(sampling.spec_of(mixed)).proposals == 1

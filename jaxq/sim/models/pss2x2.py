@@ -197,13 +197,9 @@ def perturbed_parameters(key, p: Params):
 
 
 def event_spec(spec: sampling.Spec) -> sampling.Spec:
-    """The spec an event draws with: gamma-method streams take ``VOID_PROPOSALS`` proposals (void protocol): a
-    tangent envelope in a gamma-only spec, Marsaglia-Tsang's mixed form otherwise; a gamma-only spec with a shape
-    outside ``sampling.TANGENT_SHAPES`` keeps its Marsaglia-Tsang proposals (``spec.proposals``, the event voided
-    only when all are rejected)."""
-    if "gamma" not in spec.methods or (spec.methods == ("gamma",) and not spec.tangent):
-        return spec
-    return spec._replace(proposals=VOID_PROPOSALS)
+    """The spec an event draws with: gamma-method streams take ``VOID_PROPOSALS`` proposals (void protocol) where
+    the sampler has a one-proposal form (:func:`jaxq.sim.sampling.with_proposals`)."""
+    return sampling.with_proposals(spec, VOID_PROPOSALS)
 
 
 def _init(key, p: Params, spec, debug, cv):
