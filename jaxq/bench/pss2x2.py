@@ -162,13 +162,12 @@ def _horizon(g: dict, system, n: float, reps: int, target: str = "target_events"
     return min(25.0, g[target] / (reps * rate), (g["rep_events"] or math.inf) / rate)
 
 
-def _user_horizon(g: dict, system, reps: int) -> float:
-    """The horizon ``jaxq simulate`` takes by default at n = FAMILY_N (sized by the system's V0: 24.5-27 for the
-    families), shortened only where the events target of the size would be exceeded (accelerator sizes,
-    ``--quick``): a batch runs until its slowest replication is done, and that lockstep tail is relatively larger
-    for short replications, so the per-family rows are measured at the length a user's run has."""
-    default = pss2x2.setup(system, FAMILY_N, policy="P").horizon
-    return min(default, _horizon(g, system, FAMILY_N, reps, "family_target_events"))
+def _user_horizon(g: dict, st, system, reps: int) -> float:
+    """The horizon ``jaxq simulate`` takes by default at n = FAMILY_N (``st``: the system's setup there; sized by its
+    V0: 24.5-27 for the families), shortened only where the events target of the size would be exceeded
+    (accelerator sizes, ``--quick``): a batch runs until its slowest replication is done, and that lockstep tail is
+    relatively larger for short replications, so the per-family rows are measured at the length a user's run has."""
+    return min(st.horizon, _horizon(g, system, FAMILY_N, reps, "family_target_events"))
 
 
 def parts() -> tuple[str, ...]:
@@ -217,11 +216,11 @@ def _families(g: dict) -> Iterator[dict]:
     cases = []
     for family in FAMILIES + GENERAL_GAMMA:
         system = family_system(family)
+        st = pss2x2.setup(system, FAMILY_N, policy="P")
         for reps in g["pss2x2_family_reps"]:
-            horizon = _user_horizon(g, system, reps)
             cases.append(({"part": "families", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps,
-                           "dist": family, "method": pss2x2.setup(system, FAMILY_N, policy="P").spec.methods[0],
-                           "horizon": horizon}, (system,)))
+                           "dist": family, "method": st.spec.methods[0],
+                           "horizon": _user_horizon(g, st, system, reps)}, (system,)))
     _measure_rows(g, cases)
     rows = [row for row, _ in cases]
     exp = {r["reps"]: r for r in rows if r["dist"] == "exponential"}
@@ -240,11 +239,11 @@ def _mixed(g: dict) -> Iterator[dict]:
     cases = []
     for name in MIXED:
         system = load(path(name))
+        st = pss2x2.setup(system, FAMILY_N, policy="P")
         for reps in g["pss2x2_mixed_reps"]:
-            horizon = _user_horizon(g, system, reps)
             cases.append(({"part": "mixed", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": name,
-                           "method": "+".join(pss2x2.setup(system, FAMILY_N, policy="P").spec.methods),
-                           "horizon": horizon}, (system, family_system("exponential", name))))
+                           "method": "+".join(st.spec.methods), "horizon": _user_horizon(g, st, system, reps)},
+                          (system, family_system("exponential", name))))
     for (row, _), ((own, own_base), (plain, plain_base)) in zip(cases, _measure_rows(g, cases)):
         row["vs_exponential"] = plain[0] / own[0]  # ns per event over its exponential version's
         row["baseline_vs_exponential"] = plain_base[0] / own_base[0] if own_base and plain_base else None
