@@ -20,7 +20,7 @@ Four parts, in this order (``JAXQ_BENCH_PSS2X2_PARTS``, default all, selects som
 runs them in separate processes):
 
 * ``families``: the event engine on one single-mode system at n = 100 (``pss_P`` with the same family in
-  all six streams: :data:`FAMILIES`, then the general gamma shapes (the tangent envelope, with rejection),
+  all six streams: :data:`FAMILIES`, then the general gamma shapes (the step envelope, with rejection),
   :data:`GENERAL_GAMMA`), plain estimates (``cv=False``, as numba), each beside numba; ``ns_per_event``
   and ``vs_exponential`` (this row's cost per event over the exponential row's, same rounds), and
   ``baseline_vs_exponential``, the same ratio for the numba loop (numpy's samplers);
@@ -64,8 +64,9 @@ ENGINES = {"event": "jaxq.sim.pss2x2[event]", "uniformized": "jaxq.sim.pss2x2[un
 EVENTS_PER_STEP = 0.74  # real events per uniformised step of pss_P (the rest are self-loops)
 FAMILIES = ("exponential", "erlang:0.5", "hyperexponential:3", "lognormal:2", "gamma:2", "gamma:0.5")
 # gamma:2 (shape 1/2) and gamma:0.5 (shape 2) take the exact shortcuts of jaxq.sim.sampling (Z^2/2, Erlang-2);
-# these shapes take the tangent envelope (jaxq.sim.sampling.tangent_envelope) with the void protocol (1.43, 1/3):
-GENERAL_GAMMA = ("gamma:0.7", "gamma:3")
+# these shapes take the step envelope (jaxq.sim.sampling.step_envelope) with the void protocol: 1.43 (y = X/a, log y
+# in the test), 1/3 (y = X^(1/3), no log y) and 0.4 (y = X^(1/3), log y):
+GENERAL_GAMMA = ("gamma:0.7", "gamma:3", "gamma:2.5")
 PARTS = ("families", "mixed", "effective", "engines")
 COST_ROUNDS = 5  # interleaved rounds of the families and mixed parts; each row's fastest round is its rate
 # The dual-mode example systems with their own (mixed) primitives: the systems the event engine exists for.

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 RATE_KEYS = ("events_per_s", "path_steps_per_s", "updates_per_s")
-METHODS = {"gammahalf": "as Erlang + Z^2/2", "gamma": "tangent envelope"}  # jaxq.sim.sampling; else "as <method>"
+METHODS = {"gammahalf": "as Erlang + Z^2/2", "gamma": "step envelope"}  # jaxq.sim.sampling; else "as <method>"
 UNITS = {"events_per_s": "ev/s", "path_steps_per_s": "path-steps/s", "updates_per_s": "updates/s"}
 
 

@@ -13,4 +13,6 @@
 # 5: gamma-only specs (every stream gamma with a general shape): the event form is a tangent envelope instead of
 #    Marsaglia-Tsang (jaxq.sim.sampling.tangent_envelope, power_envelope); every other spec, mixed ones with gamma
 #    included, is unchanged.
-STREAM_VERSION = 5
+# 6: gamma-only specs: the event form is a step envelope (512 rectangles of equal area, jaxq.sim.sampling.
+#    step_envelope) instead of the tangent envelope; every other spec is unchanged.
+STREAM_VERSION = 6

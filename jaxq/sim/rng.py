@@ -124,6 +124,12 @@ def uniform(w) -> jax.Array:
     return lax.bitcast_convert_type(b, jnp.float64) - 1.0  # 1 + (w + 1/2) 2^-32 is exact; so is the difference
 
 
+def low_bits(w, bits: int) -> jax.Array:
+    """``(w mod 2^bits) + 1/2`` (float64, exactly) of a uint32 word: the position on a grid of ``2^bits`` midpoints
+    in units of the grid's spacing (``bits`` static, at most 32)."""
+    return _u32_to_f64(jnp.asarray(w, U32) & U32((1 << bits) - 1 if bits < 32 else 0xFFFFFFFF)) + 0.5
+
+
 def _u32_to_f64(w):
     """A uint32 word as a float64 integer (exact, via the bits of 2^52 + w)."""
     b = jnp.asarray(w, U32).astype(U64) | U64(0x4330000000000000)

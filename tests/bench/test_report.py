@@ -56,5 +56,5 @@ def test_report_has_a_row_per_family_and_the_effective_rate():
     lines = report.headline(result)
     assert [h["jaxq"] for h in lines] == [4e7, 3e7, 2e7, 3e8] and [h["ratio"] for h in lines] == [2.0, 1.5, 1.0, 15.0]
     assert lines[0]["model"] == "2x2 system, exponential in all six streams, n = 100, 10^4 reps, event engine"
-    assert "gamma:2 (as Erlang + Z^2/2)" in lines[1]["model"] and "gamma:3 (tangent envelope)" in lines[2]["model"]
+    assert "gamma:2 (as Erlang + Z^2/2)" in lines[1]["model"] and "gamma:3 (step envelope)" in lines[2]["model"]
     assert "effective ev/s = 3e7 ev/s x variance reduction 10" in lines[3]["model"]

@@ -4,7 +4,7 @@
 and driver reproduced the earlier ones exactly; regenerated for issue 15, whose engine draws each event's
 words from one counter-based Threefry call instead of a key split, with a new word layout and Box-Muller
 normals: an intended change of the random streams; STREAM_VERSION 5 added the gamma-only cases, whose event form
-became the tangent envelope). Regenerate it only for such a change:
+became the tangent envelope, and version 6 changed only those three cases: the step envelope). Regenerate it only for such a change:
 ``python tests/sim/test_event_bitidentical.py --write``.
 """
 
@@ -37,9 +37,9 @@ CASES = [(name, 16, 8, "auto", {}) for name in EXAMPLES] + [
     ("families", 16, 8, "auto", {}),
     ("families", 100, 16, "T1@2", {"debug": True}),
     ("families_compact", 100, 16, "auto", {}),  # gamma and Z^2 without lognormal: one normal word a slot
-    ("gamma_shared", 16, 8, "auto", {}),  # gamma-only, one law (shape 1/3): the power scale, parameters from row 0
-    ("gamma_only", 100, 16, "auto", {}),  # gamma-only, four laws: the log scale, parameters by stream
-    ("gamma_power", 16, 8, "auto", {}),  # gamma-only, shapes 1/3, 1/4, 1/5: the power scale, by stream
+    ("gamma_shared", 16, 8, "auto", {}),  # gamma-only, one law (shape 1/3): steps without log y, from row 0
+    ("gamma_only", 100, 16, "auto", {}),  # gamma-only, four laws: steps with log y, tables by stream
+    ("gamma_power", 16, 8, "auto", {}),  # gamma-only, shapes 1/3, 1/4, 1/5: no log y, y^q by stream
 ]
 KEYS = ("J", "W_hat_t", "sup_X_hat", "X_hat_T", "switches")
 

@@ -20,7 +20,7 @@ DISTS = [
     Dist("erlang", 0.25),
     Dist("erlang", 0.5),
     Dist("gamma", 0.3),  # shape 3.33: Marsaglia-Tsang
-    Dist("gamma", 3.0),  # shape 1/3: Marsaglia-Tsang with the shape + 1 boost (the event form: the tangent envelope)
+    Dist("gamma", 3.0),  # shape 1/3: Marsaglia-Tsang with the shape + 1 boost (the event form: the step envelope)
     Dist("gamma", 2.5),  # shape 0.4: the boost
     Dist("gamma", 0.7),  # shape 1.43
     Dist("gamma", 0.5),  # shape 2: the erlang method
@@ -84,38 +84,34 @@ def _mt_acceptance(shape):
     return integrate.quad(f, -1 / c, np.inf, limit=200)[0]
 
 
-def _envelope(shape):
-    """The event form's envelope for ``shape``, written from its definition: ``(to_t, h, c, s, lo, hi)`` with the
-    variable ``t = to_t(value)``, the log density h(t) (up to a constant), the lines ``l_k(t) = c_k + s_k t`` (tangents
-    of h at the sampler's touching points, recovered from its E constants) and a range holding all the mass.
-
-    Log scale (:func:`sampling.tangent_envelope`): ``t = log(value)``, ``h = a (t + 1 - e^t)``, touching points
-    ``log(E_k / a)``. Power scale (shape 1/p, :func:`sampling.power_envelope`): ``t = (value / p)^(1/p)``, ``h = -t^p``
-    on t > 0, the flat line at 0 and touching points ``(E_k / p)^(1/(p - 1))``."""
-    p = sampling.spec_of([Dist("gamma", 1.0 / shape)], proposals=1).power
-    if p:
-        env = sampling.power_envelope(p)
-        tk = (np.array(env.E[1:]) / p) ** (1.0 / (p - 1))
-        c = np.concatenate([[0.0], (p - 1) * tk**p])
-        s = np.concatenate([[0.0], -p * tk ** (p - 1)])
-        return (lambda v: (v / p) ** (1.0 / p)), (lambda t: -(t**p)), c, s, 0.0, 4.0
-    env = sampling.tangent_envelope(shape)
-    xs = np.log(np.array(env.E) / shape)
-    s = shape * (1 - np.exp(xs))
-    c = shape * (xs + 1 - np.exp(xs)) - s * xs
-    z = sorted((c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(len(c) - 1))
-    return np.log, (lambda t: shape * (t + 1 - np.exp(t))), c, s, z[0] - 40.0 / s[0], z[-1] - 40.0 / s[-1]
+def _step_pdf(shape):
+    """``(to_y, log_pdf_y)``: the step envelope's variable as a function of the unit-mean value, and its log density
+    from scipy's law of ``log X`` (``loggamma``, X = a value ~ Gamma(a); y = X / a for q = 1, X^(1/q) otherwise)."""
+    q = sampling.step_scale(shape)[0]
+    law = stats.loggamma(shape)
+    if q == 1:
+        return (lambda v: v), (lambda y: law.logpdf(np.log(shape * y)) - np.log(y))
+    return (lambda v: (shape * v) ** (1.0 / q)), (lambda y: law.logpdf(q * np.log(y)) + math.log(q) - np.log(y))
 
 
-def _tangent_acceptance(shape):
-    """Probability that one proposal of the event form's envelope is accepted: the integral of exp(h) over that of
-    exp(min_k l_k), by quadrature (the grid's correction of the piece masses is below 1e-8)."""
-    _, h, c, s, lo, hi = _envelope(shape)
-    z = sorted((c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(len(c) - 1))
-    peak = [0.0] if lo < 0.0 < hi else []
-    target = integrate.quad(lambda x: math.exp(h(x)), lo, hi, points=z + peak, limit=400)[0]
-    mass = integrate.quad(lambda x: math.exp(float(np.min(c + s * x))), lo, hi, points=z, limit=400)[0]
-    return target / mass
+def _step_test(env, y):
+    """The acceptance probability of a proposal y as the sampler's test states it: ``exp(c log y - e y^q + B_k)``."""
+    k = np.clip(np.searchsorted(env.left, y, side="right") - 1, 0, len(env.left) - 1)
+    return np.exp(env.c * np.log(y) - env.e * y**env.q + env.B[k]), k
+
+
+def _step_acceptance(shape):
+    """Probability that one proposal of the event form's step envelope is accepted, from the law: the test is
+    ``kappa pdf_y(y) width_k`` on step k (checked by :func:`test_step_envelope_is_an_envelope_of_the_law`), so a
+    proposal (a uniform step, uniform in it) is accepted with probability ``kappa P(lo <= y <= hi) / N``."""
+    env = sampling.step_envelope(shape)
+    to_y, pdf = _step_pdf(shape)
+    mid = env.left + env.width / 2
+    kappa = np.exp(np.log(_step_test(env, mid)[0]) - pdf(mid) - np.log(env.width))
+    q = env.q
+    law = stats.gamma(shape)
+    x_lo, x_hi = (shape * env.lo, shape * env.hi) if q == 1 else (env.lo**q, env.hi**q)
+    return float(np.median(kappa) * (law.cdf(x_hi) - law.cdf(x_lo)) / len(env.left))
 
 
 def _table(dists):
@@ -166,7 +162,7 @@ def test_words_needed():
     assert wn(Dist("gamma", 0.7)) == 4 * sampling.DEFAULT_PROPOSALS + 1  # shape 1.43: no boost words; the normal word
     assert wn(Dist("gamma", 3.0)) == 4 * sampling.DEFAULT_PROPOSALS + 1  # shape 1/3: the boost recycles the acceptance uniform
     one = lambda *ds: sampling.words_needed(sampling.spec_of(list(ds), proposals=1))  # noqa: E731
-    assert one(Dist("gamma", 3.0)) == one(Dist("gamma", 0.7)) == 2  # the event form: one block a slot (tangent)
+    assert one(Dist("gamma", 3.0)) == one(Dist("gamma", 0.7)) == 2  # the event form: one block a slot (steps)
     assert one(Dist("gamma", 0.7), Dist("exponential", 1.0)) == 3  # mixed event form: U (shared), the normal word
     assert one(Dist("gamma", 0.7), Dist("erlang", 0.25)) == 5  # U_1 .. U_4, the normal word
     assert one(Dist("gamma", 0.7), Dist("lognormal", 2.0)) == 4  # U, the normal block (lognormal: 52-bit radius)
@@ -315,9 +311,9 @@ def test_two_slots_have_their_laws_and_are_independent(names):
 # ----------------------------------------------------------------------- gamma: exact completion
 @pytest.mark.parametrize("d", [Dist("gamma", 0.9), Dist("gamma", 2.5), Dist("gamma", 3.0), Dist("gamma", 7.0)], ids=str)
 def test_gamma_fallback_is_exercised_and_exact(d):
-    """With P = 1 (the event form: the tangent envelope, on the log scale or, for gamma:3 and gamma:7, the power
-    scale) the Marsaglia-Tsang fallback completes the 1-6% of the draws whose proposal was rejected; those alone
-    are exactly gamma too, and so are all the draws (an engine's draw 0 takes this form)."""
+    """With P = 1 (the event form: the step envelope; for gamma:3 and gamma:7 without log y) the Marsaglia-Tsang
+    fallback completes the 0.7-1.3% of the draws whose proposal was rejected; those alone are exactly gamma too, and
+    so are all the draws (an engine's draw 0 takes this form)."""
     spec = sampling.spec_of([d], proposals=1)
     table = _table([d])
     key = jax.random.PRNGKey(9)
@@ -332,7 +328,7 @@ def test_gamma_fallback_is_exercised_and_exact(d):
 
     x, first, ok = (np.asarray(a) for a in jax.vmap(run)(jnp.arange(COUNT, dtype=jnp.uint32)))
     fell_back = ~ok
-    q = _tangent_acceptance(1.0 / d.scv)
+    q = _step_acceptance(1.0 / d.scv)
     assert abs(fell_back.mean() - (1 - q)) <= 4 * math.sqrt(q * (1 - q) / COUNT)  # the envelope's acceptance
     np.testing.assert_allclose(x[ok], first[ok], rtol=1e-14)  # the fallback only touches the rejected draws
     _check_law(x, d)
@@ -359,8 +355,8 @@ def test_sample_or_void_accepted_values_are_exact():
 @pytest.mark.parametrize("shape", [0.02, 0.2, 1 / 3, 0.7, 1.43, 3.3, 40.0], ids=lambda a: f"shape{a:.3g}")
 def test_general_gamma_shapes_are_exact_in_both_forms(shape):
     """A general shape in both forms: the self-contained sampler (Marsaglia-Tsang, for a < 1 at a + 1 boosted by
-    the recycled acceptance uniform, P = 4 and the exact fallback) and the engine's form (the tangent envelope, one
-    proposal a slot (shapes 1/5 and 1/3 on the power scale), two slots of one draw materialised as the engine does,
+    the recycled acceptance uniform, P = 4 and the exact fallback) and the engine's form (the step envelope, one
+    proposal a slot (shapes 1/5 and 1/3 without log y), two slots of one draw materialised as the engine does,
     rejected slots NaN) both follow
     ``scipy.stats.gamma(a, scale=1/a)`` (mean, SCV, KS); each slot is rejected at the envelope's rate (by
     quadrature), and the two slots' accepted values are independent."""
@@ -376,9 +372,8 @@ def test_general_gamma_shapes_are_exact_in_both_forms(shape):
     v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(
         rng.words(key, c, W), spec, table, jnp.zeros(2, jnp.int32), lambda y: y / 1.0))))(
         jnp.arange(COUNT, dtype=jnp.uint32)))
-    q = _tangent_acceptance(shape)
-    env = sampling.power_envelope(spec.power) if spec.power else sampling.tangent_envelope(shape)
-    assert abs(q - env.acceptance) < 1e-6
+    q = _step_acceptance(shape)
+    assert abs(q - sampling.step_envelope(shape).acceptance) < 1e-6
     for j in range(2):
         acc = ~np.isnan(v[:, j])
         assert abs(acc.mean() - q) <= 4 * math.sqrt(q * (1 - q) / COUNT)
@@ -390,40 +385,68 @@ def test_general_gamma_shapes_are_exact_in_both_forms(shape):
         assert abs(np.corrcoef(f(v[both, 0]), f(v[both, 1]))[0, 1]) <= 4 / math.sqrt(both.sum())
 
 
-@pytest.mark.parametrize("shape", [1 / 3, 1 / 7, 1.43, 40.0], ids=lambda a: f"shape{a:.3g}")
-def test_tangent_envelope_proposals_and_acceptance(shape):
-    """The event form's proposals, accepted or not, follow the envelope ``exp(min_k l_k(t))`` (KS against its CDF by
-    quadrature: the inversion from the first word is right, pieces and tails included); a proposal is accepted
-    with probability ``exp(h(t) - min_k l_k(t))`` (the second word: binned acceptance rates within 4 standard
-    errors); the tangent lines lie above h (the test's exponent is never positive); and slot j reads words 2j and
-    2j+1 only (one Threefry block a slot). Shapes 1/3 and 1/7 take the power scale, 1.43 and 40 the log scale."""
+@pytest.mark.parametrize("shape", [0.01, 0.05, 0.2, 1 / 3, 0.4, 0.5 + 1e-6, 0.7, 1.43, 3.3, 40.0, 1e4],
+                         ids=lambda a: f"shape{a:.3g}")
+def test_step_envelope_is_an_envelope_of_the_law(shape):
+    """The step envelope against scipy's law: the steps tile [lo, hi] (2^-40 quantiles: the mass left out is at
+    most 2^-40 a side); the sampler's test ``exp(c log y - e y^q + B_k)`` is ``kappa pdf_y(y) width_k`` with ONE
+    constant kappa on every step (so an accepted proposal has exactly the law's density), and it is at most 1 on
+    a fine grid of every step and at the mode (the steps lie above the density; up to the rounding of the test's
+    terms, of size a); the acceptance it implies is the envelope's (0.985 at least)."""
+    env = sampling.step_envelope(shape)
+    q, c, e, v = sampling.step_scale(shape)
+    assert (env.q, env.c, env.e, env.v) == (q, c, e, v) and len(env.left) == sampling.STEP_PIECES
+    assert q == 1 if shape >= 1 else (q == math.ceil(1 / shape - 1e-9) and 0 <= c < shape)
+    law = stats.gamma(shape)
+    to_x = (lambda y: shape * y) if q == 1 else (lambda y: y**q)  # noqa: E731
+    assert env.left[0] == env.lo and (env.lo == 0.0) == (q > 1)
+    np.testing.assert_allclose(env.left[1:], env.left[:-1] + env.width[:-1], rtol=1e-12, atol=0)
+    assert env.left[-1] + env.width[-1] == pytest.approx(env.hi, rel=1e-12)
+    assert law.cdf(to_x(env.lo)) <= 1.01 * 2.0**-40 and law.sf(to_x(env.hi)) <= 1.01 * 2.0**-40
+    assert law.sf(to_x(env.hi)) >= 0.99 * 2.0**-40
+    _, pdf = _step_pdf(shape)
+    grid = env.left[:, None] + env.width[:, None] * np.linspace(1e-9, 1.0 - 1e-9, 65)[None, :]
+    p = np.exp(env.c * np.log(grid) - env.e * grid**q + env.B[:, None])
+    log_kappa = env.c * np.log(grid) - env.e * grid**q + env.B[:, None] - pdf(grid) - np.log(env.width[:, None])
+    np.testing.assert_allclose(log_kappa, np.median(log_kappa), rtol=0, atol=1e-8)
+    tol = 64 * np.finfo(float).eps * max(1.0, float(np.abs(env.B).max()))  # the test's terms are of size a
+    assert p.max() <= 1.0 + tol
+    mode = (c / (e * q)) ** (1 / q) if c > 0 else 1e-300
+    assert _step_test(env, np.array([mode]))[0][0] <= 1.0 + tol
+    assert _step_acceptance(shape) == pytest.approx(env.acceptance, rel=1e-9) and env.acceptance >= 0.985
+
+
+@pytest.mark.parametrize("shape", [1 / 3, 0.4, 1.43, 40.0], ids=lambda a: f"shape{a:.3g}")
+def test_step_envelope_proposals_and_acceptance(shape):
+    """The event form's proposals, accepted or not, follow the envelope: the step is uniform over the 512 (chi-square)
+    and the position uniform within it (KS); a proposal is accepted with probability ``kappa pdf_y(y) width_k``
+    from the law (binned acceptance rates within 4 standard errors); and slot j reads words 2j and 2j+1 only (one
+    Threefry block a slot). Shape 1/3 takes no log y."""
     d = Dist("gamma", 1.0 / shape)
     spec, table, key = sampling.spec_of([d], proposals=1), _table([d]), jax.random.PRNGKey(41)
-    assert sampling.words_needed(spec) == 2 and spec.power == (round(1 / shape) if shape < 1 else 0)
+    env = sampling.step_envelope(shape)
+    assert sampling.words_needed(spec) == 2 and spec.steps == env.q and spec.steps_log == (env.c > 0)
     n = 4 * COUNT
 
     def one(c):
         w = rng.words(key, c, 4)
-        y, ok = sampling._tangent_slot(w[0], w[1], table, [True], spec.power)
+        y, ok = sampling._step_slot(w[0], w[1], table, None, spec)
         other = jnp.stack(sampling.slot_values(jnp.stack([w[2], w[3], w[0], w[1]]), spec, table, jnp.zeros(2, jnp.int32)))
         mine = jnp.stack(sampling.slot_values(w, spec, table, jnp.zeros(2, jnp.int32)))
         return y, ok, mine, other
 
-    y, ok, mine, other = (np.asarray(a) for a in jax.jit(jax.vmap(one))(jnp.arange(n, dtype=jnp.uint32)))
-    np.testing.assert_array_equal(np.where(ok, y, np.nan), mine[:, 0])  # slot 0: words 0 and 1
+    value, ok, mine, other = (np.asarray(a) for a in jax.jit(jax.vmap(one))(jnp.arange(n, dtype=jnp.uint32)))
+    np.testing.assert_array_equal(np.where(ok, value, np.nan), mine[:, 0])  # slot 0: words 0 and 1
     np.testing.assert_array_equal(mine[:, 0], other[:, 1])  # the same two words in slot 1
-    to_t, h, c, s, lo, hi = _envelope(shape)
-    x = to_t(y)
-    env = np.min(c[None, :] + s[None, :] * x[:, None], axis=1)
-    assert np.all(h(x) <= env + 1e-9 * (1 + np.abs(env)))
-    z = sorted((c[k + 1] - c[k]) / (s[k] - s[k + 1]) for k in range(len(c) - 1))
-    f = lambda t: math.exp(float(np.min(c + s * t)))  # noqa: E731
-    total = integrate.quad(f, lo, hi, points=z, limit=400)[0]
-    grid = np.concatenate([np.linspace(lo, z[0], 400), np.linspace(z[0], z[-1], 2000), np.linspace(z[-1], hi, 400)])
-    dens = np.array([f(t) for t in grid]) / total
-    cdf = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(grid))])
-    assert stats.kstest(x, lambda t: np.interp(t, grid, cdf)).pvalue > 1e-4
-    p = np.exp(h(x) - env)
+    to_y, pdf = _step_pdf(shape)
+    y = to_y(value)
+    k = np.clip(np.searchsorted(env.left, y, side="right") - 1, 0, len(env.left) - 1)
+    counts = np.bincount(k, minlength=len(env.left))
+    assert stats.chisquare(counts).pvalue > 1e-4
+    assert stats.kstest((y - env.left[k]) / env.width[k], "uniform").pvalue > 1e-4
+    mid = env.left + env.width / 2
+    log_kappa = np.median(np.log(_step_test(env, mid)[0]) - pdf(mid) - np.log(env.width))
+    p = np.minimum(np.exp(log_kappa + pdf(y) + np.log(env.width[k])), 1.0)
     bins = np.quantile(p, np.linspace(0, 1, 11))
     for lo_b, hi_b in zip(bins[:-1], bins[1:]):
         sel = (p >= lo_b) & (p <= hi_b)
@@ -432,20 +455,37 @@ def test_tangent_envelope_proposals_and_acceptance(shape):
         assert abs(ok[sel].mean() - pm) <= 4 * se + 1e-6, (lo_b, hi_b)
 
 
-def test_the_power_scale_is_taken_when_every_gamma_shape_is_one_over_an_integer():
-    """Shapes 1/p with an integer p in [3, POWER_MAX] (all of the spec's gamma-method streams) take the power scale,
-    its largest p static (the multiplications of y^p); any other shape puts every gamma stream on the log scale."""
-    power = lambda *scvs: sampling.spec_of([Dist("gamma", c) for c in scvs], proposals=1).power  # noqa: E731
-    assert power(3.0) == 3 and power(3.0, 4.0) == 4 and power(12.0) == 12 and power(3.0, 3.0 + 1e-12) == 3
-    assert power(13.0) == power(2.5) == power(3.0, 2.5) == power(3.0, 0.7) == power(3.0 + 1e-6) == 0
-    dists = [Dist("gamma", 3.0), Dist("gamma", 5.0), Dist("gamma", 2.5)]  # 2.5: the log scale for all three
-    table = sampling.param_table(dists)
-    assert list(table["gv0"]) == [1.0, 1.0, 1.0] and table["ga0"][0] == pytest.approx(1 / 3)
-    table = sampling.param_table(dists[:2])
-    assert list(table["gv0"]) == [3.0, 5.0] and list(table["ga0"]) == [1.0, 1.0]
-    for p in range(3, sampling.POWER_MAX + 1):
-        env = sampling.power_envelope(p)
-        assert 0.976 <= env.acceptance <= 0.991 and env.D[0] == 0.0 and env.base[0] == 0.0
+def test_step_scale_and_the_spec_of_the_step_form():
+    """``q = ceil(1/a)`` below shape 1 (c = aq - 1 in [0, a); within SHAPE_TOL of 1/q it is 1/q: no log y), q = 1
+    above; the spec carries the largest q and whether any stream needs log y; the tables are per stream."""
+    assert sampling.step_scale(1 / 3)[:2] == (3, 0.0) and sampling.step_scale(1 / 3 * (1 + 1e-12))[:2] == (3, 0.0)
+    assert sampling.step_scale(0.4)[0] == 3 and sampling.step_scale(0.4)[1] == pytest.approx(0.2)
+    assert sampling.step_scale(1.43) == (1, pytest.approx(0.43), 1.43, 1.0)
+    spec = lambda *scvs: sampling.spec_of([Dist("gamma", c) for c in scvs], proposals=1)  # noqa: E731
+    assert (spec(3.0).steps, spec(3.0).steps_log) == (3, False)
+    assert (spec(3.0, 5.0).steps, spec(3.0, 5.0).steps_log) == (5, False)
+    assert (spec(3.0, 2.5).steps, spec(3.0, 2.5).steps_log) == (3, True)
+    assert (spec(0.7, 3.0).steps, spec(0.7, 3.0).steps_log) == (3, True)
+    assert spec(3.0, 0.7).proposals == 1 and not spec(3.0, 0.7).shared
+    table = sampling.param_table([Dist("gamma", 3.0), Dist("gamma", 0.7)])
+    assert table["sL"].shape == (2, sampling.STEP_PIECES) and list(table["sq"]) == [3, 1]
+    assert list(table["sv"]) == [3.0, 1.0] and list(table["se"]) == [1.0, pytest.approx(1 / 0.7)]
+
+
+def test_two_step_streams_with_different_scales_keep_their_laws():
+    """A gamma-only spec with two laws of different q (gamma:3, q = 3 without log y; gamma:0.7, q = 1 with it):
+    each slot reads its stream's table and its own power of y (masked products), and has its law."""
+    dists = [Dist("gamma", 3.0), Dist("gamma", 0.7), Dist("gamma", 12.0)]
+    spec, table, key = sampling.spec_of(dists, proposals=1), _table(dists), jax.random.PRNGKey(59)
+    assert spec.steps == 12 and spec.steps_log and not spec.shared
+    for idx in ([0, 1], [1, 2]):
+        v = np.asarray(jax.jit(jax.vmap(lambda c: jnp.stack(sampling.slot_values(  # noqa: B023
+            rng.words(key, c, 4), spec, table, jnp.array(idx, jnp.int32)))))(jnp.arange(COUNT, dtype=jnp.uint32)))
+        for j in range(2):
+            acc = ~np.isnan(v[:, j])
+            q = sampling.step_envelope(1.0 / dists[idx[j]].scv).acceptance
+            assert abs(acc.mean() - q) <= 4 * math.sqrt(q * (1 - q) / COUNT)
+            _check_law(v[acc, j], dists[idx[j]])
 
 
 def test_event_gamma_materialises_each_block_once_and_keeps_the_words():
@@ -639,9 +679,9 @@ def test_a_shared_law_reads_row_zero_and_changes_no_value(name):
                                    ("gamma:4", "lognormal:2"), ("hyperexponential:3", "erlang:0.5")], ids=str)
 def test_event_engine_draw_zero_has_the_interarrival_laws(names):
     """The 2x2 event engine's draw 0 (the initial interarrival times, by the self-contained sampler on the event
-    form: the tangent envelopes' first proposal, Marsaglia-Tsang's fallback) follows the two interarrival laws:
+    form: the step envelopes' first proposal, Marsaglia-Tsang's fallback) follows the two interarrival laws:
     ``lambda_i ta_i`` of the initial state, over replications (mean, SCV, KS). A wrong scale of the accepted
-    first proposal (the power scale's value taken as a Gamma(a) part) once shifted J_n by 5 standard errors."""
+    first proposal (a unit-mean value taken as a Gamma(a) part) once shifted J_n by 5 standard errors."""
     import tomllib
     from pathlib import Path
 
@@ -657,7 +697,7 @@ def test_event_engine_draw_zero_has_the_interarrival_laws(names):
     system = from_dict(data)
     fams = list(system.interarrival)
     st = S.setup(system, 16, policy="P", horizon=5.0)
-    assert (st.spec.power > 0) == (names[1] in ("gamma:3", "gamma:5"))
+    assert (st.spec.steps > 0 and not st.spec.steps_log) == (names[1] in ("gamma:3", "gamma:5"))
     eng = model.engine(st.spec, False, False)
     s = jax.jit(jax.vmap(lambda k: eng.init(k, st.params)))(replications.keys(5, 0, COUNT))
     lam = np.asarray(st.params.lam)
@@ -665,24 +705,24 @@ def test_event_engine_draw_zero_has_the_interarrival_laws(names):
         _check_law(np.asarray(ta) * lam[j], d)
 
 
-def test_shapes_outside_the_tangent_range_keep_marsaglia_tsang_in_the_event_form():
-    """A gamma-only spec takes the tangent envelope only for shapes in TANGENT_SHAPES (SCV 1e-4 to 100): below it the
-    log-density's left tangents coincide in float64, above it the test's terms cancel. Outside, the event form keeps
-    Marsaglia-Tsang with its P proposals (exact; voided only when all are rejected), the tables carry no envelope
-    (building one raised ZeroDivisionError for gamma:1e30 in a mixed spec), and mixed specs never build one."""
+def test_shapes_outside_the_step_range_keep_marsaglia_tsang_in_the_event_form():
+    """A gamma-only spec takes the step envelope only for shapes in STEP_SHAPES (SCV 1e-4 to 100): below, y^q would
+    take over 100 products; above, the ends' quantiles lose their precision. Outside, the event form keeps
+    Marsaglia-Tsang with its P proposals (exact; voided only when all are rejected), the tables carry no steps,
+    and mixed specs never build them (one raised ZeroDivisionError for gamma:1e30 in a mixed spec once)."""
     from jaxq.sim.models.pss2x2 import event_spec
 
-    lo, hi = sampling.TANGENT_SHAPES
-    assert sampling.spec_of([Dist("gamma", 1 / lo)]).tangent and sampling.spec_of([Dist("gamma", 1 / hi)]).tangent
+    lo, hi = sampling.STEP_SHAPES
+    assert sampling.spec_of([Dist("gamma", 1 / lo)]).steps and sampling.spec_of([Dist("gamma", 1 / hi)]).steps
     for d in (Dist("gamma", 1.01 / lo), Dist("gamma", 1e30), Dist("gamma", 0.99 / hi)):
         spec = sampling.spec_of([d])
-        assert not spec.tangent and spec.power == 0
+        assert spec.steps == 0 and not spec.steps_log
         assert event_spec(spec).proposals == sampling.DEFAULT_PROPOSALS and not sampling._event_gamma(event_spec(spec))
         assert sampling.spec_of([d], proposals=1).proposals == sampling.DEFAULT_PROPOSALS  # no one-proposal layout
-        assert not np.any(sampling.param_table([d])["gB0"])
+        assert "sL" not in sampling.param_table([d])
     mixed = [Dist("gamma", 1e30), Dist("exponential", 1.0)]
-    assert not sampling.spec_of(mixed).tangent and event_spec(sampling.spec_of(mixed)).proposals == 1
-    assert not np.any(sampling.param_table(mixed)["gB0"])
+    assert not sampling.spec_of(mixed).steps and event_spec(sampling.spec_of(mixed)).proposals == 1
+    assert "sL" not in sampling.param_table(mixed)
     d = Dist("gamma", 0.99 / hi)  # shape 1.01e4: Marsaglia-Tsang, four proposals, in the engine's form
     spec, table, key = event_spec(sampling.spec_of([d])), _table([d]), jax.random.PRNGKey(53)
     W = 2 * sampling.words_needed(spec)
