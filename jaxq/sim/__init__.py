@@ -13,6 +13,8 @@
 # 5: gamma-only specs (every stream gamma with a general shape): the event form is a tangent envelope instead of
 #    Marsaglia-Tsang (jaxq.sim.sampling.tangent_envelope, power_envelope); every other spec, mixed ones with gamma
 #    included, is unchanged.
-# 6: gamma-only specs: the event form is a step envelope (512 rectangles of equal area, jaxq.sim.sampling.
-#    step_envelope) instead of the tangent envelope; every other spec is unchanged.
+# 6: every spec with gamma-method streams whose shapes are in sampling.STEP_SHAPES: the event form is a step envelope
+#    (512 rectangles of equal area, jaxq.sim.sampling.step_envelope) instead of the tangent envelope (gamma-only
+#    specs) or Marsaglia-Tsang's mixed form (mixed specs, which then take no normal word for gamma); every other
+#    spec is unchanged.
 STREAM_VERSION = 6

@@ -82,11 +82,14 @@ blocks; a compact normal adds one word):
   with probability 0.985-0.997 (0.993 at a = 1/3, 0.989 at a = 1.43). The steps cover the law but for
   ``STEP_TAIL`` = 2^-40 of mass on each side (the word grid's resolution is 2^-33). It needs every shape in
   ``STEP_SHAPES`` ([0.01, 10^4]); a gamma-only spec with another shape keeps Marsaglia-Tsang (its P proposals) in
-  the event form. Rejected proposals void the event as above (the self-contained :func:`sample` completes them with Marsaglia-Tsang's fallback: still exact, as the value is
-  then an independent Gamma(a)). A mixed spec with gamma and P = 1 takes the acceptance uniform (one word) from the slot's
-  first word, which the other methods read too (exponential's U, Erlang's U_1, the hyperexponential phase:
-  a slot has one stream, so the method it uses reads its words once): the uniform goes through the shared
-  logarithm, ``log t`` shares its division (:func:`log_pair`), and the test is ``log u < A``.
+  the event form. Rejected proposals void the event as above (the self-contained :func:`sample` completes them
+  with Marsaglia-Tsang's fallback: still exact, as the value is then an independent Gamma(a)). A mixed spec with
+  gamma and P = 1 takes the step envelope too when its gamma shapes are in ``STEP_SHAPES``: the acceptance
+  uniform is the slot's first word, which the other methods read too (exponential's U, Erlang's U_1, the
+  hyperexponential phase: a slot has one stream, so the method it uses reads its words once), and goes through
+  the shared logarithm; the step word is the second, ``log y`` shares the logarithm's division
+  (:func:`log_pair`), and gamma then takes no normal word. Off that range, the mixed form of Marsaglia-Tsang: the
+  acceptance uniform as above, ``log t`` shares the division, and the test is ``log u < A``.
 
 Resolution (stated, not hidden): a one-word uniform is ``U = (w + 1/2) 2^-32``, a midpoint grid of
 2^32 points in (0, 1) (:func:`jaxq.sim.rng.uniform`). ``-log U`` is then at most ``33 log 2 = 22.87``
@@ -190,7 +193,7 @@ def words_needed(spec: Spec) -> int:
     if _event_gamma(spec):
         return 2
     own = _own_words(spec)
-    if not set(spec.methods) & NORMAL_METHODS:
+    if not _normal_methods(spec):
         return own
     return own + (1 if _compact_normals(spec) else 2)
 
@@ -216,8 +219,12 @@ def _compact_normals(spec: Spec) -> bool:
     words), ``R = sqrt(-2 log U)`` and the angle each from one word (``|Z| <= 6.76``), an unpaired slot the
     quantile of one word (``|Z| <= 6.34``). Every spec with a normal method but lognormal, whose moments are
     carried by the far tail (it keeps a normal block per slot and the 52-bit radius)."""
-    normal = bool(set(spec.methods) & NORMAL_METHODS)
-    return normal and "lognormal" not in spec.methods and not _event_gamma(spec)
+    return bool(_normal_methods(spec)) and "lognormal" not in spec.methods
+
+
+def _normal_methods(spec: Spec) -> set:
+    """The methods present that take the slot's standard normal (gamma's step form takes none)."""
+    return set(spec.methods) & NORMAL_METHODS - ({"gamma"} if _step_gamma(spec) else set())
 
 
 def _method(d: Dist) -> str:
@@ -264,10 +271,11 @@ def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
 def with_proposals(spec: Spec, proposals: int) -> Spec:
     """``spec`` with ``proposals`` gamma proposals per variate (the event engines' void protocol asks for one).
 
-    One proposal has a layout of its own only in a mixed spec (:func:`_slot_shared`) and on a step envelope
-    (:func:`_gamma_steps`); a gamma-only spec off the step range (:func:`_step_form`) keeps
-    ``DEFAULT_PROPOSALS`` (its Marsaglia-Tsang slots, voided only when all are rejected). Without gamma the
-    number is irrelevant and stays the default."""
+    One proposal has a layout of its own only in a mixed spec (:func:`_slot_shared`: the step envelope, or
+    Marsaglia-Tsang's mixed form off the step range) and in a gamma-only spec on the step range
+    (:func:`_gamma_steps`); a gamma-only spec off the step range (:func:`_step_form`) keeps ``DEFAULT_PROPOSALS``
+    (its Marsaglia-Tsang slots, voided only when all are rejected). Without gamma the number is irrelevant and
+    stays the default."""
     if "gamma" not in spec.methods or (proposals == 1 and spec.methods == ("gamma",) and not spec.steps):
         return spec._replace(proposals=DEFAULT_PROPOSALS)
     return spec._replace(proposals=int(proposals))
@@ -328,7 +336,8 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
     for j in range(4):
         out[f"c{j}"] = np.array(cs[j], dtype=np.float64)
     if _step_form(dists):  # the event form's gamma envelope (step_envelope): steps (S, STEP_PIECES), scale (S,)
-        envs = [step_envelope(_shape(d)) for d in dists]
+        # a stream of another method gets y = 1 and zeros (a valid input of the shared logarithm pair, never used)
+        envs = [step_envelope(_shape(d)) if _method(d) == "gamma" else _NO_STEPS for d in dists]
         out["sL"] = np.stack([e.left for e in envs])
         out["sW"] = np.stack([e.width for e in envs]) * 2.0 ** (STEP_BITS - 32)  # per unit of the position's grid
         out["sB"] = np.stack([e.B for e in envs])
@@ -468,19 +477,23 @@ def step_envelope(a: float) -> StepEnvelope:
 
 
 def _step_form(dists) -> bool:
-    """Whether a list's event form of gamma is a step envelope: every stream gamma-method with a shape in
-    STEP_SHAPES. Outside it (a SCV above 100, an Erlang with more than 10^4 phases) a gamma-only spec keeps
-    Marsaglia-Tsang with its P proposals in the event form (y^q would take over 100 products below; the
-    quantiles of the ends lose their precision above)."""
+    """Whether a list's event form of gamma is a step envelope: some stream is gamma-method and every such stream
+    has a shape in STEP_SHAPES. Outside it (a SCV above 100, an Erlang with more than 10^4 phases) the event form
+    keeps Marsaglia-Tsang: a gamma-only spec with its P proposals, a mixed spec its mixed form (y^q would take
+    over 100 products below; the quantiles of the ends lose their precision above)."""
     shapes = [_shape(d) for d in dists if _method(d) == "gamma"]
-    return bool(shapes) and len(shapes) == len(dists) and all(STEP_SHAPES[0] <= a <= STEP_SHAPES[1] for a in shapes)
+    return bool(shapes) and all(STEP_SHAPES[0] <= a <= STEP_SHAPES[1] for a in shapes)
+
+
+_NO_STEPS = StepEnvelope(1, 0.0, 0.0, 0.0, np.ones(STEP_PIECES), np.zeros(STEP_PIECES), np.zeros(STEP_PIECES),
+                         1.0, 1.0, 0.0)  # the table rows of a stream of another method in a mixed step-form spec
 
 
 def _step_spec(dists) -> tuple[int, bool]:
     """``(largest q, some c > 0)`` of a step-form list (:func:`step_scale`), ``(0, False)`` otherwise."""
     if not _step_form(dists):
         return 0, False
-    scales = [step_scale(_shape(d)) for d in dists]
+    scales = [step_scale(_shape(d)) for d in dists if _method(d) == "gamma"]
     return max(s[0] for s in scales), any(s[1] > 0.0 for s in scales)
 
 
@@ -839,7 +852,7 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
             normals[j], normals[j + 1] = _box_muller32(words[base + j], words[base + j + 1], keep)
         if r % 2:  # a slot without a partner: the normal quantile of one word
             normals[r - 1] = ndtri(keep(rng.uniform(words[base + r - 1])), far=False)
-    elif set(spec.methods) & NORMAL_METHODS:  # every slot's last block: its normal, from a Box-Muller pair
+    elif _normal_methods(spec):  # every slot's last block: its normal, from a Box-Muller pair
         nb = W - 2
         for j in range(0, r - 1, 2):  # the pair's 52-bit uniform from slot j's block, its angle from slot j+1's
             normals[j], normals[j + 1] = box_muller(words[j * W + nb : j * W + nb + 2], words[(j + 1) * W + nb], keep)
@@ -853,16 +866,29 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
         thr = _lookup(table, "thr", eq) if "hyperexponential" in spec.methods else None
         if len(spec.methods) > 1:
             method = _lookup(table, "method", eq)
-            v, g = _slot_shared(w, c, thr, method, spec, keep, normals[j])
+            step = None
+            if _step_gamma(spec):  # the gamma proposal: y from word 1 (word 0 is the shared uniform), block kept once
+                w = list(w)
+                w[0], w[1] = _keep_block(w[0], w[1], keep)
+                y, k = _step_position(w[1], table, idx[j])
+                scalar = partial(_lookup, table, eq=eq)
+                step = (y, partial(_step_bound, y, k=k, table=table, row=idx[j], spec=spec, scalar=scalar),
+                        _lookup(table, "a", eq))
+            v, g = _slot_shared(w, c, thr, method, spec, keep, normals[j], step)
         else:
             v, g = _slot_single(w, c, thr, spec, keep, normals[j])
         out.append((v, g))
     return out
 
 
+def _step_gamma(spec: Spec) -> bool:
+    """The event form (P = 1) of a spec whose gamma streams take the step envelope (:func:`step_envelope`)."""
+    return "gamma" in spec.methods and spec.proposals == 1 and spec.steps > 0
+
+
 def _event_gamma(spec: Spec) -> bool:
     """The event form of a gamma-only spec (P = 1): the step envelope, one block a slot (:func:`_gamma_steps`)."""
-    return spec.methods == ("gamma",) and spec.proposals == 1 and spec.steps > 0
+    return spec.methods == ("gamma",) and _step_gamma(spec)
 
 
 def _keep_block(w0, w1, keep):
@@ -899,23 +925,42 @@ def _power(y, q: int, qs=None):
     return out
 
 
+def _step_column(table, name, row, k):
+    """Entry k of a stream's step table (row None: every stream has the same law, row 0)."""
+    return table[name][0][k] if row is None else table[name][row, k]
+
+
+def _step_position(wv, table, row):
+    """``(y, k)``: a step envelope's proposal from its word: step k from the high ``STEP_BITS`` bits, y uniform in
+    it from the low bits (:func:`step_envelope`)."""
+    k = (wv >> _U32(32 - STEP_BITS)).astype(jnp.int32)
+    return _step_column(table, "sL", row, k) + _step_column(table, "sW", row, k) * rng.low_bits(wv, 32 - STEP_BITS), k
+
+
+def _step_bound(y, ly, k, table, row, spec: Spec, scalar):
+    """``(unit-mean value, bound)`` of a step proposal y in step k: accepted iff ``log u < bound``, ``bound = c log y
+    - e y^q + B_k`` (``ly = log y``, unused without ``spec.steps_log``); ``scalar(name)``: the stream's constant."""
+    w = _power(y, spec.steps, None if row is None else scalar("sq"))
+    bound = _step_column(table, "sB", row, k) - scalar("se") * w
+    if spec.steps_log:
+        bound = bound + scalar("sc") * ly
+    return w * scalar("sv"), bound
+
+
 def _step_slot(wv, wu, table, row, spec: Spec):
     """One gamma variate of the event form by a step envelope (:func:`step_envelope`): ``(value, accepted)``.
 
     ``wv``'s high ``STEP_BITS`` bits choose the step, its low bits the position in it; ``wu`` is the acceptance
     uniform. ``row``: the stream (None: every stream has the same law, row 0, no gather on the stream). The value
     has mean 1 and is exactly Gamma(a)/a when accepted."""
-    per_stream = (lambda n: table[n][0]) if row is None else (lambda n: table[n][row])  # noqa: E731
-    k = (wv >> _U32(32 - STEP_BITS)).astype(jnp.int32)
-    step = (lambda n: table[n][0][k]) if row is None else (lambda n: table[n][row, k])  # noqa: E731
-    y = step("sL") + step("sW") * rng.low_bits(wv, 32 - STEP_BITS)
-    w = _power(y, spec.steps, None if row is None else per_stream("sq"))
+    scalar = (lambda n: table[n][0]) if row is None else (lambda n: table[n][row])  # noqa: E731
+    y, k = _step_position(wv, table, row)
     if spec.steps_log:
         ly, lu = log_pair(y, rng.uniform(wu))
-        test = per_stream("sc") * ly - per_stream("se") * w + step("sB")
-    else:  # every shape 1/q: c = 0 and e = 1
-        lu, test = log(rng.uniform(wu)), step("sB") - w
-    return w * per_stream("sv"), lu < test
+    else:  # every shape 1/q: c = 0
+        ly, lu = None, log(rng.uniform(wu))
+    value, bound = _step_bound(y, ly, k, table, row, spec, scalar)
+    return value, lu < bound
 
 
 def _gamma_steps(words, spec: Spec, table: dict, idx, keep):
@@ -954,7 +999,7 @@ def _slot_single(w, c, thr, spec: Spec, keep, z=None):
     return y * fac, [y, ok, fac, c, jnp.ones((), bool)]
 
 
-def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
+def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None, step=None):
     """One slot of a mixed spec, the transcendental functions shared between the methods.
 
     Every method present is evaluated (the stream is traced) and the slot's is selected; but the
@@ -966,6 +1011,11 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
     or boost's). Each method sees exactly what it sees alone, except that in the event form with gamma the
     shared logarithm is :func:`log_pair`'s (within 1 ulp of :func:`log`, so the other methods' values may
     differ from their single-family values in the last bit).
+
+    ``step``: the gamma streams' step envelope (:func:`_step_gamma`), ``(y, bound_of, a)``: the proposal y (from
+    word 1), ``bound_of(log y) -> (unit-mean value, bound)`` (:func:`_step_bound`) and the stream's shape a. Then
+    the gamma proposal takes no normal and no exponential: its acceptance uniform (word 0) goes through the shared
+    logarithm, ``log y`` shares its division (:func:`log_pair`), and the test is ``log u < bound``.
     """
     M = spec.methods
     is_m = {m: method == METHOD_CODE[m] for m in M}
@@ -996,24 +1046,28 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
             p = p * jnp.where(j < c[0], rng.uniform(w[j]), 1.0)
         logc["gammahalf"] = p
     event = "gamma" in M and spec.proposals == 1  # the void protocol: one proposal, its uniform in the shared log
-    if "gamma" in M:
+    if step is not None:
+        logc["gamma"] = rng.uniform(w[0])
+    elif "gamma" in M:
         d, cc = c[0], c[1]
         pos, ts, v = _mt_cube(1.0 + cc * z)
         logc["gamma"] = rng.uniform(w[0]) if event else ts
     signed = keep(sel(logc)) if logc else None  # hyperexponential: the phase is its sign
     S = None if signed is None else (jnp.abs(signed) if "hyperexponential" in M else signed)
-    if event:  # log u (the shared one) and log t with one division (log_pair)
+    if step is not None:  # log u (the shared one) and log y with one division (log_pair), or log u alone
+        L, Ly = log_pair(S, step[0]) if spec.steps_log else (log(S), None)
+    elif event:  # log u (the shared one) and log t with one division (log_pair)
         L, Lt = log_pair(S, ts)
     else:
         L = None if S is None else log(S)
     expc = {}
     if "lognormal" in M:
         expc["lognormal"] = c[0] * z + c[1]
-    if event:  # proposal 0 in log form, as in _mt_pair_proposal: accepted iff log u < A; the boost (u e^-A)^c2
+    if event and step is None:  # proposal 0 in log form (_mt_pair_proposal): accepted iff log u < A; boost (u e^-A)^c2
         A = _mt_log_acceptance(ts, v, Lt, d)
         if spec.boost:
             expc["gamma"] = (L - A) * c[2]
-    elif "gamma" in M:
+    elif "gamma" in M and step is None:
         # proposal 0's log acceptance probability, as in _mt_proposal
         A = _mt_log_acceptance(ts, v, L, d)
         if spec.boost:  # log-form test with the 52-bit acceptance uniform, recycled as the boost (_mt_proposal)
@@ -1036,6 +1090,11 @@ def _slot_shared(w, c, thr, method, spec: Spec, keep, zbm=None):
             vals[m] = (0.5 * z * z - (L if spec.khalf else 0.0)) * c[1]
         elif m == "deterministic":
             vals[m] = jnp.ones((), jnp.float64)
+        elif m == "gamma" and step is not None:  # the step envelope: the value itself; a y ~ Gamma(a) for the fallback
+            value, bound = step[1](Ly)
+            ok = L < bound
+            vals[m] = value
+            g = [value * step[2], ok | jnp.logical_not(is_m["gamma"]), c[3], c, is_m["gamma"]]
         elif m == "gamma":
             if event:
                 y, ok = (d * v * E if spec.boost else d * v), pos & (L < A)

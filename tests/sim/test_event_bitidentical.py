@@ -4,7 +4,8 @@
 and driver reproduced the earlier ones exactly; regenerated for issue 15, whose engine draws each event's
 words from one counter-based Threefry call instead of a key split, with a new word layout and Box-Muller
 normals: an intended change of the random streams; STREAM_VERSION 5 added the gamma-only cases, whose event form
-became the tangent envelope, and version 6 changed only those three cases: the step envelope). Regenerate it only for such a change:
+became the tangent envelope, and version 6 changed those three and the mixed cases with gamma: the step
+envelope). Regenerate it only for such a change:
 ``python tests/sim/test_event_bitidentical.py --write``.
 """
 
