@@ -172,7 +172,7 @@ class Spec(NamedTuple):
     boost: bool = False
     khalf: int = 0  # the largest integer part k of a "gammahalf" stream's shape k + 1/2
     shared: bool = False  # every stream has the same law: its parameters are read from row 0, no select
-    steps: int = 0  # gamma-only, every shape in STEP_SHAPES: the event form (P = 1) is a step envelope; its largest q
+    steps: int = 0  # every gamma shape in STEP_SHAPES: the event form (P = 1) takes a step envelope; the largest q
     steps_log: bool = False  # some stream's step envelope has c > 0: the test takes log y (step_scale)
 
     @property
