@@ -79,7 +79,7 @@ blocks; a compact normal adds one word):
   2 words a slot (one Threefry block, materialised once as a uint64); the high 9 bits of the first choose the
   step, the low 23 the position in it (no logarithm), and the test takes ``log u``, ``log y`` (one
   :func:`log_pair`; none for shapes 1/q, gamma:3, gamma:4, ...) and ``y^q`` by products. One proposal is accepted
-  with probability 0.985-0.997 (0.993 at a = 1/3, 0.989 at a = 1.43). The steps cover the law but for
+  with probability 0.983-0.997 (0.993 at a = 1/3, 0.989 at a = 1.43). The steps cover the law but for
   ``STEP_TAIL`` = 2^-40 of mass on each side (the word grid's resolution is 2^-33). It needs every shape in
   ``STEP_SHAPES`` ([0.01, 10^4]); a gamma-only spec with another shape keeps Marsaglia-Tsang (its P proposals) in
   the event form. Rejected proposals void the event as above (the self-contained :func:`sample` completes them
@@ -441,7 +441,7 @@ def step_envelope(a: float) -> StepEnvelope:
     area the smallest for which ``STEP_PIECES`` steps reach both ends (bisection). The density is the law's
     (:func:`step_scale`), so an accepted proposal is exactly Gamma(a) restricted to ``[lo, hi]`` (``STEP_TAIL`` =
     2^-40 of mass left out each side, beyond the word grid's resolution of 2^-33) on the position grid (2^23
-    points a step: the same 2^32 points in all as a one-word uniform). Acceptance 0.985-0.997 over shapes
+    points a step: the same 2^32 points in all as a one-word uniform). Acceptance 0.983-0.997 over shapes
     0.01-10^4 (0.993 at a = 1/3, 0.989 at a = 1.43).
     """
     a = float(a)
