@@ -99,7 +99,10 @@ an Erlang-k or hyperexponential phase inherits the same per-uniform errors. A no
 uniforms (the compact layout, gamma's later proposals) is at most 6.76 (Box-Muller) or 6.34 (quantile) in
 absolute value, a normal mass of at most 2.3e-10 left out: the gamma mass never proposed is at most 1.2e-10
 in each tail (4e-14 above 30.8 at a' = 1), and ``Z^2/2`` of gammahalf stops at 22.9 (20.1 for an unpaired
-slot) as ``-log U`` does.
+slot) as ``-log U`` does. The step envelope leaves out 2^-40 of the gamma mass in each tail (``STEP_TAIL``).
+Float64 itself limits gamma with a tiny shape (an SCV above 100, Marsaglia-Tsang with the boost ``U^(1/a)``):
+``P(X < 1e-300) ~ (1e-300)^a``, half the mass at a = 1/1000, and such variates are 0 (or subnormal); harmless
+for a queue (zero-length times), but a test of the law there must compare on a log scale.
 Logarithms are fdlibm's (:func:`log`, within 1 ulp), exponentials XLA's or :func:`exp` (within 2 ulp). These
 effects are orders of magnitude below any Monte Carlo error (4 standard errors of 10^10 draws of a
 unit-mean, unit-variance variate are 4e-5).
