@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-
 from jaxq.cli.progress import progress
 from jaxq.errors import InputError
 

@@ -177,7 +177,8 @@ def simulate_diffusion(
       A :class:`~jaxq.sim.result.SimResult` with estimates ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+),
       ``mean_x`` and ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)); ``info``: ``identity_lhs`` (rho of (2.35)),
       ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
-      times), ``uc``/``us`` (the controls used); ``samples``: the per-path values (``sum_path``: <e, X_t> at the recorded times).
+      times), ``uc``/``us`` (the controls used); ``samples``: the per-path values (``sum_path``: <e, X_t> at the
+      recorded times).
     """
     num_i, num_j = dl.tree.shape
     uc = np.full(num_i, 1.0 / num_i) if uc is None else uc

@@ -227,7 +227,7 @@ def _compact_normals(spec: Spec) -> bool:
 
 def _normal_methods(spec: Spec) -> set:
     """The methods present that take the slot's standard normal (gamma's step form takes none)."""
-    return set(spec.methods) & NORMAL_METHODS - ({"gamma"} if _step_gamma(spec) else set())
+    return set(spec.methods) & (NORMAL_METHODS - ({"gamma"} if _step_gamma(spec) else set()))
 
 
 def _method(d: Dist) -> str:
@@ -400,10 +400,6 @@ def step_scale(a: float) -> tuple[int, float, float, float]:
     return q, c, 1.0, 1.0 / a
 
 
-def _step_log_density(q, c, e):
-    return lambda y: (c * math.log(y) if c else 0.0) - e * y**q
-
-
 def _step_ends(a: float, q: int) -> tuple[float, float]:
     """The variable's ``STEP_TAIL`` quantiles (0 on the left for q > 1)."""
     from scipy import special
@@ -449,10 +445,14 @@ def step_envelope(a: float) -> StepEnvelope:
     """
     a = float(a)
     q, c, e, v = step_scale(a)
-    logf = _step_log_density(q, c, e)
-    mode = (c / (e * q)) ** (1.0 / q) if c > 0.0 else 0.0
-    top = logf(mode) if mode > 0.0 else 0.0
-    log_f = lambda y: logf(y) - top if y > 0.0 else (0.0 if c == 0.0 else -math.inf)  # noqa: E731  (<= 0)
+    mode = (c / (e * q)) ** (1.0 / q) if c > 0.0 else 0.0  # where c / y = e q y^(q-1)
+    top = c * math.log(mode) - e * mode**q if mode > 0.0 else 0.0  # the log density there
+
+    def log_f(y):  # the log density relative to its maximum (<= 0)
+        if y <= 0.0:
+            return 0.0 if c == 0.0 else -math.inf
+        return (c * math.log(y) if c else 0.0) - e * y**q - top
+
     lo, hi = _step_ends(a, q)
     N = STEP_PIECES
     count = lambda area: len(_step_edges(log_f, mode, lo, hi, area, N)) - 1  # noqa: E731  (non-increasing)
@@ -845,7 +845,7 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
                          "(sample takes rng.words(key, counter, ...); the key-based sampler is sample_with_key)")
     words = [words[i] for i in range(r * W)]
     if _event_gamma(spec):
-        return _gamma_steps(words, spec, table, idx, keep)
+        return _gamma_steps(words, spec, table, idx, keep, n_streams)
     normals = [None] * r
     compact = _compact_normals(spec)
     own = _own_words(spec) if compact else W  # compact: the slots' own words first, then their normal words
@@ -950,13 +950,13 @@ def _step_bound(y, ly, k, table, row, spec: Spec, scalar):
     return w * scalar("sv"), bound
 
 
-def _step_slot(wv, wu, table, row, spec: Spec):
+def _step_slot(wv, wu, table, row, spec: Spec, scalar):
     """One gamma variate of the event form by a step envelope (:func:`step_envelope`): ``(value, accepted)``.
 
     ``wv``'s high ``STEP_BITS`` bits choose the step, its low bits the position in it; ``wu`` is the acceptance
-    uniform. ``row``: the stream (None: every stream has the same law, row 0, no gather on the stream). The value
-    has mean 1 and is exactly Gamma(a)/a when accepted."""
-    scalar = (lambda n: table[n][0]) if row is None else (lambda n: table[n][row])  # noqa: E731
+    uniform. ``row``: the stream (None: every stream has the same law, row 0, no gather on the stream);
+    ``scalar(name)``: the stream's constant (:func:`_lookup`). The value has mean 1 and is exactly Gamma(a)/a when
+    accepted."""
     y, k = _step_position(wv, table, row)
     if spec.steps_log:
         ly, lu = log_pair(y, rng.uniform(wu))
@@ -966,7 +966,7 @@ def _step_slot(wv, wu, table, row, spec: Spec):
     return value, lu < bound
 
 
-def _gamma_steps(words, spec: Spec, table: dict, idx, keep):
+def _gamma_steps(words, spec: Spec, table: dict, idx, keep, n_streams: int):
     """Gamma-only slots with one proposal each (the event engines' void protocol): one Threefry block a slot.
 
     Slot j takes words ``2j`` (the step and the position, :func:`step_envelope`) and ``2j + 1`` (the acceptance
@@ -975,9 +975,8 @@ def _gamma_steps(words, spec: Spec, table: dict, idx, keep):
     out = []
     for j in range(int(np.shape(idx)[0])):
         wv, wu = _keep_block(words[2 * j], words[2 * j + 1], keep)
-        row = None if spec.shared else idx[j]
-        y, ok = _step_slot(wv, wu, table, row, spec)
-        eq = [True] if spec.shared else _stream_eq(idx[j], int(np.shape(table["c0"])[0]))
+        eq = [True] if spec.shared else _stream_eq(idx[j], n_streams)
+        y, ok = _step_slot(wv, wu, table, None if spec.shared else idx[j], spec, partial(_lookup, table, eq=eq))
         c = _constants(table, eq)  # the fallback of sample continues with Marsaglia-Tsang: Gamma(a) parts, factor 1/a
         out.append((y, [y * _lookup(table, "a", eq), ok, c[3], c, jnp.ones((), bool)]))  # part a y ~ Gamma(a)
     return out

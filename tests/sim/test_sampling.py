@@ -437,7 +437,7 @@ def test_step_envelope_proposals_and_acceptance(shape):
 
     def one(c):
         w = rng.words(key, c, 4)
-        y, ok = sampling._step_slot(w[0], w[1], table, None, spec)
+        y, ok = sampling._step_slot(w[0], w[1], table, None, spec, lambda n: table[n][0])
         other = jnp.stack(sampling.slot_values(jnp.stack([w[2], w[3], w[0], w[1]]), spec, table, jnp.zeros(2, jnp.int32)))
         mine = jnp.stack(sampling.slot_values(w, spec, table, jnp.zeros(2, jnp.int32)))
         return y, ok, mine, other
