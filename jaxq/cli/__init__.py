@@ -12,6 +12,8 @@ a terminal (or with ``JAXQ_PROGRESS=1``; ``0`` hides them) and only after a shor
 (:func:`jaxq.cli.output.progress`, :mod:`jaxq.cli.progress`), after validation. One kind of line is not
 held back: the note of a job too large to finish soon (its estimated work, :func:`jaxq.cli.progress.long_work_note`)
 is written when the simulator announces its work, after validation and before the work starts.
+A result's ``warnings`` (a list of sentences in its JSON) are written as ``jaxq: note: ...`` lines on stderr,
+one each, before the result itself.
 An unexpected exception is one line ``jaxq: internal error: ...`` and exit code 1
 (``JAXQ_DEBUG=1`` shows the traceback; unset, empty or ``0`` does not).
 """
@@ -169,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result = args.func(args)
             if result is not None:
+                for note in result.get("warnings") or ():
+                    sys.stderr.write(f"jaxq: note: {_one_line(note)}\n")
                 mod = sys.modules[args.func.__module__]
                 emit(result, as_json=getattr(args, "json", False), render=getattr(mod, "render", None))
         except InputError as e:

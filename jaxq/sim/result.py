@@ -104,6 +104,9 @@ class SimResult:
       engine: the driver that ran (``"event"``, ``"uniformized"``, or an SDE scheme).
       samples: per-replication values (numpy arrays, axis 0 = replication).
       info: further JSON-ready facts of the run (policy used, horizon, truncation bound, exact values, ...).
+      warnings: sentences a reader of the result must see (the estimate may be far from its limit, the system
+        is not stationary, a tie was broken); the command line prints each as one ``jaxq: note:`` line on
+        stderr and every result's JSON carries them as ``warnings`` (empty when all is well).
     """
 
     primary: str | None
@@ -115,6 +118,7 @@ class SimResult:
     engine: str
     samples: dict[str, np.ndarray] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     @property
     def main(self) -> Estimate:
@@ -173,6 +177,7 @@ class SimResult:
                     out[key + "_plain_stderr"] = est.plain_stderr
                     out[key + "_variance_reduction"] = est.variance_reduction
         out.update(self.info)
+        out["warnings"] = list(self.warnings)
         out.update(reps=self.reps, events=self.events, wall_s=self.wall_s, compile_s=self.compile_s,
                    events_per_s=self.events_per_s, engine=self.engine)
         return {k: _finite_or_null(v) for k, v in out.items()}
