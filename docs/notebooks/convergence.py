@@ -1,0 +1,1 @@
+../../notebooks/convergence.py

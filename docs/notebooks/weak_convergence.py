@@ -1,0 +1,1 @@
+../../notebooks/weak_convergence.py
