@@ -25,8 +25,11 @@ class NetworkAnalysis:
     """The analysis of a network.
 
     Attributes:
-      network: the configuration; plan: LP (2.3); scaling: ``"halfin-whitt"`` or ``"underloaded"``.
-      lap: the LAP priorities and equilibrium (seed 003); basis_pool: jhat of B1, B2 (0-based).
+      network: the configuration.
+      plan: LP (2.3).
+      scaling: ``"halfin-whitt"`` or ``"underloaded"``.
+      lap: the LAP priorities and equilibrium (seed 003).
+      basis_pool: jhat of B1, B2 (0-based).
       diffusion: the diffusion limit (Halfin-Whitt only, else None).
       fluid_z: the fluid occupancy per unit of n: z* (Halfin-Whitt) or psi* (underloaded), shape (I, J).
     """

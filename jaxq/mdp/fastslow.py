@@ -205,7 +205,8 @@ class Solution:
       structure: :func:`jaxq.mdp.structure.structure` on ``x <= X``, plus ``matches_thresholds``: the
         policy equals the threshold policy of ``population_thresholds`` on ``x <= X``.
       margins: worst margins of (K1)-(K6) on ``x <= X`` (identical slow servers only).
-      iterations, converged: value iteration count and whether it met the tolerance.
+      iterations: value iteration count.
+      converged: whether value iteration met the tolerance.
       verified: whether the doubling check passed.
     """
 

@@ -62,7 +62,9 @@ class Network:
       lam: lambda_i, shape (I,).
       mu: mu_ij, shape (I, J); 0 where pool j cannot serve class i.
       nu: pool sizes per unit of n (nu_j of seed 001, beta_j of seed 003), shape (J,).
-      lambda_hat, mu_hat, nu_hat: Halfin-Whitt second-order terms (zeros when absent).
+      lambda_hat: Halfin-Whitt second-order term of lam (zeros when absent).
+      mu_hat: Halfin-Whitt second-order term of mu (zeros when absent).
+      nu_hat: Halfin-Whitt second-order term of nu (zeros when absent).
       scaling: ``"auto"``, ``"halfin-whitt"`` or ``"underloaded"``.
       lap_order: optional user-given LAP activity order, 0-based pairs, or None.
     """

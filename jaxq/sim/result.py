@@ -99,8 +99,10 @@ class SimResult:
       primary: the JSON key of the main estimate (``"J_hat"``, ``"V_hat"``, ...), a key of ``estimates``, or
         None when no estimate is the main one (stationary averages of a network).
       estimates: named estimates (the JSON keys of :meth:`to_dict`).
-      reps: replications (or paths); events: real events (or steps) simulated.
-      wall_s: seconds in total (compilation included); compile_s: seconds spent compiling.
+      reps: replications (or paths).
+      events: real events (or steps) simulated.
+      wall_s: seconds in total (compilation included).
+      compile_s: seconds spent compiling.
       engine: the driver that ran (``"event"``, ``"uniformized"``, or an SDE scheme).
       samples: per-replication values (numpy arrays, axis 0 = replication).
       info: further JSON-ready facts of the run (policy used, horizon, truncation bound, exact values, ...).
