@@ -1,4 +1,4 @@
-"""Variance reduction of the control variates from the diffusion limit (issue 14), against n.
+"""Variance reduction of the control variates from the diffusion limit, against n.
 
 For each bundled system of Theorem 2.11 (the policy the theory picks) and n = 10^2 ... 10^5, runs
 ``jaxq.simulate`` with its default control variates and reports ``variance_reduction`` = (plain standard
@@ -9,7 +9,7 @@ dt = 1e-3 for each system. Same seed, same numbers.
     python benchmarks/variance_reduction.py [--reps 128] [--max-n 100000] [--out benchmarks/results/cv.json]
     python benchmarks/variance_reduction.py --models [--out benchmarks/results/cv_models.json]
 
-prints a Markdown table (the README's) and writes the rows as JSON. ``--models``: the other models' controls
+prints a Markdown table (docs/results/variance-reduction.md's) and writes the rows as JSON. ``--models``: the other models' controls
 instead (network N under priority on both drivers, M/M/c in the Halfin-Whitt regime, one fast and two slow
 servers, the network diffusion's Euler scheme), one row per reported mean.
 """
@@ -53,7 +53,7 @@ def rows(reps: int, ns, sde_paths: int, seed: int):
 
 
 def model_rows(reps: int, seed: int):
-    """Variance reduction of the Markov models' and the network diffusion's controls (issue 14)."""
+    """Variance reduction of the Markov models' and the network diffusion's controls."""
     net = jaxq.load("network_N")
 
     def row(model, engine, n, r, keys):

@@ -1,6 +1,6 @@
 """jaxq: a JAX engine for heavy-traffic studies of parallel server queueing systems.
 
-The public API (``import jaxq``; see :mod:`jaxq.api` and the README's "Python API"):
+The public API (``import jaxq``; see :mod:`jaxq.api` and docs/reference/api.md):
 
     load, example_names            a system from a bundled name or a TOML file
     analyze                        the exact limit objects (2x2 system or network)

@@ -37,7 +37,7 @@ from jaxq.sim.result import Estimate, SimResult
 
 # a_bar of Theta_n = ceil(n^a_bar) (2.29): near the lower end of (2.28)'s interval (1/3, 1/2) (all moments finite, as
 # for every family jaxq samples). The threshold costs Delta_n ~ n^(a_bar - 1/2) on top of V0 (jaxq.diffusion.threshold)
-# and the rest of J_n - V0 hardly depends on a_bar, so the smallest exponent converges fastest (README, issue 16).
+# and the rest of J_n - V0 hardly depends on a_bar, so the smallest exponent converges fastest (docs/results/threshold-exponent.md).
 DEFAULT_THETA_EXPONENT = 0.34
 POLICY_CHOICES = pol.CHOICES
 ENGINES = ("auto", "event", "uniformized")
