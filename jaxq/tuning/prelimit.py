@@ -47,6 +47,9 @@ GRADIENT_REPS = 256  # antithetic pairs per gradient step
 EVAL_FACTOR = 4  # the final evaluation's replications: EVAL_FACTOR times the search's (or the gradient's)
 THETA_RATIOS = (0.5, 1.0, 2.0, 4.0, 8.0)  # the threshold's first grid: Theta_default x ...
 Z_RATIOS = (0.6, 1.0, 1.6)  # the switching level's first grid: z* x ...
+LOCAL_THETA_RATIOS = (2.0 ** -0.5, 1.0, 2.0 ** 0.5)  # span="local": around a warm start (the tuned c of a smaller n)
+LOCAL_Z_RATIOS = (0.8, 1.0, 1.25)
+SPANS = ("wide", "local")
 EXPANSIONS = 3  # widenings of a grid whose best point lies on its edge
 Z95 = 1.96
 SEARCH, EVALUATION = 1, 2  # purposes of the derived seeds
@@ -237,13 +240,14 @@ def _line(f, grid: list, fixed, integer: bool, lo: float) -> None:
                 vals[mid] = f(*fixed(mid))
 
 
-def _search(cands: _Candidates, tune_z: bool, tune_c: bool, z0, theta0):
+def _search(cands: _Candidates, tune_z: bool, tune_c: bool, z0, theta0, span: str = "wide"):
     z, theta = z0, theta0
+    local = span == "local"
     if tune_c:
-        _line(cands, [theta0 * r for r in THETA_RATIOS], lambda t: (z, t), True, 1)
+        _line(cands, [theta0 * r for r in (LOCAL_THETA_RATIOS if local else THETA_RATIOS)], lambda t: (z, t), True, 1)
         theta = cands.best(lambda k: k[0] == cands.key(z, None)[0])[1]
     if tune_z:
-        _line(cands, [z0 * r for r in Z_RATIOS], lambda x: (x, theta), False, 1e-3 * z0)
+        _line(cands, [z0 * r for r in (LOCAL_Z_RATIOS if local else Z_RATIOS)], lambda x: (x, theta), False, 1e-3 * z0)
         z = cands.best(lambda k: k[1] == theta)[0]
         if tune_c and cands.key(z, None)[0] != cands.key(z0, None)[0]:  # the threshold again, at the new level
             ts = sorted({k[1] for k in cands.values})
@@ -259,6 +263,7 @@ def tune_prelimit(
     *,
     policy: str = "auto",
     method: str = "search",
+    span: str = "wide",
     reps: int | None = None,
     seed: int = 0,
     z_init: float | None = None,
@@ -281,6 +286,10 @@ def tune_prelimit(
       policy: ``auto`` (Theorem 2.11) or a policy name; z is tuned for dual-mode policies, c (Theta_n) for
         policies with a threshold (T1/T2 rules); a policy with neither is refused.
       method: ``search`` (default; module docstring) or ``gradient``.
+      span: the search's first grids: ``wide`` (Theta_n x 1/2 .. 8, z x 0.6 .. 1.6) or ``local`` (x 2^(-1/2) .. 2^(1/2),
+        x 0.8 .. 1.25; both widened while the best point is on an edge): for a warm start, e.g. the ``z`` and ``c``
+        tuned at a smaller n passed as ``z_init`` and ``c_init`` (the threshold constant carries over: Theta_n grows
+        like n^a_bar).
       reps: replications per candidate (search, default 128) or antithetic pairs per gradient (default 256).
       seed: base seed; the search uses ``derived_seed(seed, SEARCH)`` (the gradient one seed per chain and step),
         the evaluation ``derived_seed(seed, EVALUATION)``, none of them ``seed`` itself.
@@ -296,6 +305,8 @@ def tune_prelimit(
     t0 = time.perf_counter()
     if method not in METHODS:
         raise InputError("method", f"expected one of {', '.join(METHODS)}, got {method!r}")
+    if span not in SPANS:
+        raise InputError("span", f"expected one of {', '.join(SPANS)}, got {span!r}")
     a = analysis if analysis is not None else analyze(system)
     name, tune_z, tune_c, z_star = tunable(a, policy)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else float(theta_exponent)
@@ -311,7 +322,7 @@ def tune_prelimit(
     if method == "search":
         search_seed = derived_seed(seed, SEARCH)
         cands = _Candidates(system, n, name, exponent, reps, search_seed, a, progress)
-        zb, tb = _search(cands, tune_z, tune_c, z0, theta0)
+        zb, tb = _search(cands, tune_z, tune_c, z0, theta0, span)
         tied = cands.tied((zb, tb))
         zs = [k[0] for k in tied]
         ts = [k[1] for k in tied]
