@@ -27,6 +27,12 @@ def register(sub) -> None:
     p.add_argument("--method", choices=("search", "gradient"), default="search",
                    help="prelimit target: one-dimensional searches on common random numbers (default, about a "
                         "minute at n = 1000) or Adam on smoothed gradients (about 15x the work)")
+    p.add_argument("--span", choices=("wide", "local"), default="wide",
+                   help="prelimit search: first grids wide (Theta_n x 1/2..8, z x 0.6..1.6) or local around "
+                        "--z-init/--c-init (e.g. the values tuned at a smaller n)")
+    p.add_argument("--c-init", type=arg_type("float", gt=0, le=MAX_MAGNITUDE), default=None,
+                   help="prelimit target: starting threshold constant c of Theta_n = ceil(c n^a) (default: the "
+                        "simulator's default Theta_n)")
     p.add_argument("--eval-reps", type=arg_type("int", lo=2, hi=2**20), default=None,
                    help="prelimit target: fresh replications of the final evaluation (default 4 x --reps)")
     p.add_argument("--chains", type=arg_type("int", lo=2, hi=1024), default=4,
@@ -204,7 +210,8 @@ def run_prelimit(args) -> dict:
     check_work("--reps", reps * runs, per_rep, per_replication_limit=float("inf"))
     with progress(16 if search else args.chains * its, f"tune prelimit n={args.n:g}") as tick:
         res = tune_prelimit(system, args.n, policy=args.policy, method=args.method, iterations=its, reps=reps,
-                            chains=args.chains, seed=args.seed, z_init=args.z_init, evaluate_reps=args.eval_reps,
+                            chains=args.chains, seed=args.seed, z_init=args.z_init, c_init=args.c_init,
+                            span=args.span, evaluate_reps=args.eval_reps,
                             progress=tick, analysis=a)
     ev = res.evaluation
     out = {
