@@ -397,6 +397,10 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
     Returns the :class:`jaxq.sim.result.SimResult` of the tuned policy; ``info["tuned"]`` holds the tuned ``z``,
     ``theta``, ``c``, their near-optimal ranges, the search's seed, candidates, replications and seconds.
     """
+    for key in ("switch_at", "theta_constant", "perturb"):
+        if options.get(key) is not None:
+            raise InputError(key, "the tuned policy sets its own switching level and threshold; pass it to a policy "
+                                  "other than 'tuned'")
     a = analysis if analysis is not None else analyze(system)
     t = tune_prelimit(system, n, policy=policy, reps=tune_reps, seed=seed, theta_exponent=theta_exponent,
                       evaluate_result=False, analysis=a)

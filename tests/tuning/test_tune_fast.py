@@ -114,6 +114,9 @@ def test_simulate_tuned_in_one_call(monkeypatch):
     assert t["search_seed"] != 5 and t["theta"] == r.info["theta"] and t["z"] == r.info["switch_at"]
     lo, hi = r.ci95
     assert lo < r.value < hi and r.info["policy"] == "T2T1"
+    with pytest.raises(InputError) as e:
+        jaxq.simulate("pss_T2T1", n=16, reps=8, policy="tuned", switch_at=0.3)
+    assert e.value.key == "switch_at"
 
 
 def test_tuned_policy_in_an_experiment_file(tmp_path, monkeypatch):
