@@ -1,11 +1,11 @@
-"""Tuned against theoretical policies of the n-th 2x2 system at several n (issue: autodiff tuning).
+"""Tuned against theoretical policies of the n-th 2x2 system at several n.
 
-For each n the switching level z and threshold constant c of the policy of Theorem 2.11 are tuned by
-Adam on antithetic Gaussian-smoothing gradients (jaxq.tuning.prelimit), several independent chains
-giving confidence intervals; then J_n(tuned) and J_n(theory: z*, c = 1) are estimated with common
-random numbers and compared with V0.
+For each n the switching level z and threshold Theta_n = ceil(c n^a) of the policy of Theorem 2.11 are tuned
+(jaxq.tuning.prelimit: the search on common random numbers by default, ``--method gradient`` for Adam on
+smoothed gradients); then J_n(tuned) and J_n(default: z*, the default Theta_n) are estimated on fresh
+replications with common random numbers between them and compared with V0. The tuning's wall time is a column.
 
-    python experiments/tune_prelimit.py [--small] [--system pss_T2T1] [--out DIR]
+    python experiments/tune_prelimit.py [--small] [--system pss_T2T1] [--method search] [--out DIR]
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ from jaxq.tuning.prelimit import tune_prelimit
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(system_name: str = "pss_T2T1", small: bool = False, out: str | None = None) -> list[dict]:
+def run(system_name: str = "pss_T2T1", small: bool = False, out: str | None = None, method: str = "search") -> list[dict]:
     out = out or os.path.join(HERE, "results", "tune_prelimit")
     os.makedirs(out, exist_ok=True)
     s = load(path(system_name))
     a = analyze(s)
-    ns = (16, 36) if small else (25, 100, 400)
-    its, reps, chains = (3, 16, 2) if small else (10, 128, 3)
+    ns = (16, 36) if small else (100, 400, 1000)
+    its, reps, chains = (3, 16, 2) if small else (10, None, 3)
     rows = []
     for n in ns:
-        r = tune_prelimit(s, n, iterations=its, reps=reps, chains=chains, seed=1, analysis=a)
+        r = tune_prelimit(s, n, method=method, iterations=its, reps=reps, chains=chains, seed=1, analysis=a)
         ev = r.evaluation
         rows.append({
             "system": system_name, "n": n, "policy": a.policy, "z_star": a.z_star,
@@ -44,6 +44,8 @@ def run(system_name: str = "pss_T2T1", small: bool = False, out: str | None = No
             "J_theory": ev["J_theory"], "J_theory_stderr": ev["J_theory_stderr"],
             "J_tuned": ev["J_tuned"], "J_tuned_stderr": ev["J_tuned_stderr"],
             "difference": ev["difference"], "difference_stderr": ev["difference_stderr"], "V0": a.V0,
+            "method": r.method, "tune_s": r.cost["search_s"], "total_s": r.cost["wall_s"], "steps": r.cost["steps"],
+            "eval_reps": ev["reps"], "eval_seed": ev["seed"],
         })
     write_table(Path(out), "tune_prelimit", rows)  # CSV (+ Parquet with pyarrow)
     figure(rows, os.path.join(out, "tune_prelimit.png"))
@@ -59,7 +61,7 @@ def figure(rows, file):
     n = [r["n"] for r in rows]
     fig, ax = plt.subplots(figsize=(5, 3.4), dpi=100)
     ax.errorbar(n, [r["J_theory"] for r in rows], yerr=[1.96 * r["J_theory_stderr"] for r in rows], fmt="o-",
-                label="theory (z*, c = 1)", capsize=3)
+                label="default (z*, default Theta_n)", capsize=3)
     ax.errorbar(n, [r["J_tuned"] for r in rows], yerr=[1.96 * r["J_tuned_stderr"] for r in rows], fmt="s--",
                 label="tuned (z, c)", capsize=3)
     ax.axhline(rows[0]["V0"], color="k", lw=1, label="V0")
@@ -77,6 +79,7 @@ if __name__ == "__main__":
     p.add_argument("--small", action="store_true")
     p.add_argument("--system", default="pss_T2T1")
     p.add_argument("--out", default=None)
+    p.add_argument("--method", choices=("search", "gradient"), default="search")
     a = p.parse_args(sys.argv[1:])
-    for row in run(a.system, a.small, a.out):
+    for row in run(a.system, a.small, a.out, a.method):
         print(row)

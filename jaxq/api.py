@@ -192,7 +192,11 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
 
     2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
     ``policy`` (default ``"auto"``: Theorem 2.11's; also ``P``, ``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``,
-    ``RULE@m``), ``reps`` replications (default 1000); options of :func:`jaxq.sim.pss2x2.simulate`
+    ``RULE@m``; ``"tuned"``: Theorem 2.11's policy with its switching level and threshold tuned for this n by
+    :func:`jaxq.tuning.prelimit.simulate_tuned`, whose search uses a seed derived from ``seed`` and never ``seed``
+    itself, so the replications reported are fresh; ``info["tuned"]`` holds z, Theta_n and the search's cost; option
+    ``tune_reps``: replications per candidate, default 128), ``reps`` replications (default 1000); options of
+    :func:`jaxq.sim.pss2x2.simulate`
     (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``, ``chunk``, ``devices``, ...); the default
     truncation is checked against the estimate (:func:`jaxq.sim.pss2x2.simulate_bounded`). ``devices``: None (all
     local devices), a count K (the first K) or a list of local JAX devices.
@@ -208,6 +212,10 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
 
         return simulate_network(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,
                                 seed=seed, **options)
+    if policy == "tuned":  # the search of jaxq.tuning.prelimit, then fresh replications of the tuned policy
+        from jaxq.tuning.prelimit import simulate_tuned
+
+        return simulate_tuned(system, n, 1000 if reps is None else reps, engine=engine, seed=seed, **options)
     from jaxq.sim.pss2x2 import simulate_bounded
 
     return simulate_bounded(system, n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
@@ -266,12 +274,15 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
 
 @_checked(system="pss2x2")
 def tune(system, target: str = "exact", **options):
-    """Tune the switching level z (and, for the prelimit, the threshold constant c) by gradients (optax).
+    """Tune the switching level z (and, for the prelimit, the threshold Theta_n = ceil(c n^a)).
 
     ``target="exact"``: L-BFGS on the closed-form WCP cost J(0; z) (:func:`jaxq.tuning.exact.tune_exact`);
     ``"sde"``: pathwise gradients of the Monte Carlo cost of the sigmoid-blended control
-    (:func:`jaxq.tuning.sde.tune_sde`); ``"prelimit"``: Gaussian-smoothed gradients of J_n (needs ``n``;
-    :func:`jaxq.tuning.prelimit.tune_prelimit`). Options are passed to the tuner.
+    (:func:`jaxq.tuning.sde.tune_sde`); ``"prelimit"``: J_n of the n-th system (needs ``n``;
+    :func:`jaxq.tuning.prelimit.tune_prelimit`): one-dimensional searches in Theta_n and z on common random
+    numbers (``method="search"``, default, about a minute at n = 1000 on two cores) or Adam on smoothed gradients
+    (``method="gradient"``), then the tuned and the default policy on fresh replications (``.evaluation``).
+    Options are passed to the tuner.
     """
     if target == "prelimit":
         from jaxq.tuning.prelimit import tune_prelimit

@@ -11,11 +11,19 @@ All four share one grid (systems x policies x n) and one per-chunk record (``eng
 * ``collapse``: E sup_[0,T] X_hat_p^n of the high-priority class p (2.12), which vanishes as n grows.
 * ``policies``: all policies (and naive ones: fixed modes ``RULE@m``, wrong switching levels
   ``POLICY:z``) on the same systems at the same n, with common random numbers, against V0.
+
+The policy ``"tuned"`` of ``[grid] policies`` (convergence, collapse, policies) is Theorem 2.11's policy with its
+switching level and threshold tuned at each n (:func:`jaxq.tuning.prelimit.tune_prelimit`, search), on a seed
+derived from the point's and never equal to it; the point's replications are then fresh and share their seed
+with the ``auto`` point (common random numbers). Its tables carry the tuned ``switch_at``, ``theta`` and
+``theta_constant`` per n.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
@@ -129,8 +137,10 @@ def points(exp) -> list[dict]:
     for s in exp.systems:
         system, an = _system(exp, s.label)
         def check(pol, n, *a):
+            if pol == TUNED:
+                _check_tunable(an, s.label)
             try:
-                st = engines.pss_setup(system, an, n, pol, _horizon(exp), g.times, *a)
+                st = engines.pss_setup(system, an, n, _setup_policy(pol), _horizon(exp), g.times, *a)
             except InputError as e:
                 where = f"{s.label}, n = {n:g}" + (f", policy {pol!r}" if e.key == "switch_at" else "")
                 if e.key == "n" and _horizon(exp) is not None:  # events per replication: n and the horizon
@@ -193,9 +203,83 @@ def run_chunk(exp, pt, start, count, devices=None):
     if pt["engine"] == "sde":
         return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], start, count, pt["chunk"], times=g.times,
                                  devices=devices, cv=exp.cv, switch_at=pt.get("switch_at"))
+    if pt["policy"] == TUNED:
+        return _tuned_chunk(exp, pt, start, count, devices)
     return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], start, count, pt["chunk"], horizon=_horizon(exp),
                              record_times=g.times, theta_exponent=_exponent(exp, pt), devices=devices, cv=exp.cv,
                              engine=pt.get("driver", "event"))
+
+
+TUNED = "tuned"  # the policy of [grid] policies tuned at each n (module docstring)
+
+
+def _setup_policy(policy: str) -> str:
+    """The policy whose setup a grid policy shares: ``tuned`` is Theorem 2.11's with other parameters."""
+    return "auto" if policy == TUNED else policy
+
+
+def _check_tunable(an, label) -> None:
+    from jaxq.tuning.prelimit import tunable
+
+    try:
+        tunable(an, "auto")
+    except InputError as e:
+        raise InputError("grid.policies", f"{label}: 'tuned': {e.reason}") from None
+
+
+@lru_cache(maxsize=256)
+def _tuned_parameters(path: str, mtime: float, n: float, seed: int, exponent: float):
+    """The tuned (z, Theta_n, c, info) of a grid point: the same for every chunk (a deterministic search on a seed
+    derived from the point's), cached per process; a resumed run repeats the search."""
+    from jaxq.tuning.prelimit import tune_prelimit, tuned_info
+
+    system, an = engines.system_and_analysis(Path(path))
+    t = tune_prelimit(system, float(n), seed=seed, theta_exponent=exponent, evaluate_result=False, analysis=an)
+    return t.z, t.theta, t.c, tuned_info(t)
+
+
+def _tuned_chunk(exp, pt, start, count, devices):
+    """The records of a ``tuned`` point (as :func:`engines.pss_chunk`), with the tuned ``tuned_z``, ``tuned_theta``
+    and the search's seed and seconds as constant columns."""
+    from jaxq.sim import pss2x2 as sim
+
+    g = exp.grid
+    ref = exp.system(pt["system"])
+    system, an = engines.system_and_analysis(ref.path)
+    a = _exponent(exp, pt)
+    z, theta, c, info = _tuned_parameters(str(ref.path), ref.path.stat().st_mtime, float(pt["n"]), int(pt["seed"]), a)
+    r = sim.simulate(system, float(pt["n"]), count, policy="auto", switch_at=z, theta_exponent=a,
+                     theta_constant=1.0 if c is None else c, horizon=_horizon(exp), record_times=g.times, analysis=an,
+                     engine=pt.get("driver", "event"), seed=pt["seed"], start=start, chunk=max(pt["chunk"], count),
+                     block=64, devices=devices, cv=exp.cv)
+    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"]}
+    if "sup_X_hat" in r.samples:
+        rec.update(sup_X_hat_1=r.samples["sup_X_hat"][:, 0], sup_X_hat_2=r.samples["sup_X_hat"][:, 1])
+    for j, t in enumerate(np.atleast_1d(np.asarray(g.times, dtype=np.float64))):
+        rec[f"W_hat@{t:g}"] = r.samples["W_hat_t"][:, j]
+    rec["events"] = r.samples["events"]
+    rec.update(engines.control_columns(r.samples.get("controls")))
+    const = {"tuned_z": np.nan if z is None else z, "tuned_theta": np.nan if theta is None else theta,
+             "tuned_search_seed": info["search_seed"], "tuned_search_s": info["wall_s"]}
+    rec.update({k: np.full(count, v, dtype=np.float64) for k, v in const.items()})
+    return rec
+
+
+def _point_setup(exp, system, an, pt, rec):
+    """The setup of a grid point; a ``tuned`` point's from the tuned parameters its records carry."""
+    a = _exponent(exp, pt)
+    if pt["policy"] != TUNED:
+        return engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, a), None
+    from jaxq.sim import pss2x2 as sim
+    from jaxq.tuning.prelimit import theta_constant
+
+    z, theta = float(rec["tuned_z"][0]), float(rec["tuned_theta"][0])
+    z, theta = (None if math.isnan(z) else z), (None if math.isnan(theta) else int(theta))
+    c = theta_constant(theta, pt["n"], a)
+    st = sim.setup(system, float(pt["n"]), policy="auto", switch_at=z, theta_exponent=a, theta_constant=c,
+                   horizon=_horizon(exp), record_times=exp.grid.times, analysis=an)
+    return st, {"theta_constant": c if theta is not None else None, "tuned_search_seed": int(rec["tuned_search_seed"][0]),
+                "tuned_search_s": float(rec["tuned_search_s"][0])}
 
 
 def _exponent(exp, pt) -> float:
@@ -210,7 +294,7 @@ def _point_rows(exp, pts, records):
         if pt["engine"] != "pss":
             continue
         system, an = _system(exp, pt["system"])
-        st = engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, _exponent(exp, pt))
+        st, tuned = _point_setup(exp, system, an, pt, rec)
         J, se, plain = controlled_estimate(rec, "J")
         dn = _threshold_term(exp, an, st, pt["n"])
         p = an.p
@@ -225,7 +309,7 @@ def _point_rows(exp, pts, records):
             "residual": None if dn is None else J - an.V0 - dn, "horizon": st.horizon,
             "truncation_bound": float(np.mean(rec["tail_bound"])), "hpc": p + 1,
             "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
-            "events": int(np.sum(rec["events"])), **plain,
+            "events": int(np.sum(rec["events"])), **plain, **(tuned or {}),
         })
     return rows
 
@@ -356,7 +440,7 @@ def figure_convergence(exp, pts, records, tables, out):
                                                                                              else ""))
         ax.axhline(prs[0]["V0"], color="k", ls="--", lw=1, label=r"$V_0$")
         ax.set_xscale("log")
-        ax.set_title(f"{pkey[0]}: {prs[0]['policy_used']}", fontsize=10)
+        ax.set_title(f"{pkey[0]}: {prs[0]['policy_used']}" + (" tuned" if pkey[1] == TUNED else ""), fontsize=10)
         ax.set_xlabel("n")
         ax.legend(fontsize=7)
     paths = [figures.save(fig, out, "J_n.png")]
@@ -533,6 +617,9 @@ def _switching_limit(exp, r):
 
 def _policy_label(r):
     used = r["policy_used"]
+    if r["policy"] == TUNED:
+        z = "" if r["switch_at"] is None else f"z={r['switch_at']:.3g}, "
+        return f"tuned {used} ({z}Theta={r['theta']})"
     if r["policy"] == "auto":
         return f"auto = {used}" + ("" if r["switch_at"] is None else f" (z*={r['switch_at']:.3g})")
     if r["switch_at"] is not None:  # 3 digits: z = 1e300 must not make a 300-character label

@@ -1,26 +1,34 @@
-"""Tuning the policy of the n-th 2x2 system: switching level z and threshold constant c.
+"""Tuning the policy of the n-th 2x2 system: switching level z and threshold Theta_n = ceil(c n^a_bar).
 
-The cost J_n(z, c) of the prelimit policy (switching at ``sqrt(n) z``, threshold
-``Theta_n = ceil(c n^a_bar)``) is piecewise constant along any sample path, so pathwise derivatives
-are zero almost everywhere and the derivative of J_n is not an expectation of one. jaxq differentiates
-the Gaussian-smoothed cost instead,
+Two methods minimise J_n(z, c), the discounted cost of the prelimit policy that switches modes at
+``sqrt(n) z`` and uses the threshold ``Theta_n = ceil(c n^a_bar)``:
 
-    J_tau(theta) = E J_n(theta + tau eps),   eps ~ N(0, I),   theta = (z, c),
+* ``search`` (default): a sample-average search with common random numbers. Every candidate (z, Theta) is
+  simulated on the same ``reps`` replications (one search seed), each replication's cost controlled by the
+  diffusion limit's control variates (cross-fitted, :func:`jaxq.stats.controlled_values`), which cut the
+  standard error about tenfold. The threshold is an integer, so it is searched on the integers directly:
+  a geometric grid around the default Theta_n (ratios 1/2, 1, 2, 4, 8), widened while the best point lies
+  on its edge, then refined at the geometric midpoints between the best point and its neighbours. For a
+  dual-mode policy the switching level follows: z* (the limit's smooth-fit level, the warm start) times 0.6,
+  1 and 1.6, widened and refined the same way, then the threshold's neighbours are checked again at the new
+  level. About 13 candidates in all; the cost is flat near its minimum, so a coarse grid loses little.
+* ``gradient``: Adam on antithetic Gaussian-smoothing gradients. J_n is piecewise constant along a sample
+  path, so jaxq differentiates the smoothed cost ``J_tau(theta) = E J_n(theta + tau eps)``, whose gradient
+  is ``E[J_n(theta + tau eps) eps] / tau``; each replication is run at ``theta + tau eps`` and
+  ``theta - tau eps`` with common random numbers, ``(J+ - J-) eps / (2 tau)`` estimating the gradient; the
+  tuned value of a chain is the average of its second half of iterates, independent chains give intervals.
+  About 16 times the work of ``search``; kept as a second method to check it.
 
-whose gradient is ``E[J_n(theta + tau eps) eps] / tau`` (the likelihood ratio of the perturbation:
-the score of N(theta, tau^2) is eps/tau). Every replication draws its own eps
-(:func:`jaxq.sim.models.pss2x2.perturbed_parameters`); it is run twice, at ``theta + tau eps`` and
-``theta - tau eps``, with common random numbers, and ``(J+ - J-) eps / (2 tau)`` is the
-(antithetic) gradient estimate, unbiased for grad J_tau. Adam (optax) follows these estimates; the
-tuned value of a chain is the average of its second half of iterates (Polyak-Ruppert), and
-independent chains give a confidence interval. The tuned policy is finally evaluated with the exact,
-unsmoothed simulator against the theoretical one (z*, c = 1) with common random numbers, so the
-smoothing bias is measured, not assumed away.
+Either way the tuned policy is then evaluated honestly (:func:`evaluate`): J_n at the tuned (z, Theta) and at
+the default policy (z*, the simulator's default Theta_n) on fresh replications, whose seed differs from every
+seed the search used, so the reported cost is an unbiased estimate of the tuned policy's J_n (the minimum of the
+search's own estimates is biased low), with intervals, their paired difference, and V0.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -30,20 +38,85 @@ from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, simulate
+from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, setup, simulate, simulate_bounded
 from jaxq.stats import controlled_values, mean_stderr, t_interval
+
+METHODS = ("search", "gradient")
+SEARCH_REPS = 128  # replications per candidate of the search (the control variates make them enough)
+GRADIENT_REPS = 256  # antithetic pairs per gradient step
+EVAL_FACTOR = 4  # the final evaluation's replications: EVAL_FACTOR times the search's (or the gradient's)
+THETA_RATIOS = (0.5, 1.0, 2.0, 4.0, 8.0)  # the threshold's first grid: Theta_default x ...
+Z_RATIOS = (0.6, 1.0, 1.6)  # the switching level's first grid: z* x ...
+LOCAL_THETA_RATIOS = (2.0 ** -0.5, 1.0, 2.0 ** 0.5)  # span="local": around a warm start (the tuned c of a smaller n)
+LOCAL_Z_RATIOS = (0.8, 1.0, 1.25)
+SPANS = ("wide", "local")
+EXPANSIONS = 3  # widenings of a grid whose best point lies on its edge
+Z95 = 1.96
+SEARCH, EVALUATION = 1, 2  # purposes of the derived seeds
 
 
 class PrelimitTune(NamedTuple):
-    """Result of :func:`tune_prelimit` (``None`` for a parameter the policy does not have)."""
+    """Result of :func:`tune_prelimit` (``None`` for a parameter the policy does not have).
+
+    ``z``, ``c``: the tuned switching level and threshold constant; ``theta``: the tuned Theta_n = ceil(c n^a).
+    ``z_ci``, ``c_ci``: search: the range of the grid points whose cost the search cannot tell from the best's
+    (paired difference within 1.96 standard errors); gradient: t intervals over the chains.
+    ``evaluation``: the fresh-replication comparison of :func:`evaluate` (None with ``evaluate=False``).
+    ``trace``: the search's candidates (dicts: z, theta, c, J, stderr) or the gradient's iterates.
+    ``cost``: wall time (seconds), candidates or gradient steps, replications simulated (search, evaluation).
+    """
 
     z: float | None
     z_ci: tuple[float, float] | None
     c: float | None
     c_ci: tuple[float, float] | None
-    chains: np.ndarray  # (chains, iterations + 1, 2): the iterates (z, c) of every chain
-    smoothed_cost: np.ndarray  # (chains, iterations): J_tau estimates along the way
-    evaluation: dict
+    chains: np.ndarray | None  # gradient: (chains, iterations + 1, 2), the iterates (z, c); search: None
+    smoothed_cost: np.ndarray | None  # gradient: (chains, iterations), J_tau along the way; search: None
+    evaluation: dict | None
+    theta: int | None = None
+    method: str = "search"
+    trace: tuple = ()
+    cost: dict | None = None
+    seeds: dict | None = None
+
+
+def derived_seed(seed: int, purpose: int) -> int:
+    """A seed for one purpose of a tuning run (:data:`SEARCH`, :data:`EVALUATION`), drawn from ``(seed, purpose)``
+    and never equal to ``seed`` itself: a result simulated with ``seed`` (``simulate(policy="tuned")``, the studies'
+    tuned points) shares no replication with the search that chose its parameters."""
+    s = int(np.random.SeedSequence((int(seed), 0x6A617871, int(purpose))).generate_state(1)[0])
+    return s if s != seed else (s + 1) % 2**32
+
+
+def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
+    """``(policy name, tune z?, tune c?, z*)``; refuses a policy with nothing to tune."""
+    res = pol.resolve(a, policy, None)
+    name, rules, z_star = res.name, res.rules, res.z
+    tune_z = rules.dual and a.case == "dual"
+    tune_c = pol.uses_threshold(rules)
+    if not (tune_z or tune_c):
+        raise InputError("policy", f"{name} has neither a switching level nor a threshold to tune")
+    return name, tune_z, tune_c, z_star
+
+
+def default_theta(system: PSS2x2, n: float, policy: str, theta_exponent: float | None, analysis: Analysis) -> int | None:
+    """The simulator's default threshold Theta_n of the policy (None: the policy has none)."""
+    kw = {} if theta_exponent is None else {"theta_exponent": theta_exponent}
+    return setup(system, n, policy=policy, analysis=analysis, **kw).theta
+
+
+def theta_constant(theta: int | None, n: float, exponent: float) -> float:
+    """The constant c with ``ceil(c n^a) = theta`` (1 for a policy without a threshold)."""
+    return 1.0 if theta is None else theta / float(n) ** exponent
+
+
+def _controlled(r) -> np.ndarray:
+    """Per-replication costs, controlled (cross-fitted by replication index) when the run recorded controls."""
+    J = np.asarray(r.samples["J"], dtype=np.float64)
+    if "controls" not in r.samples:
+        return J
+    adjusted, _ = controlled_values(J, r.samples["controls"], np.arange(len(J)))
+    return np.asarray(adjusted, dtype=np.float64)
 
 
 def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, analysis,
@@ -59,29 +132,129 @@ def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, 
               cv=cv)
     plus = simulate(system, n, reps, perturb=(1, tau[0], tau[1]), **kw)
     minus = simulate(system, n, reps, perturb=(-1, tau[0], tau[1]), **kw)
-    jp, jm = (_costs(r) for r in (plus, minus))
+    jp, jm = (_controlled(r) for r in (plus, minus))
     half = 0.5 * (jp - jm)
     g = half[:, None] * plus.samples["eps"] / np.asarray(tau)
     return g.mean(axis=0), g.std(axis=0, ddof=1) / math.sqrt(reps), float(0.5 * (jp + jm).mean())
 
 
-def _costs(r):
-    """Per-replication costs, controlled (cross-fitted) when the run recorded controls."""
-    if "controls" not in r.samples:
-        return r.samples["J"]
-    adjusted, _ = controlled_values(r.samples["J"], r.samples["controls"], np.arange(len(r.samples["J"])))
-    return adjusted
+def evaluate(system: PSS2x2, n: float, z: float | None, theta: int | None, *, policy: str = "auto",
+             theta_exponent: float | None = None, reps: int = EVAL_FACTOR * SEARCH_REPS, seed: int = 0,
+             analysis: Analysis | None = None, chunk: int | None = None) -> dict:
+    """J_n of the policy at (z, Theta) and of the default policy (z*, default Theta_n) on the same ``reps``
+    replications of ``seed`` (common random numbers; use a seed no search has seen), controlled by the
+    control variates, with 95% intervals, their paired difference and V0.
+
+    Keys: ``J_tuned``, ``J_tuned_stderr``, ``J_tuned_ci95``, ``J_default`` (also ``J_theory``), its stderr and
+    interval, ``difference`` (tuned - default) and its stderr and interval, ``ratio_tuned`` and ``ratio_default``
+    (J / V0), ``V0``, ``theta_tuned``, ``theta_default`` (also ``theta_theory``), ``z_tuned``, ``z_default``,
+    ``reps``, ``seed``.
+    """
+    a = analysis if analysis is not None else analyze(system)
+    exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
+    kw = dict(policy=policy, seed=seed, analysis=a, theta_exponent=exponent, chunk=chunk)
+    tuned = simulate_bounded(system, n, reps, switch_at=z, theta_constant=theta_constant(theta, n, exponent), **kw)
+    default = simulate_bounded(system, n, reps, **kw)
+    d_mean, d_se = mean_stderr(_controlled(tuned) - _controlled(default))
+
+    def ci(m, s):
+        return [m - Z95 * s, m + Z95 * s]
+
+    return {
+        "J_tuned": tuned.value, "J_tuned_stderr": tuned.stderr, "J_tuned_ci95": ci(tuned.value, tuned.stderr),
+        "J_default": default.value, "J_default_stderr": default.stderr,
+        "J_default_ci95": ci(default.value, default.stderr),
+        "J_theory": default.value, "J_theory_stderr": default.stderr,
+        "difference": d_mean, "difference_stderr": d_se, "difference_ci95": ci(d_mean, d_se),
+        "V0": a.V0, "ratio_tuned": tuned.value / a.V0, "ratio_default": default.value / a.V0,
+        "theta_tuned": tuned.info["theta"], "theta_default": default.info["theta"],
+        "theta_theory": default.info["theta"], "z_tuned": tuned.info["switch_at"], "z_default": default.info["switch_at"],
+        "reps": int(reps), "seed": int(seed),
+        "wall_s": tuned.wall_s + default.wall_s,
+    }
 
 
-def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
-    """``(policy name, tune z?, tune c?, z*)``; refuses a policy with nothing to tune."""
-    res = pol.resolve(a, policy, None)
-    name, rules, z_star = res.name, res.rules, res.z
-    tune_z = rules.dual and a.case == "dual"
-    tune_c = pol.uses_threshold(rules)
-    if not (tune_z or tune_c):
-        raise InputError("policy", f"{name} has neither a switching level nor a threshold to tune")
-    return name, tune_z, tune_c, z_star
+class _Candidates:
+    """The search's sample-average objective: J_n at (z, Theta) on ``reps`` fixed replications (common random
+    numbers), controlled; every candidate is simulated once."""
+
+    def __init__(self, system, n, policy, exponent, reps, seed, analysis, progress):
+        self.system, self.n, self.policy, self.exponent = system, n, policy, exponent
+        self.reps, self.seed, self.analysis, self.progress = reps, seed, analysis, progress
+        self.values: dict[tuple, np.ndarray] = {}
+
+    @staticmethod
+    def key(z, theta):
+        return (None if z is None else round(float(z), 12), None if theta is None else int(theta))
+
+    def __call__(self, z, theta) -> float:
+        k = self.key(z, theta)
+        if k not in self.values:
+            r = simulate(self.system, self.n, self.reps, policy=self.policy, switch_at=z, seed=self.seed,
+                         theta_constant=theta_constant(theta, self.n, self.exponent), theta_exponent=self.exponent,
+                         analysis=self.analysis, chunk=self.reps)
+            self.values[k] = _controlled(r)
+            if self.progress is not None:
+                self.progress(1)
+        return float(self.values[k].mean())
+
+    def best(self, where=lambda k: True) -> tuple:
+        keys = [k for k in self.values if where(k)]
+        return min(keys, key=lambda k: self.values[k].mean())
+
+    def tied(self, best) -> list[tuple]:
+        """The candidates whose paired difference from ``best`` is within 1.96 standard errors."""
+        out = []
+        for k, v in self.values.items():
+            m, s = mean_stderr(v - self.values[best])
+            if k == best or not (m > Z95 * s):
+                out.append(k)
+        return out
+
+
+def _line(f, grid: list, fixed, integer: bool, lo: float) -> None:
+    """A one-dimensional search of ``f(x)`` (``fixed(x)`` -> the candidate's (z, theta)) on a geometric grid:
+    evaluate it, widen it while the best point is on its edge, then try the geometric midpoints between the best
+    point and its neighbours."""
+    snap = (lambda x: max(int(lo), int(round(x)))) if integer else (lambda x: max(lo, float(x)))
+    pts = sorted({snap(x) for x in grid})
+    vals = {x: f(*fixed(x)) for x in pts}
+    for _ in range(EXPANSIONS):
+        best = min(vals, key=vals.get)
+        if best == max(vals):
+            new = snap(best * (pts[-1] / pts[-2] if len(pts) > 1 else 2.0) ** 2)
+        elif best == min(vals) and best > lo:
+            new = snap(best / (pts[1] / pts[0] if len(pts) > 1 else 2.0) ** 2)
+        else:
+            break
+        if new in vals:
+            break
+        vals[new] = f(*fixed(new))
+        pts = sorted(vals)
+    best = min(vals, key=vals.get)
+    i = pts.index(best)
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(pts):
+            mid = snap(math.sqrt(best * pts[j]) if best > 0 and pts[j] > 0 else 0.5 * (best + pts[j]))
+            if mid not in vals:
+                vals[mid] = f(*fixed(mid))
+
+
+def _search(cands: _Candidates, tune_z: bool, tune_c: bool, z0, theta0, span: str = "wide"):
+    z, theta = z0, theta0
+    local = span == "local"
+    if tune_c:
+        _line(cands, [theta0 * r for r in (LOCAL_THETA_RATIOS if local else THETA_RATIOS)], lambda t: (z, t), True, 1)
+        theta = cands.best(lambda k: k[0] == cands.key(z, None)[0])[1]
+    if tune_z:
+        _line(cands, [z0 * r for r in (LOCAL_Z_RATIOS if local else Z_RATIOS)], lambda x: (x, theta), False, 1e-3 * z0)
+        z = cands.best(lambda k: k[1] == theta)[0]
+        if tune_c and cands.key(z, None)[0] != cands.key(z0, None)[0]:  # the threshold again, at the new level
+            ts = sorted({k[1] for k in cands.values})
+            i = ts.index(theta)
+            for t in ts[max(i - 1, 0): i + 2]:
+                cands(z, t)
+    return cands.best()
 
 
 def tune_prelimit(
@@ -89,74 +262,159 @@ def tune_prelimit(
     n: float,
     *,
     policy: str = "auto",
-    iterations: int = 20,
-    reps: int = 256,
-    chains: int = 4,
+    method: str = "search",
+    span: str = "wide",
+    reps: int | None = None,
     seed: int = 0,
     z_init: float | None = None,
-    c_init: float = 1.0,
+    c_init: float | None = None,
+    theta_exponent: float | None = None,
+    evaluate_reps: int | None = None,
+    eval_reps: int | None = None,
+    evaluate_result: bool = True,
+    iterations: int = 20,
+    chains: int = 4,
     tau: tuple[float, float] = (0.2, 0.3),
     learning_rate: float = 0.1,
-    eval_reps: int | None = None,
-    theta_exponent: float = DEFAULT_THETA_EXPONENT,
     progress: Callable[[int], None] | None = None,
     analysis: Analysis | None = None,
 ) -> PrelimitTune:
-    """Tune (z, c) of the n-th system's policy by Adam on smoothed-gradient estimates.
+    """Tune (z, c) of the n-th system's policy, then evaluate the tuned policy on fresh replications.
 
     Args:
       system, n: the 2x2 system and the index of the prelimit system.
-      policy: ``auto`` (Theorem 2.11) or a policy name; z is tuned for dual-mode policies, c for
+      policy: ``auto`` (Theorem 2.11) or a policy name; z is tuned for dual-mode policies, c (Theta_n) for
         policies with a threshold (T1/T2 rules); a policy with neither is refused.
-      iterations, reps, chains: Adam steps per chain, antithetic pairs per gradient, chains.
-      seed: base seed; every (chain, iteration) uses its own seed, the evaluation another.
-      z_init, c_init: the start (default: z* and c = 1, the theoretical policy).
-      tau: smoothing scales for z (scaled workload) and c.
-      learning_rate: Adam's step size (in the units of z and c).
-      eval_reps: replications of the final paired evaluation (default ``4 * reps``).
+      method: ``search`` (default; module docstring) or ``gradient``.
+      span: the search's first grids: ``wide`` (Theta_n x 1/2 .. 8, z x 0.6 .. 1.6) or ``local`` (x 2^(-1/2) .. 2^(1/2),
+        x 0.8 .. 1.25; both widened while the best point is on an edge): for a warm start, e.g. the ``z`` and ``c``
+        tuned at a smaller n passed as ``z_init`` and ``c_init`` (the threshold constant carries over: Theta_n grows
+        like n^a_bar).
+      reps: replications per candidate (search, default 128) or antithetic pairs per gradient (default 256).
+      seed: base seed; the search uses ``derived_seed(seed, SEARCH)`` (the gradient one seed per chain and step),
+        the evaluation ``derived_seed(seed, EVALUATION)``, none of them ``seed`` itself.
+      z_init, c_init: the start (default: z* and the simulator's default Theta_n, the theory's policy).
+      theta_exponent: a_bar of Theta_n = ceil(c n^a_bar) (default: the simulator's).
+      evaluate_reps (alias eval_reps): replications of the final evaluation (default 4 * reps);
+      evaluate_result: False skips it (``evaluation`` is None; :func:`simulate_tuned` evaluates itself).
+      iterations, chains, tau, learning_rate: the gradient method's Adam steps per chain, chains, smoothing
+        scales for z and c, and step size.
     Returns:
-      A :class:`PrelimitTune`; ``evaluation`` holds ``J_tuned``, ``J_theory`` (z*, c = 1), their
-      paired difference, each with a standard error, and ``V0``.
+      A :class:`PrelimitTune`.
     """
+    t0 = time.perf_counter()
+    if method not in METHODS:
+        raise InputError("method", f"expected one of {', '.join(METHODS)}, got {method!r}")
+    if span not in SPANS:
+        raise InputError("span", f"expected one of {', '.join(SPANS)}, got {span!r}")
     a = analysis if analysis is not None else analyze(system)
     name, tune_z, tune_c, z_star = tunable(a, policy)
-    if chains < 2 or reps < 2 or iterations < 2:
-        raise InputError("tune", "need at least 2 chains, 2 replications and 2 iterations")
-    z0 = (z_star if z_init is None else z_init) if tune_z else 0.0
-    mask = np.array([tune_z, tune_c], dtype=float)
-    opt = optax.adam(learning_rate)
-    paths = np.zeros((chains, iterations + 1, 2))
-    costs = np.zeros((chains, iterations))
-    for m in range(chains):  # a few sequential chains of optimiser steps; each step is vectorised
-        theta = np.array([z0, c_init], dtype=float)
-        state = opt.init(theta)
-        paths[m, 0] = theta
-        for k in range(iterations):
-            s = int(np.random.SeedSequence((seed, m, k)).generate_state(1)[0])  # distinct for every (chain, step)
-            g, _, j = smoothed_gradient(system, n, theta[0] if tune_z else None, theta[1], reps, s, tau, name,
-                                        theta_exponent, a)
-            updates, state = opt.update(g * mask, state, theta)
-            theta = np.asarray(optax.apply_updates(theta, updates))
-            theta = np.maximum(theta, [0.0, 0.05])  # z >= 0, c > 0
-            paths[m, k + 1] = theta
-            costs[m, k] = j
-            if progress is not None:
-                progress(1)
-    tail = paths[:, iterations // 2 + 1 :, :].mean(axis=1)  # Polyak-Ruppert average per chain
-    z_t, c_t = float(tail[:, 0].mean()), float(tail[:, 1].mean())
-    ev_reps = eval_reps or 4 * reps
-    kw = dict(policy=name, theta_exponent=theta_exponent, seed=seed + 7_777_777, analysis=a)
-    tuned = simulate(system, n, ev_reps, switch_at=z_t if tune_z else None, theta_constant=c_t, engine="event", **kw)
-    theory = simulate(system, n, ev_reps, switch_at=None, theta_constant=1.0, engine="event", **kw)
-    d_mean, d_se = mean_stderr(tuned.samples["J"] - theory.samples["J"])
-    evaluation = {
-        "J_tuned": tuned.value, "J_tuned_stderr": tuned.stderr,
-        "J_theory": theory.value, "J_theory_stderr": theory.stderr,
-        "difference": d_mean, "difference_stderr": d_se,
-        "V0": a.V0, "reps": ev_reps, "theta_tuned": tuned.info["theta"], "theta_theory": theory.info["theta"],
-    }
+    exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else float(theta_exponent)
+    reps = reps if reps is not None else (SEARCH_REPS if method == "search" else GRADIENT_REPS)
+    if reps < 2:
+        raise InputError("reps", f"need at least 2 replications, got {reps}")
+    theta_d = default_theta(system, n, name, exponent, a)
+    z0 = (z_star if z_init is None else float(z_init)) if tune_z else None
+    theta0 = (theta_d if c_init is None else pol.theta_level(n, exponent, c_init)) if tune_c else theta_d
+    ev_reps = evaluate_reps or eval_reps or EVAL_FACTOR * reps
+    eval_seed = derived_seed(seed, EVALUATION)
+    simulated = 0
+    if method == "search":
+        search_seed = derived_seed(seed, SEARCH)
+        cands = _Candidates(system, n, name, exponent, reps, search_seed, a, progress)
+        zb, tb = _search(cands, tune_z, tune_c, z0, theta0, span)
+        tied = cands.tied((zb, tb))
+        zs = [k[0] for k in tied]
+        ts = [k[1] for k in tied]
+        z_t, theta_t = zb, tb
+        z_ci = (min(zs), max(zs)) if tune_z else None
+        c_ci = (theta_constant(min(ts), n, exponent), theta_constant(max(ts), n, exponent)) if tune_c else None
+        trace = tuple({"z": k[0], "theta": k[1], "c": theta_constant(k[1], n, exponent) if k[1] else None,
+                       "J": float(v.mean()), "stderr": mean_stderr(v)[1]} for k, v in cands.values.items())
+        paths = smoothed = None
+        simulated = len(cands.values) * reps
+        seeds = {"search": search_seed, "evaluation": eval_seed}
+        steps = len(cands.values)
+    else:
+        if chains < 2 or iterations < 2:
+            raise InputError("tune", "need at least 2 chains, 2 replications and 2 iterations")
+        mask = np.array([tune_z, tune_c], dtype=float)
+        opt = optax.adam(learning_rate)
+        paths = np.zeros((chains, iterations + 1, 2))
+        smoothed = np.zeros((chains, iterations))
+        c0 = theta_constant(theta0, n, exponent) if tune_c else 1.0
+        used = set()
+        for m in range(chains):  # a few sequential chains of optimiser steps; each step is vectorised
+            th = np.array([z0 if tune_z else 0.0, c0], dtype=float)
+            state = opt.init(th)
+            paths[m, 0] = th
+            for k in range(iterations):
+                s = int(np.random.SeedSequence((seed, m, k)).generate_state(1)[0])  # distinct for every (chain, step)
+                used.add(s)
+                g, _, j = smoothed_gradient(system, n, th[0] if tune_z else None, th[1], reps, s, tau, name,
+                                            exponent, a)
+                updates, state = opt.update(g * mask, state, th)
+                th = np.maximum(np.asarray(optax.apply_updates(th, updates)), [0.0, 0.05])  # z >= 0, c > 0
+                paths[m, k + 1] = th
+                smoothed[m, k] = j
+                if progress is not None:
+                    progress(1)
+        while eval_seed in used:
+            eval_seed = (eval_seed + 1) % 2**32
+        tail = paths[:, iterations // 2 + 1:, :].mean(axis=1)  # Polyak-Ruppert average per chain
+        z_t = float(tail[:, 0].mean()) if tune_z else None
+        theta_t = pol.theta_level(n, exponent, float(tail[:, 1].mean())) if tune_c else theta_d
+        z_ci = t_interval(tail[:, 0]) if tune_z else None
+        c_ci = t_interval(tail[:, 1]) if tune_c else None
+        trace = ()
+        simulated = 2 * reps * chains * iterations
+        seeds = {"search": sorted(used), "evaluation": eval_seed}
+        steps = chains * iterations
+    search_s = time.perf_counter() - t0
+    evaluation = None
+    if evaluate_result:
+        evaluation = evaluate(system, n, z_t, theta_t if tune_c else None, policy=name, theta_exponent=exponent,
+                              reps=ev_reps, seed=eval_seed, analysis=a, chunk=min(reps, ev_reps))
+        simulated += 2 * ev_reps
+    cost = {"wall_s": time.perf_counter() - t0, "search_s": search_s, "steps": steps,
+            "replications_search": simulated - (2 * ev_reps if evaluate_result else 0),
+            "replications_evaluation": 2 * ev_reps if evaluate_result else 0}
     return PrelimitTune(
-        z=z_t if tune_z else None, z_ci=t_interval(tail[:, 0]) if tune_z else None,
-        c=c_t if tune_c else None, c_ci=t_interval(tail[:, 1]) if tune_c else None,
-        chains=paths, smoothed_cost=costs, evaluation=evaluation,
+        z=z_t if tune_z else None, z_ci=z_ci, c=theta_constant(theta_t, n, exponent) if tune_c else None,
+        c_ci=c_ci, chains=paths, smoothed_cost=smoothed, evaluation=evaluation,
+        theta=theta_t if tune_c else None, method=method, trace=trace, cost=cost, seeds=seeds,
     )
+
+
+def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed: int = 0,
+                   tune_reps: int | None = None, theta_exponent: float | None = None, analysis: Analysis | None = None,
+                   **options):
+    """J_n under the tuned policy, in one call: :func:`tune_prelimit` (search, seed ``derived_seed(seed, SEARCH)``),
+    then :func:`jaxq.sim.pss2x2.simulate_bounded` of the tuned (z, Theta_n) on replications ``fold_in(PRNGKey(seed),
+    r)``, which the search never saw (so the estimate is unbiased for the tuned policy's J_n) and which the default
+    policy's run with the same ``seed`` shares (common random numbers).
+
+    Returns the :class:`jaxq.sim.result.SimResult` of the tuned policy; ``info["tuned"]`` holds the tuned ``z``,
+    ``theta``, ``c``, their near-optimal ranges, the search's seed, candidates, replications and seconds.
+    """
+    for key in ("switch_at", "theta_constant", "perturb"):
+        if options.get(key) is not None:
+            raise InputError(key, "the tuned policy sets its own switching level and threshold; pass it to a policy "
+                                  "other than 'tuned'")
+    a = analysis if analysis is not None else analyze(system)
+    t = tune_prelimit(system, n, policy=policy, reps=tune_reps, seed=seed, theta_exponent=theta_exponent,
+                      evaluate_result=False, analysis=a)
+    exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
+    res = simulate_bounded(system, n, reps, policy=policy, seed=seed, switch_at=t.z, theta_exponent=exponent,
+                           theta_constant=t.c if t.c is not None else 1.0, analysis=a, **options)
+    res.info["tuned"] = tuned_info(t)
+    return res
+
+
+def tuned_info(t: PrelimitTune) -> dict:
+    """The JSON-ready record of a tuning run: parameters, near-optimal ranges, seeds and cost."""
+    return {"z": t.z, "z_range": None if t.z_ci is None else list(t.z_ci), "theta": t.theta, "c": t.c,
+            "c_range": None if t.c_ci is None else list(t.c_ci), "method": t.method,
+            "search_seed": t.seeds["search"] if t.method == "search" else None,
+            "candidates": t.cost["steps"], "replications": t.cost["replications_search"],
+            "wall_s": t.cost["search_s"]}
