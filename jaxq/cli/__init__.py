@@ -15,7 +15,8 @@ is written when the simulator announces its work, after validation and before th
 A result's ``warnings`` (a list of sentences in its JSON) are written as ``jaxq: note: ...`` lines on stderr,
 one each, before the result itself.
 An unexpected exception is one line ``jaxq: internal error: ...`` and exit code 1
-(``JAXQ_DEBUG=1`` shows the traceback; unset, empty or ``0`` does not).
+(``JAXQ_DEBUG=1`` shows the traceback; unset, empty or ``0`` does not). Ctrl-C (SIGINT) is one line
+``jaxq: interrupted`` (for ``jaxq run``: ``; resume with jaxq run ... --resume``) and exit code 130.
 """
 
 from __future__ import annotations
@@ -156,8 +157,33 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    enable_compile_cache()
+    """The ``jaxq`` command: its exit status (0, 1 an internal error, 2 bad input, 130 interrupted)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C (SIGINT): one line, no traceback, the shell's status for SIGINT
+        sys.stderr.write(f"jaxq: interrupted{_resume_hint(argv)}\n")
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        return 130
+
+
+def _resume_hint(argv: list[str]) -> str:
+    """``; resume with jaxq run FILE --resume ...`` for an interrupted ``jaxq run`` (its finished chunks are kept)."""
+    if not argv or argv[0] != "run":
+        return ""
+    import shlex
+
+    rest = [a for a in argv[1:] if a != "--resume"]
+    return f"; resume with {shlex.join(['jaxq', 'run', *rest, '--resume'])}"
+
+
+def _main(argv: list[str]) -> int:
+    import jax
+
+    # The command owns its process: float64 for everything (the library scopes it per call instead).
+    jax.config.update("jax_enable_x64", True)
+    enable_compile_cache()
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only)
     try:
