@@ -263,7 +263,14 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResul
     ``warnings``. A bound above :data:`TRUNCATION_SHARE` (or ``10 rel_tol``, when a looser ``rel_tol`` is asked
     for) of ``max(J_hat, stderr)`` is an :class:`InputError` naming ``horizon`` with the horizon needed. A
     horizon or ``steps`` given by the caller is used as given (its bound is reported and widens ``ci95``).
+    The analysis's warnings (a tie in the high-priority class) come first in the result's ``warnings``.
     """
+    res = _bounded(system, n, reps, **options)
+    an = options.get("analysis") or analyze(system)
+    return dataclasses.replace(res, warnings=tuple(an.warnings) + res.warnings) if an.warnings else res
+
+
+def _bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResult:
     res = simulate(system, n, reps, **options)
     if options.get("horizon") is not None or options.get("steps") is not None:
         return res
