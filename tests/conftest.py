@@ -4,6 +4,9 @@ import os
 os.environ.setdefault("JAXQ_CACHE_DIR", "off")
 # Keep XLA to the cores we have and make tests deterministic in their threading.
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+# Progress reports of jobs that run long on a loaded machine must not change what tests read on stderr: they are
+# off here (no job counts as long: jaxq.progress) and tested where they are the subject (tests/cli/test_progress.py).
+os.environ.setdefault("JAXQ_LONG_JOB_S", "1e9")
 
 import jax  # noqa: E402
 

@@ -9,7 +9,9 @@ Exactly one line on a refusal: while a command runs, Python warnings (numpy Runt
 pydantic) and log records are held back; they are shown after a successful run and dropped when the
 command refuses its input, so the error line is the only line on stderr. Progress bars appear only on
 a terminal (or with ``JAXQ_PROGRESS=1``; ``0`` hides them) and only after a short delay
-(:func:`jaxq.cli.output.progress`, :mod:`jaxq.cli.progress`), after validation. One kind of line is not
+(:func:`jaxq.cli.output.progress`, :mod:`jaxq.cli.progress`), after validation; a job expected to take more
+than 30 s (at the rate measured once its first work is done) says so and then writes a progress line at least
+once a minute on any stderr (:mod:`jaxq.progress`); ``--quiet`` silences both. One kind of line is not
 held back: the note of a job too large to finish soon (its estimated work, :func:`jaxq.cli.progress.long_work_note`)
 is written when the simulator announces its work, after validation and before the work starts.
 A result's ``warnings`` (a list of sentences in its JSON) are written as ``jaxq: note: ...`` lines on stderr,
@@ -71,6 +73,8 @@ def add_cv(p: argparse.ArgumentParser) -> None:
 def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
     """Options every command shares: ``--json`` and, for random commands, ``--seed``."""
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress reports (the estimate and the minute lines of a long job, the bar)")
     if seed:
         from jaxq.model.validate import arg_type
 
@@ -193,6 +197,9 @@ def _main(argv: list[str]) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    import jaxq.progress
+
+    jaxq.progress.QUIET = bool(getattr(args, "quiet", False))
     with _held_diagnostics() as (caught, held):
         try:
             result = args.func(args)

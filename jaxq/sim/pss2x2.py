@@ -255,9 +255,10 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResul
     The default horizon (or number of uniformised steps) is sized before the run against V0 or, where that is
     smaller, the no-departure cost that bounds J_n (:func:`jaxq.model.validate.pss_cost_scale`); neither is J_n
     itself, nor its standard error, which the control variates can make tiny. So after the run the bound on the
-    neglected tail (``truncation_bound``) must be at most :data:`STDERR_SHARE` of the standard error: if it is
-    not, the run is repeated (same seeds) with the truncation extended to where the bound is about half that
-    (and at most ``rel_tol`` of ``max(J_hat, stderr)``), at most :data:`EXTENSIONS` times and within the work
+    neglected tail (``truncation_bound``) must be at most :data:`STDERR_SHARE` of the standard error and at most
+    :data:`TRUNCATION_SHARE` (or ``10 rel_tol``) of ``max(J_hat, stderr)``: if it is not, the run is repeated
+    (same seeds) with the truncation extended to where the bound is about ``rel_tol`` of ``max(J_hat, stderr)``
+    and at most half :data:`STDERR_SHARE` standard errors, at most :data:`EXTENSIONS` times and within the work
     limits. Whatever bound remains widens ``ci95`` (the bias is one-sided: ``[J_hat - 1.96 stderr, J_hat + 1.96
     stderr + bound]``), and a bound still above :data:`STDERR_SHARE` standard errors is said in the result's
     ``warnings``. A bound above :data:`TRUNCATION_SHARE` (or ``10 rel_tol``, when a looser ``rel_tol`` is asked
@@ -320,13 +321,13 @@ def _within_share(res: SimResult, rel_tol: float) -> bool:
 
 
 def _longer_truncation(res: SimResult, gamma: float, rel_tol: float):
-    """None when ``truncation_bound <= STDERR_SHARE stderr`` (or, without a standard error, within
-    :func:`_within_share`); else ``(option, value, horizon)``: the ``horizon`` (event engine) or ``steps``
-    (uniformised) at which the bound, shrinking like ``exp(-gamma T)`` (``r^K``), would be half that, and at
-    most ``rel_tol max(J_hat, stderr)``."""
+    """None when ``truncation_bound`` is within :func:`_within_share` and at most ``STDERR_SHARE stderr`` (where
+    there is a standard error); else ``(option, value, horizon)``: the ``horizon`` (event engine) or ``steps``
+    (uniformised) at which the bound, shrinking like ``exp(-gamma T)`` (``r^K``), would be ``rel_tol max(J_hat,
+    stderr)`` and at most half ``STDERR_SHARE stderr``."""
     bound, se = res.info["truncation_bound"], res.stderr
     has_se = math.isfinite(se) and se > 0
-    if bound <= 0.0 or (bound <= STDERR_SHARE * se if has_se else _within_share(res, rel_tol)):
+    if bound <= 0.0 or (_within_share(res, rel_tol) and (bound <= STDERR_SHARE * se or not has_se)):
         return None
     target = rel_tol * _scale(res)
     if has_se:

@@ -399,11 +399,20 @@ def _legacy_replications(exp: Experiment, old: dict | None) -> dict[str, str]:
 
 
 def _progress_bar(total: int, name: str, enabled: bool | None):
-    """tqdm on stderr: replications done, chunks done and events per second (auto: only on a terminal)."""
+    """The run's :class:`jaxq.progress.Monitor` in replications: a tqdm bar on stderr (replications done, chunks
+    done and events per second; ``enabled`` None: only on a terminal) and, terminal or not, the estimate of a run
+    expected to take more than 30 s at the rate measured after its first chunk, then a line at least once a
+    minute (off the terminal); ``jaxq --quiet`` silences both."""
     from tqdm.auto import tqdm
 
+    from jaxq.progress import Monitor, quiet
+
     disable = None if enabled is None else not enabled
-    return tqdm(total=total, unit="rep", desc=name, file=sys.stderr, disable=disable, dynamic_ncols=True, delay=0.5)
+    bar = None if quiet() else tqdm(total=total, unit="rep", desc=name, file=sys.stderr, disable=disable,
+                                    dynamic_ncols=True, delay=0.5)
+    mon = Monitor(f"run {name}", bar=None if bar is None or bar.disable else bar)
+    mon.start(total, "replications")
+    return mon
 
 
 def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progress: bool | None = None) -> dict:
@@ -446,7 +455,8 @@ def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progres
             events += ev
             bar.update(count)
             el = time.perf_counter() - t_start
-            bar.set_postfix(chunks=f"{k + 1}/{len(todo)}", ev_per_s=f"{events / el:.3g}" if el > 0 else "-")
+            if bar.bar is not None:
+                bar.bar.set_postfix(chunks=f"{k + 1}/{len(todo)}", ev_per_s=f"{events / el:.3g}" if el > 0 else "-")
     finally:
         bar.close()
     return {"computed": len(todo), "reused": reused, "events": events, "wall_s": time.perf_counter() - t_start}
