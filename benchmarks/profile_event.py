@@ -63,7 +63,9 @@ def profile(family: str, reps: int, repeats: int) -> dict:
     import jax
     from jax.profiler import ProfileData
 
-    import jaxq  # noqa: F401  (float64)
+    import jaxq  # noqa: F401
+
+    jax.config.update("jax_enable_x64", True)  # this script calls jaxq's internals: float64 for its process
     from jaxq.bench.pss2x2 import family_system
     from jaxq.sim import event, pss2x2, replications
     from jaxq.sim.models import pss2x2 as model

@@ -40,7 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import jaxq  # noqa: F401  (float64)
+import jaxq  # noqa: F401
+jax.config.update("jax_enable_x64", True)  # noqa: E402  (this script calls jaxq's internals: float64 for its process)
 from jaxq.model.distributions import Dist
 from jaxq.sim import rng, sampling
 

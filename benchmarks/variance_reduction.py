@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 import jaxq
+import jax  # noqa: E402
+jax.config.update("jax_enable_x64", True)  # noqa: E402  (this script calls jaxq's internals: float64 for its process)
 from jaxq.serialize import to_jsonable
 from jaxq.sim.network import simulate_mmc
 

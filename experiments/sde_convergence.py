@@ -23,6 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxq  # noqa: E402
+import jax  # noqa: E402
+jax.config.update("jax_enable_x64", True)  # noqa: E402  (this script calls jaxq's internals: float64 for its process)
 from jaxq.diffusion import stationary  # noqa: E402
 from jaxq.diffusion.workload import analyze  # noqa: E402
 from jaxq.model import load  # noqa: E402

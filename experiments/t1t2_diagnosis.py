@@ -30,7 +30,9 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-import jaxq  # noqa: F401  (float64)
+import jaxq  # noqa: F401
+import jax  # noqa: E402
+jax.config.update("jax_enable_x64", True)  # noqa: E402  (this script calls jaxq's internals: float64 for its process)
 from jaxq.diffusion.workload import analyze
 from jaxq.model import load
 from jaxq.sim import event

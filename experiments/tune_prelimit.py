@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import jaxq  # noqa: F401
+import jax  # noqa: E402
+jax.config.update("jax_enable_x64", True)  # noqa: E402  (this script calls jaxq's internals: float64 for its process)
 from jaxq.diffusion.workload import analyze
 from jaxq.examples import path
 from jaxq.model import load

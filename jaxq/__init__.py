@@ -25,10 +25,9 @@ from jaxq import xla_flags
 
 xla_flags.configure()  # 512-bit vectors on AVX-512 CPUs: before XLA's backend starts (jaxq.xla_flags)
 
-import jax  # noqa: E402
-
-# Analytics and accumulators are float64 throughout (see SPEC.md).
-jax.config.update("jax_enable_x64", True)
+# Analytics and accumulators are float64 throughout (see SPEC.md), whatever the user's JAX configuration:
+# every public function of jaxq.api runs inside ``jax.enable_x64(True)`` (the command line, which owns its
+# process, turns it on globally). Importing jaxq changes nothing in the user's JAX configuration.
 
 from jaxq.errors import InputError  # noqa: E402
 

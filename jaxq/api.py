@@ -111,20 +111,70 @@ def _checked(**systems):
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):
-            bound = sig.bind(*args, **kwargs)
-            for name, value in bound.arguments.items():
-                if sig.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
-                    bound.arguments[name] = {k: _CHECKS[k](x, k) if k in _CHECKS else x for k, x in value.items()}
-                elif name in _CHECKS and name not in systems:
-                    bound.arguments[name] = _CHECKS[name](value, name)
-            for name, kind in systems.items():  # after the cheap checks: loading reads and validates a file
-                if name in bound.arguments:
-                    bound.arguments[name] = _system(bound.arguments[name], name, kind)
-            return fn(*bound.args, **bound.kwargs)
+            import jax
+
+            _check_keywords(fn, sig, kwargs)
+            with jax.enable_x64(True):  # jaxq computes in float64 whatever the caller's JAX configuration
+                bound = sig.bind(*args, **kwargs)
+                for name, value in bound.arguments.items():
+                    if sig.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                        bound.arguments[name] = {k: _CHECKS[k](x, k) if k in _CHECKS else x for k, x in value.items()}
+                    elif name in _CHECKS and name not in systems:
+                        bound.arguments[name] = _CHECKS[name](value, name)
+                for name, kind in systems.items():  # after the cheap checks: loading reads and validates a file
+                    if name in bound.arguments:
+                        bound.arguments[name] = _system(bound.arguments[name], name, kind)
+                return fn(*bound.args, **bound.kwargs)
 
         return checked
 
     return wrap
+
+
+def _keywords(fn, skip: int = 0) -> set[str]:
+    """The names ``fn`` takes by keyword, less its first ``skip`` parameters (those the API passes itself)."""
+    params = list(inspect.signature(fn).parameters.values())[skip:]
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name for p in params if p.kind in kinds}
+
+
+def _unknown(name: str, valid, where: str) -> InputError:
+    """An InputError naming an unknown keyword argument and the closest valid one (difflib)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; valid: {', '.join(sorted(valid))}"
+    return InputError(name, f"is not a keyword argument of {where}{hint}")
+
+
+def _check_keywords(fn, sig: inspect.Signature, kwargs: dict) -> None:
+    """Refuse a keyword that a public function without ``**options`` does not take (InputError naming it)."""
+    params = sig.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return  # the function checks its options itself (:func:`_check_options`)
+    named = {k for k, p in params.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    for k in kwargs:
+        if k not in named:
+            raise _unknown(k, named, f"jaxq.{fn.__name__}")
+
+
+def _check_options(where: str, options: dict, own, *callees, taken=()) -> None:
+    """Refuse an option that none of ``callees`` (pairs ``(function, number of leading parameters the API
+    passes itself)``) takes: an InputError naming it and the closest valid keyword (the function's own
+    keywords ``own`` included); ``taken``: keywords the API passes itself under another name."""
+    valid = set()
+    for fn, skip in callees:
+        valid |= _keywords(fn, skip)
+    valid -= set(taken)
+    for k in options:
+        if k not in valid:
+            raise _unknown(k, valid | set(own), where)
+
+
+def _own(fn) -> set[str]:
+    """A public function's own keyword parameters (not ``**options``)."""
+    return _keywords(fn) - {p.name for p in inspect.signature(fn).parameters.values()
+                            if p.kind is inspect.Parameter.VAR_KEYWORD}
 
 
 def example_names() -> list[str]:
@@ -210,15 +260,20 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
     if isinstance(system, Network):
         from jaxq.sim.network import simulate as simulate_network
 
+        _check_options("jaxq.simulate (a network)", options, _own(simulate), (simulate_network, 3))
         return simulate_network(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,
                                 seed=seed, **options)
+    from jaxq.sim import pss2x2
+
     if policy == "tuned":  # the search of jaxq.tuning.prelimit, then fresh replications of the tuned policy
         from jaxq.tuning.prelimit import simulate_tuned
 
+        _check_options("jaxq.simulate (a 2x2 system, tuned)", options, _own(simulate), (simulate_tuned, 3),
+                       (pss2x2.simulate, 3))
         return simulate_tuned(system, n, 1000 if reps is None else reps, engine=engine, seed=seed, **options)
-    from jaxq.sim.pss2x2 import simulate_bounded
 
-    return simulate_bounded(system, n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
+    _check_options("jaxq.simulate (a 2x2 system)", options, _own(simulate), (pss2x2.simulate, 3))
+    return pss2x2.simulate_bounded(system, n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
                             seed=seed, **options)
 
 
@@ -235,6 +290,7 @@ def exact_cost(system, n: float, **options) -> dict:
     """
     from jaxq.sim.exact_ctmc import policy_cost
 
+    _check_options("jaxq.exact_cost", options, _own(exact_cost), (policy_cost, 2))
     return policy_cost(system, n, **options)
 
 
@@ -249,8 +305,10 @@ def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme
     ``1e-3 min(1, 1/gamma)``, and at most 0.01 sigma^2/b^2 (the drift's time scale); a step with ``gamma dt > 0.1`` or
     ``b^2 dt / sigma^2 > 0.3`` is refused (:func:`jaxq.sde.estimators.check_resolution`).
     """
-    from jaxq.sde.estimators import wcp_value
+    from jaxq.sde.estimators import discounted_cost, wcp_value
 
+    _check_options("jaxq.simulate_sde", options, _own(simulate_sde), (discounted_cost, 3),
+                   taken=("scheme_name",))
     return wcp_value(analyze(system), z0, switch_at, dt=dt, horizon=horizon, paths=paths, seed=seed,
                      scheme_name=scheme, **options)
 
@@ -267,6 +325,7 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
     from jaxq.diffusion.network_analysis import stationary_diffusion
     from jaxq.sde.network_euler import simulate_diffusion
 
+    _check_options("jaxq.simulate_network_sde", options, _own(simulate_network_sde), (simulate_diffusion, 1))
     dl = stationary_diffusion(analyze(network))  # critically loaded, positive spare capacity (long-run averages)
     return simulate_diffusion(dl, uc, us, control, paths=paths, dt=dt, horizon=horizon, warmup=warmup,
                               seed=seed, **options)
@@ -287,20 +346,25 @@ def tune(system, target: str = "exact", **options):
     if target == "prelimit":
         from jaxq.tuning.prelimit import tune_prelimit
 
+        _check_options("jaxq.tune (target 'prelimit')", options, _own(tune), (tune_prelimit, 1))
         if "n" not in options:
             raise InputError("n", "the prelimit target needs the index n of the system")
         n = options.pop("n")
         return tune_prelimit(system, n, **options)
+    if target == "exact":
+        from jaxq.tuning.exact import tune_exact
+
+        _check_options("jaxq.tune (target 'exact')", options, _own(tune), (tune_exact, 5))
+    elif target == "sde":
+        from jaxq.tuning.sde import tune_sde
+
+        _check_options("jaxq.tune (target 'sde')", options, _own(tune), (tune_sde, 5))
     a = analyze(system)
     if a.case != "dual":
         raise InputError("system", "single-mode case (2.19): the optimal policy never switches, so there is no z to tune")
     if target == "exact":
-        from jaxq.tuning.exact import tune_exact
-
         return tune_exact(*a.mode_coefficients(), a.system.gamma, **options)
     if target == "sde":
-        from jaxq.tuning.sde import tune_sde
-
         return tune_sde(*a.mode_coefficients(), a.system.gamma, **options)
     raise InputError("target", f"expected exact, sde or prelimit, got {target!r}")
 
@@ -325,6 +389,7 @@ def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **option
     (``value_empty``) and average cost; options of :func:`jaxq.sim.fastslow.simulate`."""
     from jaxq.sim.fastslow import simulate
 
+    _check_options("jaxq.simulate_fastslow", options, _own(simulate_fastslow), (simulate, 4))
     return simulate(lam, mu1, mu2, q_thresholds, **options)
 
 
@@ -356,29 +421,17 @@ def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | 
 
 
 @_checked()
-def read_run(out) -> tuple[list[dict], list[dict]]:
+def read_run(out, *, complete_only: bool = False) -> tuple[list[dict], list[dict]]:
     """The grid points and the per-replication records of a finished run in the folder ``out``.
 
     Returns ``(points, records)``: ``points[i]`` is the grid point (JSON of the manifest: system, policy, n,
     seed, ...) and ``records[i]`` a dict of numpy arrays, one entry per replication (``J``, ``W_hat@2``, ...).
+    Every chunk is checked against the digests of the run's manifest, as ``jaxq run --resume`` checks them: a
+    grid point with a chunk that is missing, damaged or foreign (another run's, or an earlier run's of an
+    edited experiment) is an :class:`InputError` naming the folder and the point, unless ``complete_only=True``:
+    then only the points whose chunks all check are returned, and the result's ``left_out`` (the points left
+    out, with their chunks' states) and ``warnings`` (one sentence per point) say what is missing.
     """
-    import json
+    from jaxq.studies.runner import read_records
 
-    import numpy as np
-
-    from jaxq.studies import storage
-
-    man = Path(out) / "manifest.json"
-    if not man.is_file():
-        raise InputError("out", f"{out} holds no run (no manifest.json)")
-    points = json.loads(man.read_text())["points"]
-    records = []
-    for i, pt in enumerate(points):
-        cols = []
-        for c, lo in enumerate(range(0, pt["reps"], pt["chunk"])):
-            got = storage.load_chunk(storage.chunk_path(Path(out), i, c), min(pt["chunk"], pt["reps"] - lo))
-            if got is None:
-                raise InputError("out", f"chunk {c} of grid point {i} is missing in {out} (run it with resume)")
-            cols.append(got[0])
-        records.append({k: np.concatenate([ch[k] for ch in cols]) for k in cols[0]})
-    return points, records
+    return read_records(Path(out), complete_only=v.check_bool(complete_only, "complete_only"))

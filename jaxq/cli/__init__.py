@@ -9,13 +9,16 @@ Exactly one line on a refusal: while a command runs, Python warnings (numpy Runt
 pydantic) and log records are held back; they are shown after a successful run and dropped when the
 command refuses its input, so the error line is the only line on stderr. Progress bars appear only on
 a terminal (or with ``JAXQ_PROGRESS=1``; ``0`` hides them) and only after a short delay
-(:func:`jaxq.cli.output.progress`, :mod:`jaxq.cli.progress`), after validation. One kind of line is not
+(:func:`jaxq.cli.output.progress`, :mod:`jaxq.cli.progress`), after validation; a job expected to take more
+than 30 s (at the rate measured once its first work is done) says so and then writes a progress line at least
+once a minute on any stderr (:mod:`jaxq.progress`); ``--quiet`` silences both. One kind of line is not
 held back: the note of a job too large to finish soon (its estimated work, :func:`jaxq.cli.progress.long_work_note`)
 is written when the simulator announces its work, after validation and before the work starts.
 A result's ``warnings`` (a list of sentences in its JSON) are written as ``jaxq: note: ...`` lines on stderr,
 one each, before the result itself.
 An unexpected exception is one line ``jaxq: internal error: ...`` and exit code 1
-(``JAXQ_DEBUG=1`` shows the traceback; unset, empty or ``0`` does not).
+(``JAXQ_DEBUG=1`` shows the traceback; unset, empty or ``0`` does not). Ctrl-C (SIGINT) is one line
+``jaxq: interrupted`` (for ``jaxq run``: ``; resume with jaxq run ... --resume``) and exit code 130.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def add_cv(p: argparse.ArgumentParser) -> None:
 def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
     """Options every command shares: ``--json`` and, for random commands, ``--seed``."""
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress reports (the estimate and the minute lines of a long job, the bar)")
     if seed:
         from jaxq.model.validate import arg_type
 
@@ -156,8 +161,33 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    enable_compile_cache()
+    """The ``jaxq`` command: its exit status (0, 1 an internal error, 2 bad input, 130 interrupted)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C (SIGINT): one line, no traceback, the shell's status for SIGINT
+        sys.stderr.write(f"jaxq: interrupted{_resume_hint(argv)}\n")
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        return 130
+
+
+def _resume_hint(argv: list[str]) -> str:
+    """``; resume with jaxq run FILE --resume ...`` for an interrupted ``jaxq run`` (its finished chunks are kept)."""
+    if not argv or argv[0] != "run":
+        return ""
+    import shlex
+
+    rest = [a for a in argv[1:] if a != "--resume"]
+    return f"; resume with {shlex.join(['jaxq', 'run', *rest, '--resume'])}"
+
+
+def _main(argv: list[str]) -> int:
+    import jax
+
+    # The command owns its process: float64 for everything (the library scopes it per call instead).
+    jax.config.update("jax_enable_x64", True)
+    enable_compile_cache()
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only)
     try:
@@ -167,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    import jaxq.progress
+
+    jaxq.progress.QUIET = bool(getattr(args, "quiet", False))
     with _held_diagnostics() as (caught, held):
         try:
             result = args.func(args)

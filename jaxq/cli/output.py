@@ -107,19 +107,24 @@ def progress_enabled(enabled: bool = True) -> bool:
 
 
 @contextmanager
-def progress(total: int, desc: str, enabled: bool = True):
-    """A tqdm bar on stderr for long runs; yields its ``update`` (or None when disabled).
+def progress(total: int, desc: str, enabled: bool = True, unit: str = "iterations"):
+    """The progress of a long loop (``total`` iterations): yields its ``update``.
 
-    Drawn only on a terminal (:func:`progress_enabled`) and only after half a second, so a command
-    that refuses its input or finishes at once prints no bar.
+    A :class:`jaxq.progress.Monitor`: a tqdm bar on a terminal (:func:`progress_enabled`; drawn only after half
+    a second, so a command that refuses its input or finishes at once prints no bar) and, terminal or not, the
+    estimate of a job expected to take more than 30 s at the rate measured on this machine, then a line at least
+    once a minute; ``--quiet`` silences it.
     """
-    if not progress_enabled(enabled):
-        yield None
-        return
-    from tqdm import tqdm
+    from jaxq.progress import Monitor, quiet
 
-    bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False, delay=0.5)
+    bar = None
+    if progress_enabled(enabled) and not quiet():
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False, delay=0.5)
+    mon = Monitor(desc, bar=bar)
+    mon.start(total, unit)
     try:
-        yield bar.update
+        yield mon.update
     finally:
-        bar.close()
+        mon.close()

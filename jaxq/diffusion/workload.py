@@ -41,6 +41,13 @@ def high_priority_class(h, alpha) -> int:
     return 0 if h[0] * alpha[0] >= h[1] * alpha[1] else 1
 
 
+def hpc_tie(h, alpha) -> bool:
+    """Whether ``h_1 alpha_1 = h_2 alpha_2`` (up to rounding: relative 1e-10, as :func:`classify`): (2.12) does
+    not decide the HPC."""
+    a, b = float(h[0] * alpha[0]), float(h[1] * alpha[1])
+    return abs(a - b) <= 1e-10 * max(abs(a), abs(b))
+
+
 def theta_exponent(m: float = np.inf) -> tuple[float, float]:
     """The open interval (2.28) for a_bar given the moment order m (m = inf: all moments finite)."""
     m0 = 0.5 * (5 + np.sqrt(17))
@@ -76,6 +83,7 @@ class Analysis:
     V_wcp0: float
     V0: float
     policy: str
+    warnings: tuple[str, ...] = ()  # sentences a reader must see (a tie in (2.12)); also in every 2x2 SimResult
 
     @property
     def q(self) -> int:
@@ -122,7 +130,8 @@ class Analysis:
         else:
             out["lower_mode"] = self.lower + 1
             out["higher_mode"] = self.higher + 1
-        out.update(z_star=self.z_star, V_wcp0=self.V_wcp0, V0=self.V0, policy=self.policy)
+        out.update(z_star=self.z_star, V_wcp0=self.V_wcp0, V0=self.V0, policy=self.policy,
+                   warnings=list(self.warnings))
         return out
 
 
@@ -181,6 +190,16 @@ def analyze(system: PSS2x2) -> Analysis:
     if not (np.isfinite(v) and np.isfinite(v0) and v > 0 and abs(v0) < 1e150):
         raise InputError("cost.gamma", f"the lower bound V0 = {v0:g} is out of the float64 range the "
                                        "computations need (gamma, h or the rates too extreme)")
+    name = policy_name(case, p, md.i1, active, lower, higher)
+    notes = ()
+    if hpc_tie(system.h, md.alpha):
+        other = policy_name(case, 1 - p, md.i1, active, lower, higher)
+        hq = float(system.h[q] * md.alpha[q])
+        notes = (f"h_1 alpha_1 = h_2 alpha_2 = {hq:.6g}: a tie in the high-priority class (2.12), so either class "
+                 f"may be it and both choices are asymptotically optimal (both give V0 = {v0:.6g}, the same "
+                 f"workload cost times h_q alpha_q); class {p + 1} was taken (the convention on a tie: the first "
+                 f"class), giving policy {name}" + (f"; with class {2 - p} the policy would be {other}, whose J_n "
+                 "may differ at a finite n" if other != name else "; the other class gives the same policy"),)
     return Analysis(
         system=system,
         modes=md,
@@ -194,5 +213,6 @@ def analyze(system: PSS2x2) -> Analysis:
         z_star=z_star,
         V_wcp0=v,
         V0=v0,
-        policy=policy_name(case, p, md.i1, active, lower, higher),
+        policy=name,
+        warnings=notes,
     )

@@ -7,7 +7,6 @@ truncation leaves out (``truncation_bound``).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -18,7 +17,7 @@ from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
 from jaxq.sde.driver import check_step, simulate
 from jaxq.diffusion.value import value_function
-from jaxq.sim.result import Estimate, SimResult
+from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate  # noqa: F401  (TruncatedEstimate: re-exported)
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
 DEFAULT_SCHEME = "skew"
@@ -31,22 +30,6 @@ def scheme(name: str):
     return SCHEMES[name]
 
 
-@dataclasses.dataclass(frozen=True)
-class TruncatedEstimate(Estimate):
-    """A discounted cost over [0, T] as an estimate of the cost over [0, inf): the left-out tail is a one-sided
-    bias in [0, ``tail``] (Z >= 0; ``tail`` is :func:`truncation_bound`), so the 95% interval is
-    ``[value - 1.96 stderr, value + 1.96 stderr + tail]``."""
-
-    tail: float = 0.0
-
-    @classmethod
-    def of_estimate(cls, est: Estimate, tail: float) -> "TruncatedEstimate":
-        return cls(**{f.name: getattr(est, f.name) for f in dataclasses.fields(Estimate)}, tail=tail)
-
-    @property
-    def ci95(self):
-        lo, hi = Estimate.ci95.fget(self)
-        return [lo, hi + self.tail]
 
 
 def truncation_bound(z0: float, b_max: float, s_max: float, gamma: float, horizon: float) -> float:

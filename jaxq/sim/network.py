@@ -200,7 +200,30 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
         est["weighted_idleness_hat"] = Estimate.with_controls(per["weighted_idleness_hat"], ctl, index)
         info.update(idleness_weights=w, spare_capacity=an.spare_capacity,
                     spare_capacity_n=spare_capacity_n(an.network, an.plan, n, an.basis_pool))
-    return SimResult(None, est, reps, events, timing.wall_s, timing.compile_s, used, per, info)
+    notes = ()
+    rho_n = info.get("spare_capacity_n")
+    if rho_n is not None and not rho_n > 0:  # no policy is stationary: say so, with the growth measured
+        mid = 0.5 * (warmup + horizon)
+        first, *_ = run_model(lay, p, reps, warmup=warmup, horizon=mid, seed=seed, engine=used, hist_bins=0,
+                              deviations=False, start=start, chunk=chunk, devices=devices, cv=False)
+        growth = _halves(per["mean_in_system"].sum(axis=1), first["q"], first["z"], warmup, mid, horizon)
+        info["growth"] = growth
+        notes = (f"not stationary: the spare capacity of the n-th system rho_n = {rho_n:.4g} is not positive (rho = "
+                 f"{an.spare_capacity:.4g}; (2.35), (3.6)), so no policy has long-run averages and these grow with "
+                 f"the horizon: the mean number in system is {growth['first_half']:.4g} over [{warmup:g}, {mid:g}] and "
+                 f"{growth['second_half']:.4g} over [{mid:g}, {horizon:g}] (about {growth['per_time']:.3g} +- "
+                 f"{growth['per_time_stderr']:.2g} more a unit of time); the averages describe this window only",)
+    return SimResult(None, est, reps, events, timing.wall_s, timing.compile_s, used, per, info, warnings=notes)
+
+
+def _halves(total: np.ndarray, q_first, z_first, warmup: float, mid: float, horizon: float) -> dict:
+    """The mean number in system over the two halves of the window [warmup, horizon] (the second half from the
+    whole window's average and the first half's), averaged over replications, and its growth a unit of time."""
+    first = (np.sum(np.stack(q_first, axis=1), axis=1) + np.sum(np.stack(z_first, axis=1), axis=1))
+    second = (total * (horizon - warmup) - first * (mid - warmup)) / (horizon - mid)
+    rate = (second - first) / (0.5 * (horizon - warmup))
+    return {"first_half": float(np.mean(first)), "second_half": float(np.mean(second)),
+            "per_time": float(np.mean(rate)), "per_time_stderr": float(np.std(rate, ddof=1) / math.sqrt(rate.size))}
 
 
 def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, warmup: float = 20.0, horizon: float = 200.0,

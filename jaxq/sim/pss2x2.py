@@ -17,6 +17,7 @@ Replication r uses ``fold_in(PRNGKey(seed), r)``: results do not depend on ``chu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable, NamedTuple
 
@@ -33,7 +34,7 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
-from jaxq.sim.result import Estimate, SimResult
+from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate
 
 # a_bar of Theta_n = ceil(n^a_bar) (2.29): near the lower end of (2.28)'s interval (1/3, 1/2) (all moments finite, as
 # for every family jaxq samples). The threshold costs Delta_n ~ n^(a_bar - 1/2) on top of V0 (jaxq.diffusion.threshold)
@@ -46,6 +47,9 @@ DISCOUNTED = Functional(discounted=True)
 # :func:`simulate_bounded` extends it (at most EXTENSIONS times, aiming at rel_tol) or refuses naming the horizon.
 TRUNCATION_SHARE = 1e-3
 EXTENSIONS = 2
+# ... and aims at a bound of at most this share of the standard error (after the control variates): what remains
+# above it is said in the result's warnings; the interval ci95 is widened by whatever bound remains.
+STDERR_SHARE = 0.1
 
 
 class Setup(NamedTuple):
@@ -239,7 +243,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     info["truncation_bound"] = float(np.mean(bound))
     if controls is not None:
         samples["controls"] = controls
-    est = {"J_hat": Estimate.with_controls(J, controls, start + np.arange(len(J)))}
+    est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, start + np.arange(len(J))),
+                                                  info["truncation_bound"])}  # ci95 widened by the tail left out
     return SimResult("J_hat", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s, used,
                      samples, info)
 
@@ -249,18 +254,30 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResul
 
     The default horizon (or number of uniformised steps) is sized before the run against V0 or, where that is
     smaller, the no-departure cost that bounds J_n (:func:`jaxq.model.validate.pss_cost_scale`); neither is J_n
-    itself, so after the run the bound on the neglected tail (``truncation_bound``) must be at most
-    :data:`TRUNCATION_SHARE` (or ``10 rel_tol``, when a looser ``rel_tol`` is asked for) of ``max(J_hat,
-    stderr)``. If it is not, the run is repeated (same seeds) with the
-    truncation extended to where the bound is about ``rel_tol`` of that (at most :data:`EXTENSIONS` times,
-    within the work limits); still too large, it is an :class:`InputError` naming ``horizon`` with the horizon
-    needed. A horizon or ``steps`` given by the caller is used as given (its bound is reported).
+    itself, nor its standard error, which the control variates can make tiny. So after the run the bound on the
+    neglected tail (``truncation_bound``) must be at most :data:`STDERR_SHARE` of the standard error and at most
+    :data:`TRUNCATION_SHARE` (or ``10 rel_tol``) of ``max(J_hat, stderr)``: if it is not, the run is repeated
+    (same seeds) with the truncation extended to where the bound is about ``rel_tol`` of ``max(J_hat, stderr)``
+    and at most half :data:`STDERR_SHARE` standard errors, at most :data:`EXTENSIONS` times and within the work
+    limits. Whatever bound remains widens ``ci95`` (the bias is one-sided: ``[J_hat - 1.96 stderr, J_hat + 1.96
+    stderr + bound]``), and a bound still above :data:`STDERR_SHARE` standard errors is said in the result's
+    ``warnings``. A bound above :data:`TRUNCATION_SHARE` (or ``10 rel_tol``, when a looser ``rel_tol`` is asked
+    for) of ``max(J_hat, stderr)`` is an :class:`InputError` naming ``horizon`` with the horizon needed. A
+    horizon or ``steps`` given by the caller is used as given (its bound is reported and widens ``ci95``).
+    The analysis's warnings (a tie in the high-priority class) come first in the result's ``warnings``.
     """
+    res = _bounded(system, n, reps, **options)
+    an = options.get("analysis") or analyze(system)
+    return dataclasses.replace(res, warnings=tuple(an.warnings) + res.warnings) if an.warnings else res
+
+
+def _bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResult:
     res = simulate(system, n, reps, **options)
     if options.get("horizon") is not None or options.get("steps") is not None:
         return res
     rel_tol = options.get("rel_tol", 1e-4)
     first = res.info["horizon"]
+    refused = None
     for attempt in range(EXTENSIONS + 1):
         longer = _longer_truncation(res, system.gamma, rel_tol)
         if longer is None:
@@ -271,8 +288,17 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResul
         try:
             res = simulate(system, n, reps, **{**options, key: value})
         except InputError as e:  # the longer run does not fit the work limits
-            raise InputError("horizon", f"{_too_short(res, first, rel_tol)}; the horizon {horizon:.4g} it needs is refused: "
-                                        f"{e.reason}") from None
+            refused = f"the horizon {horizon:.4g} it needs is refused: {e.reason}"
+            break
+    if _within_share(res, rel_tol):  # a small share of J_hat, not yet of the standard error: said, and in ci95
+        bound, se = res.info["truncation_bound"], res.stderr
+        why = refused or f"after {EXTENSIONS} longer runs"
+        note = (f"the truncation bound {bound:.3g} on the tail left out at horizon {res.info['horizon']:.4g} is "
+                f"{bound / se:.2g} standard errors ({why}); ci95 is widened by it, the estimate may be low by up to "
+                "that much (pass a longer horizon to shrink it)")
+        return dataclasses.replace(res, warnings=res.warnings + (note,))
+    if refused is not None:
+        raise InputError("horizon", f"{_too_short(res, first, rel_tol)}; {refused}")
     if not math.isfinite(horizon):
         raise InputError("horizon", f"{_too_short(res, first, rel_tol)}; no horizon makes the bound a share of J_hat = 0")
     raise InputError("horizon", f"{_too_short(res, first, rel_tol)}; pass horizon >= {horizon:.4g}")
@@ -284,16 +310,29 @@ def _too_short(res: SimResult, first: float, rel_tol: float) -> str:
             f"{res.stderr:.2g})")
 
 
+def _scale(res: SimResult) -> float:
+    return max(abs(res.value), res.stderr if math.isfinite(res.stderr) else 0.0)
+
+
+def _within_share(res: SimResult, rel_tol: float) -> bool:
+    """``truncation_bound <= max(TRUNCATION_SHARE, 10 rel_tol) max(J_hat, stderr)`` (a looser rel_tol asked for is
+    a looser check)."""
+    return res.info["truncation_bound"] <= max(TRUNCATION_SHARE, 10.0 * rel_tol) * _scale(res)
+
+
 def _longer_truncation(res: SimResult, gamma: float, rel_tol: float):
-    """None when ``truncation_bound <= max(TRUNCATION_SHARE, 10 rel_tol) max(J_hat, stderr)``; else ``(option, value,
-    horizon)``:
-    the ``horizon`` (event engine) or ``steps`` (uniformised) at which the bound, shrinking like
-    ``exp(-gamma T)`` (``r^K``), would be ``rel_tol`` of that."""
-    bound = res.info["truncation_bound"]
-    scale = max(abs(res.value), res.stderr if math.isfinite(res.stderr) else 0.0)
-    if bound <= max(TRUNCATION_SHARE, 10.0 * rel_tol) * scale:  # a looser rel_tol asked for is a looser check
+    """None when ``truncation_bound`` is within :func:`_within_share` and at most ``STDERR_SHARE stderr`` (where
+    there is a standard error); else ``(option, value, horizon)``: the ``horizon`` (event engine) or ``steps``
+    (uniformised) at which the bound, shrinking like ``exp(-gamma T)`` (``r^K``), would be ``rel_tol max(J_hat,
+    stderr)`` and at most half ``STDERR_SHARE stderr``."""
+    bound, se = res.info["truncation_bound"], res.stderr
+    has_se = math.isfinite(se) and se > 0
+    if bound <= 0.0 or (_within_share(res, rel_tol) and (bound <= STDERR_SHARE * se or not has_se)):
         return None
-    factor = bound / (rel_tol * scale) if scale > 0 else math.inf  # > 10: the rerun's truncation is longer
+    target = rel_tol * _scale(res)
+    if has_se:
+        target = min(target, 0.5 * STDERR_SHARE * se) if target > 0 else 0.5 * STDERR_SHARE * se
+    factor = bound / target if target > 0 else math.inf  # > 2: the rerun's truncation is longer
     horizon = res.info["horizon"] + math.log(factor) / gamma
     if res.engine == "uniformized":
         if not math.isfinite(factor):

@@ -7,6 +7,7 @@ command line prints :meth:`SimResult.to_dict` as it is, the experiment runner st
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,26 @@ class Estimate:
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(p > 0, np.where(s > 0, (p / np.where(s > 0, s, 1.0)) ** 2, math.nan), 1.0)
         return _plain(ratio)
+
+
+@dataclass(frozen=True)
+class TruncatedEstimate(Estimate):
+    """A discounted cost over [0, T] as an estimate of the cost over [0, inf): the left-out tail is a one-sided
+    bias in [0, ``tail``] (a cost is never negative; ``tail`` is the simulator's ``truncation_bound``), so the
+    95% interval is ``[value - 1.96 stderr, value + 1.96 stderr + tail]``. Both the SDE estimators
+    (:func:`jaxq.sde.estimators.discounted_cost`) and the 2x2 system's J_n (:func:`jaxq.sim.pss2x2.simulate`)
+    report their interval so."""
+
+    tail: float = 0.0
+
+    @classmethod
+    def of_estimate(cls, est: Estimate, tail: float) -> "TruncatedEstimate":
+        return cls(**{f.name: getattr(est, f.name) for f in dataclasses.fields(Estimate)}, tail=tail)
+
+    @property
+    def ci95(self):
+        lo, hi = Estimate.ci95.fget(self)
+        return [lo, hi + self.tail]
 
 
 def _finite_or_null(v):

@@ -130,20 +130,37 @@ class Experiment:
         return base_fingerprint(self.study.name, self.grid.model_dump(mode="json"), self.cv,
                                 self.study.enumeration_keys)
 
-    def point_digests(self) -> list[str]:
+    def point_digests(self, points=None, without=("reps",)) -> list[str | None]:
         """sha256 per point of everything that determines its numbers for replications r (chunk by chunk): the
         base fingerprint, the point's system file (all of them for a point without one) and the point itself
-        except its replication count (replication r's numbers do not depend on it)."""
+        except its replication count (replication r's numbers do not depend on it).
+
+        ``points``: other points (an earlier run's, from its manifest) digested against this experiment's
+        systems (None for a point whose system this experiment does not have). ``without``: the keys left out;
+        ``("reps", "chunk")`` names the replications themselves, whatever the chunking
+        (:meth:`replication_digests`)."""
         base = self.base_fingerprint()
         texts = {s.label: s.path.read_text(encoding="utf-8") for s in self.systems}
 
         def digest(point):
             label = point.get("system")
+            if label is not None and label not in texts:
+                return None
             data = {"base": base, "systems": {label: texts[label]} if label is not None else texts,
-                    "point": {k: v for k, v in point.items() if k != "reps"}}
+                    "point": {k: v for k, v in point.items() if k not in without}}
             return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
-        return [digest(pt) for pt in self.points]
+        return [digest(pt) for pt in (self.points if points is None else points)]
+
+    def replication_digests(self, points=None) -> list[str | None]:
+        """sha256 per point naming its replications whatever the chunking (:meth:`point_digests` without
+        ``reps`` and ``chunk``, with the version of the simulators' numbers): replication r of two points with
+        the same digest is the same number. A chunk file carries it, so that a resume with another ``chunk``
+        rebuilds its chunks from the finished replications (:func:`jaxq.studies.runner.rechunk`)."""
+        from jaxq.sim import STREAM_VERSION
+
+        return [None if d is None else hashlib.sha256(f"{d}:{STREAM_VERSION}".encode()).hexdigest()
+                for d in self.point_digests(points, without=("reps", "chunk"))]
 
     def to_dict(self) -> dict:
         """A JSON record of the experiment (for run.json and the manifest)."""

@@ -222,8 +222,11 @@ def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
     chunks.mkdir(exist_ok=True)
     storage.atomic_write(chunks / ".gitignore", b"*\n")  # chunk files are a cache, never committed
     if resume:
+        old = read_manifest(out)
         _adopt_chunks(exp, out)
-    storage.write_json(out / MANIFEST, {"fingerprint": fp, "experiment": exp.to_dict(), "points": list(exp.points)})
+        rechunk(exp, out, old)
+    storage.write_json(out / MANIFEST, {"fingerprint": fp, "experiment": exp.to_dict(), "points": list(exp.points),
+                                        "point_digests": exp.point_digests()})
 
 
 def chunk_digests(exp: Experiment) -> dict[tuple[int, int], str]:
@@ -281,12 +284,135 @@ def _adopt_chunks(exp: Experiment, out: Path) -> int:
     return len(moves)
 
 
+RECHUNK = ".rechunk"  # chunks/.rechunk: files being cut into chunks of another size (a kill leaves them there)
+
+
+def rechunk(exp: Experiment, out: Path, old: dict | None = None) -> int:
+    """Rebuild the chunks a resumed run needs from finished replications saved in chunks of another size.
+
+    Replication r of a point is the same number whatever the chunking (its key is ``fold_in(PRNGKey(seed),
+    r)``), and every chunk file names its replications (``replications`` in its metadata:
+    :meth:`Experiment.replication_digests`; for files of an earlier version, the earlier run's manifest
+    ``old`` says it). A task whose chunk file is missing or not its own is assembled from such files when they
+    hold all its replications; a one-line note says how many chunks were rebuilt and that only the chunking
+    changed. Source files at places about to be written are staged in ``chunks/.rechunk`` first (a kill
+    leaves them there for the next resume); files wholly used are removed at the end. Returns the number of
+    chunks rebuilt."""
+    chunks = out / storage.CHUNKS
+    digests = chunk_digests(exp)
+    rdig = exp.replication_digests()
+    need: dict[int, list[tuple[int, int, int]]] = {}
+    for i, c, lo, count in tasks(exp):
+        if rdig[i] is not None and storage.read_chunk(storage.chunk_path(out, i, c), count, digests[i, c], lo)[1] != "ok":
+            need.setdefault(i, []).append((c, lo, count))
+    if not need:
+        return 0
+    legacy = _legacy_replications(exp, old)
+    wanted = {rdig[i] for i in need}
+    writes = {storage.chunk_path(out, i, c) for i, todo in need.items() for c, _, _ in todo}
+    stage = chunks / RECHUNK
+    # kept copies first: a place's file that adoption also kept is then read from the copy, not staged
+    files = sorted(chunks.glob("kept/*.npz")) + sorted(stage.glob("*.npz")) + sorted(chunks.glob("p*/c*.npz"))
+    sources: dict[str, dict[str, Path]] = {}  # replication digest -> {chunk digest: file}
+    for f in files:
+        meta = storage.chunk_meta(f)
+        d = meta.get("digest")
+        rd = meta.get("replications") or legacy.get(d)
+        if rd in wanted and isinstance(d, str) and d not in sources.setdefault(rd, {}):
+            sources[rd][d] = f
+    plans, sizes = [], set()  # (point, chunk, [(source, first row, end row)]) of every chunk to rebuild
+    for i, todo in need.items():
+        held = []  # (first replication, end, columns, meta, file) of every readable source of this point
+        for f in sources.get(rdig[i], {}).values():
+            got = storage.read_replications(f)
+            if got is not None:
+                cols, meta = got
+                first = int(cols["rep"][0])
+                held.append((first, first + cols["rep"].shape[0], cols, meta, f))
+        for c, lo, count in todo:
+            parts, r = [], lo  # contiguous slices of the sources covering [lo, lo + count)
+            while r < lo + count:
+                src = next((h for h in held if h[0] <= r < h[1]), None)
+                if src is None:
+                    break
+                end = min(src[1], lo + count)
+                parts.append((src, r - src[0], end - src[0]))
+                r = end
+            keys = list(parts[0][0][2]) if parts else []
+            if r == lo + count and all(list(src[2]) == keys for src, _, _ in parts):  # else computed afresh
+                plans.append((i, c, parts))
+                sizes |= {src[3].get("chunk_size") for src, _, _ in parts}
+    if not plans:
+        return 0
+    staged = {}  # a source at a place this resume writes to is moved to chunks/.rechunk first (kill-safe)
+    for _, _, parts in plans:
+        for src, _, _ in parts:
+            f = src[4]
+            if f in writes and f not in staged:
+                stage.mkdir(exist_ok=True)
+                staged[f] = stage / f"{src[3]['digest']}.npz"
+                os.replace(f, staged[f])
+    used: dict[Path, int] = {}
+    for i, c, parts in plans:  # the columns are in memory: the order of the writes does not matter
+        keys = list(parts[0][0][2])
+        new = {k: np.concatenate([src[2][k][a:b] for src, a, b in parts]) for k in keys}
+        wall = sum(src[3].get("wall_s", 0.0) * (b - a) / (src[1] - src[0]) for src, a, b in parts)
+        ev = int(np.sum(new["events"])) if "events" in new else 0
+        storage.save_chunk(storage.chunk_path(out, i, c), new,
+                           {"wall_s": wall, "events": ev, "process": 0, "digest": digests[i, c],
+                            "replications": rdig[i], "chunk_size": exp.points[i]["chunk"], "rebuilt": True})
+        for src, a, b in parts:
+            f = staged.get(src[4], src[4])
+            used[f] = used.get(f, 0) + (b - a)
+    rebuilt = len(plans)
+    for f, n_used in used.items():  # a staged or kept file all of whose replications now sit in this run's chunks
+        got = storage.read_replications(f)
+        if got is not None and f.parent.name in (RECHUNK, "kept") and n_used >= got[0]["rep"].shape[0]:
+            f.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        stage.rmdir()
+    if rebuilt:
+        was = ", ".join(str(x) for x in sorted(s for s in sizes if isinstance(s, int))) or "another size"
+        now = ", ".join(str(x) for x in sorted({exp.points[i]["chunk"] for i in need}))
+        sys.stderr.write(f"jaxq: note: only the chunking changed for {rebuilt} chunk files (chunk {was} before, "
+                         f"{now} now): rebuilt them from the finished replications in {chunks}, nothing "
+                         "recomputed\n")
+    return rebuilt
+
+
+def _legacy_replications(exp: Experiment, old: dict | None) -> dict[str, str]:
+    """Chunk digest -> replication digest of the earlier run's chunks (from its manifest ``old``), for chunk files
+    written before they named their replications."""
+    try:
+        points = [dict(p) for p in old["points"]]
+        out = {}
+        pds, rds = exp.point_digests(points), exp.replication_digests(points)
+        for pt, pd, rd in zip(points, pds, rds):
+            if pd is None:
+                continue
+            reps, size = int(pt["reps"]), int(pt["chunk"])
+            for c, lo in enumerate(range(0, reps, size)):
+                out[storage.chunk_digest(pd, c, lo, min(size, reps - lo))] = rd
+        return out
+    except (TypeError, KeyError, ValueError, AttributeError):  # no manifest, or not one of ours
+        return {}
+
+
 def _progress_bar(total: int, name: str, enabled: bool | None):
-    """tqdm on stderr: replications done, chunks done and events per second (auto: only on a terminal)."""
+    """The run's :class:`jaxq.progress.Monitor` in replications: a tqdm bar on stderr (replications done, chunks
+    done and events per second; ``enabled`` None: only on a terminal) and, terminal or not, the estimate of a run
+    expected to take more than 30 s at the rate measured after its first chunk, then a line at least once a
+    minute (off the terminal); ``jaxq --quiet`` silences both."""
     from tqdm.auto import tqdm
 
+    from jaxq.progress import Monitor, quiet
+
     disable = None if enabled is None else not enabled
-    return tqdm(total=total, unit="rep", desc=name, file=sys.stderr, disable=disable, dynamic_ncols=True, delay=0.5)
+    bar = None if quiet() else tqdm(total=total, unit="rep", desc=name, file=sys.stderr, disable=disable,
+                                    dynamic_ncols=True, delay=0.5)
+    mon = Monitor(f"run {name}", bar=None if bar is None or bar.disable else bar)
+    mon.start(total, "replications")
+    return mon
 
 
 def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progress: bool | None = None) -> dict:
@@ -307,6 +433,7 @@ def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progres
         what = ", ".join(f"{k} {v}" for k, v in sorted(bad.items()))
         sys.stderr.write(f"jaxq: note: recomputing {sum(bad.values())} chunk files in {out / storage.CHUNKS} that "
                          f"are damaged or belong to another run ({what})\n")
+    rdig = exp.replication_digests()
     fail_after = int(os.environ.get(FAIL_AFTER_ENV, "-1"))
     bar = _progress_bar(sum(t[3] for t in todo), exp.name, progress)
     events = 0
@@ -323,11 +450,13 @@ def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progres
             cols["rep"] = np.arange(lo, lo + count, dtype=np.int64)
             ev = int(np.sum(cols["events"])) if "events" in cols else 0
             storage.save_chunk(storage.chunk_path(out, i, c), cols,
-                               {"wall_s": wall, "events": ev, "process": p, "digest": digests[i, c]})
+                               {"wall_s": wall, "events": ev, "process": p, "digest": digests[i, c],
+                                "replications": rdig[i], "chunk_size": pt["chunk"]})
             events += ev
             bar.update(count)
             el = time.perf_counter() - t_start
-            bar.set_postfix(chunks=f"{k + 1}/{len(todo)}", ev_per_s=f"{events / el:.3g}" if el > 0 else "-")
+            if bar.bar is not None:
+                bar.bar.set_postfix(chunks=f"{k + 1}/{len(todo)}", ev_per_s=f"{events / el:.3g}" if el > 0 else "-")
     finally:
         bar.close()
     return {"computed": len(todo), "reused": reused, "events": events, "wall_s": time.perf_counter() - t_start}
@@ -348,6 +477,105 @@ def gather(exp: Experiment, out: Path) -> tuple[list[dict], dict]:
         events += meta["events"]
     records = [{k: np.concatenate([ch[k] for ch in chs]) for k in chs[0]} for chs in per_point]
     return records, {"compute_s": compute_s, "events": events}
+
+
+class RunRecords(tuple):
+    """``(points, records)`` of a run (:func:`read_records`), with ``left_out`` (the grid points not returned:
+    ``{"point", "grid_point", "chunks"}``, each chunk with its state) and ``warnings`` (sentences saying so)."""
+
+    left_out: list[dict]
+    warnings: tuple[str, ...]
+
+    def __new__(cls, points, records, left_out=(), warnings=()):
+        self = super().__new__(cls, (points, records))
+        self.left_out, self.warnings = list(left_out), tuple(warnings)
+        return self
+
+
+def read_records(out: Path, complete_only: bool = False) -> RunRecords:
+    """The grid points and per-replication records of the run in ``out``, every chunk checked against the
+    digests of the run's manifest (as a resume checks them: :func:`jaxq.studies.storage.read_chunk`).
+
+    A grid point with a chunk that is missing, damaged (corrupt, incomplete) or foreign (another run's, or
+    left by an earlier run of an edited experiment) is an InputError naming the folder and the point, unless
+    ``complete_only``: then only the points whose chunks all check are returned and ``left_out`` and
+    ``warnings`` say which were left out and why."""
+    man = read_manifest(out)
+    if man is None:
+        raise InputError("out", f"{out} holds no jaxq run (no readable manifest.json)")
+    points = man.get("points")
+    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        raise InputError("out", f"{out / MANIFEST} lists no grid points")
+    pds = _manifest_point_digests(out, man)
+    kept_points, records, left_out = [], [], []
+    for i, pt in enumerate(points):
+        try:
+            reps, size = int(pt["reps"]), int(pt["chunk"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError("out", f"grid point {i} of {out / MANIFEST} has no replication count or chunk") from None
+        cols, bad = [], {}
+        for c, lo in enumerate(range(0, reps, size)):
+            count = min(size, reps - lo)
+            got, state = storage.read_chunk(storage.chunk_path(out, i, c), count,
+                                            storage.chunk_digest(pds[i], c, lo, count), lo)
+            if got is None:
+                bad[c] = state
+            else:
+                cols.append(got[0])
+        if bad:
+            left_out.append({"point": i, "grid_point": pt, "chunks": bad})
+            continue
+        kept_points.append(pt)
+        records.append({k: np.concatenate([ch[k] for ch in cols]) for k in cols[0]})
+    if left_out and not complete_only:
+        first = left_out[0]
+        raise InputError("out", f"{out}: grid point {first['point']} ({_point_label(first['grid_point'])}) has "
+                                f"{_chunk_states(first['chunks'])}" + (f", and {len(left_out) - 1} more grid points "
+                                f"too" if len(left_out) > 1 else "") + "; finish the run with jaxq run --resume, "
+                                "or pass complete_only=True for the grid points whose chunks all check")
+    notes = tuple(f"grid point {e['point']} ({_point_label(e['grid_point'])}) left out of the records of {out}: "
+                  f"{_chunk_states(e['chunks'])}" for e in left_out)
+    return RunRecords(kept_points, records, left_out, notes)
+
+
+def _point_label(pt: dict) -> str:
+    return ", ".join(f"{k} {pt[k]}" for k in ("system", "policy", "engine", "n", "dt", "seed") if pt.get(k) is not None)
+
+
+def _chunk_states(bad: dict[int, str]) -> str:
+    """``chunk 3 foreign (another run's), chunks 4, 5 missing``: the chunks that do not check, by state."""
+    why = {"foreign": "foreign (another run's, or an earlier run's of an edited experiment)", "missing": "missing",
+           "corrupt": "damaged (not readable)", "incomplete": "damaged (not the replications they should hold)"}
+    by: dict[str, list[int]] = {}
+    for c, state in bad.items():
+        by.setdefault(state, []).append(c)
+    return ", ".join(f"chunk{'s' if len(cs) > 1 else ''} {', '.join(map(str, cs[:8]))}{' ...' if len(cs) > 8 else ''} "
+                     f"{why.get(st, st)}" for st, cs in sorted(by.items()))
+
+
+def _manifest_point_digests(out: Path, man: dict) -> list[str]:
+    """The digest of every grid point of the manifest ``man``: written there by this version; for a run of an
+    earlier version, from its experiment rebuilt (its system files as they are now)."""
+    pds = man.get("point_digests")
+    if isinstance(pds, list) and len(pds) == len(man["points"]) and all(isinstance(d, str) for d in pds):
+        return pds
+    from jaxq.studies.experiment import from_dict
+
+    e = man["experiment"]
+    try:
+        data = {"experiment": {"study": e["study"], "name": e["name"], "description": e.get("description", ""),
+                               "systems": list(e["systems"].values()), "replications": e["replications"],
+                               "chunk": e["chunk"], "seeds": e["seeds"], "records": e.get("records", True),
+                               "cv": e.get("cv", True)}, "grid": e["grid"]}
+        exp = from_dict(data, Path(e["file"]))
+    except (KeyError, TypeError, AttributeError, InputError) as err:
+        raise InputError("out", f"{out} is a run of an earlier jaxq whose manifest does not name its chunks, and its "
+                                f"experiment cannot be rebuilt to check them ({err}); run it again with jaxq run "
+                                "--resume") from None
+    got = exp.point_digests([dict(p) for p in man["points"]])
+    if any(d is None for d in got):
+        raise InputError("out", f"{out}: the manifest's grid points name systems its experiment does not have")
+    return got
 
 
 def tidy_records(exp: Experiment, records: list[dict]) -> list[dict]:

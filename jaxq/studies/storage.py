@@ -121,6 +121,23 @@ def _load(path: Path, columns: bool) -> tuple[dict[str, np.ndarray], dict] | Non
     return (cols, meta) if isinstance(meta, dict) else None
 
 
+def read_replications(path: Path) -> tuple[dict[str, np.ndarray], dict] | None:
+    """A chunk file's columns and metadata whatever its size, or None unless it is readable and consistent (a
+    1-D ``rep`` column of consecutive replications, every column numeric with one row per replication)."""
+    got = _load(path, columns=True)
+    if got is None:
+        return None
+    cols, meta = got
+    rep = cols.get("rep")
+    if rep is None or rep.ndim != 1 or rep.shape[0] == 0 or rep.dtype.kind not in "iu":
+        return None
+    if any(c.ndim < 1 or c.shape[0] != rep.shape[0] or c.dtype.kind not in "biuf" for c in cols.values()):
+        return None
+    if not np.array_equal(rep, np.arange(rep[0], rep[0] + rep.shape[0])):
+        return None
+    return cols, meta
+
+
 def chunk_meta(path: Path) -> dict:
     """A chunk file's metadata (its ``digest``, ...), or ``{}`` for a file that is not a readable chunk."""
     got = _load(path, columns=False)

@@ -1,0 +1,81 @@
+"""Ctrl-C (SIGINT) ends a command with one line, ``jaxq: interrupted`` (for ``jaxq run``: how to resume), exit
+status 130 and no traceback; the resumed run then finishes from the chunks already written."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXP = """
+[experiment]
+study = "convergence"
+systems = ["pss_PP"]
+replications = 40000
+chunk = 2
+seeds = [3]
+[grid]
+n = [9]
+horizon = 2.0
+"""
+
+
+def _env(**extra):
+    return dict(os.environ, PYTHONPATH=str(ROOT), JAXQ_CACHE_DIR="off", **extra)
+
+
+def _interrupt(proc: subprocess.Popen, ready, limit: float = 400.0) -> tuple[int, str]:
+    """Send SIGINT once ``ready()`` holds (the command is computing); its exit status and stderr."""
+    t0 = time.monotonic()
+    while not ready():
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() - t0 < limit, "the command never started computing"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=limit)
+    return proc.returncode, err
+
+
+def test_interrupted_run_is_one_line_exit_130_and_says_how_to_resume(tmp_path):
+    exp, out = tmp_path / "e.toml", tmp_path / "out"
+    exp.write_text(EXP)
+    proc = subprocess.Popen([sys.executable, "-m", "jaxq", "run", str(exp), "--out", str(out)], cwd=tmp_path,
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rc, err = _interrupt(proc, lambda: len(list((out / "chunks").glob("p*/c*.npz"))) >= 2)
+    assert rc == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    lines = [ln for ln in re.split(r"[\r\n]", err) if ln.strip()]
+    assert lines[-1] == f"jaxq: interrupted; resume with jaxq run {exp} --out {out} --resume", err
+    assert len([ln for ln in lines if not ln.startswith("jaxq: note:")]) == 1, err
+    assert list((out / "chunks").glob("p*/c*.npz"))  # the finished chunks are kept for the resume
+
+
+def test_interrupted_simulate_is_one_line_exit_130(tmp_path):
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-m", "jaxq", "simulate", "pss_PP", "--n", "400", "--reps", "1000000"],
+                            cwd=tmp_path, env=_env(JAXQ_PROGRESS="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: list[bytes] = []
+
+    def pump():
+        while data := os.read(proc.stderr.fileno(), 4096):
+            seen.append(data)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    t0 = time.monotonic()
+    while not any(b"/s" in c or b"%" in c for c in seen):  # the progress bar (forced on): the simulation runs
+        assert proc.poll() is None, b"".join(seen).decode()[-3000:]
+        assert time.monotonic() - t0 < 400, "the command never started computing"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    rc = proc.wait(timeout=400)
+    reader.join(timeout=30)
+    err = b"".join(seen).decode()
+    assert rc == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    lines = [ln for ln in re.split(r"[\r\n]", err) if ln.strip()]
+    assert lines[-1] == "jaxq: interrupted", err

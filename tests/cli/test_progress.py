@@ -1,0 +1,132 @@
+"""Progress of long jobs on any stderr: the estimate at a rate measured on this machine (not a constant) before
+the bulk of the work, then a line at least once a minute off the terminal; --quiet silences it; short jobs and
+refusals print nothing of it. (tests/conftest.py turns the reports off for every other test: JAXQ_LONG_JOB_S.)"""
+
+import io
+import re
+
+import pytest
+
+import jaxq.progress as progress
+from jaxq.cli import main
+from jaxq.cli.progress import Bar
+from jaxq.progress import Monitor
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+@pytest.fixture(autouse=True)
+def reports_on(monkeypatch):
+    monkeypatch.delenv("JAXQ_LONG_JOB_S", raising=False)
+    monkeypatch.delenv("JAXQ_QUIET", raising=False)
+    monkeypatch.setattr(progress, "QUIET", False)
+
+
+def _monitor(total=1e9):
+    clock, out = Clock(), io.StringIO()
+    m = Monitor("simulate", stream=out, clock=clock, thread=False)
+    m.start(total, "events")
+    return m, clock, out
+
+
+def test_a_long_job_gives_its_measured_estimate_then_a_line_a_minute():
+    m, clock, out = _monitor()
+    clock.t = 8.0  # compiling: nothing measured, not yet 30 s
+    assert m.tick() is None
+    m.update(1e6)  # the first piece (compilation included: not the rate)
+    clock.t = 10.0
+    m.update(2e6)
+    note = m.tick()  # 2e6 events in 2 s since the first piece: 1e6 events/s measured
+    assert note.startswith("jaxq: note: simulate: about 1.0e9 events, about 17 minutes at 1.0e6 events/s measured")
+    lines = [note]
+    for t in range(11, 400):
+        clock.t = float(t)
+        m.update(1e6)
+        if (line := m.tick()) is not None:
+            lines.append((t, line))
+    times = [t for t, _ in lines[1:]]
+    assert times and times[0] <= 10 + 60 and all(b - a <= 60 for a, b in zip(times, times[1:]))
+    assert re.match(r"jaxq: progress: simulate: \d+% \(.* of 1\.0e9 events\), 1\.0e6 events/s, about .* left",
+                    lines[1][1])
+    assert out.getvalue().count("\n") == len(lines)
+
+
+def test_a_short_job_says_nothing():
+    m, clock, out = _monitor(total=1e7)
+    m.update(1e6)
+    clock.t = 2.0
+    m.update(2e6)
+    for t in range(2, 12):
+        clock.t = float(t)
+        m.update(1e6)
+        assert m.tick() is None
+    assert out.getvalue() == ""
+
+
+def test_a_job_with_nothing_finished_after_30_s_says_so():
+    m, clock, _ = _monitor()
+    clock.t = 31.0
+    assert "nothing finished after 31 seconds" in m.tick()
+    clock.t = 92.0
+    assert m.tick().startswith("jaxq: progress: simulate: 0%")
+
+
+def test_quiet_silences_it(monkeypatch):
+    monkeypatch.setattr(progress, "QUIET", True)
+    m, clock, out = _monitor()
+    m.update(1e6)
+    clock.t = 100.0
+    m.update(1e6)
+    assert m.tick() is None and out.getvalue() == ""
+
+
+def test_a_rerun_adds_its_work_to_the_job():
+    m, clock, _ = _monitor(total=100.0)
+    m.update(100.0)
+    m.start(50.0, "events")  # a rerun with a longer truncation
+    assert m.total == 150.0
+
+
+def test_the_constant_rate_note_is_a_lower_bound():
+    bar = Bar("x", min_total=1e8)
+    from jaxq.cli.progress import long_work_note
+
+    assert "at least" in long_work_note(8e13, "events") and "faster than any machine" in long_work_note(8e13, "events")
+    bar.close()
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_real_simulation_off_the_terminal(capsys, monkeypatch, quiet):
+    """jaxq simulate with stderr captured (not a terminal), the thresholds lowered to this test's size."""
+    monkeypatch.setenv("JAXQ_LONG_JOB_S", "0.2")
+    monkeypatch.setattr(progress, "EVERY_S", 0.5)
+    monkeypatch.setattr(progress, "POLL_S", 0.05)
+    monkeypatch.delenv("JAXQ_PROGRESS", raising=False)
+    argv = ["simulate", "pss_PP", "--n", "400", "--reps", "4000", "--engine", "event", "--horizon", "20", "--json"]
+    assert main(argv + (["--quiet"] if quiet else [])) == 0
+    err = capsys.readouterr().err
+    if quiet:
+        assert "jaxq: note: simulate" not in err and "jaxq: progress" not in err
+        return
+    m = re.search(r"jaxq: note: simulate: about (\S+) events, about .* at (\S+) events/s measured on this machine", err)
+    assert m, err
+    assert float(m.group(2)) != 1e8  # measured, not the constant
+
+
+def test_a_real_run_reports_too(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("JAXQ_LONG_JOB_S", "0.2")
+    monkeypatch.setattr(progress, "EVERY_S", 0.3)
+    monkeypatch.setattr(progress, "POLL_S", 0.05)
+    exp = tmp_path / "e.toml"
+    exp.write_text('[experiment]\nstudy = "convergence"\nsystems = ["pss_PP"]\nreplications = 40\nchunk = 2\n'
+                   '[grid]\nn = [9]\nhorizon = 2.0\n')
+    assert main(["run", str(exp), "--out", str(tmp_path / "o"), "--no-progress", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "jaxq: note: run e: about 4.0e1 replications" in err and "measured on this machine" in err, err
+

@@ -1,0 +1,76 @@
+"""``import jaxq`` leaves the user's JAX configuration alone; jaxq computes in float64 whatever it says, and
+its numbers are the same with JAX_ENABLE_X64=0 as with 1 (subprocesses: the test process has float64 on)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = r"""
+import json, sys
+import jax
+before = bool(jax.config.jax_enable_x64)
+import jaxq
+after_import = bool(jax.config.jax_enable_x64)
+a = jaxq.analyze("pss_T2T1")
+r = jaxq.simulate("pss_PP", 25, 64, seed=2)
+s = jaxq.simulate_sde("pss_P", paths=256, seed=1)
+net = jaxq.simulate("network_N", 9, 4, horizon=5.0, warmup=1.0, seed=3)
+t = jaxq.tune("pss_T2T1")
+after_calls = bool(jax.config.jax_enable_x64)
+import jax.numpy as jnp
+json.dump({"flags": [before, after_import, after_calls], "user_dtype": str(jnp.ones(1).dtype),
+           "result_dtype": str(r.info.get("J", r.value).__class__.__name__),
+           "analysis": a.to_dict(), "sim": r.to_dict(), "sde": s.to_dict(), "net": net.to_dict(),
+           "tune": float(t.z)}, sys.stdout, default=repr)
+"""
+
+
+def _run(x64: str) -> dict:
+    env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT), JAXQ_CACHE_DIR="off")
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def _strip_times(d):
+    """Results without their wall-clock fields (the only ones that may differ between two runs)."""
+    if isinstance(d, dict):
+        return {k: _strip_times(v) for k, v in d.items() if not any(w in k for w in ("wall", "per_s", "_s_", "time_s"))
+                and not k.endswith("_s")}
+    if isinstance(d, list):
+        return [_strip_times(v) for v in d]
+    return d
+
+
+@pytest.fixture(scope="module")
+def both():
+    return _run("0"), _run("1")
+
+
+def test_import_and_calls_leave_the_users_configuration(both):
+    off, on = both
+    assert off["flags"] == [False, False, False] and off["user_dtype"] == "float32"
+    assert on["flags"] == [True, True, True] and on["user_dtype"] == "float64"
+
+
+def test_numbers_are_the_same_either_way(both):
+    off, on = both
+    for key in ("analysis", "sim", "sde", "net", "tune"):
+        assert _strip_times(off[key]) == _strip_times(on[key]), key
+
+
+def test_the_cli_computes_in_float64_whatever_the_environment(tmp_path):
+    outs = []
+    for x64 in ("0", "1"):
+        env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT), JAXQ_CACHE_DIR="off")
+        r = subprocess.run([sys.executable, "-m", "jaxq", "simulate", "pss_PP", "--n", "25", "--reps", "64", "--json"],
+                           env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs.append(_strip_times(json.loads(r.stdout)))
+    assert outs[0] == outs[1]
