@@ -28,6 +28,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from jaxq.diffusion.threshold import threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
 from jaxq.policies import pss2x2 as pol
@@ -51,7 +52,8 @@ class Grid(BaseModel):
     cases: Annotated[list[str], Field(min_length=1), Unique] = list(CASES)
     n: Annotated[list[NValue], Field(min_length=1), Unique]
     # threshold rules "RULE@a": Theta_n = ceil(c_RULE n^a); the first is the reference (the default's)
-    rules: Annotated[list[str], Field(min_length=1), Unique] = [f"{sim.DEFAULT_THETA_RULE}@{sim.DEFAULT_THETA_EXPONENT}"]
+    rules: Annotated[list[str], Field(min_length=1), Unique] = [
+        f"{sim.DEFAULT_THETA_RULE}@{sim.DEFAULT_THETA_EXPONENT}"]
     subset_n: Annotated[list[NValue], Unique] = []  # n run only for a random subset of the systems
     subset_size: Annotated[int, Field(ge=0)] = 0
     replications_at: dict[str, Annotated[int, Field(ge=2)]] = {}  # {"100000": 32}
@@ -172,9 +174,11 @@ def _rows(exp, pts, records) -> list[dict]:
         rule, a = parse_rule(pt["rule"])
         st = sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, analysis=d.analysis,
                        horizon=g.horizon)
+        dn = threshold_term(d.analysis, st.policy, (st.theta or 0) / math.sqrt(pt["n"]))
         base = {"system": pt["rsystem"], "case": d.case, "policy": d.analysis.policy, "n": pt["n"],
                 "seed": pt["seed"], "reps": int(rec["J"].size), "V0": d.analysis.V0, "J_hat": J, "J_hat_stderr": se,
                 "J_over_V0": J / d.analysis.V0, "J_over_V0_stderr": se / d.analysis.V0, "theta": st.theta,
+                "threshold_term_over_V0": None if dn is None else dn / d.analysis.V0,
                 "variance_reduction": extra.get("variance_reduction"),
                 "sup_X_hat_p": float(np.mean(rec["sup_X_hat_p"])), "tail_bound": float(np.mean(rec["tail_bound"]))}
         specs = [pt["rule"]] if st.theta is not None else list(g.rules)
