@@ -4,10 +4,10 @@ The systems are drawn (:mod:`jaxq.studies.random_draw`) from ``grid.draw_seed``,
 the six cases; the experiment names no system files. For each system, each n of ``grid.n`` (and of
 ``grid.subset_n`` for a random subset of ``grid.subset_size`` systems, stratified by case) and each threshold
 rule of ``grid.rules`` (``RULE@a``: ``Theta_n = ceil(c n^a)`` with c the rule's constant,
-:func:`jaxq.policies.pss2x2.theta_rule_constant`), the event engine estimates J_n under the theory's policy
-(``auto``) with the control variates. All rules of a system and n use the same seed, hence common random
-numbers: their differences are paired. A policy without a threshold (P, PP) runs once per n (the first rule),
-and its row is repeated for the other rules.
+:func:`jaxq.policies.pss2x2.theta_rule_constant`; ``RULE*k@a``: k times it), the event engine estimates J_n
+under the theory's policy (``auto``) with the control variates. All rules of a system and n use the same seed,
+hence common random numbers: their differences are paired. A policy without a threshold (P, PP) runs once per n
+(the first rule), and its row is repeated for the other rules.
 
 Tables: ``summary`` (system x rule x n: J_hat, its stderr, J/V0, Theta_n), ``systems`` (the drawn parameters,
 V0, z*, the policy, each rule's constant), ``by_case`` (rule x case x n: median, 95th percentile and max of
@@ -60,20 +60,26 @@ class Grid(BaseModel):
     horizon: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
 
 
-def parse_rule(spec: str) -> tuple[str, float]:
-    """``"scv@0.4"`` -> ("scv", 0.4); refuses unknown rules and exponents outside [0, 1] (naming grid.rules)."""
-    name, sep, a = spec.partition("@")
+def parse_rule(spec: str) -> tuple[str, float, float]:
+    """``"scv@0.4"`` -> ("scv", 1.0, 0.4); ``"depth*0.25@0.34"`` -> ("depth", 0.25, 0.34): the rule, a factor
+    on its constant and the exponent. Refuses unknown rules, factors that are not positive and exponents outside
+    [0, 1] (naming grid.rules)."""
+    head, sep, a = spec.partition("@")
     if not sep:
-        raise InputError("grid.rules", f"{spec!r}: write RULE@EXPONENT, e.g. 'paper@0.34' or 'scv@0.4'")
+        raise InputError("grid.rules", f"{spec!r}: write RULE@EXPONENT or RULE*FACTOR@EXPONENT, e.g. 'paper@0.34' "
+                                       "or 'depth*0.25@0.34'")
+    name, star, factor = head.partition("*")
     if name not in pol.THETA_RULES:
         raise InputError("grid.rules", f"{spec!r}: unknown rule {name!r}; choose one of {', '.join(pol.THETA_RULES)}")
     try:
-        x = float(a)
+        x, k = float(a), float(factor) if star else 1.0
     except ValueError:
-        raise InputError("grid.rules", f"{spec!r}: exponent {a!r} is not a number") from None
+        raise InputError("grid.rules", f"{spec!r}: the exponent and factor must be numbers") from None
     if not (math.isfinite(x) and 0 <= x <= 1):
         raise InputError("grid.rules", f"{spec!r}: the exponent must lie in [0, 1] ((2.28): (1/3, 1/2))")
-    return name, x
+    if not (math.isfinite(k) and k > 0):
+        raise InputError("grid.rules", f"{spec!r}: the factor must be a positive number")
+    return name, k, x
 
 
 def systems_of(exp) -> dict[str, Drawn]:
@@ -125,12 +131,12 @@ def points(exp) -> list[dict]:
         ns = list(g.n) + (list(g.subset_n) if label in subset else [])
         threshold = pol.uses_threshold(pol.resolve(d.analysis, "auto", None).rules)
         for n in ns:
-            for spec, (rule, a) in zip(g.rules, rules):
+            for spec, (rule, k, a) in zip(g.rules, rules):
                 if not threshold and spec != g.rules[0]:
                     continue
                 try:
-                    st = sim.setup(d.system, float(n), theta_exponent=a, theta_rule=rule, analysis=d.analysis,
-                                   horizon=g.horizon)
+                    st = sim.setup(d.system, float(n), theta_exponent=a, theta_rule=rule, theta_constant=k,
+                                   analysis=d.analysis, horizon=g.horizon)
                 except InputError as e:
                     raise InputError(f"grid.{'n' if e.key == 'n' else e.key}", f"{label}, n = {n:g}: {e.reason}") \
                         from None
@@ -152,10 +158,10 @@ def point_work(exp, pt) -> tuple[float, str, str]:
 def run_chunk(exp, pt, start, count, devices=None):
     """Records of replications ``start .. start+count-1`` of one point (event engine, control variates)."""
     d = systems_of(exp)[pt["rsystem"]]
-    rule, a = parse_rule(pt["rule"])
+    rule, k, a = parse_rule(pt["rule"])
     r = sim.simulate(d.system, float(pt["n"]), count, policy="auto", theta_exponent=a, theta_rule=rule,
-                     analysis=d.analysis, engine="event", seed=pt["seed"], start=start, horizon=exp.grid.horizon,
-                     chunk=max(pt["chunk"], count), block=64, devices=devices, cv=exp.cv)
+                     theta_constant=k, analysis=d.analysis, engine="event", seed=pt["seed"], start=start,
+                     horizon=exp.grid.horizon, chunk=max(pt["chunk"], count), block=64, devices=devices, cv=exp.cv)
     rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"],
            "sup_X_hat_p": r.samples["sup_X_hat"][:, d.analysis.p], "events": r.samples["events"]}
     rec.update(control_columns(r.samples.get("controls")))
@@ -171,9 +177,9 @@ def _rows(exp, pts, records) -> list[dict]:
     for pt, rec in zip(pts, records):
         d = drawn[pt["rsystem"]]
         J, se, extra = controlled_estimate(rec, "J")
-        rule, a = parse_rule(pt["rule"])
-        st = sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, analysis=d.analysis,
-                       horizon=g.horizon)
+        rule, k, a = parse_rule(pt["rule"])
+        st = sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, theta_constant=k,
+                       analysis=d.analysis, horizon=g.horizon)
         dn = threshold_term(d.analysis, st.policy, (st.theta or 0) / math.sqrt(pt["n"]))
         base = {"system": pt["rsystem"], "case": d.case, "policy": d.analysis.policy, "n": pt["n"],
                 "seed": pt["seed"], "reps": int(rec["J"].size), "V0": d.analysis.V0, "J_hat": J, "J_hat_stderr": se,
@@ -183,8 +189,8 @@ def _rows(exp, pts, records) -> list[dict]:
                 "sup_X_hat_p": float(np.mean(rec["sup_X_hat_p"])), "tail_bound": float(np.mean(rec["tail_bound"]))}
         specs = [pt["rule"]] if st.theta is not None else list(g.rules)
         for spec in specs:
-            r2, a2 = parse_rule(spec)
-            rows.append({**base, "rule": spec, "theta_rule": r2, "theta_exponent": a2})
+            r2, k2, a2 = parse_rule(spec)
+            rows.append({**base, "rule": spec, "theta_rule": r2, "theta_factor": k2, "theta_exponent": a2})
     return rows
 
 
@@ -232,14 +238,15 @@ def aggregate(exp, pts, records) -> dict[str, list[dict]]:
     for lb, d in drawn.items():
         row = d.describe()
         for spec in g.rules:
-            rule, _ = parse_rule(spec)
-            row[f"c[{spec}]"] = pol.theta_rule_constant(rule, d.analysis, pol.resolve(d.analysis, "auto", None))
+            rule, k, _ = parse_rule(spec)
+            row[f"c[{spec}]"] = k * pol.theta_rule_constant(rule, d.analysis, pol.resolve(d.analysis, "auto", None))
         systems.append(row)
-    return {"summary": rows, "systems": systems, "by_case": by_case, "rules": _rules_table(g, by_case),
+    rules = _rules_table(g, by_case, lambda n: [r for r in rows if float(r["n"]) == n])
+    return {"summary": rows, "systems": systems, "by_case": by_case, "rules": rules,
             "worst": _worst(g, key, drawn)}
 
 
-def _rules_table(g, by_case) -> list[dict]:
+def _rules_table(g, by_case, by_case_rows_at) -> list[dict]:
     """Rule x case: median, p95, max of J/V0 at the last two n of ``grid.n``, the share at most 1.3 and the
     share non-increasing from the one to the other (within intervals)."""
     ns = sorted(float(n) for n in g.n)
@@ -260,6 +267,18 @@ def _rules_table(g, by_case) -> list[dict]:
                         f"share_le_1.3@{_num(hi)}": h["share_le_1.3"],
                         "share_nonincreasing": h["share_nonincreasing"] if h["previous_n"] == _num(lo or -1) else None})
             out.append(row)
+    # the best rule of the list for each system separately (an oracle, not a rule): what the family can reach
+    for case in list(g.cases) + ["all"]:
+        best = {}
+        for r in by_case_rows_at(hi):
+            if case in ("all", r["case"]):
+                best[r["system"]] = min(best.get(r["system"], math.inf), r["J_over_V0"])
+        if best:
+            x = list(best.values())
+            st = _stats(x)
+            out.append({"rule": "best of the rules per system", "case": case, "systems": len(x),
+                        f"median@{_num(hi)}": st["median"], f"p95@{_num(hi)}": st["p95"], f"max@{_num(hi)}": st["max"],
+                        f"share_le_1.3@{_num(hi)}": float(np.mean(np.asarray(x) <= TARGET))})
     return out
 
 
