@@ -174,3 +174,15 @@ def test_lean_rule_is_an_eighth_of_the_depth(drawn):
             assert lean == pol.LEAN_FACTOR * pol.theta_rule_constant("depth", d.analysis, res)
         else:
             assert lean == 1.0
+
+
+def test_subset_is_stratified_and_gets_its_replications(tmp_path):
+    from jaxq.studies.experiment import load_experiment
+
+    f = tmp_path / "e.toml"
+    f.write_text('[experiment]\nstudy = "random_systems"\nreplications = 4\nchunk = 4\n[grid]\nper_case = 2\n'
+                 'n = [100]\nsubset_n = [1000]\nsubset_size = 6\nreplications_at = {"1000" = 6}\n')
+    exp = load_experiment(f)
+    big = [p for p in exp.points if p["n"] == 1000]
+    assert sorted(p["case"] for p in big) == sorted(CASES)  # one system of each case
+    assert all(p["reps"] == 6 for p in big) and len(exp.points) == 12 + 6
