@@ -150,7 +150,8 @@ def theta_rule_constant(rule: str, analysis, resolved: Resolved) -> float:
       a_bar = 0.34. The held jobs cost the limit's threshold term, linear in Theta_n / sqrt(n), so the threshold
       should be as small as keeps p's queue from running empty; on the random systems of
       ``experiments/random_systems_cpu.toml`` it gives the smallest median and 95th percentile of J_n / V0 at
-      n = 10^4 of the rules compared (docs/results/random_systems.md).
+      n = 10^4 of the rules compared, but a larger worst case in T2T2, and it lets the protected queue starve
+      on the bundled T2 and T2T2 examples (docs/results/random_systems.md).
 
     Dual-mode policies with a T2 rule in both modes take the larger constant; a policy without a T2 rule
     (P, PP, the fixed ``P@m``, ``T1@m``) gets c = 1. Rates are the first-order ``lambda``, ``mu``.
