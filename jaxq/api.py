@@ -218,20 +218,23 @@ def analyze(system, basis_pool: int | None = None):
 
 
 @_checked(system="pss2x2")
-def threshold_term(system, n: float, theta_exponent: float | None = None) -> float | None:
+def threshold_term(system, n: float, theta_exponent: float | None = None,
+                   theta_rule: str | None = None) -> float | None:
     """``Delta_n``: the part of ``J_n - V0`` that the threshold of Theorem 2.11's policy costs in the n-th
-    system (0 for P and PP; :mod:`jaxq.diffusion.threshold`), with ``Theta_n = ceil(n^a)`` (2.29) and ``a`` the
-    simulator's default exponent unless given; None where the formula does not apply (the held jobs reach the
-    switching level z*). ``J_n - V0 - Delta_n`` is what the diffusion approximation itself leaves; the
-    convergence study reports both."""
+    system (0 for P and PP; :mod:`jaxq.diffusion.threshold`), with ``Theta_n = ceil(c n^a)`` ((2.29): c = 1),
+    ``a`` the simulator's default exponent and c the constant of the simulator's default rule unless given
+    (``theta_rule``: :func:`jaxq.policies.pss2x2.theta_rule_constant`); None where the formula does not apply
+    (the held jobs reach the switching level z*). ``J_n - V0 - Delta_n`` is what the diffusion approximation
+    itself leaves; the convergence study reports both."""
     import math
 
     from jaxq.diffusion.threshold import threshold_term as term
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, setup
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, setup
 
     an = analyze(system)
     a = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
-    st = setup(system, n, theta_exponent=a, analysis=an)  # validates n and a (one-line InputErrors)
+    rule = DEFAULT_THETA_RULE if theta_rule is None else theta_rule
+    st = setup(system, n, theta_exponent=a, analysis=an, theta_rule=rule)  # validates n, a, the rule (one line)
     return term(an, st.policy, (st.theta or 0) / math.sqrt(n))
 
 

@@ -11,7 +11,7 @@ from jaxq.errors import InputError
 
 def register(sub) -> None:
     from jaxq.model.validate import arg_type
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, ENGINES, POLICY_CHOICES
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, ENGINES, POLICY_CHOICES, THETA_RULES
 
     p = sub.add_parser("simulate", help="simulate the n-th 2x2 system under a policy (discounted cost J_n)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2') or a bundled example name")
@@ -28,6 +28,14 @@ def register(sub) -> None:
         type=float,
         default=DEFAULT_THETA_EXPONENT,
         help="a_bar in Theta_n = ceil(n^a_bar) (2.29); (2.28) asks for (1/3, 1/2); default 0.34",
+    )
+    p.add_argument(
+        "--theta-rule",
+        choices=THETA_RULES,
+        default=DEFAULT_THETA_RULE,
+        help="the constant c of Theta_n = ceil(c n^a_bar): paper = 1 (2.29); scv = the rate-weighted SCV of the "
+             "protected class's arrivals and dedicated service (1 for exponential primitives); depth = the "
+             "expected depth of its excursions below the threshold (docs/results/random_systems.md)",
     )
     p.add_argument("--switch-at", type=float, default=None, help="switching level z (scaled workload), default z*")
     p.add_argument("--horizon", type=float, default=None,
@@ -62,7 +70,7 @@ def run(args) -> dict:
     with progress("simulate") as tick:
         res = simulate_bounded(system, n, args.reps, policy=args.policy, seed=args.seed, engine=args.engine,
                                horizon=args.horizon, theta_exponent=args.theta_exponent, switch_at=args.switch_at,
-                               chunk=chunk, debug=args.check_invariants, progress=tick, cv=args.cv == "on")
+                               theta_rule=args.theta_rule, chunk=chunk, debug=args.check_invariants, progress=tick, cv=args.cv == "on")
     out = res.to_dict()
     out.pop("hpc", None)
     return out

@@ -40,6 +40,9 @@ from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate
 # for every family jaxq samples). The threshold costs Delta_n ~ n^(a_bar - 1/2) on top of V0 (jaxq.diffusion.threshold)
 # and the rest of J_n - V0 hardly depends on a_bar, so the smallest exponent converges fastest (docs/results/threshold-exponent.md).
 DEFAULT_THETA_EXPONENT = 0.34
+# The rule for the constant c of Theta_n = ceil(c n^a_bar) (jaxq.policies.pss2x2.THETA_RULES); "paper": c = 1.
+DEFAULT_THETA_RULE = "paper"
+THETA_RULES = pol.THETA_RULES
 POLICY_CHOICES = pol.CHOICES
 ENGINES = ("auto", "event", "uniformized")
 DISCOUNTED = Functional(discounted=True)
@@ -74,10 +77,12 @@ def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: floa
 def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: float = DEFAULT_THETA_EXPONENT,
           switch_at: float | None = None, horizon: float | None = None, record_times=(),
           analysis: Analysis | None = None, theta_constant: float = 1.0,
-          perturb: tuple[float, float, float] | None = None) -> Setup:
+          perturb: tuple[float, float, float] | None = None, theta_rule: str = DEFAULT_THETA_RULE) -> Setup:
     """Parameters of the n-th system under a policy (validated; one-line InputErrors).
 
-    The threshold is ``Theta_n = ceil(c n^a_bar)`` with ``c = theta_constant`` (c = 1 in (2.29)).
+    The threshold is ``Theta_n = ceil(c n^a_bar)`` with ``c = theta_constant`` times the constant of
+    ``theta_rule`` (:func:`jaxq.policies.pss2x2.theta_rule_constant`: ``paper`` is (2.29)'s c = 1; ``scv``
+    scales it with the variability of the queue the T2 rule protects).
     ``perturb = (sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication
     (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`).
     """
@@ -103,6 +108,7 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
     rec = np.asarray(record_times, dtype=np.float64).reshape(-1)
     if np.any(rec < 0) or np.any(rec > horizon):
         raise InputError("record_times", f"must lie in [0, horizon = {horizon:g}]")
+    theta_constant = theta_constant * pol.theta_rule_constant(theta_rule, an, res)
     theta = pol.theta_level(n, theta_exponent, theta_constant) if pol.uses_threshold(res.rules) else None
     dists = list(system.interarrival) + [system.service[i][k] for i in range(2) for k in range(2)]
     rn = math.sqrt(n)
@@ -166,7 +172,8 @@ def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float =
 def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed: int = 0, engine: str = "auto",
              horizon: float | None = None, steps: int | None = None, rel_tol: float = 1e-4,
              theta_exponent: float = DEFAULT_THETA_EXPONENT, switch_at: float | None = None, record_times=(),
-             theta_constant: float = 1.0, perturb: tuple[float, float, float] | None = None, debug: bool = False,
+             theta_constant: float = 1.0, theta_rule: str = DEFAULT_THETA_RULE,
+             perturb: tuple[float, float, float] | None = None, debug: bool = False,
              cv: bool = True, start: int = 0, chunk: int | None = None, block: int = 128, devices=None,
              progress: Callable[[int], None] | None = None, analysis: Analysis | None = None) -> SimResult:
     """Monte Carlo estimate of the discounted cost J_n (2.6) of the n-th system under a policy.
@@ -178,7 +185,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
       engine: ``auto``, ``event`` or ``uniformized`` (module docstring).
       horizon: truncation time T of the event engine (default: tail bound about ``rel_tol`` V0).
       steps: uniformised steps K (default: tail bound about ``rel_tol`` V0), rounded up to whole pages.
-      theta_exponent, theta_constant: Theta_n = ceil(c n^a_bar) (2.28)-(2.29); switch_at: forced switching
+      theta_exponent, theta_constant, theta_rule: Theta_n = ceil(c n^a_bar) (2.28)-(2.29), c = theta_constant times
+        the rule's constant (:func:`jaxq.policies.pss2x2.theta_rule_constant`); switch_at: forced switching
         level z (scaled workload).
       record_times: fixed times at which W_hat(t) is recorded per replication (event engine).
       perturb: ``(sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication (event engine).
@@ -204,7 +212,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     needs_event = horizon is not None or debug or perturb is not None or len(np.atleast_1d(record_times)) > 0
     used = choose_engine(system, engine, needs_event=needs_event)
     st = setup(system, n, policy=policy, theta_exponent=theta_exponent, switch_at=switch_at, horizon=horizon,
-               record_times=record_times, analysis=analysis, theta_constant=theta_constant, perturb=perturb)
+               record_times=record_times, analysis=analysis, theta_constant=theta_constant, perturb=perturb,
+               theta_rule=theta_rule)
     an = st.analysis
     rn = math.sqrt(n)
     lam_n, _ = system.rates(n)

@@ -76,7 +76,8 @@ class Study(NamedTuple):
 
 
 REGISTRY: dict[str, Study] = {}
-_BUILTIN = ("jaxq.studies.pss", "jaxq.studies.sde", "jaxq.studies.network", "jaxq.studies.fastslow")
+_BUILTIN = ("jaxq.studies.pss", "jaxq.studies.sde", "jaxq.studies.network", "jaxq.studies.fastslow",
+            "jaxq.studies.random_systems")
 
 
 def register(study: Study) -> Study:

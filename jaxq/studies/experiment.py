@@ -292,6 +292,10 @@ def point_work(exp: Experiment, pt: dict, cache: dict | None = None) -> tuple[fl
                 cache[pt["system"]] = analyze(system).V0
             horizon = v.pss_default_horizon(system, pt["n"], cache[pt["system"]])
         return v.pss_events_per_replication(system, pt["n"], horizon), "events", "grid.n"
+    if pt.get("engine") == "random_pss":  # the random-systems study: its systems are drawn, not files
+        from jaxq.studies.random_systems import point_work as random_point_work
+
+        return random_point_work(exp, pt)
     if pt.get("engine") == "ctmc" and pt.get("n") is not None:  # network study: the uniformisation rate x horizon
         net = exp.system(pt["system"]).model
         lam, mu, big_n = net.rates(pt["n"], "underloaded" if net.scaling == "underloaded" else "halfin-whitt")

@@ -1,0 +1,341 @@
+"""The ``random_systems`` study: Theorem 2.11's policy on random 2x2 systems, and threshold rules compared.
+
+The systems are drawn (:mod:`jaxq.studies.random_draw`) from ``grid.draw_seed``, ``grid.per_case`` of each of
+the six cases; the experiment names no system files. For each system, each n of ``grid.n`` (and of
+``grid.subset_n`` for a random subset of ``grid.subset_size`` systems, stratified by case) and each threshold
+rule of ``grid.rules`` (``RULE@a``: ``Theta_n = ceil(c n^a)`` with c the rule's constant,
+:func:`jaxq.policies.pss2x2.theta_rule_constant`; ``RULE*k@a``: k times it), the event engine estimates J_n
+under the theory's policy (``auto``) with the control variates. All rules of a system and n use the same seed,
+hence common random numbers: their differences are paired. A policy without a threshold (P, PP) runs once per n
+(the first rule), and its row is repeated for the other rules.
+
+Tables: ``summary`` (system x rule x n: J_hat, its stderr, J/V0, Theta_n), ``systems`` (the drawn parameters,
+V0, z*, the policy, each rule's constant), ``by_case`` (rule x case x n: median, 95th percentile and max of
+J/V0, the share at most 1.3, the share of systems whose J_n does not increase from the previous n within 95%
+intervals), ``rules`` (the threshold-rule comparison at the last two n of ``grid.n``) and ``worst`` (the
+systems with the largest J/V0 at the last n under the first rule, with their parameters). Figures:
+``J_over_V0.png`` (distribution per case against n, first rule) and ``rules.png`` (J/V0 per rule and case at
+the last n).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Annotated
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from jaxq.diffusion.threshold import threshold_term
+from jaxq.errors import InputError
+from jaxq.model import validate as v
+from jaxq.policies import pss2x2 as pol
+from jaxq.sim import pss2x2 as sim
+from jaxq.studies import Study, Unique, figures, register
+from jaxq.studies.engines import control_columns
+from jaxq.studies.random_draw import CASES, Drawn, draw
+from jaxq.studies.stats import controlled_estimate
+
+NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
+TARGET = 1.3  # the share of systems with J_n / V0 at most this is reported
+ENGINE = "random_pss"
+
+
+class Grid(BaseModel):
+    """``[grid]`` of the random-systems study."""
+
+    model_config = ConfigDict(extra="forbid")
+    draw_seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    per_case: Annotated[int, Field(ge=1, le=10_000)]
+    cases: Annotated[list[str], Field(min_length=1), Unique] = list(CASES)
+    n: Annotated[list[NValue], Field(min_length=1), Unique]
+    # threshold rules "RULE@a": Theta_n = ceil(c_RULE n^a); the first is the reference (the default's)
+    rules: Annotated[list[str], Field(min_length=1), Unique] = [
+        f"{sim.DEFAULT_THETA_RULE}@{sim.DEFAULT_THETA_EXPONENT}"]
+    subset_n: Annotated[list[NValue], Unique] = []  # n run only for a random subset of the systems
+    subset_size: Annotated[int, Field(ge=0)] = 0
+    replications_at: dict[str, Annotated[int, Field(ge=2)]] = {}  # {"100000": 32}
+    horizon: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+
+
+def parse_rule(spec: str) -> tuple[str, float, float]:
+    """``"scv@0.4"`` -> ("scv", 1.0, 0.4); ``"depth*0.25@0.34"`` -> ("depth", 0.25, 0.34): the rule, a factor
+    on its constant and the exponent. Refuses unknown rules, factors that are not positive and exponents outside
+    [0, 1] (naming grid.rules)."""
+    head, sep, a = spec.partition("@")
+    if not sep:
+        raise InputError("grid.rules", f"{spec!r}: write RULE@EXPONENT or RULE*FACTOR@EXPONENT, e.g. 'paper@0.34' "
+                                       "or 'depth*0.25@0.34'")
+    name, star, factor = head.partition("*")
+    if name not in pol.THETA_RULES:
+        raise InputError("grid.rules", f"{spec!r}: unknown rule {name!r}; choose one of {', '.join(pol.THETA_RULES)}")
+    try:
+        x, k = float(a), float(factor) if star else 1.0
+    except ValueError:
+        raise InputError("grid.rules", f"{spec!r}: the exponent and factor must be numbers") from None
+    if not (math.isfinite(x) and 0 <= x <= 1):
+        raise InputError("grid.rules", f"{spec!r}: the exponent must lie in [0, 1] ((2.28): (1/3, 1/2))")
+    if not (math.isfinite(k) and k > 0):
+        raise InputError("grid.rules", f"{spec!r}: the factor must be a positive number")
+    return name, k, x
+
+
+def systems_of(exp) -> dict[str, Drawn]:
+    """The drawn systems of the experiment, by label."""
+    g = exp.grid
+    bad = [c for c in g.cases if c not in CASES]
+    if bad:
+        raise InputError("grid.cases", f"unknown case {bad[0]!r}; choose from {', '.join(CASES)}")
+    return {d.label: d for d in draw(int(g.draw_seed), int(g.per_case), tuple(g.cases))}
+
+
+def subset_of(exp) -> list[str]:
+    """The labels run at ``grid.subset_n``: a random permutation per case, dealt round-robin over the cases."""
+    g = exp.grid
+    if g.subset_size > len(g.cases) * g.per_case:
+        raise InputError("grid.subset_size", f"{g.subset_size} exceeds the {len(g.cases) * g.per_case} systems drawn")
+    rng = np.random.default_rng((int(g.draw_seed), 7919))
+    orders = [[f"{c}_{j:03d}" for j in rng.permutation(g.per_case)] for c in g.cases]
+    dealt = [orders[k][j] for j in range(g.per_case) for k in range(len(g.cases))]
+    return dealt[:g.subset_size]
+
+
+def _sha(d: Drawn) -> str:
+    return hashlib.sha256(json.dumps(d.system.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _num(n: float):
+    return int(n) if float(n).is_integer() else float(n)
+
+
+def points(exp) -> list[dict]:
+    """systems x n x rules (the subset also at ``subset_n``); every setup is checked before anything runs."""
+    g = exp.grid
+    rules = [parse_rule(r) for r in g.rules]
+    for key in g.replications_at:
+        try:
+            val = float(key)
+        except ValueError:
+            raise InputError("grid.replications_at", f"{key!r} is not a number (a value of n)") from None
+        if val not in [float(n) for n in list(g.n) + list(g.subset_n)]:
+            raise InputError("grid.replications_at", f"{key!r} is not a value of grid.n or grid.subset_n")
+    if g.subset_n and g.subset_size == 0:
+        raise InputError("grid.subset_size", "grid.subset_n needs a subset of at least one system")
+    drawn = systems_of(exp)
+    subset = set(subset_of(exp))
+    out = []
+    for label, d in drawn.items():
+        sha = _sha(d)
+        ns = list(g.n) + (list(g.subset_n) if label in subset else [])
+        threshold = pol.uses_threshold(pol.resolve(d.analysis, "auto", None).rules)
+        for n in ns:
+            for spec, (rule, k, a) in zip(g.rules, rules):
+                if not threshold and spec != g.rules[0]:
+                    continue
+                try:
+                    st = sim.setup(d.system, float(n), theta_exponent=a, theta_rule=rule, theta_constant=k,
+                                   analysis=d.analysis, horizon=g.horizon)
+                except InputError as e:
+                    raise InputError(f"grid.{'n' if e.key == 'n' else e.key}", f"{label}, n = {n:g}: {e.reason}") \
+                        from None
+                pt = {"rsystem": label, "case": d.case, "sha": sha, "engine": ENGINE, "n": _num(n), "rule": spec}
+                for key, reps in g.replications_at.items():
+                    if float(key) == float(n):
+                        pt.update(reps=reps, chunk=min(reps, exp.chunk))
+                pt["horizon"] = st.horizon
+                out.append(pt)
+    return out
+
+
+def point_work(exp, pt) -> tuple[float, str, str]:
+    """Events of one replication of a point (for :func:`jaxq.studies.experiment.check_experiment_work`)."""
+    d = systems_of(exp)[pt["rsystem"]]
+    return v.pss_events_per_replication(d.system, pt["n"], pt["horizon"]), "events", "grid.n"
+
+
+def run_chunk(exp, pt, start, count, devices=None):
+    """Records of replications ``start .. start+count-1`` of one point (event engine, control variates)."""
+    d = systems_of(exp)[pt["rsystem"]]
+    rule, k, a = parse_rule(pt["rule"])
+    r = sim.simulate(d.system, float(pt["n"]), count, policy="auto", theta_exponent=a, theta_rule=rule,
+                     theta_constant=k, analysis=d.analysis, engine="event", seed=pt["seed"], start=start,
+                     horizon=exp.grid.horizon, chunk=max(pt["chunk"], count), block=64, devices=devices, cv=exp.cv)
+    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"],
+           "sup_X_hat_p": r.samples["sup_X_hat"][:, d.analysis.p], "events": r.samples["events"]}
+    rec.update(control_columns(r.samples.get("controls")))
+    return rec
+
+
+# ------------------------------------------------------------------------------------------- tables
+def _rows(exp, pts, records) -> list[dict]:
+    """One row per (system, rule, n); a threshold-free policy's row is repeated for every rule."""
+    g = exp.grid
+    drawn = systems_of(exp)
+    rows = []
+    for pt, rec in zip(pts, records):
+        d = drawn[pt["rsystem"]]
+        J, se, extra = controlled_estimate(rec, "J")
+        rule, k, a = parse_rule(pt["rule"])
+        st = sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, theta_constant=k,
+                       analysis=d.analysis, horizon=g.horizon)
+        dn = threshold_term(d.analysis, st.policy, (st.theta or 0) / math.sqrt(pt["n"]))
+        base = {"system": pt["rsystem"], "case": d.case, "policy": d.analysis.policy, "n": pt["n"],
+                "seed": pt["seed"], "reps": int(rec["J"].size), "V0": d.analysis.V0, "J_hat": J, "J_hat_stderr": se,
+                "J_over_V0": J / d.analysis.V0, "J_over_V0_stderr": se / d.analysis.V0, "theta": st.theta,
+                "threshold_term_over_V0": None if dn is None else dn / d.analysis.V0,
+                "variance_reduction": extra.get("variance_reduction"),
+                "sup_X_hat_p": float(np.mean(rec["sup_X_hat_p"])), "tail_bound": float(np.mean(rec["tail_bound"]))}
+        specs = [pt["rule"]] if st.theta is not None else list(g.rules)
+        for spec in specs:
+            r2, k2, a2 = parse_rule(spec)
+            rows.append({**base, "rule": spec, "theta_rule": r2, "theta_factor": k2, "theta_exponent": a2})
+    return rows
+
+
+def _stats(x) -> dict:
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return {"median": None, "p95": None, "max": None}
+    return {"median": float(np.median(x)), "p95": float(np.percentile(x, 95)), "max": float(np.max(x))}
+
+
+def _nonincreasing(lo: dict, hi: dict) -> bool:
+    """J at the larger n at most J at the smaller n, within 95% intervals of the difference."""
+    return hi["J_hat"] <= lo["J_hat"] + 1.96 * math.hypot(lo["J_hat_stderr"], hi["J_hat_stderr"])
+
+
+def _decreasing(lo: dict, hi: dict) -> bool:
+    """J at the larger n below J at the smaller n beyond the 95% interval of the difference."""
+    return hi["J_hat"] < lo["J_hat"] - 1.96 * math.hypot(lo["J_hat_stderr"], hi["J_hat_stderr"])
+
+
+def aggregate(exp, pts, records) -> dict[str, list[dict]]:
+    g = exp.grid
+    rows = _rows(exp, pts, records)
+    key = {(r["system"], r["rule"], float(r["n"])): r for r in rows}
+    drawn = systems_of(exp)
+    ns = sorted({float(n) for n in list(g.n) + list(g.subset_n)})
+    by_case = []
+    for spec in g.rules:
+        for case in list(g.cases) + ["all"]:
+            labels = [lb for lb, d in drawn.items() if case in ("all", d.case)]
+            for j, n in enumerate(ns):
+                here = [key[(lb, spec, n)] for lb in labels if (lb, spec, n) in key]
+                if not here:
+                    continue
+                x = [r["J_over_V0"] for r in here]
+                row = {"rule": spec, "case": case, "n": _num(n), "systems": len(here), **_stats(x),
+                       "share_le_1.3": float(np.mean(np.asarray(x) <= TARGET))}
+                prev = ns[j - 1] if j else None
+                pairs = [(key[(r["system"], spec, prev)], r) for r in here if (r["system"], spec, prev) in key]
+                row["previous_n"] = None if prev is None else _num(prev)
+                row["share_nonincreasing"] = float(np.mean([_nonincreasing(a, b) for a, b in pairs])) if pairs else None
+                row["share_decreasing"] = float(np.mean([_decreasing(a, b) for a, b in pairs])) if pairs else None
+                by_case.append(row)
+    systems = []
+    for lb, d in drawn.items():
+        row = d.describe()
+        for spec in g.rules:
+            rule, k, _ = parse_rule(spec)
+            row[f"c[{spec}]"] = k * pol.theta_rule_constant(rule, d.analysis, pol.resolve(d.analysis, "auto", None))
+        systems.append(row)
+    rules = _rules_table(g, by_case, lambda n: [r for r in rows if float(r["n"]) == n])
+    return {"summary": rows, "systems": systems, "by_case": by_case, "rules": rules,
+            "worst": _worst(g, key, drawn)}
+
+
+def _rules_table(g, by_case, by_case_rows_at) -> list[dict]:
+    """Rule x case: median, p95, max of J/V0 at the last two n of ``grid.n``, the share at most 1.3 and the
+    share non-increasing from the one to the other (within intervals)."""
+    ns = sorted(float(n) for n in g.n)
+    lo, hi = (ns[-2], ns[-1]) if len(ns) >= 2 else (None, ns[-1])
+    idx = {(r["rule"], r["case"], float(r["n"])): r for r in by_case}
+    out = []
+    for spec in g.rules:
+        for case in list(g.cases) + ["all"]:
+            h = idx.get((spec, case, hi))
+            if h is None:
+                continue
+            row = {"rule": spec, "case": case, "systems": h["systems"]}
+            if lo is not None and (spec, case, lo) in idx:
+                low = idx[(spec, case, lo)]
+                row.update({f"median@{_num(lo)}": low["median"], f"p95@{_num(lo)}": low["p95"],
+                            f"max@{_num(lo)}": low["max"]})
+            row.update({f"median@{_num(hi)}": h["median"], f"p95@{_num(hi)}": h["p95"], f"max@{_num(hi)}": h["max"],
+                        f"share_le_1.3@{_num(hi)}": h["share_le_1.3"],
+                        "share_nonincreasing": h["share_nonincreasing"] if h["previous_n"] == _num(lo or -1) else None})
+            out.append(row)
+    # the best rule of the list for each system separately (an oracle, not a rule): what the family can reach
+    for case in list(g.cases) + ["all"]:
+        best = {}
+        for r in by_case_rows_at(hi):
+            if case in ("all", r["case"]):
+                best[r["system"]] = min(best.get(r["system"], math.inf), r["J_over_V0"])
+        if best:
+            x = list(best.values())
+            st = _stats(x)
+            out.append({"rule": "best of the rules per system", "case": case, "systems": len(x),
+                        f"median@{_num(hi)}": st["median"], f"p95@{_num(hi)}": st["p95"], f"max@{_num(hi)}": st["max"],
+                        f"share_le_1.3@{_num(hi)}": float(np.mean(np.asarray(x) <= TARGET))})
+    return out
+
+
+def _worst(g, key, drawn, count: int = 10) -> list[dict]:
+    """The ``count`` systems with the largest J/V0 at the last n of ``grid.n`` under the first rule."""
+    n_hi = max(float(n) for n in g.n)
+    spec = g.rules[0]
+    rows = sorted((key[(lb, spec, n_hi)] for lb in drawn if (lb, spec, n_hi) in key),
+                  key=lambda r: -r["J_over_V0"])[:count]
+    out = []
+    for r in rows:
+        row = {"system": r["system"], "rule": spec}
+        for n in sorted({float(x) for x in list(g.n) + list(g.subset_n)}):
+            if (r["system"], spec, n) in key:
+                row[f"J_over_V0@{_num(n)}"] = key[(r["system"], spec, n)]["J_over_V0"]
+                row[f"theta@{_num(n)}"] = key[(r["system"], spec, n)]["theta"]
+        out.append({**row, **drawn[r["system"]].describe()})
+    return out
+
+
+# ------------------------------------------------------------------------------------------- figures
+def figure(exp, pts, records, tables, out) -> list[str]:
+    g = exp.grid
+    rows = tables["summary"]
+    spec = g.rules[0]
+    fig, axes = figures.grid_figure(len(g.cases))
+    for ax, case in zip(axes, g.cases):
+        rs = [r for r in rows if r["case"] == case and r["rule"] == spec]
+        for lb in sorted({r["system"] for r in rs}):
+            mine = sorted((r for r in rs if r["system"] == lb), key=lambda r: r["n"])
+            ax.plot([r["n"] for r in mine], [r["J_over_V0"] for r in mine], "-", color="0.7", lw=0.7)
+        ns = sorted({r["n"] for r in rs})
+        data = [[r["J_over_V0"] for r in rs if r["n"] == n] for n in ns]
+        ax.plot(ns, [np.median(x) for x in data], "o-", color="tab:blue", label="median")
+        ax.plot(ns, [np.percentile(x, 95) for x in data], "s--", color="tab:red", label="95th percentile")
+        ax.axhline(1.0, color="k", lw=1)
+        ax.axhline(TARGET, color="k", ls=":", lw=1, label=f"J/V0 = {TARGET}")
+        ax.set_xscale("log")
+        ax.set_title(f"{case} ({len(data[0]) if data else 0} systems), {spec}", fontsize=9)
+        ax.set_xlabel("n")
+        ax.set_ylabel(r"$J_n / V_0$")
+        ax.legend(fontsize=6)
+    paths = [figures.save(fig, out, "J_over_V0.png")]
+    n_hi = max(float(n) for n in g.n)
+    fig, axes = figures.grid_figure(len(g.cases), width=0.5 * len(g.rules) + 2.2)
+    for ax, case in zip(axes, g.cases):
+        data = [[r["J_over_V0"] for r in rows if r["case"] == case and r["rule"] == s and float(r["n"]) == n_hi]
+                for s in g.rules]
+        ax.boxplot(data, whis=(5, 95))
+        ax.set_xticks(range(1, len(g.rules) + 1), g.rules, rotation=60, fontsize=6)
+        ax.axhline(1.0, color="k", lw=1)
+        ax.axhline(TARGET, color="k", ls=":", lw=1)
+        ax.set_title(f"{case}: J/V0 at n = {n_hi:g}", fontsize=9)
+    paths.append(figures.save(fig, out, "rules.png"))
+    return paths
+
+
+ENUMERATION = ("per_case", "cases", "n", "rules", "subset_n", "subset_size", "replications_at")
+register(Study("random_systems", "Theorem 2.11's policy on random systems of all six cases; threshold rules",
+               Grid, points, run_chunk, aggregate, figure, needs_systems=False, enumeration_keys=ENUMERATION))
