@@ -251,9 +251,10 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     warnings = ()
     if diagnostics:
         samples.update(diag.samples(observed))
-        info["diagnostics"] = diag.summarize(samples, dual=len(st.modes_used) > 1)
+        info["diagnostics"] = diag.summarize(samples, dual=len(st.modes_used) > 1, hpc=an.p + 1)
         note = diag.warning(info["diagnostics"], J_hat=est["J_hat"].value, V0=an.V0, n=n, gamma=system.gamma,
-                            h=system.h, hpc=an.p + 1, theta=st.theta, policy=st.policy)
+                            h=system.h, hpc=an.p + 1, theta=st.theta, policy=st.policy,
+                            threshold_term=diag.limit_threshold_term(an, st.policy, st.theta, n, st.switch_at))
         warnings = () if note is None else (note,)
     return SimResult("J_hat", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s, used,
                      samples, info, warnings)
