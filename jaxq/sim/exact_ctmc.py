@@ -301,8 +301,13 @@ def _solve_phase_type(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, 
     sw = np.zeros(size)
     for j, r in switch.items():
         sw[j] = r
-    at_start = [sum(p * u[j] for p, j in start) for u in
-                (_solve_m_matrix(a, f, gamma) for f in _diag_functions(arr_states, sw, diag))]
+    fs = _diag_functions(arr_states, sw, diag)
+    if size <= LU_MAX_STATES:  # one sparse LU for every right-hand side (BiCGSTAB would iterate once per f)
+        u = spsolve(a.tocsc(), np.column_stack(fs))
+        us = [u[:, c] for c in range(u.shape[1])]
+    else:
+        us = [_solve_m_matrix(a, f, gamma) for f in fs]
+    at_start = [sum(p * u[j] for p, j in start) for u in us]
     return value, size, _diag_values(np.asarray(at_start), gamma)
 
 
