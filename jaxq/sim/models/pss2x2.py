@@ -24,6 +24,10 @@ interarrival (a longer one removes arrivals) and ``+1`` for a service (a longer 
 the weight is known when v is drawn and E[v - 1] = 0, so each control has mean exactly zero. The CTMC states the
 same idea as one approximating martingale per event (:data:`MARKOV_CV`).
 
+Diagnostics (:data:`DIAGNOSTICS`, docs/diagnostics.md): an observer (:mod:`jaxq.sim.observer`) of the post-decision
+state, folded by the event rule and by both Markov drivers (:data:`MARKOV_DIAGNOSTICS`) under the discounted
+occupation measure: idling while jobs wait per server and class, X_hat_p, the mode and its switches.
+
 Cost (2.6) truncated at the horizon T: ``J_T = int_0^T exp(-gamma t) h.X_hat(t) dt``. The neglected tail
 is bounded rigorously, per replication and given the state at T, by (:func:`tail_bound`)
 
@@ -224,9 +228,6 @@ class Diagnostics(NamedTuple):
     x_p: jnp.ndarray
     mode0: jnp.ndarray
     switches: jnp.ndarray
-
-
-DIAGNOSTIC_KEYS = ("idle_waiting", "X_hat_p", "mode_fraction", "switch_rate")
 
 
 def _diag_init(p: Params) -> Diagnostics:
@@ -482,7 +483,8 @@ def _output(s: State, p: Params):
             "viol": jnp.zeros(len(VIOLATIONS), i32) if s.viol is None else jnp.stack(s.viol),
             "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,
             "cv": jnp.zeros(CONTROLS, f64) if s.cv is None else jnp.stack(s.cv),
-            **({} if s.obs is None else {"diag": DIAGNOSTICS.finish(s.obs, (1.0 - s.disc) / p.gamma, p)})}  # mass: int_0^T e^-gt dt
+            # the weights' mass: int_0^T exp(-gamma t) dt
+            **({} if s.obs is None else {"diag": DIAGNOSTICS.finish(s.obs, (1.0 - s.disc) / p.gamma, p)})}
 
 
 @lru_cache(maxsize=None)
