@@ -90,6 +90,27 @@ def render(r: dict) -> str:
         f"{r['events']} events in {r['wall_s']:.3g} s (compile {r['compile_s']:.3g} s): "
         f"{r['events_per_s']:.3g} events/s",
     ]
+    if r.get("diagnostics"):
+        lines.extend(diagnostics_lines(r["diagnostics"]))
     if "violations" in r:
         lines.append("invariant violations: " + ", ".join(f"{k} {v}" for k, v in r["violations"].items()))
     return "\n".join(lines)
+
+
+def diagnostics_lines(d: dict) -> list[str]:
+    """The diagnostics (jaxq.sim.diagnostics) in two lines: idling while jobs wait per server (and the class that
+    waited), X_hat_p, and for dual-mode policies the time in each mode and the switch rate."""
+    idle = d["idle_waiting"]
+    per = []
+    for k in (0, 1):
+        i = max((0, 1), key=lambda c: idle[k][c])
+        per.append(f"server {k + 1} {100.0 * d['idle_while_waiting'][k]:.2g}%"
+                   + (f" (class {i + 1} waiting)" if idle[k][i] > 0 else ""))
+    p = f" (class {d['hpc']})" if "hpc" in d else ""
+    lines = [f"diagnostics (discounted time shares): idle while jobs wait: {', '.join(per)};   "
+             f"mean X_hat_p{p} = {d['X_hat_p']:.3g} +- {d['X_hat_p_stderr']:.2g}"]
+    if "mode_fraction" in d:
+        mf = d["mode_fraction"]
+        lines.append(f"time in mode 1 / mode 2: {100.0 * mf[0]:.3g}% / {100.0 * mf[1]:.3g}%   "
+                     f"mode switches per unit time {d['switch_rate']:.3g} +- {d['switch_rate_stderr']:.2g}")
+    return lines

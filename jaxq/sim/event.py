@@ -27,6 +27,7 @@ import jax.numpy as jnp
 
 from jaxq.sim import replications
 from jaxq.sim.markov import Functional, Horizon, Markov, control_increment, stack_controls
+from jaxq.sim.observer import Observer, Segment
 
 State = Any
 Params = Any
@@ -118,14 +119,19 @@ class MarkovArgs(NamedTuple):
 
 
 @lru_cache(maxsize=None)
-def markov_engine(markov: Markov, functional: Functional) -> Engine:
+def markov_engine(markov: Markov, functional: Functional, observer: Observer | None = None) -> Engine:
     """The event rule of a Markov model: exponential holding time of the total rate, event in proportion
     to its rate, the functional's integrand over the holding time, then the model's transition.
 
     The state holds the model's state, the time, the accumulated integrals, the window's event records,
-    the snapshots and a key; the random words of event j are drawn from ``fold_in(key, j)``.
+    the snapshots and a key; the random words of event j are drawn from ``fold_in(key, j)``. ``observer``
+    (discounted functionals; :mod:`jaxq.sim.observer`) folds each holding interval of the model's state with
+    weight ``int exp(-gamma t) dt`` (up to the horizon) and its jump with ``exp(-gamma t)`` (a real one before
+    the horizon); its per-replication ``finish`` is the output ``observed``.
     """
     disc, win = functional.discounted, functional.window
+    if observer is not None and not disc:
+        raise ValueError("an observer runs under the discounted functional")
 
     def init(key, a: MarkovArgs):
         s = markov.init(a.params)
@@ -138,7 +144,8 @@ def markov_engine(markov: Markov, functional: Functional) -> Engine:
         return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
                 "disc": zeros if disc else (), "win": zeros if win else (), "rec": rec if win else (),
                 "snap": jnp.zeros(a.snap_times.shape + jnp.shape(snap), jnp.float64),
-                "ctl": ctl if disc else (), "ctlw": ctl if win else (), "events": jnp.int64(0)}
+                "ctl": ctl if disc else (), "ctlw": ctl if win else (), "events": jnp.int64(0),
+                "obs": observer.init(a.params) if observer is not None else ()}
 
     def step(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
@@ -183,6 +190,8 @@ def markov_engine(markov: Markov, functional: Functional) -> Engine:
             out["snap"] = jnp.where(now.reshape(now.shape + (1,) * jnp.ndim(snap)), snap, c["snap"])
         inside = t1 <= hz.horizon  # the state at the horizon is the one before the first event past it
         s_new = jax.tree_util.tree_map(lambda a, b: jnp.where(inside, a, b), s_new, s)
+        if observer is not None:  # d_int is 0 past the horizon and d_jump for a jump inside it
+            out["obs"] = observer.update(c["obs"], Segment(s, d_int, s_new, d_jump), p)
         out.update(state=s_new, t=t1, j=c["j"] + 1, events=c["events"] + inside.astype(jnp.int64))
         return out
 
@@ -190,28 +199,35 @@ def markov_engine(markov: Markov, functional: Functional) -> Engine:
         return c["t"] >= a.horizon.horizon
 
     def output(c, a: MarkovArgs):
-        return {k: v for k, v in c.items() if k not in ("key", "j")}
+        out = {k: v for k, v in c.items() if k not in ("key", "j", "obs")}
+        if observer is not None:
+            hz = a.horizon  # the weights' mass: int_0^T exp(-gamma t) dt
+            out["observed"] = observer.finish(c["obs"], -jnp.expm1(-hz.gamma * hz.horizon) / hz.gamma, a.params)
+        return out
 
     return Engine(init, step, done, output, lambda c: c["events"])
 
 
 def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: int, *, gamma: float = 0.0,
                warmup: float = 0.0, horizon: float, snap_times=(), block: int = 256, start: int = 0,
-               chunk: int | None = None, devices=None, progress=None):
+               chunk: int | None = None, devices=None, progress=None, observer: Observer | None = None):
     """Simulate a Markov model with exact holding times up to ``horizon``.
 
     Returns ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
     (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),
     ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events`` and, when
     the model states controls, ``controls``: per functional (``"discounted"``, ``"window"``) a (reps, C) array
-    of the martingales weighted as that functional's integral (window: divided by ``horizon - warmup``).
+    of the martingales weighted as that functional's integral (window: divided by ``horizon - warmup``), and with
+    an ``observer`` its per-replication outputs ``observed`` (:func:`markov_engine`).
     """
     a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)),
                    jnp.asarray(snap_times, jnp.float64).reshape(-1))
     replications.announce(progress, float(reps) * markov.bound(params) * horizon, "events")  # an upper estimate
-    out, timing = run(markov_engine(markov, functional), a, reps, seed, block=block, start=start, chunk=chunk,
+    out, timing = run(markov_engine(markov, functional, observer), a, reps, seed, block=block, start=start, chunk=chunk,
                       devices=devices, progress=progress)
     res = {"state": out["state"], "events": out["events"], "snap": out["snap"]}
+    if observer is not None:
+        res["observed"] = out["observed"]
     if functional.discounted:
         res["discounted"] = out["disc"]
     if functional.window:

@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, bicgstab, spsolve
 
+from jaxq.diffusion.workload import analyze
 from jaxq.errors import InputError
 from jaxq.model.distributions import Dist
 from jaxq.model.pss2x2 import PSS2x2
@@ -74,15 +75,17 @@ def _next_mode(mode, is_arrival, server, x, sampling, k1, alpha, level, lower, h
     return lower if workload < level else higher
 
 
-def _solve(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, level, lower, higher, theta, cap):
+def _solve(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, level, lower, higher, theta, cap, diag=None):
     i1, i2, k1 = roles
     mode0 = lower if 0.0 < level else higher
     start = (0, 0, IDLE, IDLE, mode0)
     index = {start: 0}
     states = [start]
     rows, cols, vals = [], [], []
+    switch = []  # per state: the rate of the transitions that change the mode
     head = 0
     while head < len(states):
+        switch.append(0.0)
         y = states[head]
         x, s, mode = (y[0], y[1]), (y[2], y[3]), y[4]
         moves = []
@@ -106,6 +109,7 @@ def _solve(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, level, lowe
             rows.append(head)
             cols.append(j)
             vals.append(rate)
+            switch[head] += rate if m != mode else 0.0
         head += 1
     size = len(states)
     q = sp.csr_matrix((vals, (rows, cols)), shape=(size, size))
@@ -113,8 +117,31 @@ def _solve(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, level, lowe
     a = sp.diags(gamma + out_rate) - q
     arr = np.array(states)
     cost = arr[:, 0] * h_hat[0] + arr[:, 1] * h_hat[1]
-    v = spsolve(a.tocsc(), cost)
-    return float(v[0]), size
+    if diag is None:
+        v = spsolve(a.tocsc(), cost)
+        return float(v[0]), size
+    rhs = np.column_stack([cost, *_diag_functions(arr, np.asarray(switch), diag)])
+    v = spsolve(a.tocsc(), rhs)
+    return float(v[0, 0]), size, _diag_values(v[0, 1:], gamma)
+
+
+def _diag_functions(arr, switch, diag):
+    """The diagnostics' functions of the post-decision state (rows of ``arr``: x_1, x_2, s_1, s_2, mode, ...):
+    server k idle while a class-i job waits (k-major), X_hat_p, in mode 0, and the rate of mode switches."""
+    hpc, sqrt_n = diag
+    x, s, mode = arr[:, 0:2], arr[:, 2:4], arr[:, 4]
+    waits = [x[:, i] - (s[:, 0] == i) - (s[:, 1] == i) > 0 for i in (0, 1)]
+    idle = [(s[:, k] == IDLE) & waits[i] for k in (0, 1) for i in (0, 1)]
+    return [f.astype(float) for f in idle] + [x[:, hpc] / sqrt_n, (mode == 0).astype(float), switch]
+
+
+def _diag_values(v, gamma: float) -> dict:
+    """The discounted occupation measure ``gamma int exp(-gamma t) E f(Y_t) dt`` of each function of
+    :func:`_diag_functions` (``v``: the solutions of ``(gamma - Q) u = f`` at the start), as the simulator reports
+    them."""
+    d = gamma * np.asarray(v, dtype=float)
+    return {"idle_waiting": d[0:4].reshape(2, 2), "X_hat_p": float(d[4]),
+            "mode_fraction": np.array([d[5], 1.0 - d[5]]), "switch_rate": float(d[6])}
 
 
 SHAPE_TOL = 1e-9  # a gamma shape within this (relative) of an integer k is Erlang-k
@@ -180,7 +207,7 @@ def _check_phase_type(alpha, S, key: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _solve_phase_type(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, level, lower, higher, theta, cap,
-                      arrival_ph, service_ph):
+                      arrival_ph, service_ph, diag=None):
     """:func:`_solve` with phase-type primitives: states ``(x_1, x_2, s_1, s_2, mode, a_1, a_2, b_1, b_2)``, a_i
     the phase of class i's interarrival time and b_k that of server k's job (0 when idle). Returns the value
     from the empty system with both interarrival phases drawn from alpha, and the number of states."""
@@ -189,6 +216,7 @@ def _solve_phase_type(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, 
     arr = [(a, S * lam_n[c]) for c, (a, S) in enumerate(arrival_ph)]
     svc = [[(a, S * mu_n[c, k]) for k, (a, S) in enumerate(service_ph[c])] for c in (0, 1)]
     index, states = {}, []
+    switch = {}  # per state: the rate of the transitions that change the mode
 
     def state_id(z):
         j = index.get(z)
@@ -218,6 +246,8 @@ def _solve_phase_type(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, 
         """An arrival or completion (``s``: the servers after it, before the decision): the mode, the decision,
         then the phase of every job that starts, drawn from its law's alpha."""
         m = _next_mode(mode, is_arrival, server, x, sampling, k1, alpha, level, lower, higher)
+        if m != mode:
+            switch[head] = switch.get(head, 0.0) + rate
         sn = _decide(x, s, i1[m], i2[m], k1[m], rules[m], theta)
         branches = [(rate, ())]
         for k in (0, 1):
@@ -263,8 +293,22 @@ def _solve_phase_type(lam_n, mu_n, h_hat, gamma, roles, rules, sampling, alpha, 
     out_rate = np.asarray(q.sum(axis=1)).ravel()
     arr_states = np.array(states)
     cost = arr_states[:, 0] * h_hat[0] + arr_states[:, 1] * h_hat[1]
-    v = _solve_m_matrix(sp.diags(gamma + out_rate) - q, cost, gamma)
-    return float(sum(p * v[j] for p, j in start)), size
+    a = sp.diags(gamma + out_rate) - q
+    v = _solve_m_matrix(a, cost, gamma)
+    value = float(sum(p * v[j] for p, j in start))
+    if diag is None:
+        return value, size
+    sw = np.zeros(size)
+    for j, r in switch.items():
+        sw[j] = r
+    fs = _diag_functions(arr_states, sw, diag)
+    if size <= LU_MAX_STATES:  # one sparse LU for every right-hand side (BiCGSTAB would iterate once per f)
+        u = spsolve(a.tocsc(), np.column_stack(fs))
+        us = [u[:, c] for c in range(u.shape[1])]
+    else:
+        us = [_solve_m_matrix(a, f, gamma) for f in fs]
+    at_start = [sum(p * u[j] for p, j in start) for u in us]
+    return value, size, _diag_values(np.asarray(at_start), gamma)
 
 
 def _solve_m_matrix(a, b, gamma: float, tol: float = 1e-10) -> np.ndarray:
@@ -312,6 +356,7 @@ def discounted_cost(
     sampling: str = "never",
     switch_at: float = math.inf,
     phase_types=None,
+    diagnostics: bool = False,
 ) -> dict:
     """Exact J_n from the empty state under a fixed-mode rule or a switching policy.
 
@@ -335,7 +380,11 @@ def discounted_cost(
     Returns:
       dict with ``J`` (the value), ``states`` (size of the truncated chain) and ``truncation_change``
       (|J(cap) - J(1.5 cap)|, or None). An exponential system (and no ``phase_types``) is solved on the
-      chain without phases (:func:`_solve`).
+      chain without phases (:func:`_solve`). With ``diagnostics``, also ``diagnostics``: the exact values of the
+      simulator's diagnostics (:mod:`jaxq.sim.diagnostics`) under the discounted occupation measure ``gamma
+      exp(-gamma t) dt`` on [0, inf): ``idle_waiting`` (2, 2), ``X_hat_p``, ``mode_fraction`` (2,) and
+      ``switch_rate``, the same linear solve with other right-hand sides (``switch_rate``: the rate of the
+      transitions that change the mode), and ``diagnostics_change``, their largest change from cap to 1.5 cap.
     """
     if phase_types is not None:  # given: checked; the system's own forms are right by construction
         arrivals, services = phase_types
@@ -353,17 +402,26 @@ def discounted_cost(
     roles = (md.i1.tolist(), md.i2.tolist(), md.k1.tolist())
     level = math.sqrt(n) * switch_at
     args = (lam_n, mu_n, h_hat, system.gamma, roles, rules, sampling, md.alpha, level, mode, hi, theta)
+    diag = (analyze(system).p, math.sqrt(n)) if diagnostics else None  # the HPC p of X_hat_p
 
     def solve(c):
-        return _solve(*args, c) if phase_types is None else _solve_phase_type(*args, c, *phase_types)
+        if phase_types is None:
+            return _solve(*args, c, diag=diag)
+        return _solve_phase_type(*args, c, *phase_types, diag=diag)
 
-    value, size = solve(cap)
-    change = None
+    value, size, *d = solve(cap)
+    change = d_change = None
     if check:
-        value2, _ = solve(cap + cap // 2)
+        value2, _, *d2 = solve(cap + cap // 2)
         change = abs(value2 - value)
         value = value2
-    return {"J": value, "states": size, "truncation_change": change}
+        if diagnostics:
+            d_change = max(float(np.max(np.abs(np.asarray(d2[0][k]) - np.asarray(d[0][k])))) for k in d[0])
+            d = d2
+    out = {"J": value, "states": size, "truncation_change": change}
+    if diagnostics:
+        out.update(diagnostics=d[0], diagnostics_change=d_change)
+    return out
 
 
 FIRST_CAP = 20

@@ -31,6 +31,7 @@ from jaxq.model.pss2x2 import PSS2x2
 from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss_cost_scale,
                                  pss_default_horizon)
 from jaxq.policies import pss2x2 as pol
+from jaxq.sim import diagnostics as diag
 from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
@@ -128,7 +129,7 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
         gamma=jnp.float64(system.gamma), horizon=jnp.float64(horizon),
         policy=pol.make(res, an.modes, n, theta), t_rec=jnp.asarray(rec),
         table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}, perturb=q,
-        value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale))
+        value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale), hpc=jnp.int32(an.p))
     return Setup(params, sampling.spec_of(dists), an, res.name, theta,
                  None if not res.rules.dual or math.isinf(res.z) else res.z, sorted({res.lower + 1, res.higher + 1}),
                  float(horizon))
@@ -175,7 +176,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
              theta_constant: float = 1.0, theta_rule: str = DEFAULT_THETA_RULE,
              perturb: tuple[float, float, float] | None = None, debug: bool = False,
              cv: bool = True, start: int = 0, chunk: int | None = None, block: int = 128, devices=None,
-             progress: Callable[[int], None] | None = None, analysis: Analysis | None = None) -> SimResult:
+             progress: Callable[[int], None] | None = None, analysis: Analysis | None = None,
+             diagnostics: bool = True) -> SimResult:
     """Monte Carlo estimate of the discounted cost J_n (2.6) of the n-th system under a policy.
 
     Args:
@@ -196,12 +198,15 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         reported beside it.
       start, chunk, block, devices, progress: replications ``start ..``, per compiled call, events per block,
         devices to shard over, progress callback (see :mod:`jaxq.sim.replications`).
+      diagnostics: accumulate the diagnostics of :mod:`jaxq.sim.diagnostics` (idling while jobs wait, X_hat_p,
+        modes) and warn when J_hat is far above V0 at n >= 10^3.
     Returns:
       A :class:`SimResult` with primary estimate ``J_hat``; ``samples``: per replication ``J`` and (event
       engine) ``W_hat_t`` (reps, len(record_times)), ``sup_X_hat`` (reps, 2), ``X_hat_T`` (reps, 2),
       ``switches``, ``eps`` (perturbed runs), ``tail_bound``; ``info``: ``n``, ``policy``, ``theta``,
       ``switch_at``, ``modes_used``, ``V0``, ``horizon``, ``truncation_bound``, ``hpc`` (1-based) and
-      ``violations`` (debug) or ``steps`` (uniformised).
+      ``violations`` (debug) or ``steps`` (uniformised), ``diagnostics`` (the object of
+      :func:`jaxq.sim.diagnostics.summarize`; per replication in ``samples`` as ``diag_*``); ``warnings``.
     """
     if not (isinstance(reps, (int, np.integer)) and reps >= 1):
         raise InputError("reps", f"need at least 1 replication, got {reps!r}")
@@ -227,7 +232,9 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         check_work("n", reps, float(k), unit="steps", per_replication_limit=uniformized.MAX_STEPS, reps_key="reps")
         mk = model.MARKOV_CV if cv else model.MARKOV
         out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
-                                             steps=k, start=start, chunk=chunk, devices=devices, progress=progress)
+                                             steps=k, start=start, chunk=chunk, devices=devices, progress=progress,
+                                             observer=model.MARKOV_DIAGNOSTICS if diagnostics else None)
+        observed = out.get("observed")
         J = out["discounted"]["cost"]
         controls = out["controls"]["discounted"] if cv else None
         bound = model.ctmc_tail_bound(lam_n, system.h, system.gamma, n, uinfo["r"], uinfo["steps"],
@@ -237,8 +244,9 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     else:
         check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events", reps_key="reps")
         replications.announce(progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
-        out, timing = event.run(model.engine(st.spec, bool(debug), bool(cv)), st.params, reps, seed, block=block,
-                                start=start, chunk=chunk, devices=devices, progress=progress)
+        out, timing = event.run(model.engine(st.spec, bool(debug), bool(cv), bool(diagnostics)), st.params, reps,
+                                seed, block=block, start=start, chunk=chunk, devices=devices, progress=progress)
+        observed = out.get("diag")
         J = out["cost"]
         controls = out["cv"] if cv else None
         bound = model.tail_bound(lam_n, system.ca2, system.h, system.gamma, n, st.horizon, out["x_T"])
@@ -254,8 +262,16 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         samples["controls"] = controls
     est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, start + np.arange(len(J))),
                                                   info["truncation_bound"])}  # ci95 widened by the tail left out
+    warnings = ()
+    if diagnostics:
+        samples.update(diag.samples(observed))
+        info["diagnostics"] = diag.summarize(samples, dual=len(st.modes_used) > 1, hpc=an.p + 1)
+        note = diag.warning(info["diagnostics"], J_hat=est["J_hat"].value, V0=an.V0, n=n, gamma=system.gamma,
+                            h=system.h, hpc=an.p + 1, theta=st.theta, policy=st.policy,
+                            threshold_term=diag.limit_threshold_term(an, st.policy, st.theta, n, st.switch_at))
+        warnings = () if note is None else (note,)
     return SimResult("J_hat", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s, used,
-                     samples, info)
+                     samples, info, warnings)
 
 
 def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResult:

@@ -35,6 +35,7 @@ import numpy as np
 from jaxq.errors import InputError
 from jaxq.sim import replications
 from jaxq.sim.markov import Functional, Markov, control_increment, stack_controls
+from jaxq.sim.observer import Observer, Segment
 
 PAGE = 64  # words per page (part of the definition of the random stream)
 TWO32 = 2.0**32
@@ -50,6 +51,7 @@ class Args(NamedTuple):
     warm: jax.Array  # int64: warm-up steps (window)
     end: jax.Array  # int64: warm-up steps + window steps (the window is the steps warm .. end - 1)
     pages: jax.Array  # int64: pages to run (whole run)
+    big: jax.Array | None = None  # float64: the uniformisation rate Lambda (an observer's jump weights)
 
 
 def unit_words(rates, big: float) -> np.ndarray:
@@ -83,15 +85,22 @@ def _page_sum(acc, x):
 
 
 @lru_cache(maxsize=None)
-def program(markov: Markov, functional: Functional, pages_per_call: int) -> replications.Program:
+def program(markov: Markov, functional: Functional, pages_per_call: int,
+            observer: Observer | None = None) -> replications.Program:
     """The :class:`~jaxq.sim.replications.Program` of a Markov model under a functional (cached).
 
     A page is warm-up (no accumulation), recorded (every step accumulated, no per-step weight) or, for the
     window's first and last pages, recorded with a mask (the steps ``Args.warm .. Args.end - 1`` only, so
     the window is exactly the steps asked for); within a recorded page integer observations are summed
     exactly in int64 and added to float64 totals once per page.
+
+    ``observer`` (discounted functionals; segments of the model's states, :mod:`jaxq.sim.observer`): step k
+    holds its state with weight ``r^k`` and its real jump with weight ``Lambda r^k``, i.e. ``E int exp(-gamma t)
+    dt`` over the step and ``E exp(-gamma T_{k+1})``, both times ``Lambda + gamma``; the mass is ``sum_k r^k``.
     """
     disc, win = functional.discounted, functional.window
+    if observer is not None and not disc:
+        raise ValueError("an observer runs under the discounted functional")
 
     def observe_dtype(s, p):
         return jax.tree_util.tree_map(lambda v: jnp.asarray(v).dtype, markov.observe(s, p))
@@ -106,7 +115,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
         zc = tuple(jnp.float64(0.0) for _ in markov.controls(s, a.params)) if ctl else ()
         return {"key": key, "state": s, "disc": obs if disc else (), "w": jnp.float64(1.0),
                 "win": obs if win else (), "rec": rec if win else (), "ctl": zc if disc else (),
-                "ctlw": zc if win else (), "events": jnp.int64(0)}
+                "ctlw": zc if win else (), "events": jnp.int64(0),
+                "obs": observer.init(a.params) if observer is not None else ()}
 
     def controls(s, p, counts, fired, a: Args):
         """The step's martingale increments: event probabilities ``counts[e] W_e / 2^32`` of the chain."""
@@ -135,6 +145,9 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
             out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + c["w"] * o, c["disc"], obs)
             out["w"] = c["w"] * a.r
         s_new, rec = markov.transition(s, fired, p)
+        if observer is not None:  # before out["w"] is advanced: c["w"] = r^k
+            seg = Segment(s, c["w"], s_new, jnp.where(real, c["w"] * a.big, 0.0))
+            out["obs"] = observer.update(c["obs"], seg, p)
         if record:
             out["pw"] = _page_sum(c["pw"], gate(obs))
             out["pr"] = _page_sum(c["pr"], gate(rec))
@@ -149,7 +162,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
         wide = lambda d: jnp.int64 if jnp.issubdtype(d, jnp.integer) else d  # noqa: E731
         zeros = lambda t: jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), wide(jnp.asarray(v).dtype)), t)  # noqa: E731
         # only what a step changes is carried through the page
-        carried = ["disc", "w"] * disc + ["ctl"] * (ctl and disc) + ["ctlw"] * (ctl and record)
+        carried = (["disc", "w"] * disc + ["ctl"] * (ctl and disc) + ["ctlw"] * (ctl and record)
+                   + ["obs"] * (observer is not None))
         inner = {"state": s, "pe": jnp.int32(0), **{k: c[k] for k in carried}}
         if record:
             none = tuple(jnp.bool_(False) for _ in markov.counts(s, p))
@@ -193,8 +207,11 @@ def program(markov: Markov, functional: Functional, pages_per_call: int) -> repl
     @jax.jit
     def finish(carry, a: Args):
         c = carry["rep"]
+        # the mass of the weights r^k over the K steps run: sum r^k = (1 - r^K) / (1 - r), r^K the final w
+        obs = (jax.vmap(lambda o, w: observer.finish(o, (1.0 - w) / (1.0 - a.r), a.params))(c["obs"], c["w"])
+               if observer is not None else ())
         return {"state": c["state"], "disc": c["disc"], "win": c["win"], "rec": c["rec"], "ctl": c["ctl"],
-                "ctlw": c["ctlw"], "events": c["events"]}
+                "ctlw": c["ctlw"], "events": c["events"], "observed": obs}
 
     return replications.Program(start, advance, finish, unit="steps")
 
@@ -205,7 +222,8 @@ def pages_per_call(size: int) -> int:
 
 
 def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *, gamma: float = 0.0,
-        warm_steps: int = 0, steps: int, start: int = 0, chunk: int | None = None, devices=None, progress=None):
+        warm_steps: int = 0, steps: int, start: int = 0, chunk: int | None = None, devices=None, progress=None,
+        observer: Observer | None = None):
     """Simulate ``reps`` replications of the uniformised chain for ``warm_steps + steps`` steps (rounded up
     to whole pages; the window is exactly the ``steps`` steps after ``warm_steps``).
 
@@ -215,6 +233,8 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
       warm_steps: steps before the window starts (``functional.window``); steps: steps in the window (at
         least 1). The discounted sum runs over every step of the whole pages.
       start, chunk, devices, progress: see :func:`jaxq.sim.replications.run`.
+      observer: an :class:`~jaxq.sim.observer.Observer` of the model's states (discounted functionals, see
+        :func:`program`); its per-replication ``finish`` outputs are ``out["observed"]``.
     Returns:
       ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``
       (the discounted estimate of ``observe``), ``window`` (its average over the window), ``records``
@@ -235,12 +255,14 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     words = unit_words(markov.rates(params), big)
     r = big / (big + gamma) if functional.discounted else 1.0
     a = Args(params, jnp.asarray(words, jnp.uint32), jnp.float64(r), jnp.int64(warm_steps), jnp.int64(total),
-             jnp.int64(pages))
+             jnp.int64(pages), jnp.float64(big))
     p = replications.plan(reps, chunk, devices)
-    prog = program(markov, functional, pages_per_call(p.size))
+    prog = program(markov, functional, pages_per_call(p.size), observer)
     replications.announce(progress, float(reps) * pages * PAGE, "steps")
     out, timing = replications.run(prog, a, reps, seed, start=start, chunk=chunk, devices=devices, progress=progress)
     res = {"state": out["state"], "events": out["events"]}
+    if observer is not None:
+        res["observed"] = out["observed"]
     if functional.discounted:
         res["discounted"] = jax.tree_util.tree_map(lambda v: v / (big + gamma), out["disc"])
     if functional.window:

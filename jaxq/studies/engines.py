@@ -84,7 +84,21 @@ def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, reco
         rec[f"W_hat@{t:g}"] = r.samples["W_hat_t"][:, j]
     rec["events"] = r.samples["events"]
     rec.update(control_columns(r.samples.get("controls")))
+    rec.update(diagnostic_columns(r.samples))
     return rec
+
+
+def diagnostic_columns(samples) -> dict[str, np.ndarray]:
+    """A chunk's per-replication diagnostics (:mod:`jaxq.sim.diagnostics`) as record columns, 1-based:
+    ``diag_idle_<k><i>`` (server k idle while class i waits), ``diag_X_hat_p``, ``diag_mode_1`` (time in mode 1),
+    ``diag_switch_rate``."""
+    if "diag_idle_waiting" not in samples:
+        return {}
+    idle = np.asarray(samples["diag_idle_waiting"])
+    out = {f"diag_idle_{k + 1}{i + 1}": idle[:, k, i] for k in (0, 1) for i in (0, 1)}
+    out.update(diag_X_hat_p=samples["diag_X_hat_p"], diag_mode_1=np.asarray(samples["diag_mode_fraction"])[:, 0],
+               diag_switch_rate=samples["diag_switch_rate"])
+    return out
 
 
 def control_columns(controls) -> dict[str, np.ndarray]:

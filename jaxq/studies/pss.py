@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
+from jaxq.sim import diagnostics
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 from jaxq.studies import Study, Unique, register
 from jaxq.studies import engines, figures
@@ -311,7 +312,29 @@ def _point_rows(exp, pts, records):
             "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
             "events": int(np.sum(rec["events"])), **plain, **(tuned or {}),
         })
+        rows[-1].update(_diagnostics_row(rec, rows[-1], an, st))
     return rows
+
+
+def _diagnostics_row(rec, row, an, st) -> dict:
+    """The point's diagnostics (:mod:`jaxq.sim.diagnostics`: discounted time shares, means over replications)
+    and ``warning``, the sentence due when J_hat is more than 50% above V0 at n >= 10^3 (empty otherwise).
+    Records written before the diagnostics existed give empty cells."""
+    if "diag_X_hat_p" not in rec:
+        return {"idle_while_waiting_1": None, "idle_while_waiting_2": None, "X_hat_p_mean": None,
+                "mode_1_fraction": None, "switch_rate": None, "warning": None}
+    idle = np.array([[np.mean(rec[f"diag_idle_{k}{i}"]) for i in (1, 2)] for k in (1, 2)])
+    dual = len(st.modes_used) > 1
+    d = {"idle_waiting": idle.tolist(), "X_hat_p": float(np.mean(rec["diag_X_hat_p"]))}
+    if dual:
+        m1 = float(np.mean(rec["diag_mode_1"]))
+        d.update(mode_fraction=[m1, 1.0 - m1], switch_rate=float(np.mean(rec["diag_switch_rate"])))
+    n = row["n"]
+    note = diagnostics.warning(d, J_hat=row["J_hat"], V0=an.V0, n=n, gamma=an.system.gamma, h=an.system.h,
+                               hpc=an.p + 1, theta=st.theta, policy=st.policy, threshold_term=row["threshold_term"])
+    return {"idle_while_waiting_1": float(idle[0].sum()), "idle_while_waiting_2": float(idle[1].sum()),
+            "X_hat_p_mean": d["X_hat_p"], "mode_1_fraction": d.get("mode_fraction", [None])[0],
+            "switch_rate": d.get("switch_rate"), "warning": note}
 
 
 def _threshold_term(exp, an, st, n):
@@ -553,7 +576,8 @@ def figure_weak(exp, pts, records, tables, out):
 def aggregate_collapse(exp, pts, records):
     rows = _point_rows(exp, pts, records)
     keep = ("point", "system", "policy", "policy_used", "theta", "n", "seed", "reps", "hpc", "horizon",
-            "sup_X_hat_p", "sup_X_hat_p_stderr", "sup_X_hat_q", "sup_X_hat_q_stderr", "events")
+            "sup_X_hat_p", "sup_X_hat_p_stderr", "sup_X_hat_q", "sup_X_hat_q_stderr", "events", "X_hat_p_mean",
+            "idle_while_waiting_1", "idle_while_waiting_2", "warning")
     rows = [{k: r[k] for k in keep} for r in rows]
     for r in rows:
         r["theta_over_sqrt_n"] = None if r["theta"] is None else r["theta"] / math.sqrt(r["n"])

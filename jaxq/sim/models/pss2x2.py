@@ -24,6 +24,10 @@ interarrival (a longer one removes arrivals) and ``+1`` for a service (a longer 
 the weight is known when v is drawn and E[v - 1] = 0, so each control has mean exactly zero. The CTMC states the
 same idea as one approximating martingale per event (:data:`MARKOV_CV`).
 
+Diagnostics (:data:`DIAGNOSTICS`, docs/diagnostics.md): an observer (:mod:`jaxq.sim.observer`) of the post-decision
+state, folded by the event rule and by both Markov drivers (:data:`MARKOV_DIAGNOSTICS`) under the discounted
+occupation measure: idling while jobs wait per server and class, X_hat_p, the mode and its switches.
+
 Cost (2.6) truncated at the horizon T: ``J_T = int_0^T exp(-gamma t) h.X_hat(t) dt``. The neglected tail
 is bounded rigorously, per replication and given the state at T, by (:func:`tail_bound`)
 
@@ -50,6 +54,7 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.sim import rng, sampling
 from jaxq.sim.event import Engine
 from jaxq.sim.markov import Markov
+from jaxq.sim.observer import Observer, Segment, viewed
 
 # Debug counters (Definition 2.7 invariants), in this order.
 VIOLATIONS = (
@@ -88,6 +93,7 @@ class Params(NamedTuple):
     perturb: Perturb | None = None
     value: ValueFunction | None = None  # V of the policy's diffusion limit (control variates)
     cv_scale: jnp.ndarray | None = None  # (6,) effect of a unit variate of each stream on W_hat: -+1/(alpha_i sqrt(n))
+    hpc: jnp.ndarray | None = None  # int32: the high-priority class p (0-based; the diagnostics' X_hat_p)
 
 
 class State(NamedTuple):
@@ -121,6 +127,7 @@ class State(NamedTuple):
     eps: jnp.ndarray | None  # (2,) the Gaussian perturbation (perturbed runs)
     viol: tuple | None  # 6 int32 Definition 2.7 violation counters (debug engines)
     cv: tuple | None  # CONTROLS float64 control variates (controlled engines)
+    obs: "Diagnostics | None" = None  # the diagnostics observer's state (DIAGNOSTICS; engines with diag)
 
 
 def pack2(a, b):
@@ -196,13 +203,78 @@ def perturbed_parameters(key, p: Params):
     return level, jnp.maximum(theta, 0), eps
 
 
+# ------------------------------------------------------------------------------------------ diagnostics
+class View(NamedTuple):
+    """What the diagnostics read of a post-decision state (int32 scalars; both drivers build it)."""
+
+    x0: jnp.ndarray  # jobs of class 1 (queue + service)
+    x1: jnp.ndarray
+    s0: jnp.ndarray  # class served by server 1 (-1 idle)
+    s1: jnp.ndarray
+    mode: jnp.ndarray  # current mode (0-based)
+
+
+class Diagnostics(NamedTuple):
+    """The diagnostics observer's state: integrals of the functional's weight w(t) (float64 scalars; one array
+    each per replication, which XLA:CPU updates in a loop of its own: the fewer the cheaper).
+
+    ``idle[2 k + i]``: over the time server k is idle while a class-i job waits (in queue, not in service);
+    ``x_p``: of X_hat_p (the high-priority class, ``Params.hpc``); ``mode0``: over the time in mode 1 (0-based
+    0); ``switches``: w at the mode switches. The normaliser, the integral of w itself, is the functional's
+    mass that the driver passes to ``finish``.
+    """
+
+    idle: tuple
+    x_p: jnp.ndarray
+    mode0: jnp.ndarray
+    switches: jnp.ndarray
+
+
+def _diag_init(p: Params) -> Diagnostics:
+    z = jnp.zeros((), jnp.float64)
+    return Diagnostics((z, z, z, z), z, z, z)
+
+
+def _diag_update(o: Diagnostics, seg: Segment, p: Params) -> Diagnostics:
+    v, w = seg.held, seg.weight
+    i32, f64 = jnp.int32, jnp.float64
+    idle0, idle1 = v.s0 < 0, v.s1 < 0
+    wait0 = (v.x0 - (v.s0 == 0).astype(i32) - (v.s1 == 0).astype(i32)) > 0  # a class-1 job in queue
+    wait1 = (v.x1 - (v.s0 == 1).astype(i32) - (v.s1 == 1).astype(i32)) > 0
+    on = lambda c: _sel(c, w, 0.0)  # noqa: E731
+    x_p = _sel(p.hpc == 0, v.x0, v.x1).astype(f64) * p.inv_sqrt_n
+    return Diagnostics(
+        idle=(o.idle[0] + on(idle0 & wait0), o.idle[1] + on(idle0 & wait1), o.idle[2] + on(idle1 & wait0),
+              o.idle[3] + on(idle1 & wait1)),
+        x_p=o.x_p + w * x_p, mode0=o.mode0 + on(v.mode == 0),
+        switches=o.switches + _sel(seg.after.mode != v.mode, seg.jump, 0.0))
+
+
+def _diag_finish(o: Diagnostics, mass, p: Params) -> dict:
+    """Per replication: the weighted averages (the weights normalised to total 1) and the switch rate."""
+    t = mass
+    m0 = o.mode0 / t
+    return {"idle_waiting": jnp.stack(o.idle).reshape(2, 2) / t, "X_hat_p": o.x_p / t,
+            "mode_fraction": jnp.stack([m0, 1.0 - m0]), "switch_rate": o.switches / t}
+
+
+# The diagnostics of a 2x2 run (docs/diagnostics.md), under the functional's weight: for the discounted cost the
+# discounted occupation measure, gamma exp(-gamma t) dt over [0, T] normalised to mass 1 (what J_n integrates).
+DIAGNOSTICS = Observer(_diag_init, _diag_update, _diag_finish)
+
+
+def _event_view(x0, x1, code) -> View:
+    s0, s1, mode = _serving_mode(code)
+    return View(x0, x1, s0, s1, mode)
+
+
 def event_spec(spec: sampling.Spec) -> sampling.Spec:
     """The spec an event draws with: gamma-method streams take ``VOID_PROPOSALS`` proposals (void protocol) where
     the sampler has a one-proposal form (:func:`jaxq.sim.sampling.with_proposals`)."""
     return sampling.with_proposals(spec, VOID_PROPOSALS)
 
 
-def _init(key, p: Params, spec, debug, cv):
+def _init(key, p: Params, spec, debug, cv, diag=False):
     f64, i32 = jnp.float64, jnp.int32
     k0, k1 = rng.key_words(key)
     # Draw 0: the two initial interarrival times, with the self-contained sampler (its exact fallback, once).
@@ -223,7 +295,7 @@ def _init(key, p: Params, spec, debug, cv):
         ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, cost=zf, x=zl, code=mode << _MODE, rec=zl, x_T=zl, sup=zl,
         w_rec=jnp.zeros(p.t_rec.shape[0], f64) if p.t_rec.shape[0] else None, level=level, theta=theta, eps=eps,
         viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
-        cv=tuple(zf for _ in range(CONTROLS)) if cv else None)
+        cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=DIAGNOSTICS.init(p) if diag else None)
 
 
 def _done(s: State, p: Params):
@@ -239,7 +311,7 @@ def _bit(code, k):
     return ((code >> k) & 1).astype(bool)
 
 
-def _step(s: State, p: Params, spec, debug, cv=False):
+def _step(s: State, p: Params, spec, debug, cv=False, diag=False):
     """One event. A finished replication (``t >= T``) keeps stepping with every output frozen (the driver
     does not mask it: :attr:`jaxq.sim.event.Engine.frozen_when_done`); with gamma-method streams an event
     whose used gamma variates were all rejected is void (nothing but the draw counter changes: exact, see
@@ -365,6 +437,12 @@ def _step(s: State, p: Params, spec, debug, cv=False):
             acc[9] = acc[9] + w * (2.0 * xh1 * e1)
             acc[10] = acc[10] + w * (xh0 * e1 + xh1 * e0)
         upd["cv"] = tuple(acc)
+    if diag:  # the state on [t0, min(t1, T)), weight int exp(-gamma t) dt there; the mode switch at t1 <= T
+        # the weights materialised once (keep): every accumulator's loop reads them, and disc1 is an exp
+        seg = Segment(_event_view(x0_, x1_, s.code), keep((s.disc - disc1) / p.gamma), _event_view(x0, x1, code),
+                      keep(_sel(real, disc1, 0.0)))
+        new_obs = DIAGNOSTICS.update(s.obs, seg, p)
+        upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
     if debug:
         k1, i2 = pol.pick(p.policy.k1, mode), pol.pick(p.policy.i2, mode)
         found = _violations(jnp.stack([x0, x1]), jnp.stack([b0, b1]), jnp.stack([n0, n1]), jnp.stack([st0, st1]),
@@ -404,18 +482,22 @@ def _output(s: State, p: Params):
             "x_T": jnp.stack(unpack2(s.x_T)), "sup_x": jnp.stack(unpack2(s.sup)),
             "viol": jnp.zeros(len(VIOLATIONS), i32) if s.viol is None else jnp.stack(s.viol),
             "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,
-            "cv": jnp.zeros(CONTROLS, f64) if s.cv is None else jnp.stack(s.cv)}
+            "cv": jnp.zeros(CONTROLS, f64) if s.cv is None else jnp.stack(s.cv),
+            # the weights' mass: int_0^T exp(-gamma t) dt
+            **({} if s.obs is None else {"diag": DIAGNOSTICS.finish(s.obs, (1.0 - s.disc) / p.gamma, p)})}
 
 
 @lru_cache(maxsize=None)
-def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False) -> Engine:
+def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, diag: bool = False) -> Engine:
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
     ``debug``: accumulate the Definition 2.7 invariant counters; ``cv``: the control variates (``Params.value``
-    and ``Params.cv_scale`` must be set). A finished replication's outputs are frozen by the rule itself, so
-    the driver runs it without masking.
+    and ``Params.cv_scale`` must be set); ``diag``: the :data:`DIAGNOSTICS` observer (``Params.hpc`` must be set;
+    output ``diag``). A finished replication's outputs are frozen by the rule itself, so the driver runs it
+    without masking.
     """
-    return Engine(lambda k, p: _init(k, p, spec, debug, cv), lambda s, p: _step(s, p, spec, debug, cv), _done,
+    return Engine(lambda k, p: _init(k, p, spec, debug, cv, diag), lambda s, p: _step(s, p, spec, debug, cv, diag),
+                  _done,
                   _output, lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
 
@@ -500,6 +582,8 @@ def _ctmc_controls(s: CtmcState, p: Params):
 MARKOV = Markov(name="pss2x2", init=_ctmc_init, counts=_ctmc_counts, rates=_ctmc_rates, bound=_ctmc_bound,
                 transition=_ctmc_transition, observe=_ctmc_observe)
 MARKOV_CV = MARKOV._replace(controls=_ctmc_controls)
+# The diagnostics on the CTMC's states (both Markov drivers: uniformised and event).
+MARKOV_DIAGNOSTICS = viewed(DIAGNOSTICS, lambda s, p: View(s.x0, s.x1, s.s0, s.s1, s.mode))
 
 
 def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:
