@@ -1,4 +1,4 @@
-"""`jaxq simulate` and `jaxq tune` after fuzzing pass 2: a default horizon whose truncation bound is small
+"""`jaxq simulate` and `jaxq tune`: a default horizon whose truncation bound is small
 against the estimate, the too-short horizon rule of `jaxq run`, `--switch-at` refused where it would be
 ignored, and a flat cost refused naming its real cause."""
 
