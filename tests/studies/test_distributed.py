@@ -64,6 +64,9 @@ def _srun_env(job_id: int, procid: int) -> dict:
     return env
 
 
+# about 25 s of CPU (two fresh processes compile the study); the round-robin split itself is checked in the fast
+# set in one process (tests/studies/test_runner.py::test_chunk_size_and_process_split_do_not_change_the_numbers)
+@pytest.mark.slow
 def test_two_slurm_tasks_write_the_single_process_tables(tmp_path, capsys):
     exp = tmp_path / "tiny.toml"
     exp.write_text(TINY)
