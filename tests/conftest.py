@@ -13,7 +13,10 @@ if not _cache:
     _cache = tempfile.mkdtemp(prefix="jaxq-tests-xla-")
     os.environ["JAXQ_TEST_CACHE_DIR"] = _cache
     atexit.register(shutil.rmtree, _cache, True)
-os.environ["JAXQ_CACHE_DIR"] = _cache
+os.environ["JAXQ_CACHE_DIR"] = _cache  # the jaxq command
+os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache  # any other process that imports jax (scripts, notebooks)
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
 # Keep XLA to the cores we have and make tests deterministic in their threading.
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
