@@ -128,7 +128,7 @@ DEVICES_MODELS = textwrap.dedent(
 def _four_devices(script: str) -> None:
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
     r = subprocess.run([sys.executable, "-c", MM1_SRC + script + "\nprint('identical')\n"], env=env,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "identical" in r.stdout
 

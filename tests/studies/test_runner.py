@@ -255,7 +255,7 @@ sde_dt = 0.05
 def test_one_and_four_devices_and_any_chunk_give_identical_results(tmp_path):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAXQ_CACHE_DIR="off")
     r = subprocess.run([sys.executable, "-c", DEVICES_SCRIPT, WEAK_TINY, str(tmp_path)], env=env,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "identical" in r.stdout
 
