@@ -20,21 +20,15 @@ def tiny_bench():
     ``setup(monkeypatch)``: further patches; ``sizes`` override entries of the tiny grid
     (:func:`jaxq.bench.sizes.grid`) so that a run reuses the shapes, hence the compiled programs, of the
     other runs of its file. Module-scoped: a file's tests read the rows of the same runs.
-    Every measurement has one timed round after its first call (the rows' columns are those of three rounds;
-    the rounds themselves: tests/bench/test_pss2x2.py::test_interleaved_measurement_runs_every_job_once_a_round).
     """
 
     def run(section: str, missing: bool = False, setup=None, **sizes) -> list[dict]:
-        from jaxq.bench import timing
         from jaxq.cli import main
 
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("JAXQ_BENCH_TINY", "1")
+            _one_round(mp)  # module-scoped runs come before the autouse fixture below
             mod = importlib.import_module(f"jaxq.bench.{section}")
-            one_round = _one_round(timing.measure_interleaved)
-            mp.setattr(timing, "measure_interleaved", one_round)  # measure() calls it too
-            if hasattr(mod, "measure_interleaved"):
-                mp.setattr(mod, "measure_interleaved", one_round)
             if sizes:
                 grid = mod.grid
                 mp.setattr(mod, "grid", lambda quick: {**grid(quick), **sizes})
@@ -52,11 +46,29 @@ def tiny_bench():
     return run
 
 
-def _one_round(measure_interleaved):
-    def once(jobs, repeats=1, best=False):
-        return measure_interleaved(jobs, 1, best)
+@pytest.fixture(autouse=True)
+def one_timed_round(request, monkeypatch):
+    """Every measurement of a benchmark test has one timed round after its first call (the rows' columns are
+    those of several rounds); a test that checks the rounds themselves asks for ``all_rounds``."""
+    if "all_rounds" not in request.fixturenames:
+        _one_round(monkeypatch)
 
-    return once
+
+def _one_round(mp) -> None:
+    from jaxq.bench import pss2x2, timing
+
+    full = timing.measure_interleaved
+
+    def once(jobs, repeats=1, best=False):
+        return full(jobs, 1, best)
+
+    mp.setattr(timing, "measure_interleaved", once)  # measure() calls it too
+    mp.setattr(pss2x2, "measure_interleaved", once)
+
+
+@pytest.fixture
+def all_rounds():
+    """The benchmark's own number of timed rounds (see ``one_timed_round``)."""
 
 
 def within_4se(a, a_se, b, b_se) -> bool:

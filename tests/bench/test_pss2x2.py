@@ -106,7 +106,7 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
         assert r["part"] not in ("families", "mixed") or r["baseline_vs_exponential"] is None
 
 
-def test_interleaved_measurement_runs_every_job_once_a_round():
+def test_interleaved_measurement_runs_every_job_once_a_round(all_rounds):
     """measure_interleaved: first calls (run(0) or warm), then rounds of seeds 1..R over all jobs in turn;
     per job the median rate, the first call's overhead and the estimates of seed 1, as measure gives alone."""
     from jaxq.bench import timing
