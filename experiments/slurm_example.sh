@@ -24,5 +24,12 @@ OUT=${2:?usage: sbatch slurm_example.sh EXPERIMENT.toml OUT_DIR}   # must be on 
 export JAXQ_CACHE_DIR=${JAXQ_CACHE_DIR:-$OUT/.xla-cache}
 
 # jax.distributed.initialize() (called by --distributed) reads the SLURM environment: coordinator
-# address, number of processes and process id. One srun task per node.
+# address (the step's first node, port SLURM_JOB_ID % 4096 + 61440), number of processes and process id.
+# One srun task per node.
+#
+# Tested: tests/studies/test_distributed.py starts two `jaxq run --distributed` processes on one machine
+# with the environment of two srun tasks (SLURM_JOB_ID, SLURM_NTASKS=2, SLURM_PROCID, SLURM_LOCALID,
+# SLURM_STEP_NODELIST=localhost, ...) and checks that the coordinator is found, the chunks are split
+# between the processes, and the tables equal a single-process run's byte for byte (CPU, gloo collectives).
+# Not tested there: several hosts, GPUs, a shared network file system, srun itself.
 srun --kill-on-bad-exit=1 jaxq run "$EXPERIMENT" --out "$OUT" --resume --distributed --no-progress

@@ -11,10 +11,16 @@ from jaxq.diffusion.workload import Analysis
 
 
 def test_the_api_is_listed_and_documented():
-    for name in ("load", "example_names", "analyze", "simulate", "simulate_sde", "simulate_network_sde", "tune",
-                 "solve_fastslow", "simulate_fastslow", "run_experiment", "read_run", "SimResult", "Estimate"):
-        obj = getattr(jaxq, name)
-        assert name in jaxq.__all__ and obj.__doc__ and len(obj.__doc__) > 30, name
+    import importlib.metadata
+    import inspect
+
+    listed = ("load", "example_names", "analyze", "simulate", "simulate_sde", "simulate_network_sde", "tune",
+              "solve_fastslow", "simulate_fastslow", "run_experiment", "read_run", "SimResult", "Estimate")
+    assert set(listed) <= set(jaxq.__all__) and len(set(jaxq.__all__)) == len(jaxq.__all__)
+    assert jaxq.__version__ == importlib.metadata.version("jaxq")
+    for name in set(jaxq.__all__) - {"__version__"}:  # a summary sentence heads every docstring (the reference's)
+        doc = inspect.getdoc(getattr(jaxq, name))
+        assert doc and doc.split("\n\n")[0].rstrip().endswith("."), name
     assert "pss_PP" in jaxq.example_names() and "network_N" in jaxq.example_names()
     with pytest.raises(AttributeError):
         jaxq.no_such_function  # noqa: B018

@@ -9,7 +9,10 @@ or anyone's files are never overwritten or mixed with this run's); ``--resume`` 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import sys
 from pathlib import Path
 
 from jaxq.cli import add_common
@@ -56,8 +59,12 @@ def run(args) -> dict | None:
     devices = check_devices(args.devices, "--devices")  # None, or the first K local devices
     out = Path(args.out) if args.out else Path("results") / exp.name
     check_output_folder(out, resume=args.resume, default=not args.out)  # before any work
-    rec = run_experiment(exp, out, resume=args.resume, devices=devices, distributed=args.distributed,
-                         progress=False if args.no_progress else None)
+    # gloo (the CPU collectives of --distributed) prints its connection lines on the process's stdout, which
+    # belongs to the report (one JSON object with --json): the run sends them to stderr
+    quiet = stdout_to_stderr() if args.distributed else contextlib.nullcontext()
+    with quiet:
+        rec = run_experiment(exp, out, resume=args.resume, devices=devices, distributed=args.distributed,
+                             progress=False if args.no_progress else None)
     if rec is None:  # not process 0: process 0 reports
         return None
     return {
@@ -92,6 +99,20 @@ def initialize_distributed() -> None:
                                           f"(jax: {_first_line(e)})") from None
     except RuntimeError as e:  # a coordinator that does not answer, a second initialisation, ...
         raise InputError("--distributed", f"could not join the cluster: {_first_line(e)}") from None
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """File descriptor 1 points to stderr inside the block (what native libraries write there too)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _first_line(e: BaseException) -> str:

@@ -27,6 +27,7 @@ def tiny_bench():
 
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("JAXQ_BENCH_TINY", "1")
+            _one_round(mp)  # module-scoped runs come before the autouse fixture below
             mod = importlib.import_module(f"jaxq.bench.{section}")
             if sizes:
                 grid = mod.grid
@@ -43,6 +44,31 @@ def tiny_bench():
         return result["sections"][section]["rows"]
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def one_timed_round(request, monkeypatch):
+    """Every measurement of a benchmark test has one timed round after its first call (the rows' columns are
+    those of several rounds); a test that checks the rounds themselves asks for ``all_rounds``."""
+    if "all_rounds" not in request.fixturenames:
+        _one_round(monkeypatch)
+
+
+def _one_round(mp) -> None:
+    from jaxq.bench import pss2x2, timing
+
+    full = timing.measure_interleaved
+
+    def once(jobs, repeats=1, best=False):
+        return full(jobs, 1, best)
+
+    mp.setattr(timing, "measure_interleaved", once)  # measure() calls it too
+    mp.setattr(pss2x2, "measure_interleaved", once)
+
+
+@pytest.fixture
+def all_rounds():
+    """The benchmark's own number of timed rounds (see ``one_timed_round``)."""
 
 
 def within_4se(a, a_se, b, b_se) -> bool:

@@ -9,11 +9,12 @@ from jaxq.bench import mmc as M
 from jaxq.bench import network as NB
 
 KEYS = ("mean_in_system", "mean_idle", "p_wait")
+SIZES = {"mmc_reps": 256, "mmc_horizon": 2.0, "ciw_horizon": 0.25}  # tinier than the tiny run: shapes of this file
 
 
 @pytest.fixture(scope="module")
 def rows(tiny_bench):
-    return tiny_bench("mmc")
+    return tiny_bench("mmc", **SIZES)
 
 
 def _pick(rows, engine, impl):
@@ -50,7 +51,7 @@ def test_priority2_numba_agrees_with_both_engines_and_ratios_are_against_the_uni
 
 
 def test_section_runs_without_its_baselines(tiny_bench, rows):
-    without = tiny_bench("mmc", missing=True)
+    without = tiny_bench("mmc", missing=True, **SIZES)
     assert [(r["engine"], r["impl"]) for r in without] == [(r["engine"], r["impl"]) for r in rows]
     for r in without:
         if r["impl"].startswith("jaxq"):

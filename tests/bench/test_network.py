@@ -33,7 +33,7 @@ def test_tiny_run_has_both_engines_for_both_policies_and_numba_for_priority(rows
 
 def test_numba_agrees_with_both_engines(rows, agree, numba_or_skip):
     event, lockstep, numba = rows[:3]
-    assert numba["events_per_s"] > 0 and numba["compile_s"] >= 0
+    assert numba["events_per_s"] > 0
     agree(event, numba, KEYS)
     agree(lockstep, numba, KEYS)
     assert numba["jaxq_ratio"] == pytest.approx(lockstep["events_per_s"] / numba["events_per_s"], rel=1e-12)

@@ -31,7 +31,7 @@ def _baseline(system, horizon):
 def test_event_engine_and_numba_agree(agree, numba_or_skip):
     s = load(path("pss_P"))
     row = B.jaxq_row(s, N, REPS, "event", REPS, horizon=HORIZON)
-    assert row["events_per_s"] > 0 and row["compile_s"] >= 0
+    assert row["events_per_s"] > 0
     agree(row, _baseline(s, HORIZON), ["J_hat"], ["baseline_J_hat"])
 
 
@@ -95,7 +95,7 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
     fam, mix, eff = rows[0], rows[1], rows[2]
     assert fam["vs_exponential"] == 1.0 and fam["dist"] == "exponential" and fam["method"] == "exponential"
     assert mix["dist"] == "pss_PP" and mix["method"] == "exponential+erlang+hyperexponential"
-    assert mix["vs_exponential"] > 0 and (mix["baseline_vs_exponential"] > 0 if have_numba else True)
+    assert mix["vs_exponential"] > 0 and (not have_numba or mix["baseline_vs_exponential"] > 0)
     assert fam["baseline_vs_exponential"] == (1.0 if have_numba else None)
     assert eff["effective_events_per_s"] == pytest.approx(eff["events_per_s"] * eff["variance_reduction"])
     if have_numba:
@@ -106,7 +106,7 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
         assert r["part"] not in ("families", "mixed") or r["baseline_vs_exponential"] is None
 
 
-def test_interleaved_measurement_runs_every_job_once_a_round():
+def test_interleaved_measurement_runs_every_job_once_a_round(all_rounds):
     """measure_interleaved: first calls (run(0) or warm), then rounds of seeds 1..R over all jobs in turn;
     per job the median rate, the first call's overhead and the estimates of seed 1, as measure gives alone."""
     from jaxq.bench import timing
@@ -125,12 +125,12 @@ def test_interleaved_measurement_runs_every_job_once_a_round():
     assert calls == [("a", 0), ("b", "warm"), ("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3), ("b", 3)]
     assert out[0][0] == 5.0 and out[1][0] == 3.0  # medians of 10/{1,4,2} and 6/{3,1,2}
     assert out[0][2] == {"name": "a", "seed": 1} and out[1][2] == {"name": "b", "seed": 1}
-    assert out[0][1] == 0.0 and out[1][1] >= 0.0
+    assert out[0][1] == 0.0 and out[1][1] < 1.0  # b: the wall time of its warm call, not of its rounds
     calls.clear()
     assert timing.measure(a, 3) == out[0] and calls == [("a", 0), ("a", 1), ("a", 2), ("a", 3)]
     best = timing.measure_interleaved([(a, None), (b, lambda: None)], repeats=3, best=True)
     assert best[0][0] == 10.0 and best[1][0] == 6.0  # the fastest rounds: 10/1 and 6/1
-    assert best[0][1] == 0.0 and best[1][1] >= 0.0 and best[0][2] == {"name": "a", "seed": 1}
+    assert best[0][1] == 0.0 and best[1][1] < 1.0 and best[0][2] == {"name": "a", "seed": 1}
 
 
 def test_parts_are_selected_by_the_environment(monkeypatch):

@@ -4,12 +4,15 @@ import json
 from pathlib import Path
 
 from jaxq.cli import main
+from jaxq.cli.demo import render
 
 
 def test_demo_small_json(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--small", "--json", "--no-progress", "--out", str(out)]) == 0
     r = json.loads(capsys.readouterr().out)  # exactly one JSON object
+    text = render(r)  # what the command prints without --json (one run of the study serves both)
+    assert "The six cases of Theorem 2.11" in text and f"under {out}/" in text
     assert [row["policy"] for row in r["systems"]] == ["P", "T2", "PP", "T2T2", "T1T2", "T2T1"]
     s = r["study"]
     assert {row["system"] for row in s["summary"]} == {"pss_P", "pss_PP", "pss_T2T1"}
@@ -24,8 +27,3 @@ def test_demo_small_json(tmp_path, capsys):
     assert again["chunks_computed"] == 0
     assert [row["J_hat"] for row in again["tables"]["summary"]] == [row["J_hat"] for row in s["summary"]]
 
-
-def test_demo_table_says_where(tmp_path, capsys):
-    assert main(["demo", "--small", "--no-progress", "--out", str(tmp_path / "d")]) == 0
-    text = capsys.readouterr().out
-    assert "The six cases of Theorem 2.11" in text and f"under {tmp_path / 'd'}/" in text

@@ -1,4 +1,4 @@
-"""The validation layer and the numerics that hold at any scale (issue 17).
+"""The validation layer and the numerics that hold at any scale.
 
 Every numeric fix is checked against an independent value: a 50-80 digit mpmath solution of the
 HJB's linear system, the time-scaling identity of the 2x2 system, or the unscaled system itself.
@@ -172,7 +172,7 @@ def test_all_rates_scaled_is_the_same_system_in_another_time_unit(name, c):
 @pytest.mark.parametrize("name", EXAMPLES_2X2)
 def test_classes_at_mixed_scales(name):
     """Class 1's rates x 1e-9 and class 2's x 1e9: product form and EHTC are unchanged, so is the LP's
-    solution set (xi is scale-free); no RuntimeError (issue 17: modes disagreeing with the LP face)."""
+    solution set (xi is scale-free); no RuntimeError (modes disagreeing with the LP face)."""
     s = load(path(name))
     a, b = analyze(_scaled(s, c_rows=(1e-9, 1e9))), analyze(s)
     np.testing.assert_allclose(a.modes.xi, b.modes.xi, atol=1e-12)
@@ -275,7 +275,7 @@ def test_single_mode_v0_for_tiny_gamma(gamma):
 @needs_mpmath
 @pytest.mark.parametrize("gamma", ["1e-8", "1e-12", "1e-14"])
 def test_analyze_pp_with_tiny_gamma(tmp_path, capsys, gamma):
-    """Issue 17: PP with gamma = 1e-8 raised 'no smooth-fit switching point found' (RuntimeError) and at
+    """PP with gamma = 1e-8 once raised 'no smooth-fit switching point found' (RuntimeError) and at
     1e-12 V0 was off by 2e-4. Now the analysis is the 80-digit value."""
     import json
 

@@ -1,8 +1,8 @@
 """The policy functions and the uniformised engines reproduce their recorded outputs bit for bit.
 
 ``tests/sim/data/bitidentical.npz`` holds them. The policy outputs date from before the performance work
-of issue 9; the uniformised outputs were regenerated once, on purpose, when the 2x2 CTMC and M/M/c moved
-to the one uniformised driver (issue 13: its integer segments of ``floor(rate / Lambda (2^32 - 1))`` words
+on the engines; the uniformised outputs were regenerated once, on purpose, when the 2x2 CTMC and M/M/c moved
+to the one uniformised driver (its integer segments of ``floor(rate / Lambda (2^32 - 1))`` words
 replace the engines' own thresholds, and warm-up is a whole number of pages), and once more when the window
 became exactly the steps asked for (the M/M/c outputs; stream version 4). Regenerate only for an
 intended change of the random streams: ``python tests/sim/test_bitidentical.py --write``.

@@ -1,4 +1,4 @@
-"""Control variates from the diffusion limit (issue 14): every control has mean zero, controlled estimates are
+"""Control variates from the diffusion limit: every control has mean zero, controlled estimates are
 unbiased against exact values (4 of their standard errors), and do not depend on chunking or blocks."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The event-driven 2x2 simulator (and its sampler) reproduce their earlier outputs bit for bit.
 
-``tests/sim/data/event_outputs.npz`` holds the outputs of the event engine (issue 13: the redesigned model
-and driver reproduced the earlier ones exactly; regenerated for issue 15, whose engine draws each event's
+``tests/sim/data/event_outputs.npz`` holds the outputs of the event engine (the redesigned model
+and driver reproduced the earlier ones exactly; regenerated when the engine began to draw each event's
 words from one counter-based Threefry call instead of a key split, with a new word layout and Box-Muller
 normals: an intended change of the random streams; STREAM_VERSION 5 added the gamma-only cases, whose event form
 became the tangent envelope, and version 6 changed those three and the mixed cases with gamma: the step

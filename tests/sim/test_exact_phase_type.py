@@ -84,10 +84,11 @@ EXP = (np.ones(1), -np.ones((1, 1)))
                                                       ("pss_P", "T2T2", 0.5), ("pss_T2", "T1T2", 0.4)])
 def test_redundant_phases_give_the_exponential_chain_value(name, policy, switch_at):
     """The phase-type chain of an exponential system written with redundant phases lumps to the chain without
-    phases: the same value to rounding, from a different chain (phase moves, starts drawn from alpha)."""
+    phases: the same value to rounding, from a different chain (phase moves, starts drawn from alpha). Lumping
+    holds at every cap: a small one keeps the phased chain (2^6 phase combinations a queue state) small."""
     s = load(path(name))
-    plain = _exact(s, policy, switch_at, cap=30, check=False)
-    phased = _exact(s, policy, switch_at, cap=30, check=False,
+    plain = _exact(s, policy, switch_at, cap=12, check=False)
+    phased = _exact(s, policy, switch_at, cap=12, check=False,
                     phase_types=([MIXTURE, MOVING], [[MOVING, EXP], [MIXTURE, MOVING]]))
     assert phased["states"] > 3 * plain["states"]
     assert phased["J"] == pytest.approx(plain["J"], rel=1e-10)
@@ -103,7 +104,13 @@ def _renewal(name):
 CAPS = {"pss_PP": 30, "pss_T2T2": 45, "pss_T1T2": 30, "pss_T2T1": 45, "erlang:0.5": 30, "hyperexponential:3": 30}
 
 
-@pytest.mark.parametrize("name", list(CAPS))
+# the fast set: a bundled dual-mode system (Erlang and hyperexponential services) and one family; the others
+# (cap 45: about 20 s of state space building each) with the slow checks
+FAST = ("pss_PP", "hyperexponential:3")
+
+
+@pytest.mark.parametrize("name", [name if name in FAST else pytest.param(name, marks=pytest.mark.slow)
+                                  for name in CAPS])
 def test_event_engine_matches_the_exact_phase_type_value(name):
     """The renewal event engine (the sampler's Erlang and hyperexponential streams, voids never: no gamma) with the
     Theorem 2.11 policy of each system against the exact value, 4 standard errors."""
@@ -123,24 +130,25 @@ def test_event_engine_matches_the_exact_phase_type_value(name):
     assert math.isfinite(ex["J"])
 
 
-def test_exact_cost_runs_the_policy_simulate_runs_and_picks_its_cap():
+@pytest.mark.parametrize("name, policy", [("pss_T1T2", "auto"), pytest.param("pss_P", "T2", marks=pytest.mark.slow),
+                                          pytest.param("pss_P", "T2T2", marks=pytest.mark.slow)])
+def test_exact_cost_runs_the_policy_simulate_runs_and_picks_its_cap(name, policy):
     """``jaxq.exact_cost``: the same policy, Theta_n and switching level as ``simulate`` (through the setup), and a
     cap at which the last two caps agree within rtol; the value equals a fixed-cap solve at that cap."""
     import jaxq
     from jaxq.sim.pss2x2 import setup
 
-    for name, policy in [("pss_T1T2", "auto"), ("pss_P", "T2"), ("pss_P", "T2T2")]:
-        s = load(path(name))
-        got = jaxq.exact_cost(s, N, policy=policy, switch_at=0.5 if policy == "T2T2" else None, rtol=1e-4)
-        st = setup(s, N, policy=policy, switch_at=0.5 if policy == "T2T2" else None)
-        assert (got["policy"], got["theta"], got["switch_at"]) == (st.policy, st.theta, st.switch_at)
-        assert got["truncation_change"] <= 1e-4 * got["J"] and got["cap"] >= 40
-        res = pol.resolve(analyze(s), policy, 0.5 if policy == "T2T2" else None)
-        fixed = exact_ctmc.discounted_cost(s, N, res.lower, RULES[res.rules.lower], theta=got["theta"] or 0,
-                                           cap=got["cap"], check=False, higher=res.higher,
-                                           rule_higher=RULES[res.rules.higher],
-                                           sampling=SAMPLING[res.rules.sampling], switch_at=res.z)
-        assert fixed["J"] == got["J"] and fixed["states"] == got["states"]
+    s = load(path(name))
+    got = jaxq.exact_cost(s, N, policy=policy, switch_at=0.5 if policy == "T2T2" else None, rtol=1e-4)
+    st = setup(s, N, policy=policy, switch_at=0.5 if policy == "T2T2" else None)
+    assert (got["policy"], got["theta"], got["switch_at"]) == (st.policy, st.theta, st.switch_at)
+    assert got["truncation_change"] <= 1e-4 * got["J"] and got["cap"] >= 40
+    res = pol.resolve(analyze(s), policy, 0.5 if policy == "T2T2" else None)
+    fixed = exact_ctmc.discounted_cost(s, N, res.lower, RULES[res.rules.lower], theta=got["theta"] or 0,
+                                       cap=got["cap"], check=False, higher=res.higher,
+                                       rule_higher=RULES[res.rules.higher],
+                                       sampling=SAMPLING[res.rules.sampling], switch_at=res.z)
+    assert fixed["J"] == got["J"] and fixed["states"] == got["states"]
 
 
 def test_exact_cost_refuses_before_building_what_it_cannot_finish():

@@ -255,44 +255,9 @@ sde_dt = 0.05
 def test_one_and_four_devices_and_any_chunk_give_identical_results(tmp_path):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAXQ_CACHE_DIR="off")
     r = subprocess.run([sys.executable, "-c", DEVICES_SCRIPT, WEAK_TINY, str(tmp_path)], env=env,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "identical" in r.stdout
-
-
-DISTRIBUTED_SCRIPT = textwrap.dedent(
-    """
-    import sys, tomllib, jax
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    pid, port, out, text = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-    jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=pid)
-    from pathlib import Path
-    from jaxq.studies import experiment as ex, runner
-    exp = ex.from_dict(tomllib.loads(text), Path("/tmp/x.toml"))
-    runner.run(exp, Path(out), distributed=True, progress=False)
-    """
-)
-
-
-@pytest.mark.slow
-def test_two_jax_distributed_processes_share_the_chunks(reference, tmp_path):
-    """Two real jax.distributed processes (gloo on CPU) split the chunks round-robin; same bytes."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        port = str(s.getsockname()[1])
-    out = tmp_path / "dist"
-    env = dict(os.environ, JAXQ_CACHE_DIR="off")
-    procs = [subprocess.Popen([sys.executable, "-c", DISTRIBUTED_SCRIPT, str(p), port, str(out), TINY], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in (0, 1)]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err[-2000:]
-    for f in ("records.csv", "summary.csv"):
-        assert read(out, f) == read(reference[0], f)
-    writers = {json.loads(np.load(f)["__meta__"].tobytes())["process"] for f in (out / "chunks").rglob("*.npz")}
-    assert writers == {0, 1}
 
 
 def test_seed_option_replaces_the_files_seeds(tmp_path, capsys):

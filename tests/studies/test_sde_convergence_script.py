@@ -41,4 +41,4 @@ def test_bench_rows():
     rows = list(mod.bench(quick=True))  # a generator: read it once
     assert {r["scheme"] for r in rows} == {"euler", "exact", "skew"}
     ours = [r for r in rows if r["impl"].startswith("jaxq")]  # numba rows are empty without numba
-    assert len(ours) >= 3 and all(r["path_steps_per_s"] > 0 and r["compile_s"] >= 0 for r in ours)
+    assert len(ours) >= 3 and all(r["path_steps_per_s"] > 0 for r in ours)

@@ -1,4 +1,4 @@
-"""The Python API checks its own arguments as the command line does (fuzzing pass 2), and the exact tuner is
+"""The Python API checks its own arguments as the command line does, and the exact tuner is
 free of the problem's units and says why a cost flat to float64 cannot be tuned."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`jaxq simulate` and `jaxq tune` after fuzzing pass 2: a default horizon whose truncation bound is small
+"""`jaxq simulate` and `jaxq tune`: a default horizon whose truncation bound is small
 against the estimate, the too-short horizon rule of `jaxq run`, `--switch-at` refused where it would be
 ignored, and a flat cost refused naming its real cause."""
 
@@ -103,6 +103,7 @@ def test_switch_at_is_refused_where_the_policy_never_switches(extra, capsys):
     assert "never switches" in err
 
 
+@pytest.mark.slow  # about 20 s; the fast set checks the same refusal through the API (tests/test_api_arguments.py)
 def test_tune_on_a_flat_cost_names_gamma_not_z_init(tmp_path, capsys):
     """gamma = 1e30: it named --z-init (not given) and suggested starting where the default start already was."""
     f = tmp_path / "g30.toml"

@@ -95,7 +95,7 @@ def _validate(text: str, tmp_path: Path):
     return ex.from_dict(tomllib.loads(text), tmp_path / "e.toml")
 
 
-# --------------------------------------------------------------- finding 1: every point checked up front
+# ------------------------------------------------------------------------- every point checked up front
 @pytest.mark.parametrize("grid, key, words", [
     ('loads = [0.5, 0.9999]\nratios = [0.3]', "grid.loads", "too close to 1"),
     ("loads = [0.9999]\nratios = [0.3]", "grid.loads", "too close to 1"),
@@ -165,7 +165,7 @@ def test_2x2_errors_name_the_files_keys(tmp_path, text, key):
     assert e.value.key == key
 
 
-# --------------------------------------------------------------------------- finding 4: duplicates
+# -------------------------------------------------------------------------------------- duplicates
 @pytest.mark.parametrize("text, key", [
     (CONV.replace("n = [9]", "n = [9, 9]"), "grid.n"),
     (CONV.replace("n = [9]", "n = [1000, 1e3]"), "grid.n"),
@@ -198,7 +198,7 @@ def test_duplicate_is_one_line_through_the_command(tmp_path, capsys):
     assert "listed twice" in line
 
 
-# ----------------------------------------------------------------------- findings 2 and 3: options
+# ----------------------------------------------------------------------------------------- options
 def test_empty_out_is_refused_by_run(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "e.toml").write_text(CONV + "horizon = 2.0\n")
@@ -241,7 +241,7 @@ def test_distributed_off_a_cluster_is_one_line(tmp_path):
     assert not out.exists()
 
 
-# ---------------------------------------------------------------------------- finding 5: figure noise
+# ------------------------------------------------------------------------------------ figure noise
 def test_policy_label_of_a_huge_switching_level_stays_short():
     from jaxq.studies.pss import _policy_label
 

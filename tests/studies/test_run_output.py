@@ -1,4 +1,4 @@
-"""Findings of a second fuzzing pass on `jaxq run` and `jaxq demo`: the experiment's name is a plain folder name,
+"""The output of `jaxq run` and `jaxq demo`: the experiment's name is a plain folder name,
 an output folder that is not new or empty is refused without --resume (and one that holds no jaxq run with it),
 --out problems are one line naming --out, and the printed summary shows every column of the tables."""
 

@@ -1,4 +1,4 @@
-"""Fuzzing findings on networks: a negative pool of the n-th system, and `network sde` on a transient diffusion."""
+"""Network inputs: a negative pool of the n-th system, and `network sde` on a transient diffusion."""
 
 import pytest
 

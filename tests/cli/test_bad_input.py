@@ -1,4 +1,4 @@
-"""Fuzz table: every command on bad inputs gives exit code 2 and exactly one stderr line `jaxq: error: ...`.
+"""Bad input table: every command on bad inputs gives exit code 2 and exactly one stderr line `jaxq: error: ...`.
 
 The inputs are the cheap ones, refused during validation (before any simulation), so the whole table
 runs in-process in seconds: malformed files of every kind (not UTF-8, nested 500 deep, unknown tables,
