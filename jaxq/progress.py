@@ -144,6 +144,9 @@ class Monitor:
                         f"at {sci(rate)} {self.unit}/s measured on this machine ({duration(left)} left; progress "
                         f"every minute, --quiet hides it)")
                 self._estimated = True
+            elif self._last_line is None and self.total is None and elapsed >= long_s:  # work of unknown size
+                line = (f"jaxq: note: {self.desc}: still at work after {duration(elapsed)}; a line every minute "
+                        "follows, --quiet hides it")
             elif self._last_line is None and self._first is None and elapsed >= long_s:
                 what = f"about {sci(self.total)} {self.unit}" if self.total is not None else "its work"
                 line = (f"jaxq: note: {self.desc}: {what}; nothing finished after {duration(elapsed)} (compiling, or "

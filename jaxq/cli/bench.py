@@ -49,8 +49,19 @@ def run(args) -> dict:
 
         def on_row(result):  # columns keep the order in which a section reports them
             write_atomic(out, (json.dumps(to_jsonable(result), indent=1) + "\n").encode())
-    return bench.run(sections, quick=args.quick, on_row=on_row,
-                     progress=lambda name: print(f"bench: {name} ...", file=sys.stderr))
+    from jaxq.cli.output import progress
+
+    names = list(sections) if sections is not None else list(bench.available())
+    with progress(len(names), "bench", unit="sections") as done:  # estimate, then a line a minute (any stderr)
+        started = []
+
+        def section(name):  # called as each section starts: the previous one is done
+            if started:
+                done(1)
+            started.append(name)
+            print(f"bench: {name} ...", file=sys.stderr)
+
+        return bench.run(sections, quick=args.quick, on_row=on_row, progress=section)
 
 
 def render(r: dict) -> str:

@@ -91,8 +91,11 @@ def run(args) -> dict:
     t0 = time.perf_counter()
     from jaxq.mdp.fastslow import solve
 
-    sol = solve(args.lam, args.mu1, _rates(args.mu2), discount=None if args.average else args.discount,
-                slow_servers=args.slow_servers, truncation=args.truncation)
+    from jaxq.cli.output import progress
+
+    with progress(None, "fastslow: value iteration"):  # one compiled loop: a line a minute if it runs long
+        sol = solve(args.lam, args.mu1, _rates(args.mu2), discount=None if args.average else args.discount,
+                    slow_servers=args.slow_servers, truncation=args.truncation)
     return result(sol, time.perf_counter() - t0)
 
 

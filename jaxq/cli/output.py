@@ -107,8 +107,10 @@ def progress_enabled(enabled: bool = True) -> bool:
 
 
 @contextmanager
-def progress(total: int, desc: str, enabled: bool = True, unit: str = "iterations"):
-    """The progress of a long loop (``total`` iterations): yields its ``update``.
+def progress(total: int | None, desc: str, enabled: bool = True, unit: str = "iterations"):
+    """The progress of a long loop (``total`` iterations; None: unknown, e.g. one compiled loop or a validation
+    pass, which then reports that it is still at work once it has run 30 s, and a line a minute after): yields
+    its ``update``.
 
     A :class:`jaxq.progress.Monitor`: a tqdm bar on a terminal (:func:`progress_enabled`; drawn only after half
     a second, so a command that refuses its input or finishes at once prints no bar) and, terminal or not, the

@@ -55,7 +55,10 @@ def run(args) -> dict | None:
             pass
         initialize_distributed()
     seeds = None if args.seed is None else [check_seed(args.seed, "--seed")]
-    exp = load_experiment(args.experiment, seeds)  # validates everything before anything is written
+    from jaxq.cli.output import progress
+
+    with progress(None, "run: checking the experiment file", unit="points"):  # a large grid takes a while
+        exp = load_experiment(args.experiment, seeds)  # validates everything before anything is written
     devices = check_devices(args.devices, "--devices")  # None, or the first K local devices
     out = Path(args.out) if args.out else Path("results") / exp.name
     check_output_folder(out, resume=args.resume, default=not args.out)  # before any work

@@ -130,3 +130,67 @@ def test_a_real_run_reports_too(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "jaxq: note: run e: about 4.0e1 replications" in err and "measured on this machine" in err, err
 
+
+
+def _slow(monkeypatch, seconds=2.5):
+    """Reports after 0.3 s and a line every 0.5 s, so that a job of a few seconds shows them."""
+    monkeypatch.setenv("JAXQ_LONG_JOB_S", "0.3")
+    monkeypatch.setattr(progress, "EVERY_S", 0.5)
+    monkeypatch.setattr(progress, "POLL_S", 0.1)
+    import time
+
+    return lambda: time.sleep(seconds)
+
+
+def test_bench_says_it_is_at_work_and_reports_every_minute(monkeypatch, capsys):
+    import sys
+    import types
+
+    from jaxq import bench
+
+    wait = _slow(monkeypatch)
+
+    def gen(quick):
+        wait()
+        yield {"engine": "a", "events_per_s": 1.0}
+
+    monkeypatch.setitem(sys.modules, "jaxq.bench.fake", types.SimpleNamespace(bench=gen))
+    monkeypatch.setattr(bench, "available", lambda: ["fake"])
+    assert main(["bench", "--only", "fake", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "jaxq: note: bench: about 1.0e0 sections; nothing finished after" in err
+    assert "jaxq: progress: bench: 0% (0.0e0 of 1.0e0 sections)" in err
+    assert main(["bench", "--only", "fake", "--json", "--quiet"]) == 0
+    assert "jaxq: note" not in capsys.readouterr().err
+
+
+def test_fastslow_value_iteration_reports_when_long(monkeypatch, capsys):
+    import jaxq.mdp.fastslow as mdp
+
+    wait, solve = _slow(monkeypatch), mdp.solve
+
+    def slow_solve(*a, **k):
+        wait()
+        return solve(*a, **k)
+
+    monkeypatch.setattr(mdp, "solve", slow_solve)
+    assert main(["fastslow", "--lam", "1.2", "--mu1", "1", "--mu2", "0.3", "--average", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "jaxq: note: fastslow: value iteration: still at work after" in err
+    assert "jaxq: progress: fastslow: value iteration:" in err
+
+
+def test_run_reports_a_long_check_of_its_experiment_file(monkeypatch, capsys, tmp_path):
+    import jaxq.studies.experiment as experiment
+
+    wait = _slow(monkeypatch)
+
+    def slow_load(*a, **k):  # a grid of thousands of points takes minutes to check
+        wait()
+        raise experiment.InputError("grid.n", "refused after the check")
+
+    monkeypatch.setattr(experiment, "load_experiment", slow_load)
+    assert main(["run", str(tmp_path / "x.toml"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "jaxq: note: run: checking the experiment file: still at work after" in err
+    assert err.rstrip().splitlines()[-1].startswith("jaxq: error: grid.n")
