@@ -8,7 +8,6 @@ import pytest
 
 import jaxq
 from jaxq.errors import InputError
-from jaxq.examples import path
 from jaxq.tuning import prelimit
 from jaxq.tuning.prelimit import EVALUATION, SEARCH, derived_seed, tune_prelimit
 
