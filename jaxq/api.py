@@ -435,6 +435,6 @@ def read_run(out, *, complete_only: bool = False) -> tuple[list[dict], list[dict
     then only the points whose chunks all check are returned, and the result's ``left_out`` (the points left
     out, with their chunks' states) and ``warnings`` (one sentence per point) say what is missing.
     """
-    from jaxq.studies.runner import read_records
+    from jaxq.studies.reading import read_records
 
     return read_records(Path(out), complete_only=v.check_bool(complete_only, "complete_only"))

@@ -17,6 +17,7 @@ from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.sde import driver, skew
 from jaxq.sde.estimators import value_of, wcp_coefficients
+from jaxq.sim import diagnostics
 from jaxq.sim import pss2x2 as sim
 
 
@@ -132,3 +133,24 @@ def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), device
     if cv:
         rec["cv_0"] = r["control"]
     return rec
+
+
+def diagnostics_row(rec, row, an, st) -> dict:
+    """The point's diagnostics (:mod:`jaxq.sim.diagnostics`: discounted time shares, means over replications)
+    and ``warning``, the sentence due when J_hat is more than 50% above V0 at n >= 10^3 (empty otherwise).
+    Records written before the diagnostics existed give empty cells."""
+    if "diag_X_hat_p" not in rec:
+        return {"idle_while_waiting_1": None, "idle_while_waiting_2": None, "X_hat_p_mean": None,
+                "mode_1_fraction": None, "switch_rate": None, "warning": None}
+    idle = np.array([[np.mean(rec[f"diag_idle_{k}{i}"]) for i in (1, 2)] for k in (1, 2)])
+    dual = len(st.modes_used) > 1
+    d = {"idle_waiting": idle.tolist(), "X_hat_p": float(np.mean(rec["diag_X_hat_p"]))}
+    if dual:
+        m1 = float(np.mean(rec["diag_mode_1"]))
+        d.update(mode_fraction=[m1, 1.0 - m1], switch_rate=float(np.mean(rec["diag_switch_rate"])))
+    n = row["n"]
+    note = diagnostics.warning(d, J_hat=row["J_hat"], V0=an.V0, n=n, gamma=an.system.gamma, h=an.system.h,
+                               hpc=an.p + 1, theta=st.theta, policy=st.policy, threshold_term=row["threshold_term"])
+    return {"idle_while_waiting_1": float(idle[0].sum()), "idle_while_waiting_2": float(idle[1].sum()),
+            "X_hat_p_mean": d["X_hat_p"], "mode_1_fraction": d.get("mode_fraction", [None])[0],
+            "switch_rate": d.get("switch_rate"), "warning": note}

@@ -22,8 +22,6 @@ with the ``auto`` point (common random numbers). Its tables carry the tuned ``sw
 from __future__ import annotations
 
 import math
-from functools import lru_cache
-from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
@@ -32,10 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
-from jaxq.sim import diagnostics
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 from jaxq.studies import Study, Unique, register
-from jaxq.studies import engines, figures
+from jaxq.studies import engines, figures, tuned_policy
+from jaxq.studies.tuned_policy import TUNED
 from jaxq.studies.stats import controlled_estimate, ks_distance, ks_noise_level, limit_fit, loglog_rate, mean_stderr
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -139,9 +137,9 @@ def points(exp) -> list[dict]:
         system, an = _system(exp, s.label)
         def check(pol, n, *a):
             if pol == TUNED:
-                _check_tunable(an, s.label)
+                tuned_policy.check_tunable(an, s.label)
             try:
-                st = engines.pss_setup(system, an, n, _setup_policy(pol), _horizon(exp), g.times, *a)
+                st = engines.pss_setup(system, an, n, tuned_policy.setup_policy(pol), _horizon(exp), g.times, *a)
             except InputError as e:
                 where = f"{s.label}, n = {n:g}" + (f", policy {pol!r}" if e.key == "switch_at" else "")
                 if e.key == "n" and _horizon(exp) is not None:  # events per replication: n and the horizon
@@ -205,65 +203,10 @@ def run_chunk(exp, pt, start, count, devices=None):
         return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], start, count, pt["chunk"], times=g.times,
                                  devices=devices, cv=exp.cv, switch_at=pt.get("switch_at"))
     if pt["policy"] == TUNED:
-        return _tuned_chunk(exp, pt, start, count, devices)
+        return tuned_policy.chunk(exp, pt, start, count, devices, horizon=_horizon(exp), exponent=_exponent(exp, pt))
     return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], start, count, pt["chunk"], horizon=_horizon(exp),
                              record_times=g.times, theta_exponent=_exponent(exp, pt), devices=devices, cv=exp.cv,
                              engine=pt.get("driver", "event"))
-
-
-TUNED = "tuned"  # the policy of [grid] policies tuned at each n (module docstring)
-
-
-def _setup_policy(policy: str) -> str:
-    """The policy whose setup a grid policy shares: ``tuned`` is Theorem 2.11's with other parameters."""
-    return "auto" if policy == TUNED else policy
-
-
-def _check_tunable(an, label) -> None:
-    from jaxq.tuning.prelimit import tunable
-
-    try:
-        tunable(an, "auto")
-    except InputError as e:
-        raise InputError("grid.policies", f"{label}: 'tuned': {e.reason}") from None
-
-
-@lru_cache(maxsize=256)
-def _tuned_parameters(path: str, mtime: float, n: float, seed: int, exponent: float):
-    """The tuned (z, Theta_n, c, info) of a grid point: the same for every chunk (a deterministic search on a seed
-    derived from the point's), cached per process; a resumed run repeats the search."""
-    from jaxq.tuning.prelimit import tune_prelimit, tuned_info
-
-    system, an = engines.system_and_analysis(Path(path))
-    t = tune_prelimit(system, float(n), seed=seed, theta_exponent=exponent, evaluate_result=False, analysis=an)
-    return t.z, t.theta, t.c, tuned_info(t)
-
-
-def _tuned_chunk(exp, pt, start, count, devices):
-    """The records of a ``tuned`` point (as :func:`engines.pss_chunk`), with the tuned ``tuned_z``, ``tuned_theta``
-    and the search's seed and seconds as constant columns."""
-    from jaxq.sim import pss2x2 as sim
-
-    g = exp.grid
-    ref = exp.system(pt["system"])
-    system, an = engines.system_and_analysis(ref.path)
-    a = _exponent(exp, pt)
-    z, theta, c, info = _tuned_parameters(str(ref.path), ref.path.stat().st_mtime, float(pt["n"]), int(pt["seed"]), a)
-    r = sim.simulate(system, float(pt["n"]), count, policy="auto", switch_at=z, theta_exponent=a,
-                     theta_constant=1.0 if c is None else c, horizon=_horizon(exp), record_times=g.times, analysis=an,
-                     engine=pt.get("driver", "event"), seed=pt["seed"], start=start, chunk=max(pt["chunk"], count),
-                     block=64, devices=devices, cv=exp.cv)
-    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"]}
-    if "sup_X_hat" in r.samples:
-        rec.update(sup_X_hat_1=r.samples["sup_X_hat"][:, 0], sup_X_hat_2=r.samples["sup_X_hat"][:, 1])
-    for j, t in enumerate(np.atleast_1d(np.asarray(g.times, dtype=np.float64))):
-        rec[f"W_hat@{t:g}"] = r.samples["W_hat_t"][:, j]
-    rec["events"] = r.samples["events"]
-    rec.update(engines.control_columns(r.samples.get("controls")))
-    const = {"tuned_z": np.nan if z is None else z, "tuned_theta": np.nan if theta is None else theta,
-             "tuned_search_seed": info["search_seed"], "tuned_search_s": info["wall_s"]}
-    rec.update({k: np.full(count, v, dtype=np.float64) for k, v in const.items()})
-    return rec
 
 
 def _point_setup(exp, system, an, pt, rec):
@@ -271,16 +214,7 @@ def _point_setup(exp, system, an, pt, rec):
     a = _exponent(exp, pt)
     if pt["policy"] != TUNED:
         return engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, a), None
-    from jaxq.sim import pss2x2 as sim
-    from jaxq.tuning.prelimit import theta_constant
-
-    z, theta = float(rec["tuned_z"][0]), float(rec["tuned_theta"][0])
-    z, theta = (None if math.isnan(z) else z), (None if math.isnan(theta) else int(theta))
-    c = theta_constant(theta, pt["n"], a)
-    st = sim.setup(system, float(pt["n"]), policy="auto", switch_at=z, theta_exponent=a, theta_constant=c,
-                   horizon=_horizon(exp), record_times=exp.grid.times, analysis=an)
-    return st, {"theta_constant": c if theta is not None else None, "tuned_search_seed": int(rec["tuned_search_seed"][0]),
-                "tuned_search_s": float(rec["tuned_search_s"][0])}
+    return tuned_policy.point_setup(system, an, pt, rec, horizon=_horizon(exp), times=exp.grid.times, exponent=a)
 
 
 def _exponent(exp, pt) -> float:
@@ -312,29 +246,8 @@ def _point_rows(exp, pts, records):
             "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
             "events": int(np.sum(rec["events"])), **plain, **(tuned or {}),
         })
-        rows[-1].update(_diagnostics_row(rec, rows[-1], an, st))
+        rows[-1].update(engines.diagnostics_row(rec, rows[-1], an, st))
     return rows
-
-
-def _diagnostics_row(rec, row, an, st) -> dict:
-    """The point's diagnostics (:mod:`jaxq.sim.diagnostics`: discounted time shares, means over replications)
-    and ``warning``, the sentence due when J_hat is more than 50% above V0 at n >= 10^3 (empty otherwise).
-    Records written before the diagnostics existed give empty cells."""
-    if "diag_X_hat_p" not in rec:
-        return {"idle_while_waiting_1": None, "idle_while_waiting_2": None, "X_hat_p_mean": None,
-                "mode_1_fraction": None, "switch_rate": None, "warning": None}
-    idle = np.array([[np.mean(rec[f"diag_idle_{k}{i}"]) for i in (1, 2)] for k in (1, 2)])
-    dual = len(st.modes_used) > 1
-    d = {"idle_waiting": idle.tolist(), "X_hat_p": float(np.mean(rec["diag_X_hat_p"]))}
-    if dual:
-        m1 = float(np.mean(rec["diag_mode_1"]))
-        d.update(mode_fraction=[m1, 1.0 - m1], switch_rate=float(np.mean(rec["diag_switch_rate"])))
-    n = row["n"]
-    note = diagnostics.warning(d, J_hat=row["J_hat"], V0=an.V0, n=n, gamma=an.system.gamma, h=an.system.h,
-                               hpc=an.p + 1, theta=st.theta, policy=st.policy, threshold_term=row["threshold_term"])
-    return {"idle_while_waiting_1": float(idle[0].sum()), "idle_while_waiting_2": float(idle[1].sum()),
-            "X_hat_p_mean": d["X_hat_p"], "mode_1_fraction": d.get("mode_fraction", [None])[0],
-            "switch_rate": d.get("switch_rate"), "warning": note}
 
 
 def _threshold_term(exp, an, st, n):

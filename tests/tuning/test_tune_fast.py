@@ -121,10 +121,10 @@ def test_simulate_tuned_in_one_call(monkeypatch):
 def test_tuned_policy_in_an_experiment_file(tmp_path, monkeypatch):
     import csv
 
-    from jaxq.studies import pss
+    from jaxq.studies import tuned_policy
 
     monkeypatch.setattr(prelimit, "SEARCH_REPS", 32)
-    pss._tuned_parameters.cache_clear()
+    tuned_policy.parameters.cache_clear()
     exp = """[experiment]
 study = "convergence"
 systems = ["pss_T2T1"]

@@ -1,0 +1,84 @@
+"""The policy ``"tuned"`` of a 2x2 study's ``[grid] policies``: Theorem 2.11's policy with its switching level and
+threshold tuned at each n (:func:`jaxq.tuning.prelimit.tune_prelimit`, search), on a seed derived from the point's
+and never equal to it, so that the point's replications are fresh and share their seed with the ``auto`` point
+(common random numbers). Used by :mod:`jaxq.studies.pss`."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from jaxq.errors import InputError
+from jaxq.studies import engines
+
+TUNED = "tuned"  # the policy of [grid] policies tuned at each n
+
+
+def setup_policy(policy: str) -> str:
+    """The policy whose setup a grid policy shares: ``tuned`` is Theorem 2.11's with other parameters."""
+    return "auto" if policy == TUNED else policy
+
+
+def check_tunable(an, label) -> None:
+    """Refuse (naming ``grid.policies``) a system whose policy has nothing to tune."""
+    from jaxq.tuning.prelimit import tunable
+
+    try:
+        tunable(an, "auto")
+    except InputError as e:
+        raise InputError("grid.policies", f"{label}: 'tuned': {e.reason}") from None
+
+
+@lru_cache(maxsize=256)
+def parameters(path: str, mtime: float, n: float, seed: int, exponent: float):
+    """The tuned (z, Theta_n, c, info) of a grid point: the same for every chunk (a deterministic search on a seed
+    derived from the point's), cached per process; a resumed run repeats the search."""
+    from jaxq.tuning.prelimit import tune_prelimit, tuned_info
+
+    system, an = engines.system_and_analysis(Path(path))
+    t = tune_prelimit(system, float(n), seed=seed, theta_exponent=exponent, evaluate_result=False, analysis=an)
+    return t.z, t.theta, t.c, tuned_info(t)
+
+
+def chunk(exp, pt, start, count, devices, *, horizon, exponent):
+    """The records of a ``tuned`` point (as :func:`jaxq.studies.engines.pss_chunk`), with the tuned ``tuned_z``,
+    ``tuned_theta`` and the search's seed and seconds as constant columns."""
+    from jaxq.sim import pss2x2 as sim
+
+    g = exp.grid
+    ref = exp.system(pt["system"])
+    system, an = engines.system_and_analysis(ref.path)
+    z, theta, c, info = parameters(str(ref.path), ref.path.stat().st_mtime, float(pt["n"]), int(pt["seed"]), exponent)
+    r = sim.simulate(system, float(pt["n"]), count, policy="auto", switch_at=z, theta_exponent=exponent,
+                     theta_constant=1.0 if c is None else c, horizon=horizon, record_times=g.times, analysis=an,
+                     engine=pt.get("driver", "event"), seed=pt["seed"], start=start, chunk=max(pt["chunk"], count),
+                     block=64, devices=devices, cv=exp.cv)
+    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"]}
+    if "sup_X_hat" in r.samples:
+        rec.update(sup_X_hat_1=r.samples["sup_X_hat"][:, 0], sup_X_hat_2=r.samples["sup_X_hat"][:, 1])
+    for j, t in enumerate(np.atleast_1d(np.asarray(g.times, dtype=np.float64))):
+        rec[f"W_hat@{t:g}"] = r.samples["W_hat_t"][:, j]
+    rec["events"] = r.samples["events"]
+    rec.update(engines.control_columns(r.samples.get("controls")))
+    const = {"tuned_z": np.nan if z is None else z, "tuned_theta": np.nan if theta is None else theta,
+             "tuned_search_seed": info["search_seed"], "tuned_search_s": info["wall_s"]}
+    rec.update({k: np.full(count, v, dtype=np.float64) for k, v in const.items()})
+    return rec
+
+
+def point_setup(system, an, pt, rec, *, horizon, times, exponent):
+    """The setup of a ``tuned`` grid point from the tuned parameters its records carry, and the table's extra
+    cells (``theta_constant``, the search's seed and seconds)."""
+    from jaxq.sim import pss2x2 as sim
+    from jaxq.tuning.prelimit import theta_constant
+
+    z, theta = float(rec["tuned_z"][0]), float(rec["tuned_theta"][0])
+    z, theta = (None if math.isnan(z) else z), (None if math.isnan(theta) else int(theta))
+    c = theta_constant(theta, pt["n"], exponent)
+    st = sim.setup(system, float(pt["n"]), policy="auto", switch_at=z, theta_exponent=exponent, theta_constant=c,
+                   horizon=horizon, record_times=times, analysis=an)
+    return st, {"theta_constant": c if theta is not None else None, "tuned_search_seed": int(rec["tuned_search_seed"][0]),
+                "tuned_search_s": float(rec["tuned_search_s"][0])}
