@@ -74,3 +74,21 @@ def test_the_cli_computes_in_float64_whatever_the_environment(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         outs.append(_strip_times(json.loads(r.stdout)))
     assert outs[0] == outs[1]
+
+
+def test_objects_and_simulators_below_the_api_compute_in_float64_too():
+    """What the API returns (an analysis's wcp_cost) and the simulators called directly run in float64 whatever
+    the caller's setting, which they leave as it was."""
+    code = """
+import jax
+jax.config.update("jax_enable_x64", False)
+import jaxq
+from jaxq.sim import pss2x2
+a = jaxq.analyze("pss_PP")
+v = a.wcp_cost(0.0)
+r = pss2x2.simulate(jaxq.load("pss_P"), 50, 4, seed=1, diagnostics=False)
+print(repr(v), repr(a.V_wcp0), r.samples["J"].dtype, bool(jax.config.jax_enable_x64))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    v, v0, dtype, x64 = out.stdout.split()
+    assert float(v) == float(v0) and dtype == "float64" and x64 == "False", out.stdout

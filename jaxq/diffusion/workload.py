@@ -17,6 +17,7 @@ from jaxq.diffusion import hjb
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.planning.modes import Modes, modes
+from jaxq.precision import float64
 
 POLICIES = ("P", "T2", "PP", "T2T2", "T1T2", "T2T1")
 
@@ -99,6 +100,7 @@ class Analysis:
         """``h_q alpha_q``: multiplies a workload cost to give a cost in the units of J_n and V0."""
         return float(self.system.h[self.q] * self.modes.alpha[self.q])
 
+    @float64
     def wcp_cost(self, z0: float = 0.0, switch_at: float | None = None) -> float:
         """Exact WCP cost from z0 of switching at ``switch_at`` (default z*; single case: no switch)."""
         bL, sL, bH, sH = self.mode_coefficients()
@@ -160,6 +162,7 @@ def policy_name(case: str, p: int, i1, active, lower, higher) -> str:
     return {"11": "PP", "22": "T2T2", "12": "T1T2", "21": "T2T1"}[role(lower) + role(higher)]
 
 
+@float64
 def analyze(system: PSS2x2) -> Analysis:
     """LP, modes, workload coefficients, case, policy, z* and the lower bound V0 of a 2x2 system."""
     md = modes(system.lam, system.mu)

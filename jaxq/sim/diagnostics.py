@@ -80,7 +80,8 @@ def warning(diag: dict, *, J_hat: float, V0: float, n: float, gamma: float, h, h
     """The sentence due when ``J_hat > (1 + WARN_EXCESS) V0`` at ``n >= WARN_MIN_N`` (else None), naming the
     diagnostic that explains the gap, or those checked when none stands out.
 
-    ``hpc`` is 1-based; ``diag`` is :func:`summarize`'s object; ``threshold_term`` the limit's Delta_n
+    ``hpc`` is 1-based; ``diag`` is :func:`summarize`'s object (None for a run without diagnostics: the gap is
+    still said); ``threshold_term`` the limit's Delta_n
     (:func:`limit_threshold_term`; None where undefined).
     """
     if not (n >= WARN_MIN_N and V0 > 0 and J_hat > (1.0 + WARN_EXCESS) * V0):
@@ -90,6 +91,8 @@ def warning(diag: dict, *, J_hat: float, V0: float, n: float, gamma: float, h, h
         return (f"{head}: the limit's threshold term Delta_n = {threshold_term:.4g} (the cost of holding the "
                 f"high-priority class {hpc} near Theta_n = {theta}) accounts for it, J_hat - V0 - Delta_n = "
                 f"{J_hat - V0 - threshold_term:.3g}; Delta_n shrinks like n^(a - 1/2) with the threshold exponent a.")
+    if diag is None:  # a run without diagnostics (diagnostics=False): the gap, and how to see its cause
+        return f"{head}; run with diagnostics on to see which server idles or which queue is held."
     idle = np.asarray(diag["idle_waiting"], dtype=float)
     k, i = np.unravel_index(int(np.argmax(idle)), idle.shape)
     theta_hat = None if theta is None else theta / math.sqrt(n)

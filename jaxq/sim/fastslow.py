@@ -20,6 +20,7 @@ import numpy as np
 from jaxq.errors import InputError
 from jaxq.model.validate import check_int, check_slower
 from jaxq.policies.fastslow import population_thresholds
+from jaxq.precision import float64
 from jaxq.sim import uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import fastslow as model
@@ -55,6 +56,7 @@ def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
                                 f"exist")
 
 
+@float64
 def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float = 0.1, steps: int = 20_000,
              warmup: int = 2_000, reps: int = 64, seed: int = 0, cv: bool = True, start: int = 0,
              chunk: int | None = None, devices=None, progress=None) -> SimResult:

@@ -25,6 +25,7 @@ from jaxq.errors import InputError
 from jaxq.model.network import Network
 from jaxq.model.validate import check_work
 from jaxq.policies import network as pol
+from jaxq.precision import float64
 from jaxq.sim import event, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import mmc
@@ -145,6 +146,7 @@ def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range
     return per
 
 
+@float64
 def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priority", *, reps: int = 64,
              warmup: float = 20.0, horizon: float = 200.0, seed: int = 0, engine: str = "auto", hist_range: float = 6.0,
              hist_bins: int = 60, snap_times=None, cv: bool = True, start: int = 0, chunk: int | None = None,
@@ -226,6 +228,7 @@ def _halves(total: np.ndarray, q_first, z_first, warmup: float, mid: float, hori
             "per_time": float(np.mean(rate)), "per_time_stderr": float(np.std(rate, ddof=1) / math.sqrt(rate.size))}
 
 
+@float64
 def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, warmup: float = 20.0, horizon: float = 200.0,
                  seed: int = 0, engine: str = "uniformized", cv: bool = True, start: int = 0,
                  chunk: int | None = None, devices=None, progress=None) -> SimResult:

@@ -31,6 +31,7 @@ from jaxq.model.pss2x2 import PSS2x2
 from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss_cost_scale,
                                  pss_default_horizon)
 from jaxq.policies import pss2x2 as pol
+from jaxq.precision import float64
 from jaxq.sim import diagnostics as diag
 from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
@@ -170,6 +171,7 @@ def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float =
     return math.ceil(math.log(target / state_free) / math.log(r))
 
 
+@float64
 def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed: int = 0, engine: str = "auto",
              horizon: float | None = None, steps: int | None = None, rel_tol: float = 1e-4,
              theta_exponent: float = DEFAULT_THETA_EXPONENT, switch_at: float | None = None, record_times=(),
@@ -262,18 +264,18 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         samples["controls"] = controls
     est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, start + np.arange(len(J))),
                                                   info["truncation_bound"])}  # ci95 widened by the tail left out
-    warnings = ()
     if diagnostics:
         samples.update(diag.samples(observed))
         info["diagnostics"] = diag.summarize(samples, dual=len(st.modes_used) > 1, hpc=an.p + 1)
-        note = diag.warning(info["diagnostics"], J_hat=est["J_hat"].value, V0=an.V0, n=n, gamma=system.gamma,
-                            h=system.h, hpc=an.p + 1, theta=st.theta, policy=st.policy,
-                            threshold_term=diag.limit_threshold_term(an, st.policy, st.theta, n, st.switch_at))
-        warnings = () if note is None else (note,)
+    note = diag.warning(info.get("diagnostics"), J_hat=est["J_hat"].value, V0=an.V0, n=n, gamma=system.gamma,
+                        h=system.h, hpc=an.p + 1, theta=st.theta, policy=st.policy,
+                        threshold_term=diag.limit_threshold_term(an, st.policy, st.theta, n, st.switch_at))
+    warnings = () if note is None else (note,)
     return SimResult("J_hat", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s, used,
                      samples, info, warnings)
 
 
+@float64
 def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResult:
     """:func:`simulate` whose default truncation is checked against the estimate it truncates.
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.studies import storage
@@ -60,7 +59,7 @@ def read_records(out: Path, complete_only: bool = False) -> RunRecords:
             left_out.append({"point": i, "grid_point": pt, "chunks": bad})
             continue
         kept_points.append(pt)
-        records.append({k: np.concatenate([ch[k] for ch in cols]) for k in cols[0]})
+        records.append(storage.concatenate_chunks(cols))
     if left_out and not complete_only:
         first = left_out[0]
         raise InputError("out", f"{out}: grid point {first['point']} ({_point_label(first['grid_point'])}) has "

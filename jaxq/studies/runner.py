@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxq.errors import InputError
+from jaxq.precision import float64
 from jaxq.studies import storage
 from jaxq.studies.experiment import Experiment, base_fingerprint
 
@@ -354,8 +355,7 @@ def rechunk(exp: Experiment, out: Path, old: dict | None = None) -> int:
                 os.replace(f, staged[f])
     used: dict[Path, int] = {}
     for i, c, parts in plans:  # the columns are in memory: the order of the writes does not matter
-        keys = list(parts[0][0][2])
-        new = {k: np.concatenate([src[2][k][a:b] for src, a, b in parts]) for k in keys}
+        new = storage.concatenate_chunks([{k: v[a:b] for k, v in src[2].items()} for src, a, b in parts])
         wall = sum(src[3].get("wall_s", 0.0) * (b - a) / (src[1] - src[0]) for src, a, b in parts)
         ev = int(np.sum(new["events"])) if "events" in new else 0
         storage.save_chunk(storage.chunk_path(out, i, c), new,
@@ -475,7 +475,7 @@ def gather(exp: Experiment, out: Path) -> tuple[list[dict], dict]:
         per_point[i].append(cols)
         compute_s += meta["wall_s"]
         events += meta["events"]
-    records = [{k: np.concatenate([ch[k] for ch in chs]) for k in chs[0]} for chs in per_point]
+    records = [storage.concatenate_chunks(chs) for chs in per_point]
     return records, {"compute_s": compute_s, "events": events}
 
 
@@ -542,6 +542,7 @@ def _finite_or_none(v):
     return v
 
 
+@float64
 def run(exp: Experiment, out: str | Path, *, resume: bool = False, devices=None, distributed: bool = False,
         progress: bool | None = None) -> dict | None:
     """Run an experiment into ``out``; returns the run record (None on processes other than 0).

@@ -205,3 +205,11 @@ def _parquet_cell(v):
     if isinstance(v, (list, tuple)):
         return json.dumps(v)
     return v
+
+
+def concatenate_chunks(chunks: list[dict]) -> dict:
+    """A grid point's records: each column concatenated over its chunks, in chunk order. Only the columns every
+    chunk has: a run resumed across versions may hold chunks written before a column was added (diagnostics),
+    whose numbers are otherwise the same; the tables then leave those cells empty."""
+    common = set.intersection(*(set(ch) for ch in chunks))
+    return {k: np.concatenate([ch[k] for ch in chunks]) for k in chunks[0] if k in common}

@@ -63,6 +63,7 @@ def chunk(exp, pt, start, count, devices, *, horizon, exponent):
         rec[f"W_hat@{t:g}"] = r.samples["W_hat_t"][:, j]
     rec["events"] = r.samples["events"]
     rec.update(engines.control_columns(r.samples.get("controls")))
+    rec.update(engines.diagnostic_columns(r.samples))
     const = {"tuned_z": np.nan if z is None else z, "tuned_theta": np.nan if theta is None else theta,
              "tuned_search_seed": info["search_seed"], "tuned_search_s": info["wall_s"]}
     rec.update({k: np.full(count, v, dtype=np.float64) for k, v in const.items()})

@@ -397,7 +397,7 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
     Returns the :class:`jaxq.sim.result.SimResult` of the tuned policy; ``info["tuned"]`` holds the tuned ``z``,
     ``theta``, ``c``, their near-optimal ranges, the search's seed, candidates, replications and seconds.
     """
-    for key in ("switch_at", "theta_constant", "perturb"):
+    for key in ("switch_at", "theta_constant", "theta_rule", "perturb"):
         if options.get(key) is not None:
             raise InputError(key, "the tuned policy sets its own switching level and threshold; pass it to a policy "
                                   "other than 'tuned'")

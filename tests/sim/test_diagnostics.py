@@ -123,6 +123,9 @@ def test_warning_rule_and_the_diagnostic_it_names():
     s = diag.warning(quiet, J_hat=3.0, V0=1.0, n=1000, threshold_term=1.8, **KW)
     assert "threshold term Delta_n = 1.8" in s  # J - V0 - Delta_n = 0.2 is within 50% of V0
     assert "threshold term" not in diag.warning(DIAG, J_hat=3.0, V0=1.0, n=1000, threshold_term=0.2, **KW)
+    s = diag.warning(None, J_hat=3.0, V0=1.0, n=1000, **KW)  # a run without diagnostics still says the gap
+    assert s.startswith("J_hat = 3 is 200% above the lower bound V0 = 1 at n = 1000") and "diagnostics on" in s
+    assert diag.warning(None, J_hat=1.2, V0=1.0, n=1000, **KW) is None
 
 
 def _variable_t2t2():
@@ -136,6 +139,9 @@ def test_warning_fires_on_a_tiny_threshold():
     r = simulate(_variable_t2t2(), 1000, 48, theta_exponent=0.1, seed=1)
     assert r.value > 1.5 * r.info["V0"]
     assert len(r.warnings) == 1 and "idled" in r.warnings[0] and "Theta_n = 2 is small" in r.warnings[0]
+    bare = simulate(_variable_t2t2(), 1000, 48, theta_exponent=0.1, seed=1, diagnostics=False)
+    assert bare.value == r.value and "diagnostics" not in bare.info
+    assert len(bare.warnings) == 1 and "above the lower bound" in bare.warnings[0]
 
 
 @pytest.mark.parametrize("name", ["pss_T2T2", "pss_P"])

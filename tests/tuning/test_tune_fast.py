@@ -116,6 +116,9 @@ def test_simulate_tuned_in_one_call(monkeypatch):
     with pytest.raises(InputError) as e:
         jaxq.simulate("pss_T2T1", n=16, reps=8, policy="tuned", switch_at=0.3)
     assert e.value.key == "switch_at"
+    with pytest.raises(InputError) as e:  # a rule would rescale the tuned threshold behind the search's back
+        jaxq.simulate("pss_T2T1", n=16, reps=8, policy="tuned", theta_rule="depth")
+    assert e.value.key == "theta_rule"
 
 
 def test_tuned_policy_in_an_experiment_file(tmp_path, monkeypatch):
@@ -144,6 +147,7 @@ policies = ["auto", "tuned"]
         assert int(r["theta"]) == math.ceil(round(float(r["theta_constant"]) * float(r["n"]) ** 0.34, 9))
         assert int(r["tuned_search_seed"]) != int(r["seed"])
         assert math.isfinite(float(r["J_hat"])) and float(r["J_hat_stderr"]) > 0
+        assert r["X_hat_p_mean"] != "" and 0 <= float(r["idle_while_waiting_1"]) <= 1  # its diagnostics too
     # the records carry the tuned parameters, the same in every chunk
     recs = list(csv.DictReader(open(tmp_path / "run" / "records.csv")))
     for r in tuned:

@@ -1,0 +1,24 @@
+"""float64 for jaxq's own computations without touching the caller's JAX configuration.
+
+``import jaxq`` leaves ``jax_enable_x64`` as the user set it. Every public function of :mod:`jaxq.api` runs inside
+``jax.enable_x64(True)``; so do the methods of returned objects that compute with JAX and the simulators' entry
+points below the API (:func:`float64`), so that a researcher who calls them directly gets float64 too.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+
+
+def float64(fn):
+    """``fn`` run inside ``jax.enable_x64(True)`` (the caller's setting is restored on return); its signature and
+    docstring are ``fn``'s."""
+
+    @functools.wraps(fn)
+    def in_float64(*args, **kwargs):
+        with jax.enable_x64(True):
+            return fn(*args, **kwargs)
+
+    return in_float64
