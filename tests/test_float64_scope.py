@@ -22,12 +22,22 @@ r = jaxq.simulate("pss_PP", 25, 64, seed=2)
 s = jaxq.simulate_sde("pss_P", paths=256, seed=1)
 net = jaxq.simulate("network_N", 9, 4, horizon=5.0, warmup=1.0, seed=3)
 t = jaxq.tune("pss_T2T1")
+wcp_cost = float(a.wcp_cost(0.0))  # a returned object's JAX method, after the call
+from jaxq.sim import pss2x2
+direct_dtype = str(pss2x2.simulate(jaxq.load("pss_P"), 25, 4, seed=1, diagnostics=False).samples["J"].dtype)
 after_calls = bool(jax.config.jax_enable_x64)
 import jax.numpy as jnp
-json.dump({"flags": [before, after_import, after_calls], "user_dtype": str(jnp.ones(1).dtype),
+user_dtype = str(jnp.ones(1).dtype)
+# then the jaxq command in the same process (what `python -m jaxq` runs; it owns its process: float64 set globally)
+import contextlib, io
+from jaxq.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    rc = main(["simulate", "pss_PP", "--n", "25", "--reps", "64", "--json"])
+json.dump({"flags": [before, after_import, after_calls], "user_dtype": user_dtype,
            "result_dtype": str(r.info.get("J", r.value).__class__.__name__),
            "analysis": a.to_dict(), "sim": r.to_dict(), "sde": s.to_dict(), "net": net.to_dict(),
-           "tune": float(t.z)}, sys.stdout, default=repr)
+           "tune": float(t.z), "wcp_cost": wcp_cost, "direct_dtype": direct_dtype, "cli_rc": rc, "cli": json.loads(out.getvalue())}, sys.stdout, default=repr)
 """
 
 
@@ -65,30 +75,17 @@ def test_numbers_are_the_same_either_way(both):
         assert _strip_times(off[key]) == _strip_times(on[key]), key
 
 
-def test_the_cli_computes_in_float64_whatever_the_environment(tmp_path):
-    outs = []
-    for x64 in ("0", "1"):
-        env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT), JAXQ_CACHE_DIR="off")
-        r = subprocess.run([sys.executable, "-m", "jaxq", "simulate", "pss_PP", "--n", "25", "--reps", "64", "--json"],
-                           env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-        assert r.returncode == 0, r.stderr[-3000:]
-        outs.append(_strip_times(json.loads(r.stdout)))
-    assert outs[0] == outs[1]
+def test_the_cli_computes_in_float64_whatever_the_environment(both):
+    """The command (run in the fixture's processes after the library calls, as ``python -m jaxq`` runs it):
+    exit 0 and the same JSON with JAX_ENABLE_X64=0 as with 1."""
+    off, on = both
+    assert off["cli_rc"] == on["cli_rc"] == 0
+    assert off["cli"]["J_hat"] > 0 and _strip_times(off["cli"]) == _strip_times(on["cli"])
 
 
-def test_objects_and_simulators_below_the_api_compute_in_float64_too():
-    """What the API returns (an analysis's wcp_cost) and the simulators called directly run in float64 whatever
-    the caller's setting, which they leave as it was."""
-    code = """
-import jax
-jax.config.update("jax_enable_x64", False)
-import jaxq
-from jaxq.sim import pss2x2
-a = jaxq.analyze("pss_PP")
-v = a.wcp_cost(0.0)
-r = pss2x2.simulate(jaxq.load("pss_P"), 50, 4, seed=1, diagnostics=False)
-print(repr(v), repr(a.V_wcp0), r.samples["J"].dtype, bool(jax.config.jax_enable_x64))
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
-    v, v0, dtype, x64 = out.stdout.split()
-    assert float(v) == float(v0) and dtype == "float64" and x64 == "False", out.stdout
+def test_objects_and_simulators_below_the_api_compute_in_float64_too(both):
+    """What the API returns (an analysis's wcp_cost, run after the call) and a simulator called directly run in
+    float64 whatever the caller's setting."""
+    off, on = both
+    assert off["wcp_cost"] == off["analysis"]["V_wcp0"] == on["wcp_cost"]
+    assert off["direct_dtype"] == on["direct_dtype"] == "float64"

@@ -108,7 +108,7 @@ def test_a_real_simulation_off_the_terminal(capsys, monkeypatch, quiet):
     monkeypatch.setattr(progress, "EVERY_S", 0.5)
     monkeypatch.setattr(progress, "POLL_S", 0.05)
     monkeypatch.delenv("JAXQ_PROGRESS", raising=False)
-    argv = ["simulate", "pss_PP", "--n", "400", "--reps", "4000", "--engine", "event", "--horizon", "20", "--json"]
+    argv = ["simulate", "pss_PP", "--n", "400", "--reps", "1000", "--engine", "event", "--horizon", "20", "--json"]
     assert main(argv + (["--quiet"] if quiet else [])) == 0
     err = capsys.readouterr().err
     if quiet:

@@ -132,7 +132,14 @@ def test_controlled_estimate_against_the_exact_solve(n, name, rule, engine):
     assert abs(e.value - e.plain) <= 4 * e.plain_stderr
 
 
+@pytest.mark.slow  # four simulations, two compiled programs each (about 8 s)
 def test_controlled_results_do_not_depend_on_chunk_or_block():
+    """The controls and the controlled value of the 2x2 engines, bit for bit, for any chunk and block. With the
+    slow checks; the fast set guards the same property through
+    tests/studies/test_runner.py::test_controlled_estimates_are_fitted_and_do_not_depend_on_chunks (controlled
+    estimates of both drivers, chunks of 64 and 7) and
+    tests/sim/test_replications.py::test_results_do_not_depend_on_chunk_block_or_start (the event driver's chunk
+    and block)."""
     s = jaxq.load("pss_T2T1")
     a = simulate(s, 25, 40, seed=3, engine="event")
     b = simulate(s, 25, 40, seed=3, engine="event", chunk=7, block=32)
