@@ -1,6 +1,8 @@
 """``import jaxq`` leaves the user's JAX configuration alone; jaxq computes in float64 whatever it says, and
-its numbers are the same with JAX_ENABLE_X64=0 as with 1 (subprocesses: the test process has float64 on)."""
+its numbers are the same with JAX_ENABLE_X64=0 (a subprocess) as with 1 (this process: tests/conftest.py)."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -58,9 +60,18 @@ def _strip_times(d):
     return d
 
 
+def _run_here() -> dict:
+    """The script in this process, whose JAX configuration has float64 on (tests/conftest.py): the same programs
+    as other tests, so mostly compiled already."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(SCRIPT, {"__name__": "float64_scope"})
+    return json.loads(out.getvalue())
+
+
 @pytest.fixture(scope="module")
 def both():
-    return _run("0"), _run("1")
+    return _run("0"), _run_here()
 
 
 def test_import_and_calls_leave_the_users_configuration(both):

@@ -132,11 +132,11 @@ def test_a_real_run_reports_too(tmp_path, capsys, monkeypatch):
 
 
 
-def _slow(monkeypatch, seconds=2.5):
-    """Reports after 0.3 s and a line every 0.5 s, so that a job of a few seconds shows them."""
-    monkeypatch.setenv("JAXQ_LONG_JOB_S", "0.3")
-    monkeypatch.setattr(progress, "EVERY_S", 0.5)
-    monkeypatch.setattr(progress, "POLL_S", 0.1)
+def _slow(monkeypatch, seconds=1.2):
+    """Reports after 0.2 s and a line every 0.4 s, so that a job of about a second shows them."""
+    monkeypatch.setenv("JAXQ_LONG_JOB_S", "0.2")
+    monkeypatch.setattr(progress, "EVERY_S", 0.4)
+    monkeypatch.setattr(progress, "POLL_S", 0.05)
     import time
 
     return lambda: time.sleep(seconds)
