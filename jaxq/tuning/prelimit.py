@@ -401,6 +401,8 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
         if options.get(key) is not None:
             raise InputError(key, "the tuned policy sets its own switching level and threshold; pass it to a policy "
                                   "other than 'tuned'")
+    if tune_reps is not None and tune_reps < 2:  # named as the caller named it (tune_prelimit would say reps)
+        raise InputError("tune_reps", f"need at least 2 replications, got {tune_reps}")
     a = analysis if analysis is not None else analyze(system)
     t = tune_prelimit(system, n, policy=policy, reps=tune_reps, seed=seed, theta_exponent=theta_exponent,
                       evaluate_result=False, analysis=a)

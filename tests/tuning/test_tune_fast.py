@@ -119,6 +119,9 @@ def test_simulate_tuned_in_one_call(monkeypatch):
     with pytest.raises(InputError) as e:  # a rule would rescale the tuned threshold behind the search's back
         jaxq.simulate("pss_T2T1", n=16, reps=8, policy="tuned", theta_rule="depth")
     assert e.value.key == "theta_rule"
+    with pytest.raises(InputError) as e:  # the search's replications, named as the caller named them
+        jaxq.simulate("pss_T2T1", n=16, reps=8, policy="tuned", tune_reps=1)
+    assert e.value.key == "tune_reps"
 
 
 def test_tuned_policy_in_an_experiment_file(tmp_path, monkeypatch):
