@@ -26,6 +26,7 @@ from pathlib import Path
 
 from jaxq.errors import InputError
 from jaxq.model import validate as v
+from jaxq.precision import in_float64
 
 # ------------------------------------------------------------------------------------------ argument checks
 # Every public function checks its own arguments here, before any work, by name (the function's own keyword
@@ -111,10 +112,8 @@ def _checked(**systems):
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):
-            import jax
-
             _check_keywords(fn, sig, kwargs)
-            with jax.enable_x64(True):  # jaxq computes in float64 whatever the caller's JAX configuration
+            with in_float64():  # jaxq computes in float64 whatever the caller's JAX configuration
                 bound = sig.bind(*args, **kwargs)
                 for name, value in bound.arguments.items():
                     if sig.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:

@@ -12,13 +12,18 @@ import functools
 import jax
 
 
+def in_float64():
+    """The context in which jaxq computes: ``jax.enable_x64(True)``, the caller's setting restored on exit."""
+    return jax.enable_x64(True)
+
+
 def float64(fn):
     """``fn`` run inside ``jax.enable_x64(True)`` (the caller's setting is restored on return); its signature and
     docstring are ``fn``'s."""
 
     @functools.wraps(fn)
-    def in_float64(*args, **kwargs):
-        with jax.enable_x64(True):
+    def wrapped(*args, **kwargs):
+        with in_float64():
             return fn(*args, **kwargs)
 
-    return in_float64
+    return wrapped

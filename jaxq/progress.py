@@ -184,3 +184,17 @@ class Monitor:
     def _run(self) -> None:
         while not self._stop.wait(POLL_S):
             self.tick()
+
+
+def monitor(desc: str, total: float | None, unit: str, *, bar: bool, **tqdm_options) -> Monitor:
+    """A started :class:`Monitor` of a job (``total`` units of work), driving a tqdm bar on stderr when ``bar``
+    (and not :func:`quiet`); ``tqdm_options`` shape the bar (``leave``, ``dynamic_ncols``, ...). Close it when
+    the job ends."""
+    shown = None
+    if bar and not quiet():
+        from tqdm.auto import tqdm
+
+        shown = tqdm(total=total, desc=desc, file=sys.stderr, delay=0.5, **tqdm_options)
+    mon = Monitor(desc, bar=shown)
+    mon.start(total, unit)
+    return mon

@@ -117,15 +117,9 @@ def progress(total: int | None, desc: str, enabled: bool = True, unit: str = "it
     estimate of a job expected to take more than 30 s at the rate measured on this machine, then a line at least
     once a minute; ``--quiet`` silences it.
     """
-    from jaxq.progress import Monitor, quiet
+    from jaxq.progress import monitor
 
-    bar = None
-    if progress_enabled(enabled) and not quiet():
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False, delay=0.5)
-    mon = Monitor(desc, bar=bar)
-    mon.start(total, unit)
+    mon = monitor(desc, total, unit, bar=progress_enabled(enabled), leave=False)
     try:
         yield mon.update
     finally:

@@ -78,6 +78,12 @@ def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, reco
     r = sim.simulate(system, float(n), count, policy=name, switch_at=z, horizon=horizon, record_times=record_times,
                      theta_exponent=theta_exponent, analysis=an, engine=engine, seed=seed, start=start,
                      chunk=max(pad_to, count), block=64, devices=devices, cv=cv)
+    return pss_records(r, record_times)
+
+
+def pss_records(r, record_times=()) -> dict[str, np.ndarray]:
+    """A 2x2 simulation's per-replication record columns (:func:`pss_chunk`'s): ``J``, ``tail_bound``,
+    ``sup_X_hat_i``, ``W_hat@t``, ``events``, the controls and the diagnostics."""
     rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"]}
     if "sup_X_hat" in r.samples:
         rec.update(sup_X_hat_1=r.samples["sup_X_hat"][:, 0], sup_X_hat_2=r.samples["sup_X_hat"][:, 1])

@@ -403,16 +403,10 @@ def _progress_bar(total: int, name: str, enabled: bool | None):
     done and events per second; ``enabled`` None: only on a terminal) and, terminal or not, the estimate of a run
     expected to take more than 30 s at the rate measured after its first chunk, then a line at least once a
     minute (off the terminal); ``jaxq --quiet`` silences both."""
-    from tqdm.auto import tqdm
+    from jaxq.progress import monitor
 
-    from jaxq.progress import Monitor, quiet
-
-    disable = None if enabled is None else not enabled
-    bar = None if quiet() else tqdm(total=total, unit="rep", desc=name, file=sys.stderr, disable=disable,
-                                    dynamic_ncols=True, delay=0.5)
-    mon = Monitor(f"run {name}", bar=None if bar is None or bar.disable else bar)
-    mon.start(total, "replications")
-    return mon
+    show = sys.stderr.isatty() if enabled is None else enabled
+    return monitor(f"run {name}", total, "replications", bar=show, dynamic_ncols=True)
 
 
 def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progress: bool | None = None) -> dict:

@@ -56,14 +56,7 @@ def chunk(exp, pt, start, count, devices, *, horizon, exponent):
                      theta_constant=1.0 if c is None else c, horizon=horizon, record_times=g.times, analysis=an,
                      engine=pt.get("driver", "event"), seed=pt["seed"], start=start, chunk=max(pt["chunk"], count),
                      block=64, devices=devices, cv=exp.cv)
-    rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"]}
-    if "sup_X_hat" in r.samples:
-        rec.update(sup_X_hat_1=r.samples["sup_X_hat"][:, 0], sup_X_hat_2=r.samples["sup_X_hat"][:, 1])
-    for j, t in enumerate(np.atleast_1d(np.asarray(g.times, dtype=np.float64))):
-        rec[f"W_hat@{t:g}"] = r.samples["W_hat_t"][:, j]
-    rec["events"] = r.samples["events"]
-    rec.update(engines.control_columns(r.samples.get("controls")))
-    rec.update(engines.diagnostic_columns(r.samples))
+    rec = engines.pss_records(r, g.times)
     const = {"tuned_z": np.nan if z is None else z, "tuned_theta": np.nan if theta is None else theta,
              "tuned_search_seed": info["search_seed"], "tuned_search_s": info["wall_s"]}
     rec.update({k: np.full(count, v, dtype=np.float64) for k, v in const.items()})
