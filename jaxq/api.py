@@ -222,7 +222,7 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
     """``Delta_n``: the part of ``J_n - V0`` that the threshold of Theorem 2.11's policy costs in the n-th
     system (0 for P and PP; :mod:`jaxq.diffusion.threshold`), with ``Theta_n = ceil(c n^a)`` ((2.29): c = 1),
     ``a`` the simulator's default exponent and c the constant of the simulator's default rule unless given
-    (``theta_rule``: :func:`jaxq.policies.pss2x2.theta_rule_constant`); None where the formula does not apply
+    (``theta_rule``: :func:`jaxq.policies.thresholds.theta_rule_constant`); None where the formula does not apply
     (the held jobs reach the switching level z*). ``J_n - V0 - Delta_n`` is what the diffusion approximation
     itself leaves; the convergence study reports both."""
     import math

@@ -118,62 +118,6 @@ def resolve(analysis, policy: str, switch_at: float | None) -> Resolved:
     return Resolved(name, rules, lo, hi, z)
 
 
-def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:
-    """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1)."""
-    return int(math.ceil(round(constant * n**exponent, 9)))
-
-
-# Rules for the constant c of Theta_n = ceil(c n^a_bar): "paper" is (2.29)'s c = 1. The others scale c with the
-# variability of the queue the T2 rule protects (:func:`theta_rule_constant`).
-THETA_RULES = ("paper", "scv", "depth", "lean")
-LEAN_FACTOR = 0.125  # "lean": c = D / 8, about 3 excursion depths at n = 10^4 with a_bar = 0.34 (n^0.34 = 23)
-
-
-def theta_rule_constant(rule: str, analysis, resolved: Resolved) -> float:
-    """The constant c of ``Theta_n = ceil(c n^a_bar)`` that a threshold rule gives this system and policy.
-
-    Under the T2 rule of a mode m the single-activity server k1 is dedicated to the dual-activity class
-    p = i2(m), which is the HPC, and in mode m it alone would leave p's queue growing at the rate
-    ``lambda_p - mu_{p k1} = mu_{p k2} xi_{p k2} > 0``. While p's queue is below Theta_n the dual-activity server
-    serves the other class, so the distance of p's queue below Theta_n is a random walk pushed up at that rate
-    with variance rate ``lambda_p C_a,p^2 + mu_{p k1} C_s,p k1^2`` (per unit of n): its excursions below Theta_n
-    are about ``D = (lambda_p C_a,p^2 + mu_{p k1} C_s,p k1^2) / (2 (lambda_p - mu_{p k1}))`` jobs deep, and when
-    one reaches Theta_n the queue runs empty and server k1 idles while the other class waits (the non-idling
-    property of Proposition 5.5 fails at that n). So:
-
-    * ``paper``: c = 1 ((2.29)).
-    * ``scv``: c = D / D_exp = ``(lambda_p C_a,p^2 + mu_{p k1} C_s,p k1^2) / (lambda_p + mu_{p k1})``, the
-      rate-weighted SCV of p's arrivals and of its service at the dedicated server: 1 for exponential
-      primitives (the paper's threshold), larger with variable ones.
-    * ``depth``: c = D itself (rates and SCVs).
-    * ``lean``: c = D / 8 (:data:`LEAN_FACTOR`): Theta_n about 3 D at n = 10^4 and 1.3 D at n = 10^3 with
-      a_bar = 0.34. The held jobs cost the limit's threshold term, linear in Theta_n / sqrt(n), so the threshold
-      should be as small as keeps p's queue from running empty; on the random systems of
-      ``experiments/random_systems_cpu.toml`` it gives the smallest median and 95th percentile of J_n / V0 at
-      n = 10^4 of the rules compared, but a larger worst case in T2T2, and it lets the protected queue starve
-      on the bundled T2 and T2T2 examples (docs/results/random_systems.md).
-
-    Dual-mode policies with a T2 rule in both modes take the larger constant; a policy without a T2 rule
-    (P, PP, the fixed ``P@m``, ``T1@m``) gets c = 1. Rates are the first-order ``lambda``, ``mu``.
-    """
-    if rule not in THETA_RULES:
-        raise InputError("theta_rule", f"unknown threshold rule {rule!r}; choose one of {', '.join(THETA_RULES)}")
-    if rule == "paper":
-        return 1.0
-    system, md = analysis.system, analysis.modes
-    t2 = {m for m, r in ((resolved.lower, resolved.rules.lower), (resolved.higher, resolved.rules.higher))
-          if r == RULE_T2}
-    cs = []
-    for m in sorted(t2):
-        p, k1 = int(md.i2[m]), int(md.k1[m])
-        lam, mu = float(system.lam[p]), float(system.mu[p, k1])
-        var = lam * float(system.ca2[p]) + mu * float(system.cs2[p, k1])
-        cs.append(var / (lam + mu) if rule == "scv" else var / (2.0 * (lam - mu)))
-    if rule == "lean":
-        return LEAN_FACTOR * max(cs) if cs else 1.0
-    return max(cs) if cs else 1.0
-
-
 def make(resolved: Resolved, modes, n: float, theta: int | None) -> Policy:
     """The traced :class:`Policy` of a resolved policy in the n-th system (``modes``: the LP modes)."""
     rule = np.zeros(2, np.int32)

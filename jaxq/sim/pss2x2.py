@@ -31,6 +31,7 @@ from jaxq.model.pss2x2 import PSS2x2
 from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss_cost_scale,
                                  pss_default_horizon)
 from jaxq.policies import pss2x2 as pol
+from jaxq.policies import thresholds
 from jaxq.precision import float64
 from jaxq.sim import diagnostics as diag
 from jaxq.sim import event, replications, sampling, uniformized
@@ -38,13 +39,9 @@ from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
 from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate
 
-# a_bar of Theta_n = ceil(n^a_bar) (2.29): near the lower end of (2.28)'s interval (1/3, 1/2) (all moments finite, as
-# for every family jaxq samples). The threshold costs Delta_n ~ n^(a_bar - 1/2) on top of V0 (jaxq.diffusion.threshold)
-# and the rest of J_n - V0 hardly depends on a_bar, so the smallest exponent converges fastest (docs/results/threshold-exponent.md).
-DEFAULT_THETA_EXPONENT = 0.34
-# The rule for the constant c of Theta_n = ceil(c n^a_bar) (jaxq.policies.pss2x2.THETA_RULES); "paper": c = 1.
-DEFAULT_THETA_RULE = "paper"
-THETA_RULES = pol.THETA_RULES
+DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
+DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
+THETA_RULES = thresholds.THETA_RULES
 POLICY_CHOICES = pol.CHOICES
 ENGINES = ("auto", "event", "uniformized")
 DISCOUNTED = Functional(discounted=True)
@@ -83,7 +80,7 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
     """Parameters of the n-th system under a policy (validated; one-line InputErrors).
 
     The threshold is ``Theta_n = ceil(c n^a_bar)`` with ``c = theta_constant`` times the constant of
-    ``theta_rule`` (:func:`jaxq.policies.pss2x2.theta_rule_constant`: ``paper`` is (2.29)'s c = 1; ``scv``
+    ``theta_rule`` (:func:`jaxq.policies.thresholds.theta_rule_constant`: ``paper`` is (2.29)'s c = 1; ``scv``
     scales it with the variability of the queue the T2 rule protects).
     ``perturb = (sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication
     (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`).
@@ -110,8 +107,8 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
     rec = np.asarray(record_times, dtype=np.float64).reshape(-1)
     if np.any(rec < 0) or np.any(rec > horizon):
         raise InputError("record_times", f"must lie in [0, horizon = {horizon:g}]")
-    theta_constant = theta_constant * pol.theta_rule_constant(theta_rule, an, res)
-    theta = pol.theta_level(n, theta_exponent, theta_constant) if pol.uses_threshold(res.rules) else None
+    theta_constant = theta_constant * thresholds.theta_rule_constant(theta_rule, an, res)
+    theta = thresholds.theta_level(n, theta_exponent, theta_constant) if pol.uses_threshold(res.rules) else None
     dists = list(system.interarrival) + [system.service[i][k] for i in range(2) for k in range(2)]
     rn = math.sqrt(n)
     q = None
@@ -190,7 +187,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
       horizon: truncation time T of the event engine (default: tail bound about ``rel_tol`` V0).
       steps: uniformised steps K (default: tail bound about ``rel_tol`` V0), rounded up to whole pages.
       theta_exponent, theta_constant, theta_rule: Theta_n = ceil(c n^a_bar) (2.28)-(2.29), c = theta_constant times
-        the rule's constant (:func:`jaxq.policies.pss2x2.theta_rule_constant`); switch_at: forced switching
+        the rule's constant (:func:`jaxq.policies.thresholds.theta_rule_constant`); switch_at: forced switching
         level z (scaled workload).
       record_times: fixed times at which W_hat(t) is recorded per replication (event engine).
       perturb: ``(sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication (event engine).

@@ -4,7 +4,7 @@ The systems are drawn (:mod:`jaxq.studies.random_draw`) from ``grid.draw_seed``,
 the six cases; the experiment names no system files. For each system, each n of ``grid.n`` (and of
 ``grid.subset_n`` for a random subset of ``grid.subset_size`` systems, stratified by case) and each threshold
 rule of ``grid.rules`` (``RULE@a``: ``Theta_n = ceil(c n^a)`` with c the rule's constant,
-:func:`jaxq.policies.pss2x2.theta_rule_constant`; ``RULE*k@a``: k times it), the event engine estimates J_n
+:func:`jaxq.policies.thresholds.theta_rule_constant`; ``RULE*k@a``: k times it), the event engine estimates J_n
 under the theory's policy (``auto``) with the control variates. All rules of a system and n use the same seed,
 hence common random numbers: their differences are paired. A policy without a threshold (P, PP) runs once per n
 (the first rule), and its row is repeated for the other rules.
@@ -32,6 +32,7 @@ from jaxq.diffusion.threshold import threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
 from jaxq.policies import pss2x2 as pol
+from jaxq.policies import thresholds
 from jaxq.sim import pss2x2 as sim
 from jaxq.studies import Study, Unique, figures, register
 from jaxq.studies.engines import control_columns
@@ -69,8 +70,8 @@ def parse_rule(spec: str) -> tuple[str, float, float]:
         raise InputError("grid.rules", f"{spec!r}: write RULE@EXPONENT or RULE*FACTOR@EXPONENT, e.g. 'paper@0.34' "
                                        "or 'depth*0.25@0.34'")
     name, star, factor = head.partition("*")
-    if name not in pol.THETA_RULES:
-        raise InputError("grid.rules", f"{spec!r}: unknown rule {name!r}; choose one of {', '.join(pol.THETA_RULES)}")
+    if name not in thresholds.THETA_RULES:
+        raise InputError("grid.rules", f"{spec!r}: unknown rule {name!r}; choose one of {', '.join(thresholds.THETA_RULES)}")
     try:
         x, k = float(a), float(factor) if star else 1.0
     except ValueError:
@@ -239,7 +240,7 @@ def aggregate(exp, pts, records) -> dict[str, list[dict]]:
         row = d.describe()
         for spec in g.rules:
             rule, k, _ = parse_rule(spec)
-            row[f"c[{spec}]"] = k * pol.theta_rule_constant(rule, d.analysis, pol.resolve(d.analysis, "auto", None))
+            row[f"c[{spec}]"] = k * thresholds.theta_rule_constant(rule, d.analysis, pol.resolve(d.analysis, "auto", None))
         systems.append(row)
     rules = _rules_table(g, by_case, lambda n: [r for r in rows if float(r["n"]) == n])
     return {"summary": rows, "systems": systems, "by_case": by_case, "rules": rules,

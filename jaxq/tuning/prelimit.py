@@ -38,6 +38,7 @@ from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
+from jaxq.policies import thresholds
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, setup, simulate, simulate_bounded
 from jaxq.stats import controlled_values, mean_stderr, t_interval
 
@@ -315,7 +316,7 @@ def tune_prelimit(
         raise InputError("reps", f"need at least 2 replications, got {reps}")
     theta_d = default_theta(system, n, name, exponent, a)
     z0 = (z_star if z_init is None else float(z_init)) if tune_z else None
-    theta0 = (theta_d if c_init is None else pol.theta_level(n, exponent, c_init)) if tune_c else theta_d
+    theta0 = (theta_d if c_init is None else thresholds.theta_level(n, exponent, c_init)) if tune_c else theta_d
     ev_reps = evaluate_reps or eval_reps or EVAL_FACTOR * reps
     eval_seed = derived_seed(seed, EVALUATION)
     simulated = 0
@@ -363,7 +364,7 @@ def tune_prelimit(
             eval_seed = (eval_seed + 1) % 2**32
         tail = paths[:, iterations // 2 + 1:, :].mean(axis=1)  # Polyak-Ruppert average per chain
         z_t = float(tail[:, 0].mean()) if tune_z else None
-        theta_t = pol.theta_level(n, exponent, float(tail[:, 1].mean())) if tune_c else theta_d
+        theta_t = thresholds.theta_level(n, exponent, float(tail[:, 1].mean())) if tune_c else theta_d
         z_ci = t_interval(tail[:, 0]) if tune_z else None
         c_ci = t_interval(tail[:, 1]) if tune_c else None
         trace = ()

@@ -13,7 +13,7 @@ from jaxq.diffusion import hjb
 from jaxq.diffusion.value import marginal, value_function
 from jaxq.examples import path
 from jaxq.model.pss2x2 import from_dict
-from jaxq.policies.pss2x2 import theta_level
+from jaxq.policies.thresholds import theta_level
 from jaxq.sim import exact_ctmc
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, simulate
 from jaxq.stats import controlled_mean

@@ -16,7 +16,7 @@ from jaxq.diffusion.workload import analyze
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.policies import pss2x2 as pol
-from jaxq.policies.pss2x2 import theta_level
+from jaxq.policies.thresholds import theta_level
 from jaxq.sim import diagnostics as diag
 from jaxq.sim import event, exact_ctmc
 from jaxq.sim.models import pss2x2 as model

@@ -15,7 +15,7 @@ from jaxq.examples import path
 from jaxq.model import load
 from jaxq.model.distributions import Dist
 from jaxq.policies import pss2x2 as pol
-from jaxq.policies.pss2x2 import theta_level
+from jaxq.policies.thresholds import theta_level
 from jaxq.sim import exact_ctmc
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, simulate
 

@@ -12,7 +12,7 @@ from jaxq.errors import InputError
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.policies import pss2x2 as pol
-from jaxq.policies.pss2x2 import theta_level
+from jaxq.policies.thresholds import theta_level
 from jaxq.sim import exact_ctmc
 from jaxq.sim.models.pss2x2 import VIOLATIONS
 from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, default_horizon, setup, simulate

@@ -11,6 +11,7 @@ import pytest
 from jaxq.errors import InputError
 from jaxq.model.distributions import Dist
 from jaxq.policies import pss2x2 as pol
+from jaxq.policies import thresholds
 from jaxq.studies.random_draw import CASES, FAMILIES, SCV_RANGE, draw, draw_system
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,9 +92,9 @@ def test_theta_rule_constants(drawn):
     """paper: c = 1; scv: c = 1 when every primitive is exponential; depth: the closed form of its docstring."""
     for d in drawn:
         res = pol.resolve(d.analysis, "auto", None)
-        assert pol.theta_rule_constant("paper", d.analysis, res) == 1.0
-        c_scv = pol.theta_rule_constant("scv", d.analysis, res)
-        c_depth = pol.theta_rule_constant("depth", d.analysis, res)
+        assert thresholds.theta_rule_constant("paper", d.analysis, res) == 1.0
+        c_scv = thresholds.theta_rule_constant("scv", d.analysis, res)
+        c_depth = thresholds.theta_rule_constant("depth", d.analysis, res)
         if not pol.uses_threshold(res.rules):
             assert c_scv == c_depth == 1.0
             continue
@@ -114,9 +115,9 @@ def test_theta_rule_constants(drawn):
 
         an = analyze(exp_sys)
         if an.policy == d.analysis.policy:
-            assert math.isclose(pol.theta_rule_constant("scv", an, pol.resolve(an, "auto", None)), 1.0)
+            assert math.isclose(thresholds.theta_rule_constant("scv", an, pol.resolve(an, "auto", None)), 1.0)
     with pytest.raises(InputError, match="theta_rule"):
-        pol.theta_rule_constant("large", drawn[0].analysis, pol.resolve(drawn[0].analysis, "auto", None))
+        thresholds.theta_rule_constant("large", drawn[0].analysis, pol.resolve(drawn[0].analysis, "auto", None))
 
 
 def test_setup_uses_the_rule(drawn):
@@ -124,7 +125,7 @@ def test_setup_uses_the_rule(drawn):
 
     d = next(d for d in drawn if d.case == "T2T2")
     res = pol.resolve(d.analysis, "auto", None)
-    c = pol.theta_rule_constant("depth", d.analysis, res)
+    c = thresholds.theta_rule_constant("depth", d.analysis, res)
     for n in (100.0, 1e4):
         st = setup(d.system, n, theta_exponent=0.4, theta_rule="depth", analysis=d.analysis)
         assert st.theta == math.ceil(c * n**0.4 - 1e-9)
@@ -169,9 +170,9 @@ def test_bad_rules_are_refused(tmp_path):
 def test_lean_rule_is_an_eighth_of_the_depth(drawn):
     for d in drawn:
         res = pol.resolve(d.analysis, "auto", None)
-        lean = pol.theta_rule_constant("lean", d.analysis, res)
+        lean = thresholds.theta_rule_constant("lean", d.analysis, res)
         if pol.uses_threshold(res.rules):
-            assert lean == pol.LEAN_FACTOR * pol.theta_rule_constant("depth", d.analysis, res)
+            assert lean == thresholds.LEAN_FACTOR * thresholds.theta_rule_constant("depth", d.analysis, res)
         else:
             assert lean == 1.0
 

@@ -310,7 +310,7 @@ def test_weak_study_compares_t1t2_with_the_shifted_limit(tmp_path):
     from jaxq.diffusion.workload import analyze
     from jaxq.examples import path
     from jaxq.model import load
-    from jaxq.policies.pss2x2 import theta_level
+    from jaxq.policies.thresholds import theta_level
     from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
 
     exp = ex.from_dict(tomllib.loads(WEAK_TINY.replace('system = "pss_PP"', 'systems = ["pss_PP", "pss_T1T2"]')),

@@ -1,0 +1,91 @@
+"""The threshold Theta_n = ceil(c n^a_bar) of the T1/T2 rules (seed 000, (2.28)-(2.29)) and the rules for c.
+
+(2.28) asks for an exponent ``a_bar`` in ``(1/2 - zeta(m), 1/2)``, ``(1/3, 1/2)`` when every moment is finite (every
+family jaxq samples); any constant ``c > 0`` keeps the policy asymptotically optimal, and (2.29) takes c = 1. At a
+finite n the constant decides how J_n compares with V0: the held jobs cost the limit's threshold term, linear in
+``Theta_n / sqrt(n)`` (:mod:`jaxq.diffusion.threshold`), while a threshold too small for the primitives' variability
+lets the protected queue run empty and its dedicated server idle (Proposition 5.5 fails at that n). The rules here
+choose c from the system; :func:`theta_rule_constant` states each in closed form.
+"""
+
+from __future__ import annotations
+
+import math
+
+from jaxq.errors import InputError
+
+# a_bar of Theta_n = ceil(c n^a_bar): near the lower end of (2.28)'s interval (1/3, 1/2). The best threshold of the
+# n-th system grows more slowly than n^(1/3) on the random systems (docs/results/random_systems.md), so the smallest
+# exponent (2.28) allows tracks it best.
+DEFAULT_THETA_EXPONENT = 0.34
+THETA_RULES = ("paper", "scv", "depth", "lean", "root")
+LEAN_FACTOR = 0.125  # "lean": c = D / 8, about 3 excursion depths at n = 10^4 with a_bar = 0.34 (n^0.34 = 23)
+ROOT_FACTOR = 1.0 / 3.0  # "root": c = sqrt(D) / 3
+DEFAULT_THETA_RULE = "paper"
+
+
+def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:
+    """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1)."""
+    return int(math.ceil(round(constant * n**exponent, 9)))
+
+
+def excursion_depth(system, p: int, k1: int) -> float:
+    """``D = (lambda_p C_a,p^2 + mu_{p k1} C_s,p k1^2) / (2 (lambda_p - mu_{p k1}))``: the mean depth (in jobs) of the
+    excursions of class p's queue below the threshold under the T2 rule of a mode whose dedicated server k1 serves p.
+
+    While p's queue is below Theta_n the dual-activity server serves the other class, so p's queue is a random walk
+    pushed up at the rate ``n (lambda_p - mu_{p k1}) > 0`` with variance rate ``n (lambda_p C_a,p^2 + mu_{p k1}
+    C_s,p k1^2)``: the depth of its excursions below Theta_n is about exponential with mean D, which does not depend
+    on n; an excursion deeper than Theta_n empties the queue and idles server k1. Rates are the first-order
+    ``lambda``, ``mu``.
+    """
+    lam, mu = float(system.lam[p]), float(system.mu[p, k1])
+    var = lam * float(system.ca2[p]) + mu * float(system.cs2[p, k1])
+    return var / (2.0 * (lam - mu))
+
+
+def theta_rule_constant(rule: str, analysis, resolved) -> float:
+    """The constant c of ``Theta_n = ceil(c n^a_bar)`` that a threshold rule gives this system and policy.
+
+    With D the excursion depth of the protected queue (:func:`excursion_depth`; under the T2 rule of mode m the
+    protected class is the dual-activity class p = i2(m), the HPC, and k1 = k1(m)):
+
+    * ``paper``: c = 1 ((2.29)).
+    * ``scv``: c = D / D_exp = ``(lambda_p C_a,p^2 + mu_{p k1} C_s,p k1^2) / (lambda_p + mu_{p k1})``, the
+      rate-weighted SCV of p's arrivals and of its service at the dedicated server: 1 for exponential
+      primitives (the paper's threshold), larger with variable ones.
+    * ``depth``: c = D itself.
+    * ``lean``: c = D / 8 (:data:`LEAN_FACTOR`): Theta_n about 3 D at n = 10^4 with a_bar = 0.34.
+    * ``root``: c = sqrt(D) / 3 (:data:`ROOT_FACTOR`). The best threshold of the n-th system, found by a search
+      on 24 random systems at n = 10^3 and 10^4, grows like D^0.5-0.64 (a regression of log Theta* on log D and
+      log n); this rule minimises the worst J_n / V0 at n = 10^4 over them and halves the median gap of ``paper``
+      (docs/results/random_systems.md).
+
+    Dual-mode policies with a T2 rule in both modes take the larger constant; a policy without a T2 rule
+    (P, PP, the fixed ``P@m``, ``T1@m``) gets c = 1.
+    """
+    from jaxq.policies.pss2x2 import RULE_T2
+
+    if rule not in THETA_RULES:
+        raise InputError("theta_rule", f"unknown threshold rule {rule!r}; choose one of {', '.join(THETA_RULES)}")
+    if rule == "paper":
+        return 1.0
+    system, md = analysis.system, analysis.modes
+    t2 = {m for m, r in ((resolved.lower, resolved.rules.lower), (resolved.higher, resolved.rules.higher))
+          if r == RULE_T2}
+    depths = [excursion_depth(system, int(md.i2[m]), int(md.k1[m])) for m in sorted(t2)]
+    if not depths:
+        return 1.0
+    d = max(depths)
+    if rule == "scv":
+        return max(_scv_constant(system, int(md.i2[m]), int(md.k1[m])) for m in sorted(t2))
+    if rule == "lean":
+        return LEAN_FACTOR * d
+    if rule == "root":
+        return ROOT_FACTOR * math.sqrt(d)
+    return d
+
+
+def _scv_constant(system, p: int, k1: int) -> float:
+    lam, mu = float(system.lam[p]), float(system.mu[p, k1])
+    return (lam * float(system.ca2[p]) + mu * float(system.cs2[p, k1])) / (lam + mu)
