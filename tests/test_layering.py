@@ -110,3 +110,75 @@ def test_no_import_cycles_at_import_time():
 def test_every_module_is_in_a_layer():
     for name in modules():
         layer(name)
+
+
+# ------------------------------------------------------------------------------------------ the command line
+def _dynamic_target(call: ast.Call) -> str | None:
+    """The module named by ``importlib.import_module(...)`` or ``__import__(...)``: its text, or the literal start of
+    an f-string (``f"jaxq.cli.{name}"`` -> ``jaxq.cli.``); None for any other call."""
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    if name not in ("import_module", "__import__") or not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        return str(arg.values[0].value)
+    return "?"  # a module name computed at run time: not checkable, so refused
+
+
+def command_line_imports(source: str, module: str, is_package: bool = False) -> list[str]:
+    """The jaxq modules a command-line module imports other than ``jaxq.api`` and ``jaxq.cli.*``: every import
+    statement (inside functions too, relative ones resolved), ``from jaxq import name`` as ``jaxq.name``, and the
+    modules named to ``importlib.import_module``."""
+    pkg = module if is_package else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            found += [f"jaxq.{a.name}" for a in node.names] if base == "jaxq" else [base]
+        elif isinstance(node, ast.Call) and (target := _dynamic_target(node)) is not None:
+            found.append(target)
+    allowed = lambda m: m == "jaxq.api" or m == "jaxq.cli" or m.startswith("jaxq.cli.")  # noqa: E731
+    return sorted({m for m in found if (m == "jaxq" or m.startswith("jaxq.") or m == "?") and not allowed(m)})
+
+
+def test_the_command_line_calls_the_public_api_only():
+    """Every module of jaxq/cli imports from ``jaxq.api`` (and ``jaxq.cli``) only, lazily or not: the command line
+    is a layer over the public API, never over the modules below it."""
+    bad = []
+    for name, path in modules().items():
+        if name == "jaxq.cli" or name.startswith("jaxq.cli."):
+            for target in command_line_imports(path.read_text(), name, path.name == "__init__.py"):
+                bad.append(f"{name} -> {target}")
+    assert not bad, "the command line imports below jaxq.api:\n" + "\n".join(bad)
+
+
+def test_the_command_line_check_sees_every_kind_of_import():
+    """The check above finds a lazy import inside a function, ``import jaxq.x``, ``from jaxq import x``, a relative
+    import, a submodule of the API and a dynamic import; it lets the API and the command line's own modules pass."""
+    source = '''
+import jaxq.progress
+from jaxq import bench, api
+from jaxq.api import simulate_2x2
+from jaxq.api.direct import wcp_value
+from jaxq.cli.output import emit
+from . import output
+from ..sim import pss2x2
+import importlib
+
+def run(args):
+    from jaxq.sim.pss2x2 import simulate_bounded
+    importlib.import_module(f"jaxq.cli.{args.name}")
+    importlib.import_module("jaxq.bench.pss2x2")
+    return importlib.import_module(args.module)
+'''
+    assert command_line_imports(source, "jaxq.cli.fake") == [
+        "?", "jaxq.api.direct", "jaxq.bench", "jaxq.bench.pss2x2", "jaxq.progress", "jaxq.sim", "jaxq.sim.pss2x2"]
+    assert command_line_imports("from jaxq.api import InputError\nfrom jaxq.cli import add_common\n", "jaxq.cli.x") == []

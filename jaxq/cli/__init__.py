@@ -31,8 +31,8 @@ import os
 import sys
 import warnings
 
+from jaxq.api import InputError
 from jaxq.cli.output import emit
-from jaxq.errors import InputError
 
 # Subcommand modules, in the order ``jaxq --help`` lists them.
 COMMANDS = ("demo", "analyze", "simulate", "sde", "tune", "fastslow", "network", "run", "bench")
@@ -49,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser with every command, or only ``only`` (a faster start: one command module imported)."""
     parser = _Parser(prog="jaxq", description="Heavy-traffic studies of parallel server systems in JAX.")
-    from jaxq import __version__
+    from jaxq.api import __version__
 
     parser.add_argument("--version", action="version", version=f"jaxq {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -76,7 +76,7 @@ def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
     p.add_argument("--quiet", action="store_true",
                    help="no progress reports (the estimate and the minute lines of a long job, the bar)")
     if seed:
-        from jaxq.model.validate import arg_type
+        from jaxq.api import arg_type
 
         p.add_argument("--seed", type=arg_type("seed"), default=0,
                        help="random seed in [0, 2^32) (same seed, same numbers)")
@@ -197,9 +197,9 @@ def _main(argv: list[str]) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    import jaxq.progress
+    from jaxq.api import set_quiet
 
-    jaxq.progress.QUIET = bool(getattr(args, "quiet", False))
+    set_quiet(bool(getattr(args, "quiet", False)))
     with _held_diagnostics() as (caught, held):
         try:
             result = args.func(args)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+from jaxq.api import InputError
 from jaxq.cli import add_common
 from jaxq.cli.output import to_jsonable
-from jaxq.errors import InputError
 
 # Command modules import the numerical code inside run(): building the parser stays cheap.
 
 
 def load_pss2x2(path):
     """Load a configuration and insist on ``kind = "pss2x2"``."""
-    from jaxq.model import load
+    from jaxq.api import read_system
 
-    system = load(path)
+    system = read_system(path)
     if type(system).__name__ != "PSS2x2":
         raise InputError("system.kind", "this command needs a 'pss2x2' system (use 'jaxq network ...' for networks)")
     return system
@@ -27,7 +27,7 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
-    from jaxq.diffusion.workload import analyze
+    from jaxq.api import analyze
 
     return analyze(load_pss2x2(args.system)).to_dict()
 

@@ -1,7 +1,7 @@
 """``jaxq bench``: throughput of each simulator on this machine, side by side with its baselines.
 
 The baselines (numba, Ciw) are loaded from ``benchmarks/baselines/`` of the repository checkout
-(:func:`jaxq.bench.baseline`); without them the jaxq rows are measured and the baseline columns stay empty.
+(:mod:`jaxq.api.bench`); without them the jaxq rows are measured and the baseline columns stay empty.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import sys
 
+from jaxq.api import InputError
 from jaxq.cli import add_common
 from jaxq.cli.output import format_table, to_jsonable
-from jaxq.errors import InputError
 
 
 def register(sub) -> None:
@@ -26,24 +26,22 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
-    from jaxq import bench
+    from jaxq.api import bench_parts, bench_sections, run_bench
 
     sections = None
     if args.only is not None:
         sections = [s.strip() for s in args.only.split(",") if s.strip()]
         if not sections:
-            raise InputError("--only", f"no section named; choose from {bench.available()}")
-        unknown = [s for s in sections if s not in bench.available()]
+            raise InputError("--only", f"no section named; choose from {bench_sections()}")
+        unknown = [s for s in sections if s not in bench_sections()]
         if unknown:
-            raise InputError("--only", f"unknown section(s) {unknown}; choose from {bench.available()}")
+            raise InputError("--only", f"unknown section(s) {unknown}; choose from {bench_sections()}")
     if sections is None or "pss2x2" in sections:  # its parts (an environment variable): refused before any run
-        from jaxq.bench.pss2x2 import parts
-
-        parts()
+        bench_parts()
     on_row = None
     if args.out is not None:  # checked before any measurement: a bad path must not cost the whole run
+        from jaxq.api import check_output_file
         from jaxq.cli.output import write_atomic
-        from jaxq.model.validate import check_output_file
 
         out = check_output_file(args.out, "--out")
 
@@ -51,7 +49,7 @@ def run(args) -> dict:
             write_atomic(out, (json.dumps(to_jsonable(result), indent=1) + "\n").encode())
     from jaxq.cli.output import progress
 
-    names = list(sections) if sections is not None else list(bench.available())
+    names = list(sections) if sections is not None else list(bench_sections())
     with progress(len(names), "bench", unit="sections") as done:  # estimate, then a line a minute (any stderr)
         started = []
 
@@ -61,7 +59,7 @@ def run(args) -> dict:
             started.append(name)
             print(f"bench: {name} ...", file=sys.stderr)
 
-        return bench.run(sections, quick=args.quick, on_row=on_row, progress=section)
+        return run_bench(sections, quick=args.quick, on_row=on_row, progress=section)
 
 
 def render(r: dict) -> str:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jaxq.api import InputError
 from jaxq.cli import add_common
 from jaxq.cli.output import to_jsonable
-from jaxq.errors import InputError
 
 CASES = ("pss_P", "pss_T2", "pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1")
 DEMO_SYSTEMS = ("pss_P", "pss_PP", "pss_T2T1")
@@ -44,13 +44,11 @@ def register(sub) -> None:
 
 def analysis_rows() -> list[dict]:
     """One row per bundled case: policy, case, switching, HPC, z*, V0."""
-    from jaxq.diffusion.workload import analyze
-    from jaxq.examples import path
-    from jaxq.model import load
+    from jaxq.api import analyze, example_path, read_system
 
     rows = []
     for name in CASES:
-        a = analyze(load(path(name)))
+        a = analyze(read_system(example_path(name)))
         rows.append(
             {"system": name, "policy": a.policy, "case": a.case, "switching": a.modes.switching, "hpc": a.p + 1,
              "z_star": a.z_star, "V0": a.V0}
@@ -60,10 +58,9 @@ def analysis_rows() -> list[dict]:
 
 def check_demo_folder(out: Path) -> None:
     """Refuse, before any work, an ``--out`` the demo must not write into (one line naming ``--out``): a path
-    that cannot be a folder (:func:`jaxq.model.validate.check_output_file`), or a folder that is neither empty
+    that cannot be a folder (:func:`jaxq.api.check_output_file`), or a folder that is neither empty
     nor an earlier demo's (whose files, always the same names, the demo replaces)."""
-    from jaxq.model.validate import check_output_file
-    from jaxq.studies.runner import is_empty_folder, read_manifest
+    from jaxq.api import check_output_file, is_empty_folder, read_manifest
 
     check_output_file(out, "--out", folder=True)
     if is_empty_folder(out):
@@ -76,11 +73,7 @@ def check_demo_folder(out: Path) -> None:
 
 
 def run(args) -> dict:
-    import tomllib
-
-    from jaxq.studies.experiment import from_dict
-    from jaxq.studies.runner import run as run_experiment
-    from jaxq.studies.storage import atomic_write
+    from jaxq.api import atomic_write, parse_experiment, run_study
 
     if not args.out.strip():
         raise InputError("--out", f"is empty ({args.out!r}); name an output folder (default: ./jaxq-demo)")
@@ -88,8 +81,8 @@ def run(args) -> dict:
     check_demo_folder(out)
     rows = analysis_rows()
     text = demo_experiment(args.seed, args.small)
-    exp = from_dict(tomllib.loads(text), out.resolve() / "demo.toml")  # validated before anything is written
-    rec = run_experiment(exp, out, progress=False if args.no_progress else None)
+    exp = parse_experiment(text, out.resolve() / "demo.toml")  # validated before anything is written
+    rec = run_study(exp, out, progress=False if args.no_progress else None)
     atomic_write(out / "demo.toml", text.encode())
     keep = ("system", "policy_used", "n", "reps", "J_hat", "J_hat_stderr", "ci95_lo", "ci95_hi", "V0", "gap",
             "threshold_term", "residual", "truncation_bound")

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import time
 
-
-from jaxq.errors import InputError
+from jaxq.api import InputError
 
 
 def register(subparsers) -> None:
@@ -89,13 +88,12 @@ def result(sol, wall_s: float) -> dict:
 
 def run(args) -> dict:
     t0 = time.perf_counter()
-    from jaxq.mdp.fastslow import solve
-
+    from jaxq.api import solve_fastslow
     from jaxq.cli.output import progress
 
     with progress(None, "fastslow: value iteration"):  # one compiled loop: a line a minute if it runs long
-        sol = solve(args.lam, args.mu1, _rates(args.mu2), discount=None if args.average else args.discount,
-                    slow_servers=args.slow_servers, truncation=args.truncation)
+        sol = solve_fastslow(args.lam, args.mu1, _rates(args.mu2), discount=None if args.average else args.discount,
+                             slow_servers=args.slow_servers, truncation=args.truncation)
     return result(sol, time.perf_counter() - t0)
 
 

@@ -4,37 +4,37 @@ from __future__ import annotations
 
 import math
 
+from jaxq.api import InputError
 from jaxq.cli.progress import progress
-from jaxq.errors import InputError
 
 
 def _run_analyze(args) -> dict:
-    from jaxq.diffusion.network_analysis import analyze
-    from jaxq.model import load
+    from jaxq.api import analyze_network
 
-    return analyze(_network(load(args.network)), args.basis_pool).to_dict()
+    return analyze_network(_network(args.network), args.basis_pool).to_dict()
 
 
-def _network(obj):
-    from jaxq.model.network import Network
+def _network(path):
+    """Load a configuration and insist on ``kind = "network"``."""
+    from jaxq.api import read_system
 
-    if not isinstance(obj, Network):
+    obj = read_system(path)
+    if type(obj).__name__ != "Network":
         raise InputError("system.kind", "expected 'network'")
     return obj
 
 
 def _run_simulate(args) -> dict:
-    from jaxq.model import load
-    from jaxq.sim.network import simulate
+    from jaxq.api import simulate_network
 
-    net = _network(load(args.network))
+    net = _network(args.network)
     if not (args.n > 0 and math.isfinite(args.n)):
         raise InputError("n", "must be positive")
     if args.chunk is not None and args.chunk < 1:
         raise InputError("chunk", f"must be >= 1, got {args.chunk}")
     with progress("network simulate") as tick:
-        res = simulate(net, args.n, args.policy, reps=args.reps, warmup=args.warmup, horizon=args.horizon,
-                       seed=args.seed, chunk=args.chunk, progress=tick, engine=args.engine, cv=args.cv == "on")
+        res = simulate_network(net, args.n, args.policy, reps=args.reps, warmup=args.warmup, horizon=args.horizon,
+                               seed=args.seed, chunk=args.chunk, progress=tick, engine=args.engine, cv=args.cv == "on")
     out = res.to_dict()
     for k in ("mean_busy", "mean_busy_stderr", "mean_abs_dev", "mean_abs_dev_stderr", "rms_dev", "rms_dev_stderr",
               "throughput", "throughput_stderr", "arrival_rates", "idleness_weights", "steps",
@@ -49,17 +49,16 @@ def _run_simulate(args) -> dict:
 
 
 def _run_sde(args) -> dict:
-    from jaxq.diffusion.network_analysis import analyze, stationary_diffusion
-    from jaxq.model import load
-    from jaxq.sde.network_euler import simulate_diffusion
+    from jaxq.api import analyze_network, network_diffusion, simulate_network_diffusion
 
-    net = _network(load(args.network))
+    net = _network(args.network)
     if args.paths < 2 or not args.dt > 0:
         raise InputError("paths" if args.paths < 2 else "dt", "need paths >= 2 and dt > 0")
-    dl = stationary_diffusion(analyze(net))  # long-run averages: a critically loaded network, spare capacity > 0
+    dl = network_diffusion(analyze_network(net))  # long-run averages: critically loaded, spare capacity > 0
     with progress("network sde") as tick:  # uc, us default to uniform shares; info reports the ones used
-        res = simulate_diffusion(dl, args.uc, args.us, args.control, paths=args.paths, dt=args.dt, horizon=args.horizon,
-                                 warmup=args.warmup, seed=args.seed, cv=args.cv == "on", progress=tick)
+        res = simulate_network_diffusion(dl, args.uc, args.us, args.control, paths=args.paths, dt=args.dt,
+                                         horizon=args.horizon, warmup=args.warmup, seed=args.seed,
+                                         cv=args.cv == "on", progress=tick)
     out = res.to_dict()
     for k in ("times", "mean_sum_path", "reps"):
         out.pop(k, None)
@@ -69,8 +68,8 @@ def _run_sde(args) -> dict:
 
 def register(subparsers) -> None:
     """Add ``network`` with its sub-subcommands ``analyze``, ``simulate`` and ``sde``."""
+    from jaxq.api import arg_type
     from jaxq.cli import _Parser, add_common, add_cv
-    from jaxq.model.validate import arg_type
 
     p = subparsers.add_parser("network", help="many-server networks: LP, spare capacity, LAP, CTMC (seeds 001, 003)")
     sub = p.add_subparsers(dest="network_command", metavar="ACTION", parser_class=_Parser)

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np  # noqa: F401
 
-from jaxq.serialize import to_jsonable  # noqa: F401  (re-exported for the commands)
+from jaxq.api import to_jsonable  # noqa: F401  (re-exported for the commands)
 
 
 def dumps(result: dict) -> str:
@@ -70,9 +70,9 @@ def emit(result: dict, as_json: bool, render: Callable[[dict], str] | None = Non
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (:func:`jaxq.studies.storage.atomic_write`: a temp file beside it,
-    fsync, rename; the temp file removed on failure), an error naming ``path``, not the temp file."""
-    from jaxq.studies.storage import atomic_write
+    """Write ``data`` to ``path`` atomically (:func:`jaxq.api.atomic_write`: a temp file beside it, fsync,
+    rename; the temp file removed on failure), an error naming ``path``, not the temp file."""
+    from jaxq.api import atomic_write
 
     try:
         atomic_write(path, data)
@@ -112,12 +112,12 @@ def progress(total: int | None, desc: str, enabled: bool = True, unit: str = "it
     pass, which then reports that it is still at work once it has run 30 s, and a line a minute after): yields
     its ``update``.
 
-    A :class:`jaxq.progress.Monitor`: a tqdm bar on a terminal (:func:`progress_enabled`; drawn only after half
+    A :class:`jaxq.api.Monitor`: a tqdm bar on a terminal (:func:`progress_enabled`; drawn only after half
     a second, so a command that refuses its input or finishes at once prints no bar) and, terminal or not, the
     estimate of a job expected to take more than 30 s at the rate measured on this machine, then a line at least
     once a minute; ``--quiet`` silences it.
     """
-    from jaxq.progress import monitor
+    from jaxq.api import monitor
 
     mon = monitor(desc, total, unit, bar=progress_enabled(enabled), leave=False)
     try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-from jaxq.progress import Monitor, duration, quiet, sci
+from jaxq.api import Monitor, duration, quiet, sci
 
 FAST_RATE = 1e8  # units of work (events, steps, path-steps) a second: generous for every engine on a CPU
 LONG_WORK = FAST_RATE * 600.0  # work that takes more than ten minutes even at FAST_RATE gets a note at once

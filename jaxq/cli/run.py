@@ -15,14 +15,13 @@ import shutil
 import sys
 from pathlib import Path
 
+from jaxq.api import InputError, check_devices, check_seed
 from jaxq.cli import add_common
 from jaxq.cli.output import format_table, to_jsonable
-from jaxq.errors import InputError
-from jaxq.model.validate import check_devices, check_seed
 
 
 def register(sub) -> None:
-    from jaxq.model.validate import arg_type
+    from jaxq.api import arg_type
 
     p = sub.add_parser("run", help="run a study from an experiment file (resumable, sharded over devices)")
     p.add_argument("experiment", help="experiment file (TOML, see experiments/)")
@@ -41,9 +40,7 @@ def register(sub) -> None:
 def run(args) -> dict | None:
     import jax
 
-    from jaxq.studies.experiment import load_experiment
-    from jaxq.studies.runner import check_output_folder
-    from jaxq.studies.runner import run as run_experiment
+    from jaxq.api import check_output_folder, load_experiment, run_study
 
     if args.out is not None and not args.out.strip():
         raise InputError("--out", f"is empty ({args.out!r}); name an output folder (default: "
@@ -66,8 +63,8 @@ def run(args) -> dict | None:
     # belongs to the report (one JSON object with --json): the run sends them to stderr
     quiet = stdout_to_stderr() if args.distributed else contextlib.nullcontext()
     with quiet:
-        rec = run_experiment(exp, out, resume=args.resume, devices=devices, distributed=args.distributed,
-                             progress=False if args.no_progress else None)
+        rec = run_study(exp, out, resume=args.resume, devices=devices, distributed=args.distributed,
+                        progress=False if args.no_progress else None)
     if rec is None:  # not process 0: process 0 reports
         return None
     return {
@@ -136,9 +133,9 @@ HEADLINE = ("reps", "paths", "J_hat", "J_hat_stderr", "V0", "gap", "sup_X_hat_p"
 
 def table_columns(rows: list[dict]) -> list[str]:
     """Every column of a table (as its CSV has them), the keys and headline numbers first."""
-    from jaxq.studies.storage import columns_of
+    from jaxq.api import table_columns
 
-    cols = columns_of(rows)
+    cols = table_columns(rows)
     known = [c for c in KEYS + HEADLINE if c in cols]
     return known + [c for c in cols if c not in known]
 

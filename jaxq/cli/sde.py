@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from jaxq.api import InputError
 from jaxq.cli import add_common, add_cv
 from jaxq.cli.analyze import load_pss2x2
 from jaxq.cli.output import to_jsonable
 from jaxq.cli.progress import progress
-from jaxq.errors import InputError
 
-SCHEME_NAMES = "skew, exact, euler"  # jaxq.sde.estimators.SCHEMES (imported lazily: cheap parser)
+SCHEME_NAMES = "skew, exact, euler"  # jaxq.api.SDE_SCHEMES (which imports the SDE schemes: not for the parser)
 
 
 def register(sub) -> None:
@@ -32,12 +32,11 @@ def register(sub) -> None:
 def run(args) -> dict:
     if args.paths < 2:
         raise InputError("paths", "need at least 2 paths")
-    from jaxq.diffusion.workload import analyze
-    from jaxq.sde.estimators import DEFAULT_SCHEME, SCHEMES, wcp_value
+    from jaxq.api import DEFAULT_SDE_SCHEME, SDE_SCHEMES, analyze, wcp_value
 
-    args.scheme = DEFAULT_SCHEME if args.scheme is None else args.scheme
-    if args.scheme not in SCHEMES:
-        raise InputError("scheme", f"expected one of {', '.join(SCHEMES)}, got {args.scheme!r}")
+    args.scheme = DEFAULT_SDE_SCHEME if args.scheme is None else args.scheme
+    if args.scheme not in SDE_SCHEMES:
+        raise InputError("scheme", f"expected one of {', '.join(SDE_SCHEMES)}, got {args.scheme!r}")
     a = analyze(load_pss2x2(args.system))
     with progress("sde") as tick:  # the driver announces its path-steps (start) before the first one
         r = wcp_value(a, args.z0, args.switch_at, dt=args.dt, horizon=args.horizon, paths=args.paths, seed=args.seed,

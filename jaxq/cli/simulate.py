@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 
+from jaxq.api import InputError
 from jaxq.cli import add_common, add_cv
 from jaxq.cli.analyze import load_pss2x2
 from jaxq.cli.progress import progress
-from jaxq.errors import InputError
+
 
 def register(sub) -> None:
-    from jaxq.model.validate import arg_type
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, ENGINES, POLICY_CHOICES, THETA_RULES
+    from jaxq.api import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, ENGINES, POLICY_CHOICES, THETA_RULES, arg_type
 
     p = sub.add_parser("simulate", help="simulate the n-th 2x2 system under a policy (discounted cost J_n)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2') or a bundled example name")
@@ -56,7 +56,7 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
-    from jaxq.sim.pss2x2 import simulate_bounded
+    from jaxq.api import simulate_2x2
 
     system = load_pss2x2(args.system)
     if not (math.isfinite(args.n) and args.n >= 1):
@@ -68,9 +68,10 @@ def run(args) -> dict:
     n = int(args.n) if float(args.n).is_integer() else args.n
     chunk = args.chunk if args.chunk is not None else min(args.reps, 16384)
     with progress("simulate") as tick:
-        res = simulate_bounded(system, n, args.reps, policy=args.policy, seed=args.seed, engine=args.engine,
-                               horizon=args.horizon, theta_exponent=args.theta_exponent, switch_at=args.switch_at,
-                               theta_rule=args.theta_rule, chunk=chunk, debug=args.check_invariants, progress=tick, cv=args.cv == "on")
+        res = simulate_2x2(system, n, args.reps, policy=args.policy, seed=args.seed, engine=args.engine,
+                           horizon=args.horizon, theta_exponent=args.theta_exponent, switch_at=args.switch_at,
+                           theta_rule=args.theta_rule, chunk=chunk, debug=args.check_invariants, progress=tick,
+                           cv=args.cv == "on")
     out = res.to_dict()
     out.pop("hpc", None)
     return out

@@ -3,16 +3,16 @@ and V0; the prelimit target evaluates the tuned policy against the default on fr
 
 from __future__ import annotations
 
+from jaxq.api import InputError
 from jaxq.cli import add_common
-from jaxq.cli.output import progress
 from jaxq.cli.analyze import load_pss2x2
-from jaxq.errors import InputError
+from jaxq.cli.output import progress
 
 TARGETS = ("exact", "sde", "prelimit")
 
 
 def register(sub) -> None:
-    from jaxq.model.validate import MAX_MAGNITUDE, arg_type
+    from jaxq.api import MAX_MAGNITUDE, arg_type
 
     p = sub.add_parser("tune", help="tune the switching level z (and threshold constant c) by gradients (optax)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2', dual-mode case)")
@@ -52,11 +52,11 @@ def register(sub) -> None:
 
 
 def check_figure(path: str | None) -> None:
-    """Refuse, before any work, a figure path that cannot be written (:func:`jaxq.model.validate.check_output_file`:
-    empty, a directory, a missing or unwritable folder) or whose format matplotlib cannot write."""
+    """Refuse, before any work, a figure path that cannot be written (:func:`jaxq.api.check_output_file`: empty,
+    a directory, a missing or unwritable folder) or whose format matplotlib cannot write."""
     if path is None:
         return
-    from jaxq.model.validate import check_output_file
+    from jaxq.api import check_output_file
 
     p = check_output_file(path, "--figure")
     import matplotlib
@@ -84,7 +84,7 @@ def _save(fig, path: str) -> None:
 
 def dual_analysis(path):
     """The analysis of a dual-mode system; a single-mode one has no switching level to tune."""
-    from jaxq.diffusion.workload import analyze
+    from jaxq.api import analyze
 
     a = analyze(load_pss2x2(path))
     if a.case != "dual":
@@ -124,36 +124,6 @@ def _positive_ints(args, names):
             raise InputError(f"--{name}", f"must be at least 2, got {v}")
 
 
-SDE_DT = 0.02  # the SDE target's default step (gamma dt at most SDE_GAMMA_DT)
-SDE_GAMMA_DT = 0.01
-SDE_DRIFT_DT = 0.1  # and b^2 dt / sigma^2 at most 0.1 (+0.04% in the skew scheme; the examples keep 0.02)
-
-
-def _sde_step(a, args) -> float:
-    """The SDE target's step, checked before any work: ``--dt`` (default ``min(0.02, 0.01/gamma, 0.1 sigma^2/b^2)``)
-    must resolve the discount time scale and the drift's (:func:`jaxq.sde.estimators.check_resolution`) and be shorter than the engine's
-    horizon (its truncation bound's, :func:`jaxq.sde.estimators.default_horizon`); then the work estimate."""
-    from jaxq.model.validate import check_work
-    from jaxq.sde.coefficients import wcp
-    from jaxq.sde.estimators import check_resolution, default_dt, default_horizon, drift_time
-
-    gamma = a.system.gamma
-    bL, sL, bH, sH = a.mode_coefficients()
-    drift = drift_time(wcp(bL, sL, bH, sH, 1.0))  # both modes' drift time scale (the level does not matter)
-    default = default_dt(gamma, drift, SDE_DT, SDE_GAMMA_DT, SDE_DRIFT_DT)
-    dt = default if args.dt is None else args.dt
-    check_resolution(dt, gamma, default=default, key="--dt", drift=drift)
-    horizon = default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), gamma)
-    if not dt <= horizon:
-        raise InputError("--dt", f"dt = {dt:g} is longer than the SDE horizon {horizon:.3g} (gamma = {gamma:g}); "
-                                 f"use dt <= {0.1 * horizon:.3g}")
-    its = args.iterations or 12
-    check_work("--dt", args.paths, horizon / dt, unit="steps")
-    check_work("--paths", args.chains * 3 * its * args.paths, horizon / dt, unit="steps",
-               per_replication_limit=float("inf"))
-    return dt
-
-
 def run(args) -> dict:
     _positive_ints(args, ("chains", "iterations", "reps", "paths", "eval_reps"))
     check_z_init(args.z_init)
@@ -163,22 +133,23 @@ def run(args) -> dict:
     a = dual_analysis(args.system)
     scale = a.cost_scale()
     out = {"target": args.target, "z_star": a.z_star, "V0": a.V0}
-    if args.target == "exact":
-        from jaxq.tuning.exact import tune_exact
+    from jaxq.api import tune
 
-        res = tune_exact(*a.mode_coefficients(), a.system.gamma, z_init=args.z_init, max_iter=args.max_iter)
+    if args.target == "exact":
+        res = tune(a.system, target="exact", z_init=args.z_init, max_iter=args.max_iter)
         traj = res.trajectory
         out.update(z_tuned=res.z, z_ci=None, cost_tuned=res.cost * scale, iterations=res.iterations)
     else:
-        from jaxq.tuning.sde import tune_sde
+        from jaxq.api import sde_tuning_step
 
         if args.dt is not None and not (0 < args.dt < 1):
             raise InputError("--dt", f"must lie in (0, 1), got {args.dt}")
-        dt = _sde_step(a, args)
         its = args.iterations or 12
+        dt = sde_tuning_step(a, args.dt, paths=args.paths, chains=args.chains, iterations=its, dt_key="--dt",
+                             paths_key="--paths")
         with progress(args.chains * 3 * its, "tune sde") as tick:
-            res = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=args.paths, dt=dt, chains=args.chains,
-                           seed=args.seed, z_init=args.z_init, iterations=its, progress=tick)
+            res = tune(a.system, target="sde", paths=args.paths, dt=dt, chains=args.chains, seed=args.seed,
+                       z_init=args.z_init, iterations=its, progress=tick)
         cost = a.wcp_cost(0.0, switch_at=res.z) * scale  # the exact cost of the hard policy at the tuned level
         traj = [(float(z), a.wcp_cost(0.0, switch_at=float(z))) for z in res.chains[0, 1:]]
         out.update(z_tuned=res.z, z_ci=list(res.z_ci), cost_tuned=cost, iterations=int(res.chains.shape[1] - 1),
@@ -193,26 +164,24 @@ def run(args) -> dict:
 
 
 def run_prelimit(args) -> dict:
-    from jaxq.diffusion.workload import analyze
-    from jaxq.model.validate import check_rates, check_work, pss_default_horizon, pss_events_per_replication
-    from jaxq.tuning.prelimit import GRADIENT_REPS, SEARCH_REPS, tunable, tune_prelimit
+    from jaxq.api import (TUNE_GRADIENT_REPS, TUNE_SEARCH_REPS, analyze, check_rates, check_tunable, check_work,
+                          pss_default_horizon, pss_events_per_replication, tune)
 
     system = load_pss2x2(args.system)
     a = analyze(system)
-    tunable(a, args.policy)  # refuse before any output
+    check_tunable(a, args.policy)  # refuse before any output
     check_rates(system, args.n, "--n")
     its = args.iterations or 20
     search = args.method == "search"
-    reps = args.reps or (SEARCH_REPS if search else GRADIENT_REPS)
+    reps = args.reps or (TUNE_SEARCH_REPS if search else TUNE_GRADIENT_REPS)
     per_rep = pss_events_per_replication(system, args.n, pss_default_horizon(system, args.n, a.V0))
     runs = 40 if search else 2 * args.chains * its  # the search stops after at most ~30 candidates
     check_work("--n", 2 * reps, per_rep)
     check_work("--reps", reps * runs, per_rep, per_replication_limit=float("inf"))
     with progress(16 if search else args.chains * its, f"tune prelimit n={args.n:g}") as tick:
-        res = tune_prelimit(system, args.n, policy=args.policy, method=args.method, iterations=its, reps=reps,
-                            chains=args.chains, seed=args.seed, z_init=args.z_init, c_init=args.c_init,
-                            span=args.span, evaluate_reps=args.eval_reps,
-                            progress=tick, analysis=a)
+        res = tune(system, target="prelimit", n=args.n, policy=args.policy, method=args.method, iterations=its,
+                   reps=reps, chains=args.chains, seed=args.seed, z_init=args.z_init, c_init=args.c_init,
+                   span=args.span, evaluate_reps=args.eval_reps, progress=tick, analysis=a)
     ev = res.evaluation
     out = {
         "target": "prelimit", "method": res.method, "n": args.n, "z_tuned": res.z, "z_ci": res.z_ci and list(res.z_ci),

@@ -15,18 +15,81 @@ layer over these functions. Arrays are indexed as the papers index them (class i
 >>> net = jaxq.load("network_N")
 >>> jaxq.analyze(net).spare_capacity                  # seed 001's rho
 >>> jaxq.simulate(net, n=100, policy="lap")["mean_queue"]
+
+The steps of these functions, for scripts and the ``jaxq`` command (which calls nothing else), are here too, from
+the modules of this package: the checks of user input (:mod:`jaxq.api.inputs`: ``InputError``, ``arg_type``,
+``check_seed``, ``read_system``, ...), the simulators called directly (:mod:`jaxq.api.direct`: ``simulate_2x2``,
+``simulate_network``, ``analyze_network``, ``wcp_value``, ...), studies step by step (:mod:`jaxq.api.studies`:
+``load_experiment``, ``check_output_folder``, ``run_study``, ...), what a run writes (:mod:`jaxq.api.outputs`:
+``to_jsonable``, ``atomic_write``, ``Monitor``, ``set_quiet``, ...), ``jaxq bench`` (:mod:`jaxq.api.bench`) and
+the options' choices and defaults (:mod:`jaxq.api.choices`: ``POLICY_CHOICES``, ``ENGINES``, ...; imported on
+first use, as they import the simulators).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
 from pathlib import Path
 
-from jaxq.errors import InputError
+from jaxq import __version__  # noqa: F401  (jaxq.api.__version__: the command line's --version)
+from jaxq.api.bench import bench_parts, bench_sections, run_bench  # noqa: F401
+from jaxq.api.direct import (  # noqa: F401
+    analyze_network,
+    check_tunable,
+    network_diffusion,
+    sde_tuning_step,
+    simulate_2x2,
+    simulate_network,
+    simulate_network_diffusion,
+    wcp_value,
+)
+from jaxq.api.inputs import (  # noqa: F401
+    MAX_MAGNITUDE,
+    InputError,
+    arg_type,
+    check_devices,
+    check_output_file,
+    check_rates,
+    check_seed,
+    check_work,
+    example_path,
+    pss_default_horizon,
+    pss_events_per_replication,
+    read_system,
+)
+from jaxq.api.outputs import (  # noqa: F401
+    Monitor,
+    atomic_write,
+    duration,
+    monitor,
+    quiet,
+    sci,
+    set_quiet,
+    table_columns,
+    to_jsonable,
+)
+from jaxq.api.studies import (  # noqa: F401
+    check_output_folder,
+    is_empty_folder,
+    load_experiment,
+    parse_experiment,
+    read_manifest,
+    run_study,
+)
 from jaxq.model import validate as v
 from jaxq.precision import in_float64
+
+_CHOICES = ("POLICY_CHOICES", "ENGINES", "THETA_RULES", "DEFAULT_THETA_EXPONENT", "DEFAULT_THETA_RULE", "SDE_SCHEMES",
+            "DEFAULT_SDE_SCHEME", "TUNE_SEARCH_REPS", "TUNE_GRADIENT_REPS")
+
+
+def __getattr__(name):
+    if name in _CHOICES:  # jaxq.api.choices imports the simulators: only when one of its names is asked for
+        return getattr(importlib.import_module("jaxq.api.choices"), name)
+    raise AttributeError(f"module 'jaxq.api' has no attribute {name!r}")
 
 # ------------------------------------------------------------------------------------------ argument checks
 # Every public function checks its own arguments here, before any work, by name (the function's own keyword
@@ -402,24 +465,13 @@ def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | 
 
     Returns the run record (``run.json``: tables, files, events, times). See ``experiments/*.toml``.
     """
-    import tomllib
-
-    from jaxq.studies.experiment import from_dict, load_experiment
-    from jaxq.studies.runner import check_output_folder, run
-
     text = str(experiment)
     if "\n" in text or "[experiment]" in text:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise InputError("experiment", f"not valid TOML ({e})") from None
-        if seeds is not None and isinstance(data.get("experiment"), dict):
-            data["experiment"]["seeds"] = list(seeds)
-        exp = from_dict(data, Path(out).resolve() / "experiment.toml")
+        exp = parse_experiment(text, Path(out).resolve() / "experiment.toml", seeds)
     else:
         exp = load_experiment(experiment, seeds)
     check_output_folder(Path(out), resume=resume)  # as jaxq run: a non-empty folder needs resume=True
-    return run(exp, out, resume=resume, devices=devices, progress=progress)
+    return run_study(exp, out, resume=resume, devices=devices, progress=progress)
 
 
 @_checked()

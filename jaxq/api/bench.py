@@ -1,0 +1,34 @@
+"""Throughput on this machine (``jaxq bench``): each simulator's events per second beside its baselines (numba,
+Ciw; loaded from ``benchmarks/baselines/`` of a checkout, or ``$JAXQ_BASELINES``, when present)."""
+
+from __future__ import annotations
+
+__all__ = ["bench_parts", "bench_sections", "run_bench"]
+
+
+def bench_sections() -> list[str]:
+    """The sections this installation can measure (``pss2x2``, ``mmc``, ``network``, ``sde``, ``fastslow``: those
+    whose module is present; each runs without its baseline)."""
+    from jaxq import bench
+
+    return bench.available()
+
+
+def bench_parts() -> tuple[str, ...]:
+    """The parts of the ``pss2x2`` section this run measures: ``JAXQ_BENCH_PSS2X2_PARTS`` (comma-separated,
+    default all); an unknown part is an :class:`jaxq.InputError` naming the variable, before any measurement."""
+    from jaxq.bench.pss2x2 import parts
+
+    return parts()
+
+
+def run_bench(sections: list[str] | None = None, quick: bool = False, progress=None, on_row=None) -> dict:
+    """Measure ``sections`` (default: :func:`bench_sections`), small sizes with ``quick``; returns ``{"machine",
+    "quick", "sections"}`` (per section its rows, wall time and peak memory).
+
+    ``progress(name)`` is called as each section starts; ``on_row(result)`` with the result so far after every
+    measured row (e.g. to rewrite a file, so that an interrupted run keeps what it measured).
+    """
+    from jaxq import bench
+
+    return bench.run(sections, quick=quick, on_row=on_row, progress=progress)

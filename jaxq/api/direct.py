@@ -1,0 +1,124 @@
+"""The simulators and analyses behind :func:`jaxq.api.simulate`, :func:`jaxq.api.analyze` and the other functions,
+called directly: no argument check by the API's decorator and no dispatch on the kind of system.
+
+Each refuses bad values itself (one :class:`jaxq.InputError`, named as the simulator names it: ``basis-pool``,
+``horizon`` for a warm-up beyond the horizon, ...), which is what the ``jaxq`` command reports for its options; a
+script that wants the API's own checks calls the functions of :mod:`jaxq.api`. All compute in float64 whatever the
+caller's JAX configuration.
+"""
+
+from __future__ import annotations
+
+from jaxq.errors import InputError
+from jaxq.precision import float64
+
+__all__ = ["analyze_network", "check_tunable", "network_diffusion", "sde_tuning_step", "simulate_2x2",
+           "simulate_network", "simulate_network_diffusion", "wcp_value"]
+
+
+@float64
+def simulate_2x2(system, n: float, reps: int, **options):
+    """J_n of a 2x2 system by Monte Carlo, its default truncation checked against the estimate
+    (:func:`jaxq.sim.pss2x2.simulate_bounded`; ``options`` those of :func:`jaxq.sim.pss2x2.simulate`: ``policy``,
+    ``seed``, ``engine``, ``horizon``, ``chunk``, ``progress``, ...). Returns a :class:`jaxq.sim.result.SimResult`."""
+    from jaxq.sim.pss2x2 import simulate_bounded
+
+    return simulate_bounded(system, n, reps, **options)
+
+
+@float64
+def analyze_network(network, basis_pool: int | None = None):
+    """The exact limit objects of a network (seeds 001/003): LP (2.3), CRP, scaling, LAP priorities and psi*, the
+    diffusion limit and the spare capacity (``basis_pool``: the pool jhat of the basis for B1, B2, 1-based).
+    Returns a :class:`jaxq.diffusion.network_analysis.NetworkAnalysis`."""
+    from jaxq.diffusion.network_analysis import analyze
+
+    return analyze(network, basis_pool)
+
+
+@float64
+def simulate_network(network, n: float, policy: str = "priority", **options):
+    """Stationary averages of the n-th network over [warmup, horizon] under ``policy`` (``priority``, ``lap``,
+    ``lqfs``, ``swc``) with standard errors (:func:`jaxq.sim.network.simulate`; ``options``: ``reps``, ``warmup``,
+    ``horizon``, ``seed``, ``engine``, ``chunk``, ``cv``, ``progress``, ...). Returns a
+    :class:`jaxq.sim.result.SimResult`."""
+    from jaxq.sim.network import simulate
+
+    return simulate(network, n, policy, **options)
+
+
+@float64
+def network_diffusion(analysis):
+    """The diffusion limit (2.27) of an analysed network whose long-run averages exist (critically loaded, spare
+    capacity rho > 0), or an :class:`jaxq.InputError` saying why not
+    (:func:`jaxq.diffusion.network_analysis.stationary_diffusion`); ``.spare_capacity`` is rho (2.35)."""
+    from jaxq.diffusion.network_analysis import stationary_diffusion
+
+    return stationary_diffusion(analysis)
+
+
+@float64
+def simulate_network_diffusion(diffusion, uc=None, us=None, control: str = "constant", **options):
+    """Long-run averages of the network diffusion (:func:`network_diffusion`) under a control (``constant`` or
+    ``proportional``; ``uc``, ``us``: its shares, default uniform) by the Euler scheme
+    (:func:`jaxq.sde.network_euler.simulate_diffusion`; ``options``: ``paths``, ``dt``, ``horizon``, ``warmup``,
+    ``seed``, ``cv``, ``progress``, ...). Returns a :class:`jaxq.sim.result.SimResult`."""
+    from jaxq.sde.network_euler import simulate_diffusion
+
+    return simulate_diffusion(diffusion, uc, us, control, **options)
+
+
+@float64
+def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **options):
+    """V_WCP(z0) of an analysed 2x2 system by Monte Carlo of the workload diffusion, switching at ``switch_at``
+    (default z*), beside the exact value for the same level (:func:`jaxq.sde.estimators.wcp_value`; ``options``:
+    ``dt``, ``horizon``, ``paths``, ``seed``, ``scheme_name``, ``cv``, ``progress``, ...). Returns a
+    :class:`jaxq.sim.result.SimResult` (``info["V_exact"]``)."""
+    from jaxq.sde.estimators import wcp_value as value
+
+    return value(analysis, z0, switch_at, **options)
+
+
+@float64
+def check_tunable(analysis, policy: str) -> tuple[str, bool, bool, float]:
+    """``(policy name, tunes z?, tunes c?, z*)`` of a policy of an analysed 2x2 system for the prelimit tuner;
+    a policy with neither a switching level nor a threshold is an :class:`jaxq.InputError` naming ``policy``."""
+    from jaxq.tuning.prelimit import tunable
+
+    return tunable(analysis, policy)
+
+
+SDE_TUNING_DT = 0.02  # the SDE target's default step, at most SDE_TUNING_GAMMA_DT / gamma ...
+SDE_TUNING_GAMMA_DT = 0.01
+SDE_TUNING_DRIFT_DT = 0.1  # ... and b^2 dt / sigma^2 at most 0.1 (+0.04% in the skew scheme; the examples keep 0.02)
+
+
+@float64
+def sde_tuning_step(analysis, dt: float | None = None, *, paths: int, chains: int, iterations: int,
+                    dt_key: str = "dt", paths_key: str = "paths") -> float:
+    """The time step of ``tune(target="sde")`` on an analysed dual-mode 2x2 system, checked before any work.
+
+    ``dt`` (default ``min(0.02, 0.01/gamma, 0.1 sigma^2/b^2)``) must resolve the discount time scale and the
+    drift's (:func:`jaxq.sde.estimators.check_resolution`) and be shorter than the horizon of the truncation
+    bound (:func:`jaxq.sde.estimators.default_horizon`); then the work of ``chains`` chains of ``iterations``
+    iterations (three stages) of ``paths`` paths is checked against the limits. Refusals name ``dt_key`` and
+    ``paths_key``. Returns the step.
+    """
+    from jaxq.model.validate import check_work
+    from jaxq.sde.coefficients import wcp
+    from jaxq.sde.estimators import check_resolution, default_dt, default_horizon, drift_time
+
+    gamma = analysis.system.gamma
+    bL, sL, bH, sH = analysis.mode_coefficients()
+    drift = drift_time(wcp(bL, sL, bH, sH, 1.0))  # both modes' drift time scale (the level does not matter)
+    default = default_dt(gamma, drift, SDE_TUNING_DT, SDE_TUNING_GAMMA_DT, SDE_TUNING_DRIFT_DT)
+    dt = default if dt is None else dt
+    check_resolution(dt, gamma, default=default, key=dt_key, drift=drift)
+    horizon = default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), gamma)
+    if not dt <= horizon:
+        raise InputError(dt_key, f"dt = {dt:g} is longer than the SDE horizon {horizon:.3g} (gamma = {gamma:g}); "
+                                 f"use dt <= {0.1 * horizon:.3g}")
+    check_work(dt_key, paths, horizon / dt, unit="steps")
+    check_work(paths_key, chains * 3 * iterations * paths, horizon / dt, unit="steps",
+               per_replication_limit=float("inf"))
+    return dt

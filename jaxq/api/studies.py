@@ -1,0 +1,83 @@
+"""Studies step by step: read and validate an experiment, check its output folder, run it (resumably, on several
+devices or processes), read an earlier run's manifest.
+
+:func:`jaxq.api.run_experiment` does all of it in one call; ``jaxq run`` and ``jaxq demo`` take the steps one at
+a time (a progress report while a large grid is checked, the default folder named after the experiment, the
+processes of a cluster).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from jaxq.errors import InputError
+
+__all__ = ["check_output_folder", "is_empty_folder", "load_experiment", "parse_experiment", "read_manifest",
+           "run_study"]
+
+
+def load_experiment(path, seeds: list[int] | None = None):
+    """Read and validate an experiment file (``experiments/*.toml``; its systems, grid, work and chunks) before
+    anything is written; ``seeds`` replaces the file's seeds. Returns a :class:`jaxq.studies.experiment.Experiment`
+    (``.name``, ``.study``, ...) for :func:`run_study`; bad input is one :class:`InputError` naming the key."""
+    from jaxq.studies import experiment
+
+    return experiment.load_experiment(path, seeds)
+
+
+def parse_experiment(text: str, file, seeds: list[int] | None = None):
+    """:func:`load_experiment` of an experiment given as TOML text; ``file`` is where it would live (relative
+    system paths are resolved from its folder; it is also the file the run records). Text that is not TOML is an
+    :class:`InputError` naming ``experiment``."""
+    import tomllib
+
+    from jaxq.studies.experiment import from_dict
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError("experiment", f"not valid TOML ({e})") from None
+    if seeds is not None and isinstance(data.get("experiment"), dict):
+        data["experiment"]["seeds"] = list(seeds)
+    return from_dict(data, Path(file))
+
+
+def check_output_folder(out, *, resume: bool, default: bool = False) -> None:
+    """Refuse, before any work, a folder a run must not write into (one :class:`InputError` naming ``--out``): a
+    path that cannot be a folder; without ``resume`` a folder that is not empty (its files would be overwritten
+    or mixed with the run's); with ``resume`` one that holds files but no jaxq run, or a run in use by another
+    process. ``default``: ``out`` is the default folder ``results/<experiment name>`` (the message says so)."""
+    from jaxq.studies.runner import check_output_folder as check
+
+    check(Path(out), resume=resume, default=default)
+
+
+def is_empty_folder(out, key: str = "--out") -> bool:
+    """Whether ``out`` is missing or an empty folder (a folder that cannot be listed is an :class:`InputError`
+    naming ``key``)."""
+    from jaxq.studies.runner import is_empty_folder as empty
+
+    return empty(Path(out), key)
+
+
+def read_manifest(out) -> dict | None:
+    """The manifest of the jaxq run in the folder ``out`` (its fingerprint and experiment: ``name``, ``study``,
+    ``file``, ...), or None where there is none or it is not a jaxq run's."""
+    from jaxq.studies.runner import read_manifest as read
+
+    return read(Path(out))
+
+
+def run_study(experiment, out: str | os.PathLike, *, resume: bool = False, devices=None, distributed: bool = False,
+              progress: bool | None = None) -> dict | None:
+    """Run a validated experiment (:func:`load_experiment`, :func:`parse_experiment`) into the folder ``out``.
+
+    ``resume``: keep the chunks of an earlier run of the same experiment and compute the rest; ``devices``: None
+    (all local devices) or a list of local JAX devices to shard each chunk over; ``distributed``: this process is
+    one of several ``jax.distributed`` processes sharing ``out``; ``progress``: the bar (None: on a terminal).
+    Returns the run record (``run.json``: tables, files, chunks, events, times), None on processes other than 0.
+    """
+    from jaxq.studies.runner import run
+
+    return run(experiment, out, resume=resume, devices=devices, distributed=distributed, progress=progress)
