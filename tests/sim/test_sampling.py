@@ -508,8 +508,8 @@ def test_event_gamma_materialises_each_block_once_and_keeps_the_words():
     np.testing.assert_array_equal(a[~np.isnan(a)], b[~np.isnan(b)])
 
 
-def test_log_pair_and_exp_are_within_an_ulp_of_numpy():
-    """:func:`sampling.log_pair` (one division for two logarithms) and the written-out :func:`sampling.exp`."""
+def test_log_pair_is_within_an_ulp_of_numpy():
+    """:func:`sampling.log_pair` (one division for two logarithms)."""
     g = np.random.default_rng(5)
     w = g.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
     u = np.asarray(rng.uniform(jnp.asarray(w)))
@@ -518,11 +518,6 @@ def test_log_pair_and_exp_are_within_an_ulp_of_numpy():
     for got, x in ((lt, t), (lu, u)):
         ref = np.log(x)
         assert np.all(np.abs(got - ref) <= np.spacing(np.abs(ref)))
-    x = np.concatenate([g.uniform(-1400, 709, 200_000), g.uniform(-30, 0, 200_000), [0.0, -1e-300, 1e-12]])
-    got, ref = np.asarray(jax.jit(sampling.exp)(jnp.asarray(x))), np.exp(x)
-    m = ref > 1e-300
-    assert np.all(np.abs(got[m] - ref[m]) <= 2 * np.spacing(ref[m]))
-    assert np.all(got[~m] <= 1e-300)
 
 
 def test_too_few_words_fail_loudly():

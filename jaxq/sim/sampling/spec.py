@@ -1,0 +1,231 @@
+"""What a simulator's list of streams fixes: the static :class:`Spec` (the methods present, the words a variate
+takes: :func:`words_needed`) and the traced table of numeric parameters per stream (:func:`param_table`), read by
+selects (:func:`_lookup`), not gathers.
+
+The words one variate takes (its own words a whole number of Threefry blocks; a compact normal adds one word):
+exponential 2 (one used); erlang k rounded up to even; hyperexponential 2 (the phase, U); lognormal 0 and its normal
+block; gammahalf k rounded up to even and the normal; deterministic 0; gamma ``4P`` (2 for P = 1) and the normal, or
+2 in the step envelope's event form (:mod:`.step_envelope`). With a normal method each slot has a normal: a *normal
+block* of two words at the end of its words when lognormal is present, else (*compact normals*,
+:func:`_compact_normals`) ONE normal word after every slot's own words.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxq.model.distributions import Dist
+from jaxq.sim.sampling.methods import FAMILY_CODE, METHOD_CODE, NORMAL_METHODS, _method, _phases, _shape
+from jaxq.sim.sampling.step_envelope import STEP_BITS, _NO_STEPS, _step_form, _step_spec, step_envelope
+
+__all__ = ["DEFAULT_PROPOSALS", "Spec", "param_table", "spec_of", "with_proposals", "words_needed"]
+
+
+DEFAULT_PROPOSALS = 4  # Marsaglia-Tsang proposals per gamma variate before the exact fallback
+
+
+class Spec(NamedTuple):
+    """Static part of a list of distributions (hashable; part of the compiled program).
+
+    ``families``: the families present; ``kmax``: the largest Erlang k (as in the previous sampler);
+    ``methods``: the sampling methods present (``erlang`` for Erlang-k with k <= ERLANG_DIRECT_MAX,
+    ``gamma`` for gamma and larger-k Erlang); ``kdirect``: the largest k sampled as a product of
+    uniforms; ``proposals``: Marsaglia-Tsang proposals per gamma variate; ``boost``: some
+    gamma-method stream has shape < 1 (the acceptance test then takes the log form with a 52-bit
+    uniform, one word with P = 1, recycled as the boost: no more words); ``shared``: every stream has the same
+    law, so a slot's parameters are the table's row 0 (no select on the stream; rows are per stream otherwise).
+    """
+
+    families: tuple[str, ...]
+    kmax: int
+    methods: tuple[str, ...] = ()
+    kdirect: int = 1
+    proposals: int = DEFAULT_PROPOSALS
+    boost: bool = False
+    khalf: int = 0  # the largest integer part k of a "gammahalf" stream's shape k + 1/2
+    shared: bool = False  # every stream has the same law: its parameters are read from row 0, no select
+    steps: int = 0  # every gamma shape in STEP_SHAPES: the event form (P = 1) takes a step envelope; the largest q
+    steps_log: bool = False  # some stream's step envelope has c > 0: the test takes log y (step_scale)
+
+    @property
+    def uniforms(self) -> int:
+        """Uniforms per variate of :func:`sample_with_key` (the most any present family needs)."""
+        need = {"exponential": 1, "erlang": self.kmax, "lognormal": 1, "hyperexponential": 2}
+        return max([need.get(f, 0) for f in self.families] + [1])
+
+
+def words_needed(spec: Spec) -> int:
+    """32-bit words one variate takes (static): the most any method present needs, a whole number of
+    Threefry blocks (two words each; the words of each method: the module docstring), and one more word for a
+    compact normal (:func:`_compact_normals`).
+
+    An event drawing ``r`` variates takes ``r * words_needed(spec)`` words: slot j the j-th run, except
+    compact normals (every slot's own words first, then one normal word a slot).
+    """
+    if _event_gamma(spec):
+        return 2
+    own = _own_words(spec)
+    if not _normal_methods(spec):
+        return own
+    return own + (1 if _compact_normals(spec) else 2)
+
+
+def _own_words(spec: Spec) -> int:
+    """Words of a slot besides its normal: the most any present method needs, a whole number of blocks."""
+    need = {
+        "exponential": 2,  # U (one spare)
+        "erlang": spec.kdirect + spec.kdirect % 2,  # U_1 .. U_k
+        "hyperexponential": 2,  # phase, U
+        "lognormal": 0,  # the normal only
+        "deterministic": 0,
+        # P = 1 (the void protocol): the acceptance uniform, word 0; else per proposal j >= 1: Z; every
+        # proposal: U (52-bit with a boost: recycled)
+        "gamma": 2 if spec.proposals == 1 else 4 * spec.proposals,
+        "gammahalf": spec.khalf + spec.khalf % 2,  # U_1 .. U_k
+    }
+    return max([need[m] for m in spec.methods] + [0])
+
+
+def _compact_normals(spec: Spec) -> bool:
+    """A spec whose normals come from one-word uniforms: one block per PAIR of slots (after all the slots' own
+    words), ``R = sqrt(-2 log U)`` and the angle each from one word (``|Z| <= 6.76``), an unpaired slot the
+    quantile of one word (``|Z| <= 6.34``). Every spec with a normal method but lognormal, whose moments are
+    carried by the far tail (it keeps a normal block per slot and the 52-bit radius)."""
+    return bool(_normal_methods(spec)) and "lognormal" not in spec.methods
+
+
+def _normal_methods(spec: Spec) -> set:
+    """The methods present that take the slot's standard normal (gamma's step form takes none)."""
+    return set(spec.methods) & (NORMAL_METHODS - ({"gamma"} if _step_gamma(spec) else set()))
+
+
+def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
+    """The static :class:`Spec` of a list of distributions.
+
+    ``proposals``: Marsaglia-Tsang proposals per gamma variate; the exact fallback is taken with
+    probability at most ``(1 - 0.9516)^proposals`` per variate. One proposal only where a one-proposal form
+    exists (:func:`with_proposals`).
+    """
+    if proposals < 1:
+        raise ValueError(f"proposals must be at least 1, got {proposals}")
+    fams = tuple(sorted({d.name for d in dists}, key=FAMILY_CODE.get))
+    kmax = max([d.k for d in dists if d.name == "erlang"] + [1])
+    methods = tuple(sorted({_method(d) for d in dists}, key=METHOD_CODE.get))
+    kdirect = max([_phases(d) for d in dists if _method(d) == "erlang"] + [1])
+    boost = any(_method(d) == "gamma" and _shape(d) < 1.0 for d in dists)
+    khalf = max([_phases(d) for d in dists if _method(d) == "gammahalf"] + [0])
+    shared = len({(d.name, float(d.scv)) for d in dists}) == 1
+    spec = Spec(fams, kmax, methods, kdirect, DEFAULT_PROPOSALS, boost, khalf, shared, *_step_spec(dists))
+    return with_proposals(spec, int(proposals))
+
+
+def with_proposals(spec: Spec, proposals: int) -> Spec:
+    """``spec`` with ``proposals`` gamma proposals per variate (the event engines' void protocol asks for one).
+
+    One proposal has a layout of its own only in a mixed spec (:func:`_slot_shared`: the step envelope, or
+    Marsaglia-Tsang's mixed form off the step range) and in a gamma-only spec on the step range
+    (:func:`_gamma_steps`); a gamma-only spec off the step range (:func:`_step_form`) keeps ``DEFAULT_PROPOSALS``
+    (its Marsaglia-Tsang slots, voided only when all are rejected). Without gamma the number is irrelevant and
+    stays the default."""
+    if "gamma" not in spec.methods or (proposals == 1 and spec.methods == ("gamma",) and not spec.steps):
+        return spec._replace(proposals=DEFAULT_PROPOSALS)
+    return spec._replace(proposals=int(proposals))
+
+
+def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
+    """Numeric parameters per stream (numpy arrays; pass them through ``jnp.asarray`` and trace them).
+
+    ``code``: family code; ``a``: erlang k, gamma shape 1/c, lognormal ``s = sqrt(log(1+c))``,
+    hyperexponential ``p_1`` (as before); ``method``: sampling method code; ``c0..c3`` and ``thr``:
+    the constants of the method (see :func:`sample`).
+    """
+    code, a, method, thr = [], [], [], []
+    cs = [[], [], [], []]
+    for d in dists:
+        code.append(FAMILY_CODE[d.name])
+        m = _method(d)
+        method.append(METHOD_CODE[m])
+        c = [0.0, 0.0, 0.0, 0.0]
+        t = 0
+        if d.name == "erlang":
+            a.append(float(d.k))
+        elif d.name == "gamma":
+            a.append(1.0 / d.scv)
+        elif d.name == "lognormal":
+            a.append(math.sqrt(math.log1p(d.scv)))
+        elif d.name == "hyperexponential":
+            a.append(0.5 * (1.0 + math.sqrt((d.scv - 1.0) / (d.scv + 1.0))))
+        else:
+            a.append(1.0)
+        if m == "erlang":
+            c[0] = float(_phases(d))
+            c[1] = 1.0 / _phases(d)
+        elif m == "gammahalf":
+            c[0] = float(_phases(d))
+            c[1] = 1.0 / (_phases(d) + 0.5)
+        elif m == "gamma":
+            shape = _shape(d)
+            ap = shape + 1.0 if shape < 1.0 else shape
+            dd = ap - 1.0 / 3.0
+            c = [dd, 1.0 / math.sqrt(9.0 * dd), 1.0 / shape if shape < 1.0 else 0.0, 1.0 / shape]
+        elif m == "lognormal":
+            s = a[-1]
+            c[0], c[1] = s, -0.5 * s * s
+        elif m == "hyperexponential":
+            t = min(int(round(a[-1] * 2.0**32)), 2**32 - 1)
+            p1 = t * 2.0**-32
+            c[0], c[1] = 0.5 / p1, 0.5 / (1.0 - p1)
+        thr.append(t)
+        for j in range(4):
+            cs[j].append(c[j])
+    out = {
+        "code": np.array(code, dtype=np.int32),
+        "a": np.array(a, dtype=np.float64),
+        "method": np.array(method, dtype=np.int32),
+        "thr": np.array(thr, dtype=np.uint32),
+    }
+    for j in range(4):
+        out[f"c{j}"] = np.array(cs[j], dtype=np.float64)
+    if _step_form(dists):  # the event form's gamma envelope (step_envelope): steps (S, STEP_PIECES), scale (S,)
+        # a stream of another method gets y = 1 and zeros (a valid input of the shared logarithm pair, never used)
+        envs = [step_envelope(_shape(d)) if _method(d) == "gamma" else _NO_STEPS for d in dists]
+        out["sL"] = np.stack([e.left for e in envs])
+        out["sW"] = np.stack([e.width for e in envs]) * 2.0 ** (STEP_BITS - 32)  # per unit of the position's grid
+        out["sB"] = np.stack([e.B for e in envs])
+        for name in ("q", "c", "e", "v"):
+            out[f"s{name}"] = np.array([getattr(e, name) for e in envs], dtype=np.int32 if name == "q" else np.float64)
+    return out
+
+
+def _step_gamma(spec: Spec) -> bool:
+    """The event form (P = 1) of a spec whose gamma streams take the step envelope (:func:`step_envelope`)."""
+    return "gamma" in spec.methods and spec.proposals == 1 and spec.steps > 0
+
+
+def _event_gamma(spec: Spec) -> bool:
+    """The event form of a gamma-only spec (P = 1): the step envelope, one block a slot (:func:`_gamma_steps`)."""
+    return spec.methods == ("gamma",) and _step_gamma(spec)
+
+
+def _stream_eq(idx_j, n_streams: int) -> list:
+    """The selects' conditions of a slot whose stream is ``idx_j`` (one stream: no select at all)."""
+    return [idx_j == s for s in range(n_streams)] if n_streams > 1 else [True]
+
+
+def _constants(table, eq) -> list:
+    """The method constants ``c0 .. c3`` of a slot's stream (:func:`param_table`), by selects."""
+    return [_lookup(table, f"c{i}", eq) for i in range(4)]
+
+
+def _lookup(table, name, eq):
+    col = table[name]
+    if len(eq) == 1:
+        return col[0]
+    v = col[0]
+    for j in range(1, len(eq)):
+        v = jnp.where(eq[j], col[j], v)
+    return v
