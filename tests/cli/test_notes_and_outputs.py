@@ -81,7 +81,10 @@ def test_jaxq_progress_0_hides_the_bar(monkeypatch):
     monkeypatch.setenv("JAXQ_PROGRESS", "0")
     bar = Bar("hidden")
     bar.start(1000, "events")
-    assert bar._bar is None
+    try:
+        assert bar._bar is None
+    finally:  # its reporting thread would otherwise write into later tests' stderr (minute lines)
+        bar.close()
 
 
 @pytest.mark.parametrize("value", ["0", "", "off"])
