@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from functools import lru_cache
 from typing import Annotated
 
 import numpy as np
@@ -34,14 +35,16 @@ from jaxq.model import validate as v
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
 from jaxq.sim import pss2x2 as sim
+from jaxq.stats import controlled_values, mean_stderr
 from jaxq.studies import Study, Unique, figures, register
-from jaxq.studies.engines import control_columns
+from jaxq.studies.engines import control_columns, diagnostic_columns, diagnostics_row
 from jaxq.studies.random_draw import CASES, Drawn, draw
-from jaxq.studies.stats import controlled_estimate
+from jaxq.studies.stats import controlled_estimate, controls_of
 
 NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
 TARGET = 1.3  # the share of systems with J_n / V0 at most this is reported
 ENGINE = "random_pss"
+TUNED = "tuned"  # the rule of a tuned point
 
 
 class Grid(BaseModel):
@@ -59,6 +62,11 @@ class Grid(BaseModel):
     subset_size: Annotated[int, Field(ge=0)] = 0
     replications_at: dict[str, Annotated[int, Field(ge=2)]] = {}  # {"100000": 32}
     horizon: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    # the tuned policy (Theorem 2.11's with z and Theta_n searched on the n-th system, :mod:`jaxq.tuning.prelimit`)
+    # beside the rules, at tuned_n, on a stratified subset of tuned_size systems with something to tune (not P)
+    tuned_n: Annotated[list[NValue], Unique] = []
+    tuned_size: Annotated[int, Field(ge=0)] = 0
+    tune_reps: Annotated[int, Field(ge=2)] | None = None  # replications per candidate of the search (default 128)
 
 
 def parse_rule(spec: str) -> tuple[str, float, float]:
@@ -92,15 +100,27 @@ def systems_of(exp) -> dict[str, Drawn]:
     return {d.label: d for d in draw(int(g.draw_seed), int(g.per_case), tuple(g.cases))}
 
 
-def subset_of(exp) -> list[str]:
-    """The labels run at ``grid.subset_n``: a random permutation per case, dealt round-robin over the cases."""
+def subset_of(exp, size_key: str = "subset_size", stream: int = 7919, cases=None) -> list[str]:
+    """The labels run at ``grid.subset_n`` (``size_key`` ``subset_size``) or ``grid.tuned_n`` (``tuned_size``, over
+    the cases with something to tune): a random permutation per case, dealt round-robin over the cases."""
     g = exp.grid
-    if g.subset_size > len(g.cases) * g.per_case:
-        raise InputError("grid.subset_size", f"{g.subset_size} exceeds the {len(g.cases) * g.per_case} systems drawn")
-    rng = np.random.default_rng((int(g.draw_seed), 7919))
-    orders = [[f"{c}_{j:03d}" for j in rng.permutation(g.per_case)] for c in g.cases]
-    dealt = [orders[k][j] for j in range(g.per_case) for k in range(len(g.cases))]
-    return dealt[:g.subset_size]
+    cases = list(g.cases) if cases is None else [c for c in g.cases if c in cases]
+    size = getattr(g, size_key)
+    if size > len(cases) * g.per_case:
+        raise InputError(f"grid.{size_key}", f"{size} exceeds the {len(cases) * g.per_case} systems drawn"
+                                             + ("" if len(cases) == len(g.cases) else " with something to tune"))
+    rng = np.random.default_rng((int(g.draw_seed), stream))
+    orders = [[f"{c}_{j:03d}" for j in rng.permutation(g.per_case)] for c in cases]
+    dealt = [orders[k][j] for j in range(g.per_case) for k in range(len(cases))]
+    return dealt[:size]
+
+
+TUNABLE_CASES = ("T2", "PP", "T2T2", "T1T2", "T2T1")  # P has neither a switching level nor a threshold
+
+
+def tuned_subset(exp) -> list[str]:
+    """The systems of the tuned comparison (``grid.tuned_size``, stratified over :data:`TUNABLE_CASES`)."""
+    return subset_of(exp, "tuned_size", 104729, TUNABLE_CASES)
 
 
 def _sha(d: Drawn) -> str:
@@ -124,8 +144,11 @@ def points(exp) -> list[dict]:
             raise InputError("grid.replications_at", f"{key!r} is not a value of grid.n or grid.subset_n")
     if g.subset_n and g.subset_size == 0:
         raise InputError("grid.subset_size", "grid.subset_n needs a subset of at least one system")
+    if g.tuned_n and g.tuned_size == 0:
+        raise InputError("grid.tuned_size", "grid.tuned_n needs a subset of at least one system")
     drawn = systems_of(exp)
     subset = set(subset_of(exp))
+    tuned = set(tuned_subset(exp)) if g.tuned_n else set()
     out = []
     for label, d in drawn.items():
         sha = _sha(d)
@@ -147,6 +170,11 @@ def points(exp) -> list[dict]:
                         pt.update(reps=reps, chunk=min(reps, exp.chunk))
                 pt["horizon"] = st.horizon
                 out.append(pt)
+        if label in tuned:
+            for n in g.tuned_n:
+                st = sim.setup(d.system, float(n), analysis=d.analysis, horizon=g.horizon)
+                out.append({"rsystem": label, "case": d.case, "sha": sha, "engine": ENGINE, "n": _num(n), "rule": TUNED,
+                            "tune_reps": g.tune_reps, "horizon": st.horizon})
     return out
 
 
@@ -156,20 +184,64 @@ def point_work(exp, pt) -> tuple[float, str, str]:
     return v.pss_events_per_replication(d.system, pt["n"], pt["horizon"]), "events", "grid.n"
 
 
+@lru_cache(maxsize=256)
+def _tuned(label: str, draw_seed: int, per_case: int, cases: tuple, n: float, seed: int, ns: tuple,
+           reps: int | None = None):
+    """The tuned (z, c, info) of a tuned point: a deterministic search on a seed derived from the point's (never the
+    point's own, so its replications are fresh), the same for every chunk; cached per process. At the smallest of
+    ``ns`` (the grid's ``tuned_n``) the search starts from the limit (z*, the default Theta_n) on its wide grids; at a
+    larger n from the tuned (z, c) of the next smaller n, on the local grids (``span="local"``)."""
+    from jaxq.tuning.prelimit import tune_prelimit, tuned_info
+
+    d = {x.label: x for x in draw(draw_seed, per_case, cases)}[label]
+    smaller = [m for m in ns if m < n]
+    warm = {}
+    if smaller:
+        z0, c0, _ = _tuned(label, draw_seed, per_case, cases, max(smaller), seed, ns, reps)
+        warm = {"span": "local", "z_init": z0, "c_init": c0}
+    t = tune_prelimit(d.system, n, seed=seed, reps=reps, evaluate_result=False, analysis=d.analysis, **warm)
+    return t.z, t.c, tuned_info(t)
+
+
 def run_chunk(exp, pt, start, count, devices=None):
     """Records of replications ``start .. start+count-1`` of one point (event engine, control variates)."""
+    g = exp.grid
     d = systems_of(exp)[pt["rsystem"]]
-    rule, k, a = parse_rule(pt["rule"])
-    r = sim.simulate(d.system, float(pt["n"]), count, policy="auto", theta_exponent=a, theta_rule=rule,
-                     theta_constant=k, analysis=d.analysis, engine="event", seed=pt["seed"], start=start,
-                     horizon=exp.grid.horizon, chunk=max(pt["chunk"], count), block=64, devices=devices, cv=exp.cv)
+    if pt["rule"] == TUNED:
+        z, c, info = _tuned(pt["rsystem"], int(g.draw_seed), int(g.per_case), tuple(g.cases), float(pt["n"]),
+                            int(pt["seed"]), tuple(sorted(float(m) for m in g.tuned_n)), pt["tune_reps"])
+        rule, k, a, extra = thresholds.DEFAULT_THETA_RULE, 1.0, thresholds.DEFAULT_THETA_EXPONENT, {
+            "switch_at": z, "theta_rule": "paper", "theta_constant": 1.0 if c is None else c}
+    else:
+        rule, k, a = parse_rule(pt["rule"])
+        extra, info = {"theta_rule": rule, "theta_constant": k}, None
+    r = sim.simulate(d.system, float(pt["n"]), count, policy="auto", theta_exponent=a, analysis=d.analysis,
+                     engine="event", seed=pt["seed"], start=start, horizon=g.horizon, chunk=max(pt["chunk"], count),
+                     block=64, devices=devices, cv=exp.cv, **extra)
     rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"],
            "sup_X_hat_p": r.samples["sup_X_hat"][:, d.analysis.p], "events": r.samples["events"]}
     rec.update(control_columns(r.samples.get("controls")))
+    rec.update(diagnostic_columns(r.samples))
+    if info is not None:  # the tuned parameters and the search's cost, as constant columns
+        const = {"tuned_z": np.nan if z is None else z, "tuned_theta": np.nan if info["theta"] is None else info["theta"],
+                 "tuned_c": np.nan if c is None else c, "tuned_search_s": info["wall_s"],
+                 "tuned_candidates": info["candidates"]}
+        rec.update({key: np.full(count, v, dtype=np.float64) for key, v in const.items()})
     return rec
 
 
 # ------------------------------------------------------------------------------------------- tables
+def _setup(d: Drawn, pt: dict, rec: dict, horizon):
+    """The setup of a point: its rule's threshold, or the tuned (z, c) its records carry."""
+    if pt["rule"] == TUNED:
+        z, c = float(rec["tuned_z"][0]), float(rec["tuned_c"][0])
+        return sim.setup(d.system, float(pt["n"]), switch_at=None if math.isnan(z) else z, theta_rule="paper",
+                         theta_constant=1.0 if math.isnan(c) else c, analysis=d.analysis, horizon=horizon)
+    rule, k, a = parse_rule(pt["rule"])
+    return sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, theta_constant=k,
+                     analysis=d.analysis, horizon=horizon)
+
+
 def _rows(exp, pts, records) -> list[dict]:
     """One row per (system, rule, n); a threshold-free policy's row is repeated for every rule."""
     g = exp.grid
@@ -178,9 +250,7 @@ def _rows(exp, pts, records) -> list[dict]:
     for pt, rec in zip(pts, records):
         d = drawn[pt["rsystem"]]
         J, se, extra = controlled_estimate(rec, "J")
-        rule, k, a = parse_rule(pt["rule"])
-        st = sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, theta_constant=k,
-                       analysis=d.analysis, horizon=g.horizon)
+        st = _setup(d, pt, rec, g.horizon)
         dn = threshold_term(d.analysis, st.policy, (st.theta or 0) / math.sqrt(pt["n"]))
         base = {"system": pt["rsystem"], "case": d.case, "policy": d.analysis.policy, "n": pt["n"],
                 "seed": pt["seed"], "reps": int(rec["J"].size), "V0": d.analysis.V0, "J_hat": J, "J_hat_stderr": se,
@@ -188,11 +258,53 @@ def _rows(exp, pts, records) -> list[dict]:
                 "threshold_term_over_V0": None if dn is None else dn / d.analysis.V0,
                 "variance_reduction": extra.get("variance_reduction"),
                 "sup_X_hat_p": float(np.mean(rec["sup_X_hat_p"])), "tail_bound": float(np.mean(rec["tail_bound"]))}
+        base.update(diagnostics_row(rec, {**base, "threshold_term": dn}, d.analysis, st))
+        if pt["rule"] == TUNED:
+            rows.append({**base, "rule": TUNED, "theta_rule": None, "theta_factor": None, "theta_exponent": None,
+                         "switch_at": st.switch_at, "tuned_search_s": float(rec["tuned_search_s"][0]),
+                         "tuned_candidates": int(rec["tuned_candidates"][0])})
+            continue
         specs = [pt["rule"]] if st.theta is not None else list(g.rules)
         for spec in specs:
             r2, k2, a2 = parse_rule(spec)
-            rows.append({**base, "rule": spec, "theta_rule": r2, "theta_factor": k2, "theta_exponent": a2})
+            rows.append({**base, "rule": spec, "theta_rule": r2, "theta_factor": k2, "theta_exponent": a2,
+                         "switch_at": st.switch_at})
     return rows
+
+
+def _paired_difference(a: dict, b: dict) -> tuple[float, float]:
+    """Mean and standard error of ``J(a) - J(b)`` over the replications two points share (common random numbers:
+    the same seed and replication indices), each replication's J controlled by its own point's cross-fitted
+    controls (:func:`jaxq.stats.controlled_values`)."""
+    vals = []
+    for rec in (a, b):
+        c = controls_of(rec)
+        y = rec["J"] if c is None else controlled_values(rec["J"], c, rec["rep"])[0]
+        vals.append(dict(zip(np.asarray(rec["rep"]).tolist(), np.asarray(y, dtype=np.float64).tolist())))
+    common = sorted(set(vals[0]) & set(vals[1]))
+    return mean_stderr(np.array([vals[0][r] - vals[1][r] for r in common]))
+
+
+def _tuned_table(g, key, recs) -> list[dict]:
+    """Per tuned system and n: J_n of the tuned policy and of the default (the first rule) on common random
+    numbers, their 95% intervals, V0, and the paired difference with its standard error."""
+    out = []
+    ref = g.rules[0]
+    for (label, rule, n), t in sorted(key.items()):
+        if rule != TUNED or (label, ref, n) not in key:
+            continue
+        dft = key[(label, ref, n)]
+        diff, dse = _paired_difference(recs[(label, TUNED, n)], recs[(label, ref, n)])
+        out.append({"system": label, "case": t["case"], "n": _num(n), "V0": t["V0"],
+                    "J_tuned": t["J_hat"], "J_tuned_stderr": t["J_hat_stderr"],
+                    "J_tuned_ci95": [t["J_hat"] - 1.96 * t["J_hat_stderr"], t["J_hat"] + 1.96 * t["J_hat_stderr"]],
+                    "J_default": dft["J_hat"], "J_default_stderr": dft["J_hat_stderr"],
+                    "J_default_ci95": [dft["J_hat"] - 1.96 * dft["J_hat_stderr"], dft["J_hat"] + 1.96 * dft["J_hat_stderr"]],
+                    "tuned_over_V0": t["J_over_V0"], "default_over_V0": dft["J_over_V0"],
+                    "difference": diff, "difference_stderr": dse,
+                    "theta_tuned": t["theta"], "theta_default": dft["theta"], "z_tuned": t["switch_at"],
+                    "z_default": dft["switch_at"], "search_s": t["tuned_search_s"]})
+    return out
 
 
 def _stats(x) -> dict:
@@ -219,7 +331,7 @@ def aggregate(exp, pts, records) -> dict[str, list[dict]]:
     drawn = systems_of(exp)
     ns = sorted({float(n) for n in list(g.n) + list(g.subset_n)})
     by_case = []
-    for spec in g.rules:
+    for spec in list(g.rules) + ([TUNED] if g.tuned_n else []):
         for case in list(g.cases) + ["all"]:
             labels = [lb for lb, d in drawn.items() if case in ("all", d.case)]
             for j, n in enumerate(ns):
@@ -243,8 +355,14 @@ def aggregate(exp, pts, records) -> dict[str, list[dict]]:
             row[f"c[{spec}]"] = k * thresholds.theta_rule_constant(rule, d.analysis, pol.resolve(d.analysis, "auto", None))
         systems.append(row)
     rules = _rules_table(g, by_case, lambda n: [r for r in rows if float(r["n"]) == n])
-    return {"summary": rows, "systems": systems, "by_case": by_case, "rules": rules,
-            "worst": _worst(g, key, drawn)}
+    tables = {"summary": rows, "systems": systems, "by_case": by_case, "rules": rules, "worst": _worst(g, key, drawn)}
+    if g.tuned_n:
+        recs = {}
+        for pt, rec in zip(pts, records):  # a threshold-free policy's point stands for every rule
+            for spec in ([pt["rule"]] if pt["rule"] == TUNED else list(g.rules)):
+                recs.setdefault((pt["rsystem"], spec, float(pt["n"])), rec)
+        tables["tuned"] = _tuned_table(g, key, recs)
+    return tables
 
 
 def _rules_table(g, by_case, by_case_rows_at) -> list[dict]:
@@ -337,6 +455,7 @@ def figure(exp, pts, records, tables, out) -> list[str]:
     return paths
 
 
-ENUMERATION = ("per_case", "cases", "n", "rules", "subset_n", "subset_size", "replications_at")
+ENUMERATION = ("per_case", "cases", "n", "rules", "subset_n", "subset_size", "replications_at", "tuned_n", "tuned_size",
+               "tune_reps")
 register(Study("random_systems", "Theorem 2.11's policy on random systems of all six cases; threshold rules",
                Grid, points, run_chunk, aggregate, figure, needs_systems=False, enumeration_keys=ENUMERATION))
