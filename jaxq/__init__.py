@@ -12,6 +12,8 @@ The public API (``import jaxq``; see :mod:`jaxq.api` and docs/reference/api.md):
     solve_fastslow                 the fast/slow server MDP (thresholds, structure, (K1)-(K6))
     simulate_fastslow              a threshold policy of the fast/slow system
     run_experiment, read_run       a study from an experiment file, resumable; its per-replication records
+    MarkovModel                    a user's continuous-time Markov chain (simulate runs it)
+    difference_controls            control variates of a MarkovModel from functions of its state
     SimResult, Estimate            what the simulators return
     InputError                     the one exception for bad input
 
@@ -36,7 +38,8 @@ __version__ = "0.2.0"
 _API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simulate", "exact_cost", "simulate_sde",
                                        "simulate_network_sde", "tune", "solve_fastslow", "simulate_fastslow",
                                        "run_experiment", "read_run", "threshold_term")}
-_API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result")
+_API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result", MarkovModel="jaxq.sim.markov",
+            difference_controls="jaxq.sim.markov")
 __all__ = ["InputError", "__version__", *_API]
 
 

@@ -81,6 +81,7 @@ from jaxq.api.studies import (  # noqa: F401
 )
 from jaxq.model import validate as v
 from jaxq.precision import in_float64
+from jaxq.sim.markov import MarkovModel, difference_controls  # noqa: F401
 
 _CHOICES = ("POLICY_CHOICES", "ENGINES", "THETA_RULES", "DEFAULT_THETA_EXPONENT", "DEFAULT_THETA_RULE", "SDE_SCHEMES",
             "DEFAULT_SDE_SCHEME", "TUNE_SEARCH_REPS", "TUNE_GRADIENT_REPS")
@@ -137,7 +138,7 @@ _CHECKS = {
     "scheme": v.check_text,
     "control": v.check_text,
     "target": v.check_text,
-    "n": _number(gt=0),
+    "n": _optional(_number(gt=0)),
     "horizon": _optional(_number(gt=0)),
     "warmup": _number(ge=0),
     "dt": _optional(_number(gt=0)),
@@ -155,6 +156,10 @@ def _system(value, key: str, kind: str | None):
     from jaxq.model.network import Network
     from jaxq.model.pss2x2 import PSS2x2
 
+    from jaxq.sim.markov import MarkovModel
+
+    if kind is None and isinstance(value, MarkovModel):
+        return value
     if isinstance(value, (str, os.PathLike)):
         value = load(v.check_path(value, key, _SYSTEM_FILE))
     if not isinstance(value, (PSS2x2, Network)):
@@ -301,9 +306,16 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
 
 
 @_checked(system=None)
-def simulate(system, n: float, reps: int | None = None, *, policy: str | None = None, engine: str = "auto",
-             seed: int = 0, **options):
-    """Monte Carlo of the n-th (prelimit) system; returns a :class:`jaxq.sim.result.SimResult`.
+def simulate(system, n: float | None = None, reps: int | None = None, *, policy: str | None = None,
+             engine: str = "auto", seed: int = 0, **options):
+    """Monte Carlo of the n-th (prelimit) system or of a :class:`MarkovModel`; returns a
+    :class:`jaxq.sim.result.SimResult`.
+
+    A :class:`MarkovModel` (no ``n``, no ``policy``): options ``horizon`` (required), ``discount`` (the
+    discounted integral ``E int_0^T exp(-gamma t) observe dt``), ``warmup`` (the time average over
+    [warmup, horizon]), at least one of the two; ``params`` (passed to the model's functions), ``chunk``,
+    ``devices``; ``reps`` default 256; ``engine`` ``auto`` (uniformised when the model has a ``rate_bound``),
+    ``event`` or ``uniformized`` (:func:`jaxq.sim.user.simulate_markov`).
 
     2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
     ``policy`` (default ``"auto"``: Theorem 2.11's; also ``P``, ``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``,
@@ -321,7 +333,12 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
     ``engine``: ``auto``, ``event`` or ``uniformized``. Replication r uses ``fold_in(PRNGKey(seed), r)``.
     """
     from jaxq.model.network import Network
+    from jaxq.sim.markov import MarkovModel
 
+    if isinstance(system, MarkovModel):
+        return _simulate_markov(system, n, reps, policy, engine, seed, options)
+    if n is None:
+        raise InputError("n", "the index n of the system is needed")
     if isinstance(system, Network):
         from jaxq.sim.network import simulate as simulate_network
 
@@ -340,6 +357,24 @@ def simulate(system, n: float, reps: int | None = None, *, policy: str | None = 
     _check_options("jaxq.simulate (a 2x2 system)", options, _own(simulate), (pss2x2.simulate, 3))
     return pss2x2.simulate_bounded(system, n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
                             seed=seed, **options)
+
+
+def _simulate_markov(model, n, reps, policy, engine, seed, options):
+    from jaxq.sim.user import MarkovRun, simulate_markov
+
+    if n is not None:
+        raise InputError("n", "a MarkovModel has no index n (its parameters go in params)")
+    if policy is not None:
+        raise InputError("policy", "a MarkovModel states its own decisions in its transition")
+    own = {"params", "horizon", "discount", "warmup", "chunk", "devices", "start", "progress"}
+    for key in options:
+        if key not in own:
+            raise _unknown(key, sorted(own | {"reps", "seed", "engine"}), "jaxq.simulate (a MarkovModel)")
+    if options.get("horizon") is None:
+        raise InputError("horizon", "a MarkovModel needs the simulated time horizon")
+    params = options.pop("params", None)
+    run = MarkovRun(engine=engine, **options)
+    return simulate_markov(model, run, params=params, reps=256 if reps is None else reps, seed=seed)
 
 
 @_checked(system="pss2x2")

@@ -222,7 +222,8 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     """
     a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)),
                    jnp.asarray(snap_times, jnp.float64).reshape(-1))
-    replications.announce(progress, float(reps) * markov.bound(params) * horizon, "events")  # an upper estimate
+    if progress is not None and markov.bound is not None:  # an upper estimate
+        replications.announce(progress, float(reps) * markov.bound(params) * horizon, "events")
     out, timing = run(markov_engine(markov, functional, observer), a, reps, seed, block=block, start=start, chunk=chunk,
                       devices=devices, progress=progress)
     res = {"state": out["state"], "events": out["events"], "snap": out["snap"]}

@@ -21,10 +21,15 @@ found no server) that the drivers count over the window.
 
 from __future__ import annotations
 
+import functools
+from functools import lru_cache
 from typing import Any, Callable, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxq.errors import InputError
 
 State = Any
 Params = Any
@@ -40,7 +45,7 @@ class Markov(NamedTuple):
         ``1`` for an event whose rate does not depend on the state: the drivers then skip a multiplication).
       rates: ``rates(p) -> (E,) float64``, the unit rate of every event.
       bound: ``bound(p) -> float`` (on the host): a bound on ``sum_e counts[e] rates[e]`` over every
-        reachable state (the uniformisation rate).
+        reachable state (the uniformisation rate); None: the event driver only.
       transition: ``transition(state, fired, p) -> (state, record)`` with ``fired`` a tuple of E bools,
         at most one True (none: a self-loop of the uniformised chain, which must leave the state as it is).
       observe: ``observe(state, p) -> pytree of float64 scalars``: the integrand of the functional.
@@ -59,7 +64,7 @@ class Markov(NamedTuple):
     init: Callable[[Params], State]
     counts: Callable[[State, Params], tuple]
     rates: Callable[[Params], Any]
-    bound: Callable[[Params], float]
+    bound: Callable[[Params], float] | None
     transition: Callable[[State, tuple, Params], tuple]
     observe: Callable[[State, Params], Any]
     snapshot: Callable[[State, Params], Any] | None = None
@@ -79,12 +84,13 @@ def control_increment(phi, fired, prob):
     return tuple(out)
 
 
-def difference_controls(transition, g, num_events: int):
+def difference_phi(transition, g, num_events: int):
     """Henderson-Glynn controls from functions of the state: ``phi[c][e] = g_c(T_e(s)) - g_c(s)`` with ``T_e``
     the (deterministic) transition of event e, policy decisions included.
 
-    ``g(state, p) -> tuple of float64 scalars``; returns a ``controls(state, p)`` for :class:`Markov`. With g
-    close to the solution of Poisson's equation of the functional the martingales absorb most of its noise.
+    ``transition`` in the form of :class:`Markov` (a tuple of bools); ``g(state, p) -> tuple of float64
+    scalars``; returns a ``controls(state, p)`` for :class:`Markov`. With g close to the solution of Poisson's
+    equation of the functional the martingales absorb most of its noise.
     """
 
     def controls(s, p):
@@ -131,3 +137,134 @@ class Horizon(NamedTuple):
     gamma: Any
     warmup: Any
     horizon: Any
+
+
+# ------------------------------------------------------------------------------------------ the public statement
+class DifferenceControls(NamedTuple):
+    """Controls ``phi[c][e] = g_c(T_e(s)) - g_c(s)`` of a :class:`MarkovModel` (see :func:`difference_controls`)."""
+
+    g: Callable[[State, Params], tuple]
+
+
+def difference_controls(g) -> DifferenceControls:
+    """Control variates of a :class:`MarkovModel` from functions of its state (Henderson and Glynn).
+
+    For every ``g_c`` of ``g(state, params) -> tuple of float64 scalars`` the drivers accumulate the
+    martingale ``sum_jumps w(t) (g_c(X_t) - g_c(X_t-)) - int w(t) (Q g_c)(X_t) dt`` (``Q`` the generator,
+    ``w`` the weight of the estimated integral; its discrete form on the uniformised chain), whose mean is exactly
+    zero whatever ``g``. The estimates are then controlled by these martingales with coefficients fitted by
+    cross-fitting over replication index (:func:`jaxq.stats.controlled_mean`), so they stay unbiased; the closer
+    ``g`` is to the solution of Poisson's equation of the observed quantity, the larger the variance reduction.
+
+    Args:
+      g: ``g(state, params) -> tuple of float64 scalars`` (one per control).
+    Returns:
+      A value for the ``controls`` field of :class:`MarkovModel`.
+    """
+    if not callable(g):
+        raise InputError("controls", f"difference_controls needs a function g(state, params), got {g!r}")
+    return DifferenceControls(g)
+
+
+class MarkovModel(NamedTuple):
+    """A continuous-time Markov chain for :func:`jaxq.simulate`, stated by pure functions of one replication.
+
+    Events ``e = 0 .. E-1`` fire at rate ``rate_e(state)``; the event that fires changes the state by
+    ``transition``. Two forms of the rates:
+
+    * plain: ``rates(state, params) -> (E,) float64``, the rate of every event in the state;
+    * structured (faster on the uniformised driver, which then draws with exact integer thresholds):
+      ``counts(state, params) -> tuple of E int32 scalars`` (a multiplicity: busy servers, or a Python ``1``)
+      and ``rates(params) -> (E,) float64`` unit rates, the rate of event e being ``counts[e] * rates[e]``.
+
+    Attributes:
+      init: ``init(params) -> state``, the start state (a pytree of JAX scalars or arrays).
+      transition: ``transition(state, event, params) -> state``: ``event`` is the int32 index of the event
+        that fired. With ``records=True`` it returns ``(state, record)``, a dict of scalars counted over the
+        averaging window (e.g. an arrival that was lost). With ``one_hot=True`` ``event`` is instead a tuple of E
+        bools, at most one True (none: a self-loop of the uniformised chain, which must leave the state as it is).
+      observe: ``observe(state, params) -> dict of float64 (or integer) scalars``: the quantities whose
+        discounted integral and/or time average are estimated.
+      rates: the rates, plain or structured (see above).
+      counts: the multiplicities of the structured form (None: the plain form).
+      rate_bound: ``rate_bound(params) -> float`` (on the host), a bound on the total rate over every reachable
+        state: the uniformisation rate. Without it only the event driver runs.
+      controls: ``difference_controls(g)``, or None.
+      records: whether ``transition`` returns ``(state, record)``.
+      one_hot: whether ``transition`` takes a tuple of bools instead of the index.
+      snapshot: optional ``snapshot(state, params) -> array`` (the built-in models' state at fixed times).
+      name: a label for messages.
+    """
+
+    init: Callable[[Params], State]
+    transition: Callable
+    observe: Callable[[State, Params], Any]
+    rates: Callable
+    counts: Callable | None = None
+    rate_bound: Callable[[Params], float] | None = None
+    controls: Any = None
+    records: bool = False
+    one_hot: bool = False
+    snapshot: Callable | None = None
+    name: str = "markov"
+
+
+@lru_cache(maxsize=None)
+def as_markov(model: MarkovModel) -> Markov:
+    """The one internal statement (:class:`Markov`) of a :class:`MarkovModel`, built once per model (cached, so
+    the drivers' compiled programs are reused). A structured model with ``one_hot`` and ``records`` passes its
+    functions through unchanged."""
+    if not isinstance(model, MarkovModel):
+        raise InputError("model", f"expected a jaxq.MarkovModel, got {type(model).__name__}")
+    for key in ("init", "transition", "observe", "rates"):
+        if not callable(getattr(model, key)):
+            raise InputError(key, f"the model's {key} must be a function, got {getattr(model, key)!r}")
+    if model.counts is not None:
+        counts, rates = model.counts, model.rates
+    else:
+        def counts(s, p):
+            r = jnp.asarray(model.rates(s, p), jnp.float64)
+            return tuple(r[e] for e in range(r.shape[0]))
+
+        def rates(p):
+            shape = jax.eval_shape(lambda: model.rates(model.init(p), p)).shape
+            if len(shape) != 1:
+                raise InputError("rates", f"rates(state, params) must be a vector (E,), got shape {shape}")
+            return jnp.ones(shape, jnp.float64)
+
+    transition = model.transition if model.one_hot else _indexed(model.transition, model.records)
+    if not model.records:
+        transition = _recorded(transition)
+    phi = model.controls
+    if isinstance(phi, DifferenceControls):
+        g = phi.g
+
+        def phi(s, p):
+            return difference_phi(transition, g, len(counts(s, p)))(s, p)
+    elif phi is not None and not callable(phi):
+        raise InputError("controls", f"expected difference_controls(g) or None, got {phi!r}")
+    return Markov(name=model.name, init=model.init, counts=counts, rates=rates,
+                  bound=model.rate_bound, transition=transition,
+                  observe=model.observe, snapshot=model.snapshot, controls=phi)
+
+
+def _indexed(transition, records: bool):
+    """A transition taking the event's index as one taking a tuple of bools (none: the state unchanged)."""
+
+    def one_hot(s, fired, p):
+        idx = sum(jnp.where(f, jnp.int32(e), jnp.int32(0)) for e, f in enumerate(fired))
+        anyf = functools.reduce(jnp.logical_or, fired)
+        out = transition(s, jnp.asarray(idx, jnp.int32), p)
+        new, rec = out if records else (out, None)
+        keep = lambda n, o: jnp.where(anyf, n, o).astype(jnp.asarray(o).dtype)  # noqa: E731
+        new = jax.tree_util.tree_map(keep, new, s)
+        if rec is None:
+            return new
+        return new, jax.tree_util.tree_map(lambda r: jnp.where(anyf, r, jnp.zeros_like(r)), rec)
+
+    return one_hot
+
+
+def _recorded(transition):
+    """A transition returning the state alone as one returning ``(state, {})``."""
+    return lambda s, fired, p: (transition(s, fired, p), {})

@@ -60,6 +60,17 @@ def unit_words(rates, big: float) -> np.ndarray:
     return np.floor(np.asarray(rates, dtype=np.float64) / big * (TWO32 - 1.0)).astype(np.uint32)
 
 
+def segment(m, w):
+    """The words of one event: ``m W`` for an integer multiplicity ``m`` (exact), ``floor(m W)`` for a rate
+    ``m`` of a model in the plain form (unit rate 1: ``W`` words per unit of rate)."""
+    if isinstance(m, int) and m == 1:
+        return w
+    m = jnp.asarray(m)
+    if jnp.issubdtype(m.dtype, jnp.floating):
+        return jnp.floor(m * w.astype(jnp.float64)).astype(jnp.uint32)
+    return m.astype(jnp.uint32) * w
+
+
 def fired_events(u, counts, words):
     """Which event the word ``u`` selects: a tuple of bools, one per event (all False: a self-loop).
 
@@ -69,10 +80,14 @@ def fired_events(u, counts, words):
     lo = jnp.uint32(0)
     out = []
     for e, m in enumerate(counts):
-        length = words[e] if isinstance(m, int) and m == 1 else jnp.asarray(m).astype(jnp.uint32) * words[e]
+        length = segment(m, words[e])
         out.append((u - lo) < length)
         lo = lo + length
     return tuple(out), u < lo
+
+
+def _is_rate(m) -> bool:
+    return not isinstance(m, int) and jnp.issubdtype(jnp.asarray(m).dtype, jnp.floating)
 
 
 def _zeros_like_tree(tree):
@@ -120,7 +135,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
 
     def controls(s, p, counts, fired, a: Args):
         """The step's martingale increments: event probabilities ``counts[e] W_e / 2^32`` of the chain."""
-        prob = [jnp.asarray(m).astype(jnp.float64) * a.words[e].astype(jnp.float64) * (1.0 / TWO32)
+        prob = [(segment(m, a.words[e]).astype(jnp.float64) if _is_rate(m)
+                 else jnp.asarray(m).astype(jnp.float64) * a.words[e].astype(jnp.float64)) * (1.0 / TWO32)
                 for e, m in enumerate(counts)]
         return control_increment(markov.controls(s, p), fired, prob)
 
@@ -243,6 +259,8 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
       form of ``int exp(-gamma t) ...``; ``"window"``: averaged over the window's steps); ``info`` has ``Lambda``, ``steps``
       (total, rounded), ``window_steps``, ``warm_steps``, ``r``.
     """
+    if markov.bound is None:
+        raise InputError("engine", f"the model {markov.name!r} has no rate_bound: only the event driver runs it")
     big = float(markov.bound(params))
     if not (math.isfinite(big) and big > 0):
         raise InputError("rates", f"the uniformisation rate {big!r} is not a positive finite number")

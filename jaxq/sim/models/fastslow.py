@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.policies.fastslow import decide
-from jaxq.sim.markov import Markov, difference_controls
+from jaxq.sim.markov import MarkovModel, as_markov, difference_controls
 
 
 class Params(NamedTuple):
@@ -42,12 +42,14 @@ def _transition(s: State, fired, p: Params):
     return State(x, y), ()
 
 
-MARKOV = Markov(
+MODEL = MarkovModel(
     name="fastslow",
     init=lambda p: State(jnp.int32(0), jnp.int32(0)),
     counts=lambda s, p: (1, 1, s.y),
     rates=lambda p: jnp.stack([p.lam, p.mu1, p.mu2]),
-    bound=lambda p: float(np.asarray(p.lam) + np.asarray(p.mu1) + np.asarray(p.n_thr).shape[0] * np.asarray(p.mu2)),
+    records=True,
+    one_hot=True,
+    rate_bound=lambda p: float(np.asarray(p.lam) + np.asarray(p.mu1) + np.asarray(p.n_thr).shape[0] * np.asarray(p.mu2)),
     transition=_transition,
     observe=lambda s, p: {"cost": s.x + s.y},  # an integer: summed exactly within a page
 )
@@ -58,4 +60,5 @@ def _basis(s: State, p: Params):
     return x, y, x * x, x * y, y * y
 
 
-MARKOV_CV = MARKOV._replace(name="fastslow-cv", controls=difference_controls(_transition, _basis, 3))
+MARKOV = as_markov(MODEL)
+MARKOV_CV = as_markov(MODEL._replace(name="fastslow-cv", controls=difference_controls(_basis)))

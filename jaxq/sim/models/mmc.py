@@ -17,7 +17,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jaxq.sim.markov import Markov, difference_controls
+from jaxq.sim.markov import MarkovModel, as_markov, difference_controls
 
 
 class Params(NamedTuple):
@@ -48,15 +48,17 @@ def _basis(x, p: Params):
     return xh, xh * xh, qh, qh * qh
 
 
-MARKOV = Markov(
+MODEL = MarkovModel(
     name="mmc",
     init=lambda p: jnp.int32(0),
     counts=_counts,
     rates=lambda p: jnp.stack([p.lam, p.mu]),
-    bound=lambda p: float(np.asarray(p.lam) + np.asarray(p.c) * np.asarray(p.mu)),
+    rate_bound=lambda p: float(np.asarray(p.lam) + np.asarray(p.c) * np.asarray(p.mu)),
     transition=_transition,
     observe=_observe,
     snapshot=lambda x, p: x.astype(jnp.float64)[None],
+    records=True,
+    one_hot=True,
 )
-
-MARKOV_CV = MARKOV._replace(name="mmc-cv", controls=difference_controls(_transition, _basis, 2))
+MARKOV = as_markov(MODEL)
+MARKOV_CV = as_markov(MODEL._replace(name="mmc-cv", controls=difference_controls(_basis)))

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.policies.network import Layout, Rule, route, schedule, swc_allocation
-from jaxq.sim.markov import Markov
+from jaxq.sim.markov import Markov, MarkovModel, as_markov
 
 
 class Params(NamedTuple):
@@ -181,14 +181,16 @@ def markov(lay: Layout, bins: int = 0, deviations: bool = True, cv: bool = False
     def snapshot(s: State, p: Params):
         return jnp.stack(jobs(s, lay)).astype(jnp.float64)
 
-    return Markov(
+    return as_markov(MarkovModel(
         name=f"network{I}x{lay.num_j}" + ("swc" if lay.swc else ""),
         init=init,
         counts=counts,
         rates=rates,
-        bound=lambda p: bound(p, lay),
+        rate_bound=lambda p: bound(p, lay),
+        records=True,
+        one_hot=True,
         transition=lambda s, fired, p: transition(s, fired, p, lay),
         observe=lambda s, p: observe(s, p, lay, bins, deviations),
         snapshot=snapshot,
         controls=(lambda s, p: controls(s, p, lay)) if cv else None,
-    )
+    ))

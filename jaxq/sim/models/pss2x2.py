@@ -53,7 +53,7 @@ from jaxq.diffusion.value import ValueFunction, marginal
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import rng, sampling
 from jaxq.sim.event import Engine
-from jaxq.sim.markov import Markov
+from jaxq.sim.markov import MarkovModel, as_markov
 from jaxq.sim.observer import Observer, Segment, viewed
 
 # Debug counters (Definition 2.7 invariants), in this order.
@@ -579,9 +579,10 @@ def _ctmc_controls(s: CtmcState, p: Params):
     return tuple(tuple(cols[e][c] if (c >= 6 or c == e) else 0 for e in range(6)) for c in range(CONTROLS))
 
 
-MARKOV = Markov(name="pss2x2", init=_ctmc_init, counts=_ctmc_counts, rates=_ctmc_rates, bound=_ctmc_bound,
-                transition=_ctmc_transition, observe=_ctmc_observe)
-MARKOV_CV = MARKOV._replace(controls=_ctmc_controls)
+MODEL = MarkovModel(name="pss2x2", init=_ctmc_init, counts=_ctmc_counts, rates=_ctmc_rates, rate_bound=_ctmc_bound,
+                    transition=_ctmc_transition, observe=_ctmc_observe, records=True, one_hot=True)
+MARKOV = as_markov(MODEL)
+MARKOV_CV = as_markov(MODEL._replace(controls=_ctmc_controls))
 # The diagnostics on the CTMC's states (both Markov drivers: uniformised and event).
 MARKOV_DIAGNOSTICS = viewed(DIAGNOSTICS, lambda s, p: View(s.x0, s.x1, s.s0, s.s1, s.mode))
 

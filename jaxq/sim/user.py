@@ -1,0 +1,154 @@
+"""Monte Carlo of a user's :class:`~jaxq.sim.markov.MarkovModel`: discounted integrals and time averages.
+
+:func:`simulate_markov` checks its inputs once, converts the model into the drivers' statement once
+(:func:`jaxq.sim.markov.as_markov`), runs the event or the uniformised driver over chunks and devices (replication
+r keyed by ``fold_in(PRNGKey(seed), r)``) and returns a :class:`~jaxq.sim.result.SimResult` with one estimate per
+observed quantity and functional: ``<name>_discounted`` (``E int_0^T exp(-gamma t) observe dt``) and
+``<name>_average`` (the time average over [warmup, T]); ``<name>_rate`` for the window's event records per unit
+time. With controls (:func:`jaxq.sim.markov.difference_controls`) every estimate is controlled, cross-fitted by
+replication index (:meth:`jaxq.sim.result.Estimate.with_controls`), the plain mean beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxq.errors import InputError
+from jaxq.model.validate import check_devices, check_seed, check_work
+from jaxq.precision import float64
+from jaxq.sim import event, uniformized
+from jaxq.sim.markov import Functional, MarkovModel, as_markov
+from jaxq.sim.result import Estimate, SimResult
+
+ENGINES = ("auto", "event", "uniformized")
+
+
+class MarkovRun(NamedTuple):
+    """What a run of a :class:`~jaxq.sim.markov.MarkovModel` estimates and how it runs.
+
+    Attributes:
+      horizon: the simulated time T of every replication.
+      discount: the discount rate gamma > 0 of the discounted integral (None: not estimated).
+      warmup: the start of the averaging window [warmup, T] (None: no time average).
+      engine: ``"auto"`` (uniformised when the model has a ``rate_bound``), ``"event"`` or ``"uniformized"``.
+      chunk, devices, start, progress: see :func:`jaxq.sim.replications.run`.
+    """
+
+    horizon: float
+    discount: float | None = None
+    warmup: float | None = None
+    engine: str = "auto"
+    chunk: int | None = None
+    devices: Any = None
+    start: int = 0
+    progress: Any = None
+
+
+def _positive(value, key: str, zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(key, f"expected a number, got {value!r}")
+    x = float(value)
+    if not (math.isfinite(x) and (x >= 0 if zero else x > 0)):
+        raise InputError(key, f"expected a finite number {'>= 0' if zero else '> 0'}, got {value!r}")
+    return x
+
+
+def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]:
+    """Check a run's inputs (an :class:`InputError` naming the key) and return it with its functional."""
+    if not isinstance(model, MarkovModel):
+        raise InputError("model", f"expected a jaxq.MarkovModel, got {type(model).__name__}")
+    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 2:
+        raise InputError("reps", f"expected an integer >= 2 (one replication has no standard error), got {reps!r}")
+    check_seed(seed, "seed")
+    horizon = _positive(run.horizon, "horizon")
+    discount = None if run.discount is None else _positive(run.discount, "discount")
+    warmup = None if run.warmup is None else _positive(run.warmup, "warmup", zero=True)
+    if discount is None and warmup is None:
+        raise InputError("discount", "give discount > 0 (a discounted integral) and/or warmup (a time average)")
+    if warmup is not None and warmup >= horizon:
+        raise InputError("warmup", f"the window [warmup, horizon] is empty: warmup {warmup} >= horizon {horizon}")
+    if run.engine not in ENGINES:
+        raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {run.engine!r}")
+    engine = run.engine
+    if engine == "auto":
+        engine = "uniformized" if model.rate_bound is not None else "event"
+    if engine == "uniformized" and model.rate_bound is None:
+        raise InputError("engine", "the model has no rate_bound, so only the event driver runs it (engine='event')")
+    if run.chunk is not None and (isinstance(run.chunk, bool) or not isinstance(run.chunk, (int, np.integer))
+                                  or run.chunk < 1):
+        raise InputError("chunk", f"expected a positive integer, got {run.chunk!r}")
+    devices = check_devices(run.devices, "devices")
+    run = run._replace(devices=devices, horizon=horizon, discount=discount, warmup=warmup, engine=engine)
+    return run, Functional(discounted=discount is not None, window=warmup is not None)
+
+
+def _names(tree) -> list[tuple[str, Any]]:
+    """The observed quantities by name: a dict's keys, else the pytree's key paths."""
+    if isinstance(tree, dict):
+        return list(tree.items())
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return [(jax.tree_util.keystr(k) or "value", v) for k, v in flat]
+
+
+@float64
+def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int = 256, seed: int = 0) -> SimResult:
+    """Monte Carlo of a :class:`~jaxq.sim.markov.MarkovModel` (see the module docstring).
+
+    Args:
+      model: the chain; run: what to estimate and how (:class:`MarkovRun`); params: the model's parameters (any
+        pytree, passed to its functions; traced, so new values do not recompile); reps: replications (at least 2);
+        seed: replication r uses ``fold_in(PRNGKey(seed), r)``.
+    Returns:
+      A :class:`~jaxq.sim.result.SimResult`: estimates ``<name>_discounted`` and/or ``<name>_average`` for every
+      observed quantity (``<name>_rate``: a record's count per unit time over the window), per-replication
+      ``samples`` (``controls_discounted``, ``controls_window``: the controls, mean zero), ``info`` (horizon,
+      discount, warmup, ``Lambda`` and ``steps`` of the uniformised driver).
+    """
+    run, functional = check_run(model, run, reps, seed)
+    mk = as_markov(model)
+    params = jax.tree_util.tree_map(jnp.asarray, params)
+    warmup = run.warmup if run.warmup is not None else 0.0
+    gamma = run.discount if run.discount is not None else 0.0
+    opts = dict(start=run.start, chunk=run.chunk, devices=run.devices, progress=run.progress)
+    info: dict = {"horizon": run.horizon, "discount": run.discount, "warmup": run.warmup}
+    if run.engine == "uniformized":
+        big = float(mk.bound(params))
+        if not (math.isfinite(big) and big > 0):
+            raise InputError("rate_bound", f"rate_bound(params) = {big!r} is not a positive finite number")
+        check_work("horizon", reps, big * run.horizon, unit="steps", reps_key="reps",
+                   per_replication_limit=uniformized.MAX_STEPS)
+        warm = round(big * warmup) if functional.window else 0
+        steps = max(1, round(big * run.horizon) - warm)
+        out, timing, uinfo = uniformized.run(mk, params, functional, reps, seed, gamma=gamma, warm_steps=warm,
+                                             steps=steps, **opts)
+        span = uinfo["window_steps"] / big
+        info.update(Lambda=big, steps=uinfo["steps"])
+    else:
+        if mk.bound is not None:
+            check_work("horizon", reps, float(mk.bound(params)) * run.horizon, reps_key="reps",
+                       per_replication_limit=2.0**31)
+        out, timing = event.run_markov(mk, params, functional, reps, seed, gamma=gamma, warmup=warmup,
+                                       horizon=run.horizon, **opts)
+        span = run.horizon - warmup
+    per: dict[str, np.ndarray] = {}
+    if functional.discounted:
+        per.update({f"{k}_discounted": np.asarray(v, np.float64) for k, v in _names(out["discounted"])})
+    if functional.window:
+        per.update({f"{k}_average": np.asarray(v, np.float64) for k, v in _names(out["window"])})
+        per.update({f"{k}_rate": np.asarray(v, np.float64) / span for k, v in _names(out["records"])})
+    ctl = out.get("controls", {})
+    index = run.start + np.arange(reps)
+    est = {}
+    for k, v in per.items():
+        c = ctl.get("discounted") if k.endswith("_discounted") else ctl.get("window")
+        est[k] = Estimate.with_controls(v, c, index)
+    for kind, c in ctl.items():
+        per[f"controls_{kind}"] = c
+    primary = next(iter(est)) if len(est) == 1 else None
+    return SimResult(primary, est, reps, int(np.sum(out["events"])), timing.wall_s, timing.compile_s, run.engine,
+                     per, info)

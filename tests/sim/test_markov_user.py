@@ -1,0 +1,115 @@
+"""jaxq.MarkovModel through jaxq.simulate, on both drivers, against exact values of the finite chains.
+
+Every check is a 4-standard-error interval around the exact value (a linear solve on the enumerated chain:
+:mod:`markov_examples`). The discount (gamma = 1) makes the truncation at the horizon negligible: the left-out
+tail is at most ``max f exp(-gamma T) / gamma`` (below 1e-30 at T = 80), far below any standard error here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxq
+
+_spec = importlib.util.spec_from_file_location("markov_examples", Path(__file__).with_name("markov_examples.py"))
+ex = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ex)
+
+GAMMA, WARMUP, HORIZON, REPS = 1.0, 10.0, 80.0, 256
+
+
+def _within(est, exact, key):
+    value, se = est.value, est.stderr
+    assert se > 0, key
+    assert abs(value - exact) < 4 * se, f"{key}: {value} +- {se} vs exact {exact}"
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_mmcm_discounted_and_stationary_match_the_exact_chain(engine):
+    p = ex.MMCM_PARAMS
+    r = jaxq.simulate(ex.MMCM, reps=REPS, horizon=HORIZON, discount=GAMMA, warmup=WARMUP, params=p, engine=engine,
+                      seed=3)
+    assert r.engine == engine
+    Q, f, start = ex.mmcm_chain(p)
+    pi = ex.stationary(Q)
+    for k in ("x", "q"):
+        _within(r.estimates[f"{k}_discounted"], ex.discounted(Q, f[k], start, GAMMA), f"{k}_discounted")
+        _within(r.estimates[f"{k}_average"], float(pi @ f[k]), f"{k}_average")
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_tandem_discounted_stationary_and_loss_rate_match_the_exact_chain(engine):
+    p = ex.TANDEM_PARAMS
+    r = jaxq.simulate(ex.TANDEM, reps=REPS, horizon=HORIZON, discount=GAMMA, warmup=WARMUP, params=p, engine=engine,
+                      seed=5)
+    Q, f, start, lost = ex.tandem_chain(p)
+    pi = ex.stationary(Q)
+    for k in ("x1", "x2"):
+        _within(r.estimates[f"{k}_discounted"], ex.discounted(Q, f[k], start, GAMMA), f"{k}_discounted")
+        _within(r.estimates[f"{k}_average"], float(pi @ f[k]), f"{k}_average")
+    _within(r.estimates["lost_rate"], float(pi @ lost), "lost_rate")
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_difference_controls_have_mean_zero_and_keep_the_estimate_exact(engine):
+    p = ex.MMCM_PARAMS
+    g = lambda x, p: (x.astype(jnp.float64), x.astype(jnp.float64) ** 2)  # noqa: E731
+    model = ex.MMCM._replace(controls=jaxq.difference_controls(g))
+    r = jaxq.simulate(model, reps=REPS, horizon=HORIZON, discount=GAMMA, warmup=WARMUP, params=p, engine=engine,
+                      seed=11)
+    for kind in ("discounted", "window"):
+        c = r.samples[f"controls_{kind}"]
+        assert c.shape == (REPS, 2)
+        m, se = c.mean(axis=0), c.std(axis=0, ddof=1) / math.sqrt(REPS)
+        assert np.all(se > 0) and np.all(np.abs(m) < 4 * se), (kind, m, se)
+    Q, f, start = ex.mmcm_chain(p)
+    pi = ex.stationary(Q)
+    for k in ("x", "q"):
+        est = r.estimates[f"{k}_discounted"]
+        assert est.controlled
+        _within(est, ex.discounted(Q, f[k], start, GAMMA), f"{k}_discounted")
+        est = r.estimates[f"{k}_average"]
+        assert est.controlled and est.variance_reduction > 1.0
+        _within(est, float(pi @ f[k]), f"{k}_average")
+
+
+def test_replications_do_not_depend_on_chunks_and_fold_in_seeding():
+    p = ex.MMCM_PARAMS
+    kw = dict(horizon=20.0, discount=GAMMA, params=p, engine="uniformized", seed=7)
+    a = jaxq.simulate(ex.MMCM, reps=8, **kw)
+    b = jaxq.simulate(ex.MMCM, reps=8, chunk=3, **kw)
+    np.testing.assert_array_equal(a.samples["x_discounted"], b.samples["x_discounted"])
+    c = jaxq.simulate(ex.MMCM, reps=8, **{**kw, "seed": 8})
+    assert not np.array_equal(a.samples["x_discounted"], c.samples["x_discounted"])
+
+
+@pytest.mark.parametrize("kwargs, key", [
+    (dict(horizon=10.0), "discount"),
+    (dict(horizon=-1.0, discount=1.0), "horizon"),
+    (dict(horizon=10.0, warmup=10.0), "warmup"),
+    (dict(horizon=10.0, discount=1.0, engine="fast"), "engine"),
+    (dict(horizon=10.0, discount=1.0, reps=1), "reps"),
+    (dict(horizon=10.0, discount=1.0, policy="lap"), "policy"),
+    (dict(horizon=10.0, discount=1.0, n=4), "n"),
+    (dict(horizon=10.0, discount=1.0, horizn=3), "horizn"),
+    (dict(discount=1.0), "horizon"),
+])
+def test_bad_input_is_an_input_error_naming_the_key(kwargs, key):
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate(ex.MMCM, params=ex.MMCM_PARAMS, **kwargs)
+    assert e.value.key == key
+
+
+def test_uniformized_without_rate_bound_is_refused_and_event_runs():
+    model = ex.MMCM._replace(rate_bound=None)
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate(model, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS, engine="uniformized", reps=4)
+    assert e.value.key == "engine"
+    r = jaxq.simulate(model, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS, reps=4)
+    assert r.engine == "event"
