@@ -240,7 +240,7 @@ def as_markov(model: MarkovModel) -> Markov:
         g = phi.g
 
         def phi(s, p):
-            return difference_phi(transition, g, len(counts(s, p)))(s, p)
+            return difference_phi(transition, g, len(jax.eval_shape(counts, s, p)))(s, p)
     elif phi is not None and not callable(phi):
         raise InputError("controls", f"expected difference_controls(g) or None, got {phi!r}")
     return Markov(name=model.name, init=model.init, counts=counts, rates=rates,

@@ -61,14 +61,9 @@ def unit_words(rates, big: float) -> np.ndarray:
 
 
 def segment(m, w):
-    """The words of one event: ``m W`` for an integer multiplicity ``m`` (exact), ``floor(m W)`` for a rate
-    ``m`` of a model in the plain form (unit rate 1: ``W`` words per unit of rate)."""
-    if isinstance(m, int) and m == 1:
-        return w
-    m = jnp.asarray(m)
-    if jnp.issubdtype(m.dtype, jnp.floating):
-        return jnp.floor(m * w.astype(jnp.float64)).astype(jnp.uint32)
-    return m.astype(jnp.uint32) * w
+    """The words ``floor(m W)`` of an event of rate ``m`` (a float: a model in the plain form, unit rate 1, so
+    ``W`` words per unit of rate); an integer multiplicity ``m`` owns exactly ``m W`` words."""
+    return jnp.floor(m * w.astype(jnp.float64)).astype(jnp.uint32)
 
 
 def fired_events(u, counts, words):
@@ -80,7 +75,8 @@ def fired_events(u, counts, words):
     lo = jnp.uint32(0)
     out = []
     for e, m in enumerate(counts):
-        length = segment(m, words[e])
+        length = (words[e] if isinstance(m, int) and m == 1 else segment(m, words[e]) if _is_rate(m)
+                  else jnp.asarray(m).astype(jnp.uint32) * words[e])
         out.append((u - lo) < length)
         lo = lo + length
     return tuple(out), u < lo
