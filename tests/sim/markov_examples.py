@@ -99,3 +99,8 @@ def stationary(Q):
     b = np.zeros(len(Q) + 1)
     b[-1] = 1.0
     return np.linalg.lstsq(A, b, rcond=None)[0]
+
+
+def mmcm_with_controls():
+    """:data:`MMCM` with the difference controls of x and x^2 (a function of no arguments, as `jaxq run` takes)."""
+    return MMCM._replace(controls=jaxq.difference_controls(lambda x, p: (x * 1.0, x * x * 1.0)))

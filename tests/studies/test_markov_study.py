@@ -48,10 +48,10 @@ def _rows(path):
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize("which", ["MMCM", "TANDEM"])
+@pytest.mark.parametrize("which", ["MMCM", "TANDEM", "mmcm_with_controls"])
 def test_jaxq_run_markov_study_matches_the_exact_chain(tmp_path, user_module, which):
     m = user_module
-    if which == "MMCM":
+    if which != "TANDEM":
         params = m.MMCM_PARAMS
         Q, f, start = m.mmcm_chain(params)
         extra = {}
@@ -77,6 +77,8 @@ def test_jaxq_run_markov_study_matches_the_exact_chain(tmp_path, user_module, wh
         value, se = float(r["estimate"]), float(r["stderr"])
         assert int(r["reps"]) == 256 and se > 0
         assert abs(value - exact[key]) < 4 * se, (r, exact[key])
+        if which == "mmcm_with_controls":  # controlled, cross-fitted over the point's 256 replications (2 chunks)
+            assert float(r["variance_reduction"]) > 1.0, r
     assert seen == {(e, k) for e in ("event", "uniformized") for k in exact}
     # resumed: every chunk reused, the same table
     assert main(["run", str(exp), "--out", str(out), "--no-progress", "--resume"]) == 0
