@@ -73,7 +73,8 @@ def _run(g, engine: str):
 
 
 def _keys(key: str) -> str:
-    return {"model": "grid.model", "reps": "experiment.replications", "seed": "experiment.seeds"}.get(key, f"grid.{key}")
+    keys = {"model": "grid.model", "reps": "experiment.replications", "seed": "experiment.seeds"}
+    return keys.get(key, f"grid.{key}")
 
 
 def points(exp) -> list[dict]:

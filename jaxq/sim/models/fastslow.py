@@ -49,7 +49,8 @@ MODEL = MarkovModel(
     rates=lambda p: jnp.stack([p.lam, p.mu1, p.mu2]),
     records=True,
     one_hot=True,
-    rate_bound=lambda p: float(np.asarray(p.lam) + np.asarray(p.mu1) + np.asarray(p.n_thr).shape[0] * np.asarray(p.mu2)),
+    rate_bound=lambda p: float(np.asarray(p.lam) + np.asarray(p.mu1)
+                               + np.asarray(p.n_thr).shape[0] * np.asarray(p.mu2)),
     transition=_transition,
     observe=lambda s, p: {"cost": s.x + s.y},  # an integer: summed exactly within a page
 )
