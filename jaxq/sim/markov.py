@@ -17,6 +17,12 @@ What is estimated is a :class:`Functional` of the path, ``int w(t) observe(X_t) 
 integral (``gamma``; cost (2.6) of seed 000, cost (6) of seed 002) and/or a time average over a window
 (stationary averages of seeds 001-003). ``transition`` also returns an *event record* (e.g. an arrival
 found no server) that the drivers count over the window.
+
+The public statement is :class:`MarkovModel` (``jaxq.MarkovModel``): the same chain in a form for users (rates
+in the state or multiplicities times unit rates, the event that fired as an index, optional records, bound and
+controls), converted once into a :class:`Markov` by :func:`as_markov`. The built-in models are stated as
+MarkovModels in the drivers' own form (structured rates, ``one_hot``, ``records``), which converts to the very
+functions they give.
 """
 
 from __future__ import annotations
@@ -189,7 +195,8 @@ class MarkovModel(NamedTuple):
       counts: the multiplicities of the structured form (None: the plain form).
       rate_bound: ``rate_bound(params) -> float`` (on the host), a bound on the total rate over every reachable
         state: the uniformisation rate. Without it only the event driver runs.
-      controls: ``difference_controls(g)``, or None.
+      controls: ``difference_controls(g)``, or None (the built-in models may give a function in the form of
+        :attr:`Markov.controls`).
       records: whether ``transition`` returns ``(state, record)``.
       one_hot: whether ``transition`` takes a tuple of bools instead of the index.
       snapshot: optional ``snapshot(state, params) -> array`` (the built-in models' state at fixed times).
