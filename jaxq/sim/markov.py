@@ -194,7 +194,8 @@ class MarkovModel(NamedTuple):
       rates: the rates, plain or structured (see above).
       counts: the multiplicities of the structured form (None: the plain form).
       rate_bound: ``rate_bound(params) -> float`` (on the host), a bound on the total rate over every reachable
-        state: the uniformisation rate. Without it only the event driver runs.
+        state: the uniformisation rate. Without it only the event driver runs. A plain-form model whose rates
+        exceed it in a replication is refused after the run (an InputError naming ``rate_bound``).
       controls: ``difference_controls(g)``, or None (the built-in models may give a function in the form of
         :attr:`Markov.controls`).
       records: whether ``transition`` returns ``(state, record)``.

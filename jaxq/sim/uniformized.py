@@ -82,6 +82,11 @@ def fired_events(u, counts, words):
     return tuple(out), u < lo
 
 
+def _plain(counts) -> bool:
+    """Whether a model states its rates in the plain form (float rates, unit rate 1)."""
+    return any(_is_rate(m) for m in counts)
+
+
 def _is_rate(m) -> bool:
     return not isinstance(m, int) and jnp.issubdtype(jnp.asarray(m).dtype, jnp.floating)
 
@@ -127,6 +132,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         return {"key": key, "state": s, "disc": obs if disc else (), "w": jnp.float64(1.0),
                 "win": obs if win else (), "rec": rec if win else (), "ctl": zc if disc else (),
                 "ctlw": zc if win else (), "events": jnp.int64(0),
+                **({"over": jnp.bool_(False)} if _plain(markov.counts(s, a.params)) else {}),
                 "obs": observer.init(a.params) if observer is not None else ()}
 
     def controls(s, p, counts, fired, a: Args):
@@ -165,6 +171,9 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
             out["pr"] = _page_sum(c["pr"], gate(rec))
         out["state"] = s_new
         out["pe"] = c["pe"] + real.astype(jnp.int32)
+        if "over" in c:  # a plain model's rates above the uniformisation rate: the words would wrap
+            total = sum(segment(m, a.words[e]).astype(jnp.float64) for e, m in enumerate(counts))
+            out["over"] = c["over"] | (total > TWO32 - 1.0)
         return out, None
 
     def run_page(c, b, a: Args, record: bool, masked: bool = False):
@@ -175,7 +184,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         zeros = lambda t: jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), wide(jnp.asarray(v).dtype)), t)  # noqa: E731
         # only what a step changes is carried through the page
         carried = (["disc", "w"] * disc + ["ctl"] * (ctl and disc) + ["ctlw"] * (ctl and record)
-                   + ["obs"] * (observer is not None))
+                   + ["over"] * ("over" in c) + ["obs"] * (observer is not None))
         inner = {"state": s, "pe": jnp.int32(0), **{k: c[k] for k in carried}}
         if record:
             none = tuple(jnp.bool_(False) for _ in markov.counts(s, p))
@@ -223,7 +232,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         obs = (jax.vmap(lambda o, w: observer.finish(o, (1.0 - w) / (1.0 - a.r), a.params))(c["obs"], c["w"])
                if observer is not None else ())
         return {"state": c["state"], "disc": c["disc"], "win": c["win"], "rec": c["rec"], "ctl": c["ctl"],
-                "ctlw": c["ctlw"], "events": c["events"], "observed": obs}
+                "ctlw": c["ctlw"], "events": c["events"], "observed": obs, "over": c.get("over", ())}
 
     return replications.Program(start, advance, finish, unit="steps")
 
@@ -275,6 +284,8 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     replications.announce(progress, float(reps) * pages * PAGE, "steps")
     out, timing = replications.run(prog, a, reps, seed, start=start, chunk=chunk, devices=devices, progress=progress)
     res = {"state": out["state"], "events": out["events"]}
+    if np.size(out["over"]):
+        res["over_bound"] = out["over"]
     if observer is not None:
         res["observed"] = out["observed"]
     if functional.discounted:

@@ -126,6 +126,10 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         steps = max(1, round(big * run.horizon) - warm)
         out, timing, uinfo = uniformized.run(mk, params, functional, reps, seed, gamma=gamma, warm_steps=warm,
                                              steps=steps, **opts)
+        over = int(np.sum(out.get("over_bound", 0)))
+        if over:
+            raise InputError("rate_bound", f"the total rate exceeded rate_bound(params) = {big:.6g} in {over} of "
+                                           f"{reps} replications: it must bound the rates in every reachable state")
         span = uinfo["window_steps"] / big
         info.update(Lambda=big, steps=uinfo["steps"])
     else:

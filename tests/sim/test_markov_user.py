@@ -113,3 +113,10 @@ def test_uniformized_without_rate_bound_is_refused_and_event_runs():
     assert e.value.key == "engine"
     r = jaxq.simulate(model, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS, reps=4)
     assert r.engine == "event"
+
+
+def test_rates_above_the_rate_bound_are_refused_naming_rate_bound():
+    model = ex.MMCM._replace(rate_bound=lambda p: p["lam"] + p["mu"])  # below lam + c mu once two servers are busy
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate(model, horizon=20.0, discount=1.0, params=ex.MMCM_PARAMS, engine="uniformized", reps=8)
+    assert e.value.key == "rate_bound"
