@@ -36,7 +36,7 @@ __version__ = "0.2.0"
 _API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simulate", "exact_cost", "simulate_sde",
                                        "simulate_network_sde", "tune", "solve_fastslow", "simulate_fastslow",
                                        "run_experiment", "read_run", "threshold_term")}
-_API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result")
+_API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result", Policy2x2="jaxq.api")
 __all__ = ["InputError", "__version__", *_API]
 
 
