@@ -46,7 +46,8 @@ class Policy2x2(NamedTuple):
     ignored (service is never interrupted). Assigning a class with no waiting job (two idle servers taking the
     same class need two waiting jobs) or a class a server cannot serve (anything but -1, 0, 1) is a violation:
     the engine counts it (the assignment is then not carried out) and the run fails with an ``InputError``
-    naming ``policy``.
+    naming ``policy``. The event driver draws at most two variates an event, so there starting both servers at
+    an arrival (possible only after idling while jobs waited) is a violation too.
 
     Attributes:
       init: ``init(params) -> memory``: the memory of the empty system at time 0.
@@ -105,15 +106,22 @@ def _builtin_init(params: BuiltinParams):
     return pol.initial_mode(params.policy, params.level)
 
 
+def builtin_decide_jobs(x, serving, mode, event, params: BuiltinParams):
+    """Definitions 2.7-2.10 from the jobs in the system ``x`` (queue + service; the rest as ``decide``): resample
+    the current mode at its sampling times, then dispatch the idle servers. Returns ``(assignment, mode)``.
+
+    The built-in engines call this form (they hold ``x``; the round trip through the queues costs them speed).
+    """
+    mode, new, _, _ = pol.decide(params.policy, x, serving, mode, event < COMPLETION_1, event - COMPLETION_1,
+                                 params.level, params.theta)
+    return new, mode
+
+
 def _builtin_decide(queues, serving, mode, event, params: BuiltinParams):
-    """Definitions 2.7-2.10: resample the current mode at its sampling times, then dispatch the idle servers."""
+    """:func:`builtin_decide_jobs` from the queues: ``x = queues + jobs in service``."""
     in_service = jnp.stack([(serving[0] == c).astype(queues.dtype) + (serving[1] == c).astype(queues.dtype)
                             for c in range(2)])
-    x = queues + in_service
-    is_arrival = event < COMPLETION_1
-    mode, new, _, _ = pol.decide(params.policy, x, serving, mode, is_arrival, event - COMPLETION_1, params.level,
-                                 params.theta)
-    return new, mode
+    return builtin_decide_jobs(queues + in_service, serving, mode, event, params)
 
 
 # The policies P, T2, PP, T2T2, T1T2, T2T1 (Theorem 2.11) and the fixed-mode baselines RULE@m: one decision rule

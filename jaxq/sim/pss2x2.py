@@ -164,7 +164,8 @@ def refused(bad: np.ndarray, name: str) -> None:
         raise InputError("policy", f"the Policy2x2 {name!r} made {int(bad.sum())} invalid assignments in "
                                    f"{int(np.count_nonzero(bad))} of {bad.size} replications: an idle server was "
                                    "given a class with no waiting job (two idle servers taking one class need two "
-                                   "waiting jobs) or a class it cannot serve (anything but -1, 0, 1)")
+                                   "waiting jobs), a class it cannot serve (anything but -1, 0, 1) or, on the event "
+                                   "driver, both servers a job at an arrival (two variates an event)")
 
 
 def policy_value(an: Analysis, res: pol.Resolved):

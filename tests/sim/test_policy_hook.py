@@ -184,3 +184,24 @@ def test_builtins_through_the_user_path_are_the_builtins(policy, name, engine):
     a = simulate(system, N, 200, policy=user, engine=engine, seed=4, cv=False, diagnostics=False)
     b = simulate(system, N, 200, policy=policy, engine=engine, seed=4, cv=False, diagnostics=False)
     np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
+
+
+def _batch_decide(queues, serving, memory, event, params):
+    """Idle until an arrival finds two jobs waiting, then start every idle server (a legal rule in itself)."""
+    go = (event < hk.COMPLETION_1) & (queues[0] + queues[1] >= 2)
+    out, left = [], queues
+    for k in range(2):
+        c = jnp.where(left[0] > 0, 0, jnp.where(left[1] > 0, 1, -1))
+        c = jnp.where(go & (serving[k] == -1), c, -1)
+        left = left - (jnp.arange(2) == c)
+        out.append(c)
+    return jnp.stack(out), memory
+
+
+def test_two_starts_at_an_arrival_refused_by_the_event_driver_only():
+    system = load(path("pss_P"))
+    batch = jaxq.Policy2x2(init=lambda params: (), decide=_batch_decide, name="batch")
+    with pytest.raises(InputError, match="both servers a job at an arrival"):
+        simulate(system, N, 8, policy=batch, engine="event")
+    res = simulate(system, N, 8, policy=batch, engine="uniformized", steps=2000)  # the CTMC has no such limit
+    assert np.all(np.isfinite(res.samples["J"]))

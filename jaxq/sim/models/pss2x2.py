@@ -208,8 +208,6 @@ def perturbed_parameters(key, p: Params):
     return level, jnp.maximum(theta, 0), eps
 
 
-
-
 def _event_view(x0, x1, code) -> View:
     s0, s1, mode = _serving_mode(code)
     return View(x0, x1, s0, s1, mode)
@@ -248,15 +246,23 @@ def _init(key, p: Params, spec, debug, cv, diag=False, hook=None):
         mem=None if hook is None else hook.init(p.hook_params), bad=None if hook is None else jnp.zeros((), i32))
 
 
-def _decide(hook, x, before, memory, event, params):
-    """The policy's decision after an event: ``(memory, serving, started, bad)`` (a built-in's memory: the mode)."""
-    q = hk.waiting(x, before)
+def _decide(hook, x, before, memory, is_arr, a1, c1, params, real=None):
+    """The policy's decision after an event (``a1``, ``c1``: int32 arrival class, completing server): ``(memory,
+    serving, started, prio, bad)``; ``prio`` (built-ins) the class the dual-activity server prioritises, ``bad``
+    (hooks) whether the hook's assignment was refused.
+
+    The built-ins (``hook`` None; memory: the mode) call the decision rule of :data:`jaxq.policies.hook.BUILTIN`,
+    :func:`jaxq.policies.pss2x2.decide`, directly on the event's flags: the same statement of each policy without
+    the event's integer encoding, which XLA does not fold away (``real``: see there).
+    """
     if hook is None:
-        serving, mode = hk.BUILTIN.decide(q, before, memory, event, params)
-        return mode.astype(jnp.int32), serving, (before == pol.IDLE) & (serving != pol.IDLE), None
-    assignment, memory = hook.decide(q, before, memory, event, params)
+        mode, serving, started, prio = pol.decide(params.policy, x, before, memory, is_arr, c1, params.level,
+                                                  params.theta, real=real)
+        return mode, serving, started, prio, None
+    q = hk.waiting(x, before)
+    assignment, memory = hook.decide(q, before, memory, hk.event_code(is_arr, a1, c1), params)
     serving, started, bad = hk.checked(assignment, q, before)
-    return memory, serving, started, bad
+    return memory, serving, started, None, bad
 
 
 def _done(s: State, p: Params):
@@ -319,10 +325,12 @@ def _step(s: State, p: Params, spec, debug, cv=False, diag=False, hook=None):
     level = p.policy.level if s.level is None else s.level
     theta = p.policy.theta if s.theta is None else s.theta
     xa, before = jnp.stack([x0_ + d0, x1_ + d1]), jnp.stack([b0, b1])
-    memory, serving, started, bad = _decide(hook, xa, before, mode0 if hook is None else s.mem,
-                                            hk.event_code(is_arr, a1.astype(i32), c1.astype(i32)),
-                                            hk.BuiltinParams(p.policy, level, theta) if hook is None else p.hook_params)
+    memory, serving, started, prio, bad = _decide(
+        hook, xa, before, mode0 if hook is None else s.mem, is_arr, a1.astype(i32), c1.astype(i32),
+        hk.BuiltinParams(p.policy, level, theta) if hook is None else p.hook_params)
     mode = memory if hook is None else mode0
+    if hook is not None:  # two variates an event: an arrival (one drawn) leaves one for a start
+        bad = bad | (is_arr & started[0] & started[1])
     code = (is_arr.astype(i32) | (a1.astype(i32) << 1) | (c1.astype(i32) << 2) | (started[0].astype(i32) << 3)
             | (started[1].astype(i32) << 4) | ((serving[0] + 1) << _SERVING0) | ((serving[1] + 1) << _SERVING1)
             | (mode << _MODE))
@@ -412,7 +420,6 @@ def _step(s: State, p: Params, spec, debug, cv=False, diag=False, hook=None):
         upd["bad"] = s.bad + (keep_ev & bad).astype(i32)
     if debug and hook is None:
         k1, i2 = pol.pick(p.policy.k1, mode), pol.pick(p.policy.i2, mode)
-        prio = pol.priority_class(pol.pick(p.policy.rule, mode), xa, pol.pick(p.policy.i1, mode), i2, theta)
         found = _violations(jnp.stack([x0, x1]), jnp.stack([b0, b1]), jnp.stack([n0, n1]), jnp.stack([st0, st1]),
                             k1, i2, prio, is_arr)
         upd["viol"] = tuple(c + (keep_ev & found[j]).astype(i32) for j, c in enumerate(s.viol))
@@ -525,16 +532,16 @@ def _ctmc_transition(s: CtmcState, fired, p: Params, hook=None):
     x0 = s.x0 + a0.astype(i32) - (d00 | d01).astype(i32)
     x1 = s.x1 + a1.astype(i32) - (d10 | d11).astype(i32)
     before = jnp.stack([jnp.where(done0, pol.IDLE, s.s0), jnp.where(done1, pol.IDLE, s.s1)])
-    memory, serving, _, bad = _decide(hook, jnp.stack([x0, x1]), before, s.mode if hook is None else s.mem,
-                                      hk.event_code(is_arr, a1.astype(i32), jnp.where(done0, 0, 1)),
-                                      hk.BuiltinParams(p.policy, p.policy.level, p.policy.theta) if hook is None
-                                      else p.hook_params)
+    memory, serving, _, _, bad = _decide(hook, jnp.stack([x0, x1]), before, s.mode if hook is None else s.mem,
+                                         is_arr, a1.astype(i32), jnp.where(done0, 0, 1),
+                                         hk.BuiltinParams(p.policy, p.policy.level, p.policy.theta) if hook is None
+                                         else p.hook_params, real=real)
     s0 = jnp.where(real, serving[0], s.s0).astype(i32)  # a self-loop is not an event: nothing is decided
     s1 = jnp.where(real, serving[1], s.s1).astype(i32)
     if hook is not None:
         mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, b, a), s.mem, memory)
         return CtmcState(x0, x1, s0, s1, s.mode, s.switches, mem, s.bad + (real & bad).astype(i32)), ()
-    mode = jnp.where(real, memory, s.mode).astype(i32)
+    mode = memory  # pol.decide keeps the mode at a self-loop (real)
     return CtmcState(x0, x1, s0, s1, mode, s.switches + (mode != s.mode).astype(i32)), ()
 
 
