@@ -205,3 +205,8 @@ def test_two_starts_at_an_arrival_refused_by_the_event_driver_only():
         simulate(system, N, 8, policy=batch, engine="event")
     res = simulate(system, N, 8, policy=batch, engine="uniformized", steps=2000)  # the CTMC has no such limit
     assert np.all(np.isfinite(res.samples["J"]))
+
+
+def test_exact_cost_refuses_a_policy2x2():
+    with pytest.raises(InputError, match="policy: .*Policy2x2 runs in jaxq.simulate only"):
+        jaxq.exact_cost(load(path("pss_P")), N, policy=LQF._replace(params={"w": jnp.ones(2)}))
