@@ -36,7 +36,8 @@ class Policy2x2(NamedTuple):
       queues: (2,) int32, the jobs of each class waiting (not in service) after the event.
       serving: (2,) int32, the class each server is serving after the event, ``-1`` when idle (a server whose
         service just completed is idle).
-      memory: the pytree that ``init`` built or the last ``decide`` returned (fixed structure, shapes, dtypes).
+      memory: the pytree that ``init`` built or the last ``decide`` returned (fixed structure and shapes; the
+        engine keeps the dtypes ``init`` gave).
       event: int32, the event that fired: ``0``/``1`` an arrival of class 1/2, ``2``/``3`` a completion at
         server 1/2 (module constants ``ARRIVAL_1`` ... ``COMPLETION_2``).
       params: the pytree given as :attr:`params` (traced: changing its values does not recompile).
@@ -48,6 +49,9 @@ class Policy2x2(NamedTuple):
     the engine counts it (the assignment is then not carried out) and the run fails with an ``InputError``
     naming ``policy``. The event driver draws at most two variates an event, so there starting both servers at
     an arrival (possible only after idling while jobs waited) is a violation too.
+
+    The compiled engines are cached by ``(init, decide, name)``: define the functions once and change ``params``
+    (``policy._replace(params=...)``) to run the same policy with other parameters without recompiling.
 
     Attributes:
       init: ``init(params) -> memory``: the memory of the empty system at time 0.

@@ -210,3 +210,27 @@ def test_two_starts_at_an_arrival_refused_by_the_event_driver_only():
 def test_exact_cost_refuses_a_policy2x2():
     with pytest.raises(InputError, match="policy: .*Policy2x2 runs in jaxq.simulate only"):
         jaxq.exact_cost(load(path("pss_P")), N, policy=LQF._replace(params={"w": jnp.ones(2)}))
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_params_and_memory_of_a_user_policy(engine):
+    """A threshold rule with memory: params are traced (new values, other numbers, same compiled engine) and the
+    memory (a count of events, from init's Python int) is carried without a dtype error."""
+
+    def decide(queues, serving, memory, event, params):  # LQF once class 2 waits >= theta, else class 1 first
+        first = jnp.where(queues[1] >= params["theta"], 1, 0)
+        out, left = [], queues
+        for k in range(2):
+            c = jnp.where(left[first] > 0, first, jnp.where(left[1 - first] > 0, 1 - first, -1))
+            c = jnp.where(serving[k] == -1, c, -1)
+            left = left - (jnp.arange(2) == c)
+            out.append(c)
+        return jnp.stack(out), memory + 1
+
+    system = load(path("pss_P"))
+    pol_a = jaxq.Policy2x2(init=lambda params: 0, decide=decide, params={"theta": jnp.int32(1)}, name="thr")
+    a = simulate(system, N, 64, policy=pol_a, engine=engine, seed=0, steps=4000 if engine == "uniformized" else None)
+    b = simulate(system, N, 64, policy=pol_a._replace(params={"theta": jnp.int32(10**6)}), engine=engine, seed=0,
+                 steps=4000 if engine == "uniformized" else None)
+    assert b.compile_s < 0.5 * a.compile_s or b.compile_s < 0.05  # the same compiled engine
+    assert not np.array_equal(a.samples["J"], b.samples["J"])

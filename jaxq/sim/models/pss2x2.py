@@ -243,7 +243,8 @@ def _init(key, p: Params, spec, debug, cv, diag=False, hook=None):
         w_rec=jnp.zeros(p.t_rec.shape[0], f64) if p.t_rec.shape[0] else None, level=level, theta=theta, eps=eps,
         viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
         cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=DIAGNOSTICS.init(p) if diag else None,
-        mem=None if hook is None else hook.init(p.hook_params), bad=None if hook is None else jnp.zeros((), i32))
+        mem=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)),
+        bad=None if hook is None else jnp.zeros((), i32))
 
 
 def _decide(hook, x, before, memory, is_arr, a1, c1, params, real=None):
@@ -416,7 +417,7 @@ def _step(s: State, p: Params, spec, debug, cv=False, diag=False, hook=None):
         new_obs = DIAGNOSTICS.update(s.obs, seg, p)
         upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
     if hook is not None:  # the hook's memory (frozen for a void event) and its refused assignments
-        upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.mem, memory)
+        upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem, memory)
         upd["bad"] = s.bad + (keep_ev & bad).astype(i32)
     if debug and hook is None:
         k1, i2 = pol.pick(p.policy.k1, mode), pol.pick(p.policy.i2, mode)
@@ -502,7 +503,7 @@ class CtmcState(NamedTuple):
 def _ctmc_init(p: Params, hook=None):
     z, idle = jnp.int32(0), jnp.int32(pol.IDLE)
     if hook is not None:
-        return CtmcState(z, z, idle, idle, z, z, hook.init(p.hook_params), z)
+        return CtmcState(z, z, idle, idle, z, z, jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)), z)
     return CtmcState(z, z, idle, idle, pol.initial_mode(p.policy), z)
 
 
@@ -539,7 +540,7 @@ def _ctmc_transition(s: CtmcState, fired, p: Params, hook=None):
     s0 = jnp.where(real, serving[0], s.s0).astype(i32)  # a self-loop is not an event: nothing is decided
     s1 = jnp.where(real, serving[1], s.s1).astype(i32)
     if hook is not None:
-        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, b, a), s.mem, memory)
+        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, jnp.asarray(b, a.dtype), a), s.mem, memory)
         return CtmcState(x0, x1, s0, s1, s.mode, s.switches, mem, s.bad + (real & bad).astype(i32)), ()
     mode = memory  # pol.decide keeps the mode at a self-loop (real)
     return CtmcState(x0, x1, s0, s1, mode, s.switches + (mode != s.mode).astype(i32)), ()
