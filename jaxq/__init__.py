@@ -20,7 +20,6 @@ mdp -> tuning -> studies -> bench -> api -> cli. The API is imported lazily, so 
 """
 
 import importlib
-from typing import TYPE_CHECKING
 
 from jaxq import xla_flags
 
@@ -31,9 +30,6 @@ xla_flags.configure()  # 512-bit vectors on AVX-512 CPUs: before XLA's backend s
 # process, turns it on globally). Importing jaxq changes nothing in the user's JAX configuration.
 
 from jaxq.errors import InputError  # noqa: E402
-
-if TYPE_CHECKING:  # for readers and the API reference; at run time __getattr__ imports it on first use
-    from jaxq.api import Policy2x2  # noqa: F401
 
 __version__ = "0.2.0"
 
