@@ -80,6 +80,7 @@ from jaxq.api.studies import (  # noqa: F401
     run_study,
 )
 from jaxq.model import validate as v
+from jaxq.policies.hook import Policy2x2  # noqa: F401  (jaxq.Policy2x2: a user's policy of the 2x2 system)
 from jaxq.precision import in_float64
 from jaxq.sim.markov import MarkovModel, difference_controls  # noqa: F401
 
@@ -133,7 +134,7 @@ _CHECKS = {
     "times": _optional(v.check_times),
     "uc": _optional(v.check_vector),
     "us": _optional(v.check_vector),
-    "policy": _optional(v.check_text),
+    "policy": lambda x, k: x if isinstance(x, Policy2x2) else _optional(v.check_text)(x, k),
     "engine": v.check_text,
     "scheme": v.check_text,
     "control": v.check_text,
@@ -319,7 +320,8 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
     2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
     ``policy`` (default ``"auto"``: Theorem 2.11's; also ``P``, ``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``,
-    ``RULE@m``; ``"tuned"``: Theorem 2.11's policy with its switching level and threshold tuned for this n by
+    ``RULE@m``, a :class:`jaxq.Policy2x2` of the user's, docs/guides/policy-hook.md; ``"tuned"``: Theorem 2.11's
+    policy with its switching level and threshold tuned for this n by
     :func:`jaxq.tuning.prelimit.simulate_tuned`, whose search uses a seed derived from ``seed`` and never ``seed``
     itself, so the replications reported are fresh; ``info["tuned"]`` holds z, Theta_n and the search's cost; option
     ``tune_reps``: replications per candidate, default 128), ``reps`` replications (default 1000); options of
@@ -341,6 +343,9 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
         raise InputError("n", "the index n of the system is needed")
     if isinstance(system, Network):
         from jaxq.sim.network import simulate as simulate_network
+
+        if isinstance(policy, Policy2x2):
+            raise InputError("policy", "a Policy2x2 is a policy of the 2x2 system; a network takes a policy name")
 
         _check_options("jaxq.simulate (a network)", options, _own(simulate), (simulate_network, 3))
         return simulate_network(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,

@@ -99,6 +99,9 @@ def resolve(analysis, policy: str, switch_at: float | None) -> Resolved:
     single-mode system uses the active mode as the lower mode, the other mode as the higher one and
     switches at ``switch_at`` (default: never). ``RULE@m`` fixes the rule and mode m.
     """
+    if not isinstance(policy, str):  # a jaxq.Policy2x2: only the simulators run it
+        raise InputError("policy", f"expected a policy name ({', '.join(CHOICES)}); a Policy2x2 runs in "
+                                   "jaxq.simulate only")
     an = analysis
     name = an.policy if policy == "auto" else policy
     if name in FIXED:

@@ -21,6 +21,7 @@ import dataclasses
 import math
 from typing import Callable, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -31,6 +32,7 @@ from jaxq.model.pss2x2 import PSS2x2
 from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss_cost_scale,
                                  pss_default_horizon)
 from jaxq.policies import pss2x2 as pol
+from jaxq.policies.hook import Policy2x2
 from jaxq.policies import thresholds
 from jaxq.precision import float64
 from jaxq.sim import diagnostics as diag
@@ -65,6 +67,7 @@ class Setup(NamedTuple):
     switch_at: float | None  # switching level (scaled workload; None: never switches)
     modes_used: list[int]  # 1-based
     horizon: float
+    hook: Policy2x2 | None = None  # a user's policy (its parameters are params.hook_params)
 
 
 def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: float = 1.0) -> float:
@@ -73,7 +76,8 @@ def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: floa
     return pss_default_horizon(system, n, scale, rel_tol)
 
 
-def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: float = DEFAULT_THETA_EXPONENT,
+def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto",
+          theta_exponent: float = DEFAULT_THETA_EXPONENT,
           switch_at: float | None = None, horizon: float | None = None, record_times=(),
           analysis: Analysis | None = None, theta_constant: float = 1.0,
           perturb: tuple[float, float, float] | None = None, theta_rule: str = DEFAULT_THETA_RULE) -> Setup:
@@ -83,7 +87,8 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
     ``theta_rule`` (:func:`jaxq.policies.thresholds.theta_rule_constant`: ``paper`` is (2.29)'s c = 1; ``scv``
     scales it with the variability of the queue the T2 rule protects).
     ``perturb = (sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication
-    (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`).
+    (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`). A :class:`jaxq.Policy2x2` ``policy`` decides alone: it
+    takes no threshold, switching level or perturbation (the control variates use Theorem 2.11's value function).
     """
     check_float(n, "n", ge=1)
     check_float(theta_exponent, "theta_exponent", ge=0.0, le=1.0)  # (2.28) asks for (1/3, 1/2)
@@ -91,7 +96,8 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
         check_float(switch_at, "switch_at", ge=0.0)
     check_float(theta_constant, "theta_constant", gt=0.0)
     an = analysis if analysis is not None else analyze(system)
-    res = pol.resolve(an, policy, switch_at)
+    hook = _hook(policy, switch_at, perturb)
+    res = pol.resolve(an, "auto" if hook is not None else policy, switch_at)
     if switch_at is not None and not res.rules.dual:
         raise InputError("switch_at", f"policy {res.name} never switches (one mode throughout), so a switching "
                                       "level would be ignored; drop it or choose a switching policy "
@@ -108,7 +114,8 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
     if np.any(rec < 0) or np.any(rec > horizon):
         raise InputError("record_times", f"must lie in [0, horizon = {horizon:g}]")
     theta_constant = theta_constant * thresholds.theta_rule_constant(theta_rule, an, res)
-    theta = thresholds.theta_level(n, theta_exponent, theta_constant) if pol.uses_threshold(res.rules) else None
+    theta = (thresholds.theta_level(n, theta_exponent, theta_constant)
+             if hook is None and pol.uses_threshold(res.rules) else None)
     dists = list(system.interarrival) + [system.service[i][k] for i in range(2) for k in range(2)]
     rn = math.sqrt(n)
     q = None
@@ -127,10 +134,38 @@ def setup(system: PSS2x2, n: float, *, policy: str = "auto", theta_exponent: flo
         gamma=jnp.float64(system.gamma), horizon=jnp.float64(horizon),
         policy=pol.make(res, an.modes, n, theta), t_rec=jnp.asarray(rec),
         table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}, perturb=q,
-        value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale), hpc=jnp.int32(an.p))
+        value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale), hpc=jnp.int32(an.p),
+        hook_params=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.params))
+    if hook is not None:
+        return Setup(params, sampling.spec_of(dists), an, hook.name, None, None, [], float(horizon), hook.static())
     return Setup(params, sampling.spec_of(dists), an, res.name, theta,
                  None if not res.rules.dual or math.isinf(res.z) else res.z, sorted({res.lower + 1, res.higher + 1}),
                  float(horizon))
+
+
+def _hook(policy, switch_at, perturb) -> Policy2x2 | None:
+    """The user's :class:`Policy2x2` (None for a built-in's name), refusing the options only built-ins take."""
+    if not isinstance(policy, Policy2x2):
+        return None
+    if not (callable(policy.init) and callable(policy.decide)):
+        raise InputError("policy", "a Policy2x2 needs callable init(params) and decide(queues, serving, memory, "
+                                   "event, params)")
+    for key, value in (("switch_at", switch_at), ("perturb", perturb)):
+        if value is not None:
+            raise InputError(key, f"applies to the built-in policies only; the Policy2x2 {policy.name!r} decides "
+                                  "alone (put its parameters in its params)")
+    return policy
+
+
+def refused(bad: np.ndarray, name: str) -> None:
+    """Fail a run in which a :class:`Policy2x2` made assignments the engine refused (``bad``: per replication)."""
+    bad = np.asarray(bad)
+    if np.any(bad > 0):
+        raise InputError("policy", f"the Policy2x2 {name!r} made {int(bad.sum())} invalid assignments in "
+                                   f"{int(np.count_nonzero(bad))} of {bad.size} replications: an idle server was "
+                                   "given a class with no waiting job (two idle servers taking one class need two "
+                                   "waiting jobs), a class it cannot serve (anything but -1, 0, 1) or, on the event "
+                                   "driver, both servers a job at an arrival (two variates an event)")
 
 
 def policy_value(an: Analysis, res: pol.Resolved):
@@ -169,8 +204,8 @@ def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float =
 
 
 @float64
-def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed: int = 0, engine: str = "auto",
-             horizon: float | None = None, steps: int | None = None, rel_tol: float = 1e-4,
+def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "auto", seed: int = 0,
+             engine: str = "auto", horizon: float | None = None, steps: int | None = None, rel_tol: float = 1e-4,
              theta_exponent: float = DEFAULT_THETA_EXPONENT, switch_at: float | None = None, record_times=(),
              theta_constant: float = 1.0, theta_rule: str = DEFAULT_THETA_RULE,
              perturb: tuple[float, float, float] | None = None, debug: bool = False,
@@ -182,7 +217,9 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     Args:
       system: the 2x2 system; n: the index of the system (rates n lambda + sqrt(n) lambda_hat, ...).
       reps: independent replications (each starts empty); seed: replication r uses ``fold_in(PRNGKey(seed), r)``.
-      policy: ``auto`` (Theorem 2.11), one of P, T2, PP, T2T2, T1T2, T2T1, or a fixed-mode rule ``P@1``, ...
+      policy: ``auto`` (Theorem 2.11), one of P, T2, PP, T2T2, T1T2, T2T1, a fixed-mode rule ``P@1``, ..., or a
+        :class:`jaxq.Policy2x2` (docs/guides/policy-hook.md; a run in which it makes an invalid assignment fails
+        with an InputError naming ``policy``).
       engine: ``auto``, ``event`` or ``uniformized`` (module docstring).
       horizon: truncation time T of the event engine (default: tail bound about ``rel_tol`` V0).
       steps: uniformised steps K (default: tail bound about ``rel_tol`` V0), rounded up to whole pages.
@@ -191,10 +228,12 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
         level z (scaled workload).
       record_times: fixed times at which W_hat(t) is recorded per replication (event engine).
       perturb: ``(sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication (event engine).
-      debug: accumulate the Definition 2.7 invariant counters (event engine).
+      debug: accumulate the Definition 2.7 invariant counters (event engine; built-in policies: a Policy2x2 is
+        checked in every run).
       cv: control variates from the diffusion limit (on by default; :mod:`jaxq.sim.models.pss2x2`): the
         estimate is cross-fitted by replication index (:func:`jaxq.stats.controlled_mean`); the plain one is
-        reported beside it.
+        reported beside it. Every control has mean zero under any non-anticipating policy, a Policy2x2 included
+        (for one, V is that of Theorem 2.11's policy: all the controls are kept, their gain depends on the fit).
       start, chunk, block, devices, progress: replications ``start ..``, per compiled call, events per block,
         devices to shard over, progress callback (see :mod:`jaxq.sim.replications`).
       diagnostics: accumulate the diagnostics of :mod:`jaxq.sim.diagnostics` (idling while jobs wait, X_hat_p,
@@ -229,10 +268,12 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
             raise InputError("steps", f"need a positive whole number of steps, got {steps!r}")
         k = ctmc_steps(system, n, big, an.V0, rel_tol) if steps is None else int(steps)
         check_work("n", reps, float(k), unit="steps", per_replication_limit=uniformized.MAX_STEPS, reps_key="reps")
-        mk = model.MARKOV_CV if cv else model.MARKOV
+        mk = (model.MARKOV_CV if cv else model.MARKOV) if st.hook is None else model.hook_markov(st.hook, bool(cv))
         out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
                                              steps=k, start=start, chunk=chunk, devices=devices, progress=progress,
                                              observer=model.MARKOV_DIAGNOSTICS if diagnostics else None)
+        if st.hook is not None:
+            refused(out["state"].bad, st.policy)
         observed = out.get("observed")
         J = out["discounted"]["cost"]
         controls = out["controls"]["discounted"] if cv else None
@@ -243,8 +284,11 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
     else:
         check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events", reps_key="reps")
         replications.announce(progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
-        out, timing = event.run(model.engine(st.spec, bool(debug), bool(cv), bool(diagnostics)), st.params, reps,
-                                seed, block=block, start=start, chunk=chunk, devices=devices, progress=progress)
+        out, timing = event.run(model.engine(st.spec, bool(debug) and st.hook is None, bool(cv), bool(diagnostics),
+                                             st.hook), st.params, reps, seed, block=block, start=start, chunk=chunk,
+                                devices=devices, progress=progress)
+        if st.hook is not None:
+            refused(out["bad"], st.policy)
         observed = out.get("diag")
         J = out["cost"]
         controls = out["cv"] if cv else None
@@ -253,7 +297,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed:
                    "switches": out["switches"], "tail_bound": bound, "events": out["events"]}
         if perturb is not None:
             samples["eps"] = out["eps"]
-        if debug:
+        if debug and st.hook is None:
             info["violations"] = dict(zip(model.VIOLATIONS, np.asarray(out["viol"]).sum(axis=0).tolist()))
         info["horizon"] = st.horizon
     info["truncation_bound"] = float(np.mean(bound))

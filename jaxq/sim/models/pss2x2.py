@@ -43,18 +43,20 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxq.diffusion.value import ValueFunction, marginal
+from jaxq.policies import hook as hk
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import rng, sampling
 from jaxq.sim.event import Engine
-from jaxq.sim.markov import MarkovModel, as_markov
-from jaxq.sim.observer import Observer, Segment, viewed
+from jaxq.sim.markov import Markov, MarkovModel, as_markov
+from jaxq.sim.models.pss2x2_diagnostics import DIAGNOSTICS, Diagnostics, View  # noqa: F401  (public here too)
+from jaxq.sim.observer import Segment, viewed
 
 # Debug counters (Definition 2.7 invariants), in this order.
 VIOLATIONS = (
@@ -94,6 +96,7 @@ class Params(NamedTuple):
     value: ValueFunction | None = None  # V of the policy's diffusion limit (control variates)
     cv_scale: jnp.ndarray | None = None  # (6,) effect of a unit variate of each stream on W_hat: -+1/(alpha_i sqrt(n))
     hpc: jnp.ndarray | None = None  # int32: the high-priority class p (0-based; the diagnostics' X_hat_p)
+    hook_params: Any = None  # the parameters of a policy hook (jaxq.policies.hook.Policy2x2.params)
 
 
 class State(NamedTuple):
@@ -128,6 +131,8 @@ class State(NamedTuple):
     viol: tuple | None  # 6 int32 Definition 2.7 violation counters (debug engines)
     cv: tuple | None  # CONTROLS float64 control variates (controlled engines)
     obs: "Diagnostics | None" = None  # the diagnostics observer's state (DIAGNOSTICS; engines with diag)
+    mem: Any = None  # a policy hook's memory (engines with a hook)
+    bad: jnp.ndarray | None = None  # int32: the hook's refused assignments (engines with a hook)
 
 
 def pack2(a, b):
@@ -203,66 +208,6 @@ def perturbed_parameters(key, p: Params):
     return level, jnp.maximum(theta, 0), eps
 
 
-# ------------------------------------------------------------------------------------------ diagnostics
-class View(NamedTuple):
-    """What the diagnostics read of a post-decision state (int32 scalars; both drivers build it)."""
-
-    x0: jnp.ndarray  # jobs of class 1 (queue + service)
-    x1: jnp.ndarray
-    s0: jnp.ndarray  # class served by server 1 (-1 idle)
-    s1: jnp.ndarray
-    mode: jnp.ndarray  # current mode (0-based)
-
-
-class Diagnostics(NamedTuple):
-    """The diagnostics observer's state: integrals of the functional's weight w(t) (float64 scalars; one array
-    each per replication, which XLA:CPU updates in a loop of its own: the fewer the cheaper).
-
-    ``idle[2 k + i]``: over the time server k is idle while a class-i job waits (in queue, not in service);
-    ``x_p``: of X_hat_p (the high-priority class, ``Params.hpc``); ``mode0``: over the time in mode 1 (0-based
-    0); ``switches``: w at the mode switches. The normaliser, the integral of w itself, is the functional's
-    mass that the driver passes to ``finish``.
-    """
-
-    idle: tuple
-    x_p: jnp.ndarray
-    mode0: jnp.ndarray
-    switches: jnp.ndarray
-
-
-def _diag_init(p: Params) -> Diagnostics:
-    z = jnp.zeros((), jnp.float64)
-    return Diagnostics((z, z, z, z), z, z, z)
-
-
-def _diag_update(o: Diagnostics, seg: Segment, p: Params) -> Diagnostics:
-    v, w = seg.held, seg.weight
-    i32, f64 = jnp.int32, jnp.float64
-    idle0, idle1 = v.s0 < 0, v.s1 < 0
-    wait0 = (v.x0 - (v.s0 == 0).astype(i32) - (v.s1 == 0).astype(i32)) > 0  # a class-1 job in queue
-    wait1 = (v.x1 - (v.s0 == 1).astype(i32) - (v.s1 == 1).astype(i32)) > 0
-    on = lambda c: _sel(c, w, 0.0)  # noqa: E731
-    x_p = _sel(p.hpc == 0, v.x0, v.x1).astype(f64) * p.inv_sqrt_n
-    return Diagnostics(
-        idle=(o.idle[0] + on(idle0 & wait0), o.idle[1] + on(idle0 & wait1), o.idle[2] + on(idle1 & wait0),
-              o.idle[3] + on(idle1 & wait1)),
-        x_p=o.x_p + w * x_p, mode0=o.mode0 + on(v.mode == 0),
-        switches=o.switches + _sel(seg.after.mode != v.mode, seg.jump, 0.0))
-
-
-def _diag_finish(o: Diagnostics, mass, p: Params) -> dict:
-    """Per replication: the weighted averages (the weights normalised to total 1) and the switch rate."""
-    t = mass
-    m0 = o.mode0 / t
-    return {"idle_waiting": jnp.stack(o.idle).reshape(2, 2) / t, "X_hat_p": o.x_p / t,
-            "mode_fraction": jnp.stack([m0, 1.0 - m0]), "switch_rate": o.switches / t}
-
-
-# The diagnostics of a 2x2 run (docs/diagnostics.md), under the functional's weight: for the discounted cost the
-# discounted occupation measure, gamma exp(-gamma t) dt over [0, T] normalised to mass 1 (what J_n integrates).
-DIAGNOSTICS = Observer(_diag_init, _diag_update, _diag_finish)
-
-
 def _event_view(x0, x1, code) -> View:
     s0, s1, mode = _serving_mode(code)
     return View(x0, x1, s0, s1, mode)
@@ -274,7 +219,7 @@ def event_spec(spec: sampling.Spec) -> sampling.Spec:
     return sampling.with_proposals(spec, VOID_PROPOSALS)
 
 
-def _init(key, p: Params, spec, debug, cv, diag=False):
+def _init(key, p: Params, spec, debug, cv, diag=False, hook=None):
     f64, i32 = jnp.float64, jnp.int32
     k0, k1 = rng.key_words(key)
     # Draw 0: the two initial interarrival times, with the self-contained sampler (its exact fallback, once).
@@ -290,12 +235,35 @@ def _init(key, p: Params, spec, debug, cv, diag=False):
     zl, zf = jnp.zeros((), jnp.int64), jnp.zeros((), f64)
     inf = jnp.full((), jnp.inf, f64)
     mode = pol.initial_mode(p.policy, p.policy.level if level is None else level).astype(i32)
+    if hook is not None:  # a hook's memory is its own; the mode bits stay 0
+        mode = jnp.zeros((), i32)
     return State(
         k0=k0, k1=k1, draw=jnp.ones((), jnp.uint32), t=zf, disc=jnp.ones((), f64), ta0=v[0] * p.inv_lam[0],
         ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, cost=zf, x=zl, code=mode << _MODE, rec=zl, x_T=zl, sup=zl,
         w_rec=jnp.zeros(p.t_rec.shape[0], f64) if p.t_rec.shape[0] else None, level=level, theta=theta, eps=eps,
         viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
-        cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=DIAGNOSTICS.init(p) if diag else None)
+        cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=DIAGNOSTICS.init(p) if diag else None,
+        mem=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)),
+        bad=None if hook is None else jnp.zeros((), i32))
+
+
+def _decide(hook, x, before, memory, is_arr, a1, c1, params, real=None):
+    """The policy's decision after an event (``a1``, ``c1``: int32 arrival class, completing server): ``(memory,
+    serving, started, prio, bad)``; ``prio`` (built-ins) the class the dual-activity server prioritises, ``bad``
+    (hooks) whether the hook's assignment was refused.
+
+    The built-ins (``hook`` None; memory: the mode) call the decision rule of :data:`jaxq.policies.hook.BUILTIN`,
+    :func:`jaxq.policies.pss2x2.decide`, directly on the event's flags: the same statement of each policy without
+    the event's integer encoding, which XLA does not fold away (``real``: see there).
+    """
+    if hook is None:
+        mode, serving, started, prio = pol.decide(params.policy, x, before, memory, is_arr, c1, params.level,
+                                                  params.theta, real=real)
+        return mode, serving, started, prio, None
+    q = hk.waiting(x, before)
+    assignment, memory = hook.decide(q, before, memory, hk.event_code(is_arr, a1, c1), params)
+    serving, started, bad = hk.checked(assignment, q, before)
+    return memory, serving, started, None, bad
 
 
 def _done(s: State, p: Params):
@@ -311,7 +279,7 @@ def _bit(code, k):
     return ((code >> k) & 1).astype(bool)
 
 
-def _step(s: State, p: Params, spec, debug, cv=False, diag=False):
+def _step(s: State, p: Params, spec, debug, cv=False, diag=False, hook=None):
     """One event. A finished replication (``t >= T``) keeps stepping with every output frozen (the driver
     does not mask it: :attr:`jaxq.sim.event.Engine.frozen_when_done`); with gamma-method streams an event
     whose used gamma variates were all rejected is void (nothing but the draw counter changes: exact, see
@@ -357,8 +325,13 @@ def _step(s: State, p: Params, spec, debug, cv=False, diag=False):
     d0, d1, b0, b1 = after(is_arr, a1, c1)
     level = p.policy.level if s.level is None else s.level
     theta = p.policy.theta if s.theta is None else s.theta
-    mode, serving, started, prio = pol.decide(p.policy, jnp.stack([x0_ + d0, x1_ + d1]), jnp.stack([b0, b1]), mode0,
-                                              is_arr, c1.astype(i32), level, theta)
+    xa, before = jnp.stack([x0_ + d0, x1_ + d1]), jnp.stack([b0, b1])
+    memory, serving, started, prio, bad = _decide(
+        hook, xa, before, mode0 if hook is None else s.mem, is_arr, a1.astype(i32), c1.astype(i32),
+        hk.BuiltinParams(p.policy, level, theta) if hook is None else p.hook_params)
+    mode = memory if hook is None else mode0
+    if hook is not None:  # two variates an event: an arrival (one drawn) leaves one for a start
+        bad = bad | (is_arr & started[0] & started[1])
     code = (is_arr.astype(i32) | (a1.astype(i32) << 1) | (c1.astype(i32) << 2) | (started[0].astype(i32) << 3)
             | (started[1].astype(i32) << 4) | ((serving[0] + 1) << _SERVING0) | ((serving[1] + 1) << _SERVING1)
             | (mode << _MODE))
@@ -443,7 +416,10 @@ def _step(s: State, p: Params, spec, debug, cv=False, diag=False):
                       keep(_sel(real, disc1, 0.0)))
         new_obs = DIAGNOSTICS.update(s.obs, seg, p)
         upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
-    if debug:
+    if hook is not None:  # the hook's memory (frozen for a void event) and its refused assignments
+        upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem, memory)
+        upd["bad"] = s.bad + (keep_ev & bad).astype(i32)
+    if debug and hook is None:
         k1, i2 = pol.pick(p.policy.k1, mode), pol.pick(p.policy.i2, mode)
         found = _violations(jnp.stack([x0, x1]), jnp.stack([b0, b1]), jnp.stack([n0, n1]), jnp.stack([st0, st1]),
                             k1, i2, prio, is_arr)
@@ -483,20 +459,23 @@ def _output(s: State, p: Params):
             "viol": jnp.zeros(len(VIOLATIONS), i32) if s.viol is None else jnp.stack(s.viol),
             "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,
             "cv": jnp.zeros(CONTROLS, f64) if s.cv is None else jnp.stack(s.cv),
+            "bad": jnp.zeros((), i32) if s.bad is None else s.bad,
             # the weights' mass: int_0^T exp(-gamma t) dt
             **({} if s.obs is None else {"diag": DIAGNOSTICS.finish(s.obs, (1.0 - s.disc) / p.gamma, p)})}
 
 
 @lru_cache(maxsize=None)
-def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, diag: bool = False) -> Engine:
+def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, diag: bool = False, hook=None) -> Engine:
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
     ``debug``: accumulate the Definition 2.7 invariant counters; ``cv``: the control variates (``Params.value``
     and ``Params.cv_scale`` must be set); ``diag``: the :data:`DIAGNOSTICS` observer (``Params.hpc`` must be set;
-    output ``diag``). A finished replication's outputs are frozen by the rule itself, so the driver runs it
-    without masking.
+    output ``diag``); ``hook``: a :class:`jaxq.policies.hook.Policy2x2` without its parameters (``Params.hook_params``;
+    output ``bad``: its refused assignments; no Definition 2.7 counters), None for the built-ins. A finished
+    replication's outputs are frozen by the rule itself, so the driver runs it without masking.
     """
-    return Engine(lambda k, p: _init(k, p, spec, debug, cv, diag), lambda s, p: _step(s, p, spec, debug, cv, diag),
+    return Engine(lambda k, p: _init(k, p, spec, debug, cv, diag, hook),
+                  lambda s, p: _step(s, p, spec, debug, cv, diag, hook),
                   _done,
                   _output, lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
@@ -517,10 +496,14 @@ class CtmcState(NamedTuple):
     s1: jnp.ndarray  # int32 class served by server 2
     mode: jnp.ndarray  # int32
     switches: jnp.ndarray  # int32
+    mem: Any = None  # a policy hook's memory
+    bad: jnp.ndarray | None = None  # int32: the hook's refused assignments
 
 
-def _ctmc_init(p: Params):
+def _ctmc_init(p: Params, hook=None):
     z, idle = jnp.int32(0), jnp.int32(pol.IDLE)
+    if hook is not None:
+        return CtmcState(z, z, idle, idle, z, z, jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)), z)
     return CtmcState(z, z, idle, idle, pol.initial_mode(p.policy), z)
 
 
@@ -541,7 +524,7 @@ def _ctmc_bound(p: Params) -> float:
     return float(np.sum(np.asarray(p.lam)) + mu[:, 0].max() + mu[:, 1].max())
 
 
-def _ctmc_transition(s: CtmcState, fired, p: Params):
+def _ctmc_transition(s: CtmcState, fired, p: Params, hook=None):
     a0, a1, d00, d10, d01, d11 = fired
     i32 = jnp.int32
     is_arr = a0 | a1
@@ -550,10 +533,16 @@ def _ctmc_transition(s: CtmcState, fired, p: Params):
     x0 = s.x0 + a0.astype(i32) - (d00 | d01).astype(i32)
     x1 = s.x1 + a1.astype(i32) - (d10 | d11).astype(i32)
     before = jnp.stack([jnp.where(done0, pol.IDLE, s.s0), jnp.where(done1, pol.IDLE, s.s1)])
-    mode, serving, _, _ = pol.decide(p.policy, jnp.stack([x0, x1]), before, s.mode, is_arr, jnp.where(done0, 0, 1),
-                                     real=real)  # a self-loop is not an event
-    s0 = jnp.where(real, serving[0], s.s0).astype(i32)
+    memory, serving, _, _, bad = _decide(hook, jnp.stack([x0, x1]), before, s.mode if hook is None else s.mem,
+                                         is_arr, a1.astype(i32), jnp.where(done0, 0, 1),
+                                         hk.BuiltinParams(p.policy, p.policy.level, p.policy.theta) if hook is None
+                                         else p.hook_params, real=real)
+    s0 = jnp.where(real, serving[0], s.s0).astype(i32)  # a self-loop is not an event: nothing is decided
     s1 = jnp.where(real, serving[1], s.s1).astype(i32)
+    if hook is not None:
+        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, jnp.asarray(b, a.dtype), a), s.mem, memory)
+        return CtmcState(x0, x1, s0, s1, s.mode, s.switches, mem, s.bad + (real & bad).astype(i32)), ()
+    mode = memory  # pol.decide keeps the mode at a self-loop (real)
     return CtmcState(x0, x1, s0, s1, mode, s.switches + (mode != s.mode).astype(i32)), ()
 
 
@@ -583,6 +572,16 @@ MODEL = MarkovModel(name="pss2x2", init=_ctmc_init, counts=_ctmc_counts, rates=_
                     transition=_ctmc_transition, observe=_ctmc_observe, records=True, one_hot=True)
 MARKOV = as_markov(MODEL)
 MARKOV_CV = as_markov(MODEL._replace(controls=_ctmc_controls))
+
+
+@lru_cache(maxsize=None)
+def hook_markov(hook, cv: bool = False) -> Markov:
+    """:data:`MARKOV` (``cv``: :data:`MARKOV_CV`) under a policy hook (a :class:`jaxq.policies.hook.Policy2x2`
+    without its parameters, which are ``Params.hook_params``); ``state.bad`` counts its refused assignments."""
+    return (MARKOV_CV if cv else MARKOV)._replace(name="pss2x2-hook", init=lambda p: _ctmc_init(p, hook),
+                                                  transition=lambda s, f, p: _ctmc_transition(s, f, p, hook))
+
+
 # The diagnostics on the CTMC's states (both Markov drivers: uniformised and event).
 MARKOV_DIAGNOSTICS = viewed(DIAGNOSTICS, lambda s, p: View(s.x0, s.x1, s.s0, s.s1, s.mode))
 

@@ -1,0 +1,236 @@
+"""The policy hook jaxq.Policy2x2 on both 2x2 drivers: a user's rule P against the built-in, longest queue first
+against a plain Python event loop (4 stderr), refused assignments, the controls' mean under a user's policy, and the
+built-ins run through the user's path."""
+
+import dataclasses
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxq
+from jaxq.diffusion.workload import analyze
+from jaxq.errors import InputError
+from jaxq.examples import path
+from jaxq.model import load
+from jaxq.model.pss2x2 import Dist
+from jaxq.policies import hook as hk
+from jaxq.policies import pss2x2 as pol
+from jaxq.sim.pss2x2 import setup, simulate
+
+N = 16
+
+
+def _user_p_decide(queues, serving, memory, event, params):
+    """Rule P written from Definitions 2.7-2.8: server k1 serves only class i2; server k2 prefers class i1."""
+    i1, i2, k1 = params
+    k2 = 1 - k1
+    left = queues
+    c1 = jnp.where((serving[k1] == -1) & (left[i2] > 0), i2, -1)  # the dedicated server decides first
+    left = left - (jnp.arange(2) == c1)
+    c2 = jnp.where(left[i1] > 0, i1, jnp.where(left[i2] > 0, i2, -1))
+    c2 = jnp.where(serving[k2] == -1, c2, -1)
+    out = jnp.stack([jnp.where(k1 == 0, c1, c2), jnp.where(k1 == 0, c2, c1)])
+    return out, memory
+
+
+def _user_p(system) -> jaxq.Policy2x2:
+    an = analyze(system)
+    m = pol.resolve(an, "P", None).lower
+    roles = tuple(jnp.int32(int(np.asarray(r)[m])) for r in (an.modes.i1, an.modes.i2, an.modes.k1))
+    return jaxq.Policy2x2(init=lambda params: jnp.int32(0), decide=_user_p_decide, params=roles, name="user-P")
+
+
+def _lqf_decide(queues, serving, memory, event, params):
+    """Longest queue first: an idle server (server 1 first) takes the class with more jobs waiting (ties: class 1)."""
+    first = jnp.where(queues[1] > queues[0], 1, 0)
+    out, left = [], queues
+    for k in range(2):
+        c = jnp.where(left[first] > 0, first, jnp.where(left[1 - first] > 0, 1 - first, -1))
+        c = jnp.where(serving[k] == -1, c, -1)
+        left = left - (jnp.arange(2) == c)
+        out.append(c)
+    return jnp.stack(out), memory
+
+
+LQF = jaxq.Policy2x2(init=lambda params: (), decide=_lqf_decide, name="LQF")
+
+
+def _exponential(name):
+    """An example system with every primitive exponential (a CTMC: both drivers apply)."""
+    e = Dist("exponential", 1.0)
+    return dataclasses.replace(load(path(name)), interarrival=(e, e), service=((e, e), (e, e)))
+
+
+def _agree(a, b):
+    diff, se = a.value - b.value, math.hypot(a.stderr, b.stderr)
+    assert abs(diff) <= 4.0 * se, (a.value, b.value, se)
+
+
+@pytest.mark.parametrize("name, engine", [("pss_PP_lognormal", "event"), ("pss_P", "uniformized")])
+def test_user_rule_p_matches_builtin(name, engine):
+    system = load(path(name))
+    user, builtin = _user_p(system), "P"
+    a = simulate(system, N, 1000, policy=user, engine=engine, seed=1)
+    b = simulate(system, N, 1000, policy=builtin, engine=engine, seed=2)
+    _agree(a, b)
+    assert a.info["policy"] == "user-P" and a.engine == engine
+    # same seed: the same decisions on the same random streams, hence the same paths
+    c = simulate(system, N, 1000, policy=builtin, engine=engine, seed=1)
+    np.testing.assert_allclose(a.samples["J"], c.samples["J"], rtol=1e-12)
+
+
+def _plain_lqf(system, n, reps, horizon, seed):
+    """Longest queue first by a plain Python event loop (exponential clocks), J truncated at ``horizon``."""
+    lam, mu = system.rates(n)
+    h, g = np.asarray(system.h, float), float(system.gamma)
+    rng = np.random.default_rng(seed)
+    J = np.empty(reps)
+    for r in range(reps):
+        t, x, serving, cost = 0.0, [0, 0], [-1, -1], 0.0
+        while True:
+            rates = [lam[0], lam[1]] + [mu[serving[k], k] if serving[k] >= 0 else 0.0 for k in range(2)]
+            total = sum(rates)
+            dt = rng.exponential(1.0 / total)
+            t1 = min(t + dt, horizon)
+            cost += (h @ np.asarray(x, float)) / math.sqrt(n) * (math.exp(-g * t) - math.exp(-g * t1)) / g
+            if t + dt >= horizon:
+                break
+            t = t + dt
+            e = rng.choice(4, p=np.asarray(rates) / total)
+            if e < 2:
+                x[e] += 1
+            else:
+                x[serving[e - 2]] -= 1
+                serving[e - 2] = -1
+            q = [x[i] - sum(s == i for s in serving) for i in range(2)]
+            for k in range(2):
+                if serving[k] == -1:
+                    first = 1 if q[1] > q[0] else 0
+                    c = first if q[first] > 0 else (1 - first if q[1 - first] > 0 else -1)
+                    if c >= 0:
+                        serving[k] = c
+                        q[c] -= 1
+        J[r] = cost
+    return J
+
+
+def test_longest_queue_first_matches_plain_loop():
+    system = load(path("pss_P"))
+    horizon = 4.0
+    J = _plain_lqf(system, 4, 600, horizon, seed=7)
+    res = simulate(system, 4, 4000, policy=LQF, engine="event", horizon=horizon, seed=3, cv=False)
+    se = math.hypot(res.stderr, J.std(ddof=1) / math.sqrt(len(J)))
+    assert abs(res.value - J.mean()) <= 4.0 * se, (res.value, J.mean(), se)
+
+
+def _bad_decide(queues, serving, memory, event, params):  # every idle server takes class 1, waiting or not
+    return jnp.zeros(2, jnp.int32), memory
+
+
+def _alien_decide(queues, serving, memory, event, params):  # a class no server serves
+    return jnp.full(2, 2, jnp.int32), memory
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+@pytest.mark.parametrize("decide", [_bad_decide, _alien_decide])
+def test_invalid_assignment_fails_the_run(engine, decide):
+    system = load(path("pss_P"))
+    bad = jaxq.Policy2x2(init=lambda params: (), decide=decide, name="bad")
+    with pytest.raises(InputError, match="policy: the Policy2x2 'bad' made [0-9]+ invalid assignments"):
+        simulate(system, N, 8, policy=bad, engine=engine, steps=2000 if engine == "uniformized" else None)
+
+
+def test_checked_refuses_each_invalid_request():
+    q, idle = jnp.array([1, 0], jnp.int32), jnp.array([-1, -1], jnp.int32)
+    assert not bool(hk.checked(jnp.array([0, -1]), q, idle)[2])
+    assert bool(hk.checked(jnp.array([0, 0]), q, idle)[2])  # two jobs of class 1 asked, one waits
+    assert bool(hk.checked(jnp.array([1, -1]), q, idle)[2])  # no class-2 job waits
+    assert bool(hk.checked(jnp.array([-2, -1]), q, idle)[2])  # not a class
+    busy = jnp.array([1, -1], jnp.int32)  # a busy server's entry is ignored, never preempted
+    serving, started, bad = hk.checked(jnp.array([0, 0]), q, busy)
+    assert serving.tolist() == [1, 0] and started.tolist() == [False, True] and not bool(bad)
+
+
+def test_public_api_takes_a_policy2x2():
+    system = load(path("pss_P"))
+    res = jaxq.simulate(system, N, 200, policy=LQF, engine="uniformized")
+    assert res.info["policy"] == "LQF" and res.engine == "uniformized"
+    with pytest.raises(InputError, match="switch_at"):
+        jaxq.simulate(system, N, 8, policy=LQF, switch_at=1.0)
+    with pytest.raises(InputError, match="policy"):
+        jaxq.simulate(load(path("network_N")), N, 8, policy=LQF)
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_controls_have_mean_zero_under_a_user_policy(engine):
+    system = load(path("pss_PP_lognormal")) if engine == "event" else _exponential("pss_PP")
+    res = simulate(system, N, 1500, policy=LQF, engine=engine, seed=5)
+    c = np.asarray(res.samples["controls"])
+    assert c.shape[1] == 11
+    se = c.std(axis=0, ddof=1) / math.sqrt(c.shape[0])
+    assert np.all(np.abs(c.mean(axis=0)) <= 4.0 * se), (c.mean(axis=0), se)
+    assert np.all(se > 0)
+
+
+@pytest.mark.parametrize("policy", ["T2T1", "PP", "T2@2"])
+@pytest.mark.parametrize("name, engine", [("pss_T2T1", "uniformized"), ("pss_PP_lognormal", "event")])
+def test_builtins_through_the_user_path_are_the_builtins(policy, name, engine):
+    """A built-in as a user's Policy2x2 (memory: the current mode) gives the built-in's numbers exactly."""
+    system = _exponential(name) if engine == "uniformized" else load(path(name))
+    st = setup(system, N, policy=policy)
+    user = hk.builtin(st.params.policy)
+    a = simulate(system, N, 200, policy=user, engine=engine, seed=4, cv=False, diagnostics=False)
+    b = simulate(system, N, 200, policy=policy, engine=engine, seed=4, cv=False, diagnostics=False)
+    np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
+
+
+def _batch_decide(queues, serving, memory, event, params):
+    """Idle until an arrival finds two jobs waiting, then start every idle server (a legal rule in itself)."""
+    go = (event < hk.COMPLETION_1) & (queues[0] + queues[1] >= 2)
+    out, left = [], queues
+    for k in range(2):
+        c = jnp.where(left[0] > 0, 0, jnp.where(left[1] > 0, 1, -1))
+        c = jnp.where(go & (serving[k] == -1), c, -1)
+        left = left - (jnp.arange(2) == c)
+        out.append(c)
+    return jnp.stack(out), memory
+
+
+def test_two_starts_at_an_arrival_refused_by_the_event_driver_only():
+    system = load(path("pss_P"))
+    batch = jaxq.Policy2x2(init=lambda params: (), decide=_batch_decide, name="batch")
+    with pytest.raises(InputError, match="both servers a job at an arrival"):
+        simulate(system, N, 8, policy=batch, engine="event")
+    res = simulate(system, N, 8, policy=batch, engine="uniformized", steps=2000)  # the CTMC has no such limit
+    assert np.all(np.isfinite(res.samples["J"]))
+
+
+def test_exact_cost_refuses_a_policy2x2():
+    with pytest.raises(InputError, match="policy: .*Policy2x2 runs in jaxq.simulate only"):
+        jaxq.exact_cost(load(path("pss_P")), N, policy=LQF._replace(params={"w": jnp.ones(2)}))
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_params_and_memory_of_a_user_policy(engine):
+    """A threshold rule with memory: params are traced (new values, other numbers, same compiled engine) and the
+    memory (a count of events, from init's Python int) is carried without a dtype error."""
+
+    def decide(queues, serving, memory, event, params):  # LQF once class 2 waits >= theta, else class 1 first
+        first = jnp.where(queues[1] >= params["theta"], 1, 0)
+        out, left = [], queues
+        for k in range(2):
+            c = jnp.where(left[first] > 0, first, jnp.where(left[1 - first] > 0, 1 - first, -1))
+            c = jnp.where(serving[k] == -1, c, -1)
+            left = left - (jnp.arange(2) == c)
+            out.append(c)
+        return jnp.stack(out), memory + 1
+
+    system = load(path("pss_P"))
+    pol_a = jaxq.Policy2x2(init=lambda params: 0, decide=decide, params={"theta": jnp.int32(1)}, name="thr")
+    a = simulate(system, N, 64, policy=pol_a, engine=engine, seed=0, steps=4000 if engine == "uniformized" else None)
+    b = simulate(system, N, 64, policy=pol_a._replace(params={"theta": jnp.int32(10**6)}), engine=engine, seed=0,
+                 steps=4000 if engine == "uniformized" else None)
+    assert b.compile_s < 0.5 * a.compile_s or b.compile_s < 0.05  # the same compiled engine
+    assert not np.array_equal(a.samples["J"], b.samples["J"])
