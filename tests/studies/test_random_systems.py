@@ -187,3 +187,24 @@ def test_subset_is_stratified_and_gets_its_replications(tmp_path):
     big = [p for p in exp.points if p["n"] == 1000]
     assert sorted(p["case"] for p in big) == sorted(CASES)  # one system of each case
     assert all(p["reps"] == 6 for p in big) and len(exp.points) == 12 + 6
+
+
+def test_tuned_points_are_stratified_over_the_cases_with_something_to_tune(tmp_path):
+    from jaxq.studies.experiment import load_experiment
+    from jaxq.studies.random_systems import TUNABLE_CASES, TUNED
+
+    f = tmp_path / "e.toml"
+    f.write_text('[experiment]\nstudy = "random_systems"\nreplications = 4\nchunk = 4\n[grid]\nper_case = 2\n'
+                 'n = [100]\ntuned_n = [100, 1000]\ntuned_size = 5\ntune_reps = 8\n')
+    exp = load_experiment(f)
+    tuned = [p for p in exp.points if p["rule"] == TUNED]
+    assert len(tuned) == 5 * 2 and all(p["tune_reps"] == 8 for p in tuned)
+    for n in (100, 1000):  # one system of each tunable case at each n (P has nothing to tune)
+        assert sorted(p["case"] for p in tuned if p["n"] == n) == sorted(TUNABLE_CASES)
+    assert load_experiment(f).points == exp.points  # the subset is a function of the draw's seed
+    f.write_text(f.read_text().replace("tuned_size = 5", "tuned_size = 0"))
+    with pytest.raises(InputError, match="grid.tuned_size"):
+        load_experiment(f)
+    f.write_text(f.read_text().replace("tuned_size = 0", "tuned_size = 11"))
+    with pytest.raises(InputError, match="grid.tuned_size"):  # 10 tunable systems drawn
+        load_experiment(f)
