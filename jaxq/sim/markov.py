@@ -152,7 +152,7 @@ class DifferenceControls(NamedTuple):
     g: Callable[[State, Params], tuple]
 
 
-def difference_controls(g) -> DifferenceControls:
+def difference_controls(g: Callable[..., tuple]) -> DifferenceControls:
     """Control variates of a :class:`MarkovModel` from functions of its state (Henderson and Glynn).
 
     For every ``g_c`` of ``g(state, params) -> tuple of float64 scalars`` the drivers accumulate the
