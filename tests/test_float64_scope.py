@@ -44,7 +44,7 @@ json.dump({"flags": [before, after_import, after_calls], "user_dtype": user_dtyp
 
 
 def _run(x64: str) -> dict:
-    env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT), JAXQ_CACHE_DIR="off")
+    env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT))  # the session's compilation cache (conftest)
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)

@@ -137,6 +137,7 @@ def test_the_sde_tuning_step_is_the_documented_default_and_checks_its_work():
     assert e.value.key == "--paths"
 
 
+@pytest.mark.slow
 def test_the_direct_functions_are_what_the_api_functions_call():
     """Same seed, same numbers: the checked function of the API and its step called directly."""
     net = api.read_system(api.example_path("network_N"))

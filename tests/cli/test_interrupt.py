@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 EXP = """
 [experiment]
@@ -53,6 +55,7 @@ def test_interrupted_run_is_one_line_exit_130_and_says_how_to_resume(tmp_path):
     assert list((out / "chunks").glob("p*/c*.npz"))  # the finished chunks are kept for the resume
 
 
+@pytest.mark.slow
 def test_interrupted_simulate_is_one_line_exit_130(tmp_path):
     import threading
 

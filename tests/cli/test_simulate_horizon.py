@@ -35,6 +35,7 @@ def huge_scv(tmp_path_factory):
     return f
 
 
+@pytest.mark.slow
 def test_default_horizon_is_not_sized_by_a_meaningless_v0(huge_scv, capsys):
     """Was: T = 1 (from 1e-4 V0), J_hat 0.175 +- 0.009 with a printed bound 6.7, against 0.752 +- 0.015 at T = 30."""
     argv = ["simulate", str(huge_scv), "--n", "4", "--reps", "256", "--seed", "5"]

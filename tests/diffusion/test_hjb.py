@@ -100,6 +100,7 @@ def test_numerically_stable_for_large_z_and_small_gamma():
     assert float(cost(0.0, 1e6, 1.0, 1.0, -0.5, 2.0, 0.5)) == pytest.approx(float(hjb.rbm_value(0.0, 1.0, 1.0, 0.5)), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_derivatives_match_finite_differences():
     coef = jnp.array(DUAL[0])
     f = jax.jit(lambda c: wcp(0.0, *c))

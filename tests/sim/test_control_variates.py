@@ -103,6 +103,7 @@ def test_every_renewal_control_has_mean_zero(dist):
     assert np.all(np.abs(z) <= 4), z
 
 
+@pytest.mark.slow
 def test_ctmc_and_network_controls_have_mean_zero():
     r = simulate(jaxq.load("pss_T2"), 36, 1200, seed=6, engine="uniformized")
     c = r.samples["controls"]

@@ -95,6 +95,7 @@ def test_the_markov_event_driver_folds_the_same_observer():
            2.0 * math.exp(-system.gamma * st.horizon))
 
 
+@pytest.mark.slow
 def test_observer_leaves_the_estimate_unchanged():
     """The diagnostics draw nothing: J and the samples of a run are the same with and without them."""
     system = load(path("pss_T2T2"))

@@ -91,6 +91,7 @@ def test_prelimit_identity_3_6_pool_dependent(policy):
     within(r["throughput"], r["throughput_stderr"], r["arrival_rates"])
 
 
+@pytest.mark.slow
 def test_lap_underloaded_rate_balance():
     st = analyze(load(EX / "network_lap.toml"))
     assert st.scaling == "underloaded"
@@ -122,6 +123,7 @@ def test_swc_allocation_is_a_maximum_flow(classdep):
         assert z.sum() == pytest.approx(-lp.fun)
 
 
+@pytest.mark.slow
 def test_identity_3_6_by_euler():
     dl = analyze(load(EX / "network_N.toml")).diffusion
     r = simulate_diffusion(dl, [0.5, 0.5], [0.3, 0.7], "proportional", paths=64, dt=0.02, horizon=100.0,
@@ -255,6 +257,7 @@ def test_the_two_drivers_agree():
     np.testing.assert_allclose(b["hist_density"].sum(axis=1) * np.diff(b["hist_edges"])[0], 1.0, rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_the_uniformised_window_is_the_one_asked_for():
     """A window shorter than one uniformised step is the initial state, on both drivers (the uniformised one
     used to average whole pages of 64 steps whatever the horizon), and a window of a few steps is not a page."""

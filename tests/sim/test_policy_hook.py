@@ -68,7 +68,8 @@ def _agree(a, b):
     assert abs(diff) <= 4.0 * se, (a.value, b.value, se)
 
 
-@pytest.mark.parametrize("name, engine", [("pss_PP_lognormal", "event"), ("pss_P", "uniformized")])
+@pytest.mark.parametrize("name, engine", [pytest.param("pss_PP_lognormal", "event", marks=pytest.mark.slow),
+                                          ("pss_P", "uniformized")])
 def test_user_rule_p_matches_builtin(name, engine):
     system = load(path(name))
     user, builtin = _user_p(system), "P"

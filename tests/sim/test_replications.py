@@ -133,6 +133,7 @@ def _four_devices(script: str) -> None:
     assert "identical" in r.stdout
 
 
+@pytest.mark.slow
 def test_one_two_four_devices_give_identical_results():
     """The replication layer on 1, 2 and 4 devices (a fresh process with 4 host devices): one engine."""
     _four_devices(DEVICES_MM1)

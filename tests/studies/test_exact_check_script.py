@@ -6,6 +6,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 import jaxq
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +42,7 @@ def _study(tmp_path, offset_in_se):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_points_near_the_exact_value_pass_and_far_ones_fail(tmp_path, capsys):
     mod = _script()
     assert mod.main([str(_study(tmp_path, 1.0)), "--n-max", "10"]) == 0

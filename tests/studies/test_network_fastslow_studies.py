@@ -57,6 +57,7 @@ def experiment(text, file, **grid):
     return ex.from_dict(data, Path(file))
 
 
+@pytest.mark.slow
 def test_network_study_runs_and_resumes_bit_identical(tmp_path, monkeypatch):
     exp = experiment(NETWORK, tmp_path / "net.toml")
     rec = runner.run(exp, tmp_path / "full", progress=False)
@@ -85,6 +86,7 @@ def test_network_study_numbers(tmp_path):
     assert abs(row["weighted_idleness_hat"] - row["spare_capacity_n"]) <= 4 * row["weighted_idleness_hat_stderr"]
 
 
+@pytest.mark.slow
 def test_transience_grows_with_negative_spare_capacity(tmp_path):
     exp = experiment(NETWORK.replace("network_N", "network_N_understaffed"), tmp_path / "t.toml", n=[25],
                      policies=["swc"], warmup=0.0, horizon=20.0, times=[2.0, 10.0, 19.0], hist_bins=0, engine="event",
@@ -95,6 +97,7 @@ def test_transience_grows_with_negative_spare_capacity(tmp_path):
     assert rows[0]["spare_capacity"] < 0 and all(r["growth_rate"] > 0 for r in rows)
 
 
+@pytest.mark.slow
 def test_fastslow_study_against_exact_values(tmp_path):
     exp = experiment(FASTSLOW, tmp_path / "fs.toml")
     rec = runner.run(exp, tmp_path / "out", progress=False)

@@ -117,6 +117,7 @@ GROWN = TINY.replace('systems = ["pss_P", "pss_PP"]', 'systems = ["pss_PP", "pss
     "n = [9, 16]", 'n = [16, 12, 9]\nreplications_at = {"9" = 7}')
 
 
+@pytest.mark.slow
 def test_a_grown_experiment_resumes_with_the_shared_points_chunks(reference, tmp_path):
     """More n, another system (in another order), more replications at one n: the resumed run keeps every
     chunk the two grids share (moved to the new point indices) and equals a fresh run of the grown grid."""
@@ -302,6 +303,7 @@ def test_controlled_estimates_are_fitted_and_do_not_depend_on_chunks(tmp_path):
         assert abs(float(r["J_hat"]) - float(r["J_plain"])) <= 4 * float(r["J_plain_stderr"])
 
 
+@pytest.mark.slow
 def test_weak_study_compares_t1t2_with_the_shifted_limit(tmp_path):
     """Under T1T2 the workload reflects at Theta_hat / alpha_p: the weak study adds, per n, an SDE reference that
     switches at z* - Theta_hat / alpha_p and the KS distance of W_hat - Theta_hat / alpha_p to it."""

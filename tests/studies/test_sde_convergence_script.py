@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,6 +28,7 @@ def test_fit_order_recovers_a_known_slope():
     assert mod.fit_order(dts, 1e-5 * np.ones(4), np.ones(4))[2] == 0  # all within noise: no fit
 
 
+@pytest.mark.slow
 def test_small_study_writes_csv_and_png(tmp_path):
     mod = _load("experiments/sde_convergence.py", "sde_convergence")
     res = mod.main(["--small", "--out", str(tmp_path)])

@@ -102,6 +102,7 @@ def test_prelimit_tuning_reports_intervals(capsys):
         assert math.isfinite(r[k])
 
 
+@pytest.mark.slow
 def test_sde_tuning_close_to_z_star():
     from jaxq.tuning.sde import tune_sde
 
@@ -126,6 +127,7 @@ def test_tune_experiment_small(tmp_path):
     assert all(math.isfinite(r["J_tuned"]) and math.isfinite(r["difference"]) for r in rows)
 
 
+@pytest.mark.slow
 def test_t1t2_diagnosis_small(tmp_path):
     """The workload split W = M + D + U runs, the engine's Definition 2.7 counters stay 0, and under T1T2 with
     c = 1 the idleness push happens in the lower mode (none in the upper mode), as the README explains."""
@@ -146,6 +148,7 @@ def test_t1t2_diagnosis_small(tmp_path):
     assert (tmp_path / "diagnosis.png").exists() and (tmp_path / "diagnosis.csv").exists()
 
 
+@pytest.mark.slow
 def test_tune_sde_at_a_large_discount_rate(tmp_path, capsys):
     """gamma = 200: the SDE horizon is 0.0035, so the old default dt = 0.02 was longer than it (an error naming
     `dt` the user never set); the default step now follows 1/gamma and a too coarse --dt is refused naming it."""
