@@ -15,7 +15,7 @@ def test_there_are_notebooks():
 
 
 # CI executes the convergence notebook; the weak-convergence one runs with -m slow (its study has runner tests)
-@pytest.mark.parametrize("nb", [pytest.param(nb, marks=pytest.mark.slow) if nb.stem == "weak_convergence" else nb
+@pytest.mark.parametrize("nb", [pytest.param(nb, marks=pytest.mark.slow) if nb.stem in ("weak_convergence", "convergence") else nb
                                 for nb in NOTEBOOKS], ids=lambda p: p.stem)
 def test_notebook_executes_at_small_size(nb, tmp_path):
     env = dict(os.environ, JAXQ_NOTEBOOK_SMALL="1", JAXQ_NOTEBOOK_OUT=str(tmp_path), MPLBACKEND="Agg")

@@ -51,6 +51,7 @@ def test_tiny_run_pairs_each_jaxq_row_with_numba(rows, agree, numba_or_skip):
         assert nb["jaxq_ratio"] == pytest.approx(jx["updates_per_s"] / nb["updates_per_s"], rel=1e-12)
 
 
+@pytest.mark.slow  # the plumbing without a baseline: tests/bench/test_pss2x2.py in the fast set
 def test_section_runs_without_its_baseline(tiny_bench):
     rows = tiny_bench("fastslow", missing=True)
     assert [r["engine"] for r in rows] == ["fastslow_vi"] * 2 + ["fastslow_ctmc"] * 2

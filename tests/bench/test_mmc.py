@@ -8,6 +8,10 @@ import pytest
 from jaxq.bench import mmc as M
 from jaxq.bench import network as NB
 
+# the section's tiny runs compile programs of their own: with the slow checks (the bench command's plumbing is
+# in the fast set through tests/bench/test_pss2x2.py)
+pytestmark = pytest.mark.slow
+
 KEYS = ("mean_in_system", "mean_idle", "p_wait")
 SIZES = {"mmc_reps": 256, "mmc_horizon": 2.0, "ciw_horizon": 0.25}  # tinier than the tiny run: shapes of this file
 

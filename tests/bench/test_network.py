@@ -12,6 +12,10 @@ from jaxq.diffusion.network_analysis import analyze
 from jaxq.examples import path
 from jaxq.model import load
 
+# the section's tiny runs compile programs of their own: with the slow checks (the bench command's plumbing is
+# in the fast set through tests/bench/test_pss2x2.py)
+pytestmark = pytest.mark.slow
+
 KEYS = ("mean_in_system", "mean_idle", "p_wait")
 
 

@@ -70,6 +70,8 @@ def test_event_engine_and_numba_agree_with_erlang_and_hyperexponential_services(
     agree(row, _baseline(s, HORIZON), ["J_hat"], ["baseline_J_hat"])
 
 
+@pytest.mark.slow  # in the fast set: a section's rows (tests/studies/test_sde_convergence_script.py) and the command
+# with a fake section (tests/cli/test_notes_and_outputs.py)
 def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree):
     def exponential_only(mp):  # every part, exponential systems only (the other families: the tests above)
         mp.setattr(B, "SYSTEMS", {"exponential": "pss_P"})

@@ -32,6 +32,7 @@ def test_tiny_run_has_every_scheme_and_numba_beside_euler(rows, agree, numba_or_
     assert numba["jaxq_ratio"] == pytest.approx(euler["path_steps_per_s"] / numba["path_steps_per_s"], rel=1e-12)
 
 
+@pytest.mark.slow  # the plumbing without a baseline: tests/bench/test_pss2x2.py in the fast set
 def test_section_runs_without_its_baseline(tiny_bench):
     rows = tiny_bench("sde", missing=True)
     numba = [r for r in rows if r["impl"] == B.NUMBA_IMPL]

@@ -101,7 +101,7 @@ def test_the_constant_rate_note_is_a_lower_bound():
     bar.close()
 
 
-@pytest.mark.parametrize("quiet", [False, True])
+@pytest.mark.parametrize("quiet", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_a_real_simulation_off_the_terminal(capsys, monkeypatch, quiet):
     """jaxq simulate with stderr captured (not a terminal), the thresholds lowered to this test's size."""
     monkeypatch.setenv("JAXQ_LONG_JOB_S", "0.2")

@@ -331,7 +331,7 @@ def test_value_iteration_that_does_not_converge_is_an_error():
         (["--z-init", "inf"], "argument --z-init"),
         (["--max-iter", "0"], "argument --max-iter"),
         (["--max-iter", "-1"], "argument --max-iter"),
-        (["--max-iter", "1"], "--max-iter"),
+        pytest.param(["--max-iter", "1"], "--max-iter", marks=pytest.mark.slow),  # runs the tuner first (about 10 s)
         (["--target", "prelimit", "--n", "-5"], "argument --n"),
         (["--figure", "x.xyz"], "--figure"),
         (["--seed", "18446744073709551616"], "argument --seed"),

@@ -287,6 +287,7 @@ def test_masked_steps_weigh_nothing_in_the_cost_and_the_control():
     np.testing.assert_allclose(r["control"], ctl, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_a_whole_number_of_blocks_runs_as_before(monkeypatch):
     """128 steps run the unmasked program; the masked one, forced on, weighs every step and gives the same bits
     (the masked program changes nothing but the weight of steps past the end)."""

@@ -122,6 +122,7 @@ def test_skew_scheme_discounted_cost_against_the_ode(dual_costs, z):
     assert r.value - 4 * r.stderr - tail <= exact <= r.value + 4 * r.stderr + tail
 
 
+@pytest.mark.slow  # the skew scheme's discounted cost against the ODE stays in the fast set
 def test_skew_scheme_stationary_law_ks():
     """The law of Z(20) (about 8 relaxation times) against the speed-measure density, KS at level 1e-3."""
     bL, sL, bH, sH = JUMP
@@ -138,6 +139,7 @@ def test_truncation_bound_covers_the_rbm_tail():
     assert tail <= truncation_bound(0.0, abs(b), s, G, t) <= 50 * tail
 
 
+@pytest.mark.slow  # the smoothed gradient against exact solves: tests/tuning/test_tune.py in the fast set
 def test_smoothed_cost_gradient_is_the_pathwise_derivative():
     key = jax.random.PRNGKey(3)
     f = jax.jit(jax.value_and_grad(lambda z: smoothed_cost(z, 0.05, T2T1, G, key, 64, 0.02, 4.0)[0]))

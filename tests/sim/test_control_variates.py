@@ -87,7 +87,10 @@ def test_value_function_derivative():
     assert float(marginal(value_function(bL, sL, bH, sH, g, np.inf), 0.0)) == 0.0
 
 
-@pytest.mark.parametrize("dist", FAMILIES)
+# the fast set: one family per sampler path (exponential, lognormal, hyperexponential, no draws); the gamma and
+# Erlang families with the slow checks
+@pytest.mark.parametrize("dist", [d if d in ("exponential", "lognormal:2", "hyperexponential:4", "deterministic")
+                                  else pytest.param(d, marks=pytest.mark.slow) for d in FAMILIES])
 def test_every_renewal_control_has_mean_zero(dist):
     """The event engine's controls (without subtraction) over many replications: mean within 4 s.e. of 0."""
     r = simulate(family_system(dist), 36, 1200, seed=5, engine="event", horizon=3.0)
@@ -118,7 +121,7 @@ def test_ctmc_and_network_controls_have_mean_zero():
         assert np.all(np.abs(z) <= 4), (engine, z)
 
 
-@pytest.mark.parametrize("n", [16, 64])
+@pytest.mark.parametrize("n", [16, pytest.param(64, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name,rule", [("pss_P", "P"), ("pss_T2", "T2")])
 @pytest.mark.parametrize("engine", ["uniformized", "event"])
 def test_controlled_estimate_against_the_exact_solve(n, name, rule, engine):
@@ -151,6 +154,7 @@ def test_controlled_results_do_not_depend_on_chunk_or_block():
     assert u.value == v.value and u.stderr == v.stderr
 
 
+@pytest.mark.slow  # the plain estimate is checked beside the controlled one in the exact-solve comparisons
 def test_cv_off_gives_the_plain_estimate():
     s = jaxq.load("pss_P")
     on = simulate(s, 25, 64, seed=2)

@@ -53,7 +53,7 @@ def _check(per_rep: dict, exact: dict, slack: float):
 
 CASES = [  # (example, policy, switch_at, engine, replications, cap)
     ("pss_P", "auto", None, "uniformized", 1500, 40),
-    ("pss_P", "auto", None, "event", 1500, 40),
+    pytest.param("pss_P", "auto", None, "event", 1500, 40, marks=pytest.mark.slow),  # the event driver: pss_T2 below
     ("pss_T2", "PP", 0.3, "uniformized", 1500, 40),  # switches at completions of the single-activity server
     ("pss_T2", "PP", 0.3, "event", 1500, 40),
     ("pss_P", "T1T2", 0.4, "uniformized", 1500, 40),  # switches at every event

@@ -93,7 +93,7 @@ def stored():
 
 
 # Cases 12, 13, 15, 16 and 19 repeat paths of the fast cases with an option (debug, perturb, compact, powers): -m slow.
-SLOW_CASES = {12, 13, 15, 16, 19}
+SLOW_CASES = {8, 12, 13, 14, 15, 16, 17, 18, 19}
 
 
 @pytest.mark.parametrize("j", [pytest.param(j, marks=pytest.mark.slow) if j in SLOW_CASES else j for j in range(len(CASES))])

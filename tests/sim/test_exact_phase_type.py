@@ -134,7 +134,7 @@ def test_event_engine_matches_the_exact_phase_type_value(name):
 # 10^5 states, two solves of it: the slowest of the three) with the slow checks, its phase-type cap search and
 # switching level covered in the fast set by tests/studies/test_exact_check_script.py (pss_PP through exact_cost)
 @pytest.mark.parametrize("name, policy", [pytest.param("pss_T1T2", "auto", marks=pytest.mark.slow), ("pss_P", "T2"),
-                                          ("pss_P", "T2T2")])
+                                          pytest.param("pss_P", "T2T2", marks=pytest.mark.slow)])
 def test_exact_cost_runs_the_policy_simulate_runs_and_picks_its_cap(name, policy):
     """``jaxq.exact_cost``: the same policy, Theta_n and switching level as ``simulate`` (through the setup), and a
     cap at which the last two caps agree within rtol; the value equals a fixed-cap solve at that cap. (The

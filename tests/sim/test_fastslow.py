@@ -32,6 +32,7 @@ def test_simulation_matches_exact(q):
         assert np.all(np.abs(c.mean(axis=0)) <= 4 * c.std(axis=0, ddof=1) / np.sqrt(c.shape[0])), key
 
 
+@pytest.mark.slow
 def test_simulation_independent_of_chunking():
     a = simulate(LAM, MU1, MU2, [1, 2], steps=500, warmup=100, reps=6, seed=1)
     b = simulate(LAM, MU1, MU2, [1, 2], steps=500, warmup=100, reps=6, seed=1, chunk=4)

@@ -59,6 +59,7 @@ def test_difference_controls_are_the_basis_increments():
                 assert float(phi[k][1]) == pytest.approx(down[k] - g[k], abs=1e-12)
 
 
+@pytest.mark.slow
 def test_cv_off_gives_the_plain_means():
     on = simulate_mmc(8.0, 1.0, 10, reps=40, warmup=1.0, horizon=20.0, seed=2)
     off = simulate_mmc(8.0, 1.0, 10, reps=40, warmup=1.0, horizon=20.0, seed=2, cv=False)
@@ -66,6 +67,7 @@ def test_cv_off_gives_the_plain_means():
         assert off.estimates[k].plain is None and off[k] == pytest.approx(on.estimates[k].plain, rel=1e-12)
 
 
+@pytest.mark.slow  # chunk invariance of the shared driver: tests/sim/test_replications.py in the fast set
 def test_chunking_does_not_change_results():
     a = simulate_mmc(8.0, 1.0, 10, reps=10, warmup=1.0, horizon=20.0, seed=4)
     b = simulate_mmc(8.0, 1.0, 10, reps=10, warmup=1.0, horizon=20.0, seed=4, chunk=3)

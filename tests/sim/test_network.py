@@ -27,6 +27,9 @@ from jaxq.sim import network as C
 from jaxq.sim.models import network as M
 
 ENGINES = ("event", "uniformized")
+# the closed-form checks run on the event driver in the fast set, on both with the slow checks (the two drivers are
+# compared with each other in the fast set: test_the_two_drivers_agree)
+ENGINES_FAST = ("event", pytest.param("uniformized", marks=pytest.mark.slow))
 
 EX = Path(jaxq.__file__).parent / "examples"
 
@@ -44,7 +47,7 @@ def within(est, se, exact):
     assert np.all(np.abs(est - exact) <= 4 * se + 1e-12), (est, se, exact)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINES_FAST)
 def test_erlang_c_single_pool(engine):
     st = analyze(load(EX / "network_mmc.toml"))
     r = C.simulate(st, 16, "priority", reps=48, warmup=20.0, horizon=300.0, seed=1, engine=engine)
@@ -55,7 +58,7 @@ def test_erlang_c_single_pool(engine):
     within(r["mean_idle"], r["mean_idle_stderr"], c - a)  # E[idle] = N - lambda/mu exactly
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINES_FAST)
 def test_cobham_nonpreemptive_priority(engine):
     """Two classes, one pool, equal rates: W_k = C(c, a) / (c mu) / ((1 - s_{k-1})(1 - s_k))."""
     net = from_dict({"system": {"kind": "network", "lambda": [0.4, 0.6], "mu": [[1.0], [1.0]],
@@ -73,7 +76,7 @@ def classdep():
     return analyze(load(EX / "network_classdep.toml"))
 
 
-@pytest.mark.parametrize("policy", ["priority", "lap", "swc"])
+@pytest.mark.parametrize("policy", [*(pytest.param(p, marks=pytest.mark.slow) for p in ("priority", "lap")), "swc"])
 def test_class_dependent_mean_idleness_is_exact(classdep, policy):
     r = C.simulate(classdep, 25, policy, reps=48, warmup=20.0, horizon=200.0, seed=3)
     mu_i = np.array([2.0, 1.0])
@@ -82,7 +85,7 @@ def test_class_dependent_mean_idleness_is_exact(classdep, policy):
     within(r["throughput"], r["throughput_stderr"], r["arrival_rates"])
 
 
-@pytest.mark.parametrize("policy", ["priority", "lqfs"])
+@pytest.mark.parametrize("policy", [pytest.param("priority", marks=pytest.mark.slow), "lqfs"])
 def test_prelimit_identity_3_6_pool_dependent(policy):
     """N network (pool-dependent rates): sum_j w_j E[Y_hat_j] = rho_n exactly for a stable policy."""
     r = C.simulate(load(EX / "network_N.toml"), 36, policy, reps=48, warmup=20.0, horizon=200.0, seed=6)

@@ -31,11 +31,13 @@ def test_the_second_half_agrees_with_a_run_over_it_alone(lap):
     assert abs(float(np.mean(x)) - g["second_half"]) <= 4 * float(np.std(x, ddof=1) / np.sqrt(x.size)) + 1e-9
 
 
+@pytest.mark.slow  # no false alarm: tests/sim/test_diagnostics.py (the 2x2 examples at their default) in the fast set
 def test_a_stationary_network_has_no_warning():
     r = jaxq.simulate("network_N", 100, 8, policy="lap", warmup=5.0, horizon=30.0)
     assert r.info["spare_capacity_n"] > 0 and r.warnings == () and "growth" not in r.info
 
 
+@pytest.mark.slow  # a simulation's note on the command line in the fast set: tests/diffusion/test_hpc_tie.py
 def test_the_cli_prints_it_as_a_note(capsys):
     assert main(["network", "simulate", "network_N_understaffed", "--n", "100", "--reps", "4", "--policy", "lap",
                  "--horizon", "40", "--warmup", "10", "--json"]) == 0

@@ -134,7 +134,7 @@ def _alien_decide(queues, serving, memory, event, params):  # a class no server 
     return jnp.full(2, 2, jnp.int32), memory
 
 
-@pytest.mark.parametrize("engine", ["event", "uniformized"])
+@pytest.mark.parametrize("engine", ["event", pytest.param("uniformized", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("decide", [_bad_decide, _alien_decide])
 def test_invalid_assignment_fails_the_run(engine, decide):
     system = load(path("pss_P"))
@@ -164,7 +164,7 @@ def test_public_api_takes_a_policy2x2():
         jaxq.simulate(load(path("network_N")), N, 8, policy=LQF)
 
 
-@pytest.mark.parametrize("engine", ["event", "uniformized"])
+@pytest.mark.parametrize("engine", ["event", pytest.param("uniformized", marks=pytest.mark.slow)])
 def test_controls_have_mean_zero_under_a_user_policy(engine):
     system = load(path("pss_PP_lognormal")) if engine == "event" else _exponential("pss_PP")
     res = simulate(system, N, 1500, policy=LQF, engine=engine, seed=5)
@@ -199,6 +199,7 @@ def _batch_decide(queues, serving, memory, event, params):
     return jnp.stack(out), memory
 
 
+@pytest.mark.slow
 def test_two_starts_at_an_arrival_refused_by_the_event_driver_only():
     system = load(path("pss_P"))
     batch = jaxq.Policy2x2(init=lambda params: (), decide=_batch_decide, name="batch")
@@ -213,7 +214,7 @@ def test_exact_cost_refuses_a_policy2x2():
         jaxq.exact_cost(load(path("pss_P")), N, policy=LQF._replace(params={"w": jnp.ones(2)}))
 
 
-@pytest.mark.parametrize("engine", ["event", "uniformized"])
+@pytest.mark.parametrize("engine", ["event", pytest.param("uniformized", marks=pytest.mark.slow)])
 def test_params_and_memory_of_a_user_policy(engine):
     """A threshold rule with memory: params are traced (new values, other numbers, same compiled engine) and the
     memory (a count of events, from init's Python int) is carried without a dtype error."""

@@ -122,6 +122,8 @@ def test_default_horizon_makes_tail_negligible(systems):
     assert state_free == pytest.approx(1e-4 * an.V0, rel=1e-9)
 
 
+# every policy on every bundled case (about 10 s of programs): the three tests that read the grid run with the slow
+# checks; the fast set runs each policy through the exact-chain comparisons below
 @pytest.fixture(scope="module")
 def six_by_six(systems):
     out = {}
@@ -131,6 +133,7 @@ def six_by_six(systems):
     return out
 
 
+@pytest.mark.slow
 def test_all_policies_run_on_all_cases(systems, six_by_six):
     for (name, policy), r in six_by_six.items():
         an = analyze(systems[name])
@@ -146,6 +149,7 @@ def test_all_policies_run_on_all_cases(systems, six_by_six):
             assert np.all(r["switches"] == 0)
 
 
+@pytest.mark.slow
 def test_mode_sampling_times(systems, six_by_six):
     """PP/T2T2 sample only at k1 completions: far fewer switches than T1T2/T2T1 (every event)."""
     for name in ("pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1"):
@@ -154,6 +158,7 @@ def test_mode_sampling_times(systems, six_by_six):
         assert few < many
 
 
+@pytest.mark.slow
 def test_identical_for_any_chunk_size(systems, six_by_six):
     a = six_by_six["pss_T2T2", "auto"]
     b = simulate(systems["pss_T2T2"], N, 5, seed=3, debug=True, chunk=2)
@@ -176,7 +181,7 @@ def test_theta_levels():
     assert theta_level(2**12, 5 / 12) == 32  # exact power: no spurious round-up
 
 
-@pytest.mark.parametrize("engine", ["event", "uniformized"])
+@pytest.mark.parametrize("engine", ["event", pytest.param("uniformized", marks=pytest.mark.slow)])
 def test_cli_done_when(systems, capsys, engine):
     """`jaxq simulate` at n = 16, 4000 replications: within 4 stderr of the exact value, stderr < 2%."""
     for name, rule in (("pss_P", "P"), ("pss_T2", "T2")):
@@ -240,6 +245,7 @@ def test_uniformized_agrees_with_exact_solve(systems, name, policy, switch_at):
     assert r["truncation_bound"] < 1e-3 * v
 
 
+@pytest.mark.slow  # chunk invariance of the shared driver: tests/sim/test_replications.py in the fast set
 def test_uniformized_chunks_give_identical_results(systems):
     a = simulate(systems["pss_T2"], N, 20, seed=3)
     b = simulate(systems["pss_T2"], N, 20, seed=3, chunk=7)

@@ -84,6 +84,7 @@ def test_plan_whole_vectors_and_slices():
     assert p.size <= replications.MAX_SLICE and p.size % replications.LANES == 0 and p.parts * p.size == p.chunk
 
 
+@pytest.mark.slow
 def test_chunk_one_and_two_are_bit_identical():
     """Every batch is a whole number of vectors, so a replication's last bit does not depend on its batch
     (XLA:CPU computes a loop's ragged tail with scalar code)."""

@@ -186,7 +186,7 @@ def test_gamma_with_an_integer_or_half_integer_shape_takes_the_exact_shortcut():
         _check_law(np.asarray(sampling.sample_dist(jax.random.PRNGKey(31), d, COUNT)), d)
 
 
-@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("compact", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_mixed_streams_use_their_own_law_and_are_independent(compact):
     """One sampler over every family (the self-contained form, with its exact fallback): each slot gets its
     stream's law; slots are independent; with and without lognormal (the two normal layouts)."""
@@ -226,7 +226,7 @@ def _words_alone(w, mixed, single):
     return jnp.concatenate([w[:Ws - 2], w[sampling.words_needed(mixed) - 2:]])
 
 
-@pytest.mark.parametrize("with_lognormal", [True, False])
+@pytest.mark.parametrize("with_lognormal", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_mixed_spec_gives_each_stream_what_it_gets_alone(with_lognormal):
     """The shared-transcendental path of mixed specs: the same words give the same variate as the
     stream's single-family spec (and the same accept/void decision), with each normal layout."""
@@ -359,7 +359,8 @@ def test_sample_or_void_accepted_values_are_exact():
     _check_law(v[:, 1], dists[1])
 
 
-@pytest.mark.parametrize("shape", [0.02, 0.2, 1 / 3, 0.7, 1.43, 3.3, 40.0], ids=lambda a: f"shape{a:.3g}")
+@pytest.mark.parametrize("shape", [0.02, *(pytest.param(a, marks=pytest.mark.slow) for a in (0.2, 0.7, 1.43)), 1 / 3, 3.3,
+                                   40.0], ids=lambda a: f"shape{a:.3g}")
 def test_general_gamma_shapes_are_exact_in_both_forms(shape):
     """A general shape in both forms: the self-contained sampler (Marsaglia-Tsang, for a < 1 at a + 1 boosted by
     the recycled acceptance uniform, P = 4 and the exact fallback) and the engine's form (the step envelope, one
@@ -614,7 +615,8 @@ def test_slot_values_void_only_rejected_gamma_slots_and_keep_their_law():
     _check_law(v[:, 1], dists[1])
 
 
-@pytest.mark.parametrize("d", [Dist("lognormal", 2.0), Dist("gamma", 2.0), Dist("gamma", 0.99e-4)], ids=str)
+@pytest.mark.parametrize("d", [Dist("lognormal", 2.0), Dist("gamma", 2.0),
+                               pytest.param(Dist("gamma", 0.99e-4), marks=pytest.mark.slow)], ids=str)
 def test_box_muller_pairs_give_each_slot_its_law_independently(d):  # gamma shape 1.01e4: Marsaglia-Tsang's normals
     """Two slots of a method that takes a normal share a Box-Muller pair: both have the law, and the
     pair's normals are independent (correlation of the variates and of their logarithms)."""
@@ -677,8 +679,9 @@ def test_a_shared_law_reads_row_zero_and_changes_no_value(name):
     np.testing.assert_array_equal(f(spec), f(spec._replace(shared=False)))
 
 
-@pytest.mark.parametrize("names", [("gamma:3", "gamma:3"), ("gamma:3", "gamma:5"), ("gamma:0.7", "gamma:2.5"),
-                                   ("gamma:4", "lognormal:2"), ("hyperexponential:3", "erlang:0.5")], ids=str)
+@pytest.mark.parametrize("names", [("gamma:3", "gamma:3"), pytest.param(("gamma:3", "gamma:5"), marks=pytest.mark.slow),
+                                   ("gamma:0.7", "gamma:2.5"), pytest.param(("gamma:4", "lognormal:2"), marks=pytest.mark.slow),
+                                   ("hyperexponential:3", "erlang:0.5")], ids=str)
 def test_event_engine_draw_zero_has_the_interarrival_laws(names):
     """The 2x2 event engine's draw 0 (the initial interarrival times, by the self-contained sampler on the event
     form: the step envelopes' first proposal, Marsaglia-Tsang's fallback) follows the two interarrival laws:

@@ -48,7 +48,7 @@ def _rows(path):
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize("which", ["MMCM", "TANDEM", "mmcm_with_controls"])
+@pytest.mark.parametrize("which", [*(pytest.param(w, marks=pytest.mark.slow) for w in ("MMCM", "TANDEM")), "mmcm_with_controls"])
 def test_jaxq_run_markov_study_matches_the_exact_chain(tmp_path, user_module, which):
     m = user_module
     if which != "TANDEM":

@@ -113,6 +113,7 @@ def test_fastslow_study_against_exact_values(tmp_path):
             assert r["pi_agrees"] and r["gap"] >= 0
 
 
+@pytest.mark.slow
 def test_cli_runs_a_network_experiment_file(tmp_path, capsys):
     f = tmp_path / "net.toml"
     f.write_text(NETWORK.replace("n = [16, 36]", "n = [16]").replace("diffusion = true", "diffusion = false"))

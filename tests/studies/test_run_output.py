@@ -224,7 +224,7 @@ def _csv_columns(path: Path) -> list[str]:
         return next(csv.reader(f))
 
 
-@pytest.mark.parametrize("text", [FASTSLOW, NETWORK], ids=["fastslow", "network"])
+@pytest.mark.parametrize("text", [FASTSLOW, pytest.param(NETWORK, marks=pytest.mark.slow)], ids=["fastslow", "network"])
 def test_printed_summary_shows_every_column_of_the_tables(tmp_path, capsys, text):
     (tmp_path / "e.toml").write_text(text)
     out = tmp_path / "o"

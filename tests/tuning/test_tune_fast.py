@@ -78,6 +78,7 @@ def test_tuned_not_worse_than_a_bad_default(t2t1_small):
     assert r.cost["steps"] <= 20 and r.cost["replications_search"] == 32 * r.cost["steps"]
 
 
+@pytest.mark.slow
 def test_final_estimate_uses_fresh_replications(t2t1_small):
     """The evaluation's seed is none of the search's, and its numbers are exactly a plain run on that seed."""
     s, r = t2t1_small
