@@ -154,7 +154,7 @@ class Args(NamedTuple):
     n_steps: jax.Array = None  # float64: the steps of the horizon (the masked program weighs no step beyond)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
             masked: bool = False) -> replications.Program:
     """The scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications); ``cv``: also the

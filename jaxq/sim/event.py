@@ -57,7 +57,7 @@ def masked_step(engine: Engine, state: State, params: Params) -> State:
     return jax.tree_util.tree_map(lambda a, b: jnp.where(fin, a, b), state, new)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(engine: Engine, block: int, blocks_per_call: int) -> replications.Program:
     """The :class:`~jaxq.sim.replications.Program` of an event engine (cached: compiled once per shape)."""
 
@@ -118,7 +118,7 @@ class MarkovArgs(NamedTuple):
     snap_times: jax.Array  # (S,) times at which ``markov.snapshot`` is recorded (S may be 0)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def markov_engine(markov: Markov, functional: Functional, observer: Observer | None = None) -> Engine:
     """The event rule of a Markov model: exponential holding time of the total rate, event in proportion
     to its rate, the functional's integrand over the holding time, then the model's transition.

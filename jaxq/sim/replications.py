@@ -46,6 +46,11 @@ LANES = 8  # a batch is a whole number of vectors (see the module docstring)
 MIN_SLICE = 256  # replications per core slice below which splitting a chunk costs more than it gains
 MAX_SLICE = 16384  # replications per slice above which a lockstep state no longer fits a core's cache
 CACHE_SIZE = 64  # compiled programs kept (least recently used dropped first)
+# Programs (and the engines they are built from) kept by the drivers' cached constructors. A program's jitted
+# functions keep JAX's traces and executables of it alive, so an unbounded cache grows by every program a
+# process has run (tens of MB each: a study over hundreds of systems ran out of memory); the least recently used
+# are dropped, and built (and compiled, or loaded from the persistent cache) again if needed.
+PROGRAMS_KEPT = 32
 
 
 class Program(NamedTuple):

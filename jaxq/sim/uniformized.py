@@ -100,7 +100,7 @@ def _page_sum(acc, x):
     return jax.tree_util.tree_map(lambda a, v: a + v, acc, x)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(markov: Markov, functional: Functional, pages_per_call: int,
             observer: Observer | None = None) -> replications.Program:
     """The :class:`~jaxq.sim.replications.Program` of a Markov model under a functional (cached).

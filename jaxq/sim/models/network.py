@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.policies.network import Layout, Rule, route, schedule, swc_allocation
+from jaxq.sim import replications
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 
 
@@ -159,7 +160,7 @@ def controls(s: State, p: Params, lay: Layout):
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def markov(lay: Layout, bins: int = 0, deviations: bool = True, cv: bool = False) -> Markov:
     """The Markov statement of a network layout (cached: one compiled program per layout and statistics).
 

@@ -52,7 +52,7 @@ import numpy as np
 from jaxq.diffusion.value import ValueFunction, marginal
 from jaxq.policies import hook as hk
 from jaxq.policies import pss2x2 as pol
-from jaxq.sim import rng, sampling
+from jaxq.sim import replications, rng, sampling
 from jaxq.sim.event import Engine
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 from jaxq.sim.models.pss2x2_diagnostics import DIAGNOSTICS, Diagnostics, View  # noqa: F401  (public here too)
@@ -464,7 +464,7 @@ def _output(s: State, p: Params):
             **({} if s.obs is None else {"diag": DIAGNOSTICS.finish(s.obs, (1.0 - s.disc) / p.gamma, p)})}
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, diag: bool = False, hook=None) -> Engine:
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
@@ -574,7 +574,7 @@ MARKOV = as_markov(MODEL)
 MARKOV_CV = as_markov(MODEL._replace(controls=_ctmc_controls))
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def hook_markov(hook, cv: bool = False) -> Markov:
     """:data:`MARKOV` (``cv``: :data:`MARKOV_CV`) under a policy hook (a :class:`jaxq.policies.hook.Policy2x2`
     without its parameters, which are ``Params.hook_params``); ``state.bad`` counts its refused assignments."""
