@@ -23,6 +23,7 @@ def test_every_program_constructor_is_bounded(fn):
     assert fn.cache_info().maxsize == replications.PROGRAMS_KEPT
 
 
+@pytest.mark.slow
 def test_a_dropped_program_is_built_again_with_the_same_numbers():
     s = load(path("pss_PP"))
     a = pss2x2.simulate(s, 64, 16, seed=4, horizon=5.0, diagnostics=False)

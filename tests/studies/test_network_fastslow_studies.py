@@ -77,6 +77,7 @@ def test_network_study_runs_and_resumes_bit_identical(tmp_path, monkeypatch):
         assert (tmp_path / "full" / f).read_bytes() == (tmp_path / "killed" / f).read_bytes(), f
 
 
+@pytest.mark.slow
 def test_network_study_numbers(tmp_path):
     """Identity (3.6) in the prelimit (N network, pool-dependent rates) and LAP using basic activities only."""
     exp = experiment(NETWORK.replace("replications = 6", "replications = 32").replace("chunk = 3", "chunk = 32"),

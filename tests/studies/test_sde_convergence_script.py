@@ -37,6 +37,7 @@ def test_small_study_writes_csv_and_png(tmp_path):
     assert len(res["rows"]) == 6 and all(math.isfinite(r["V_hat"]) for r in res["rows"])
 
 
+@pytest.mark.slow
 def test_bench_rows():
     import jaxq.bench.sde as mod
 

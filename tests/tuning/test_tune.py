@@ -60,6 +60,7 @@ def test_tune_refuses_single_mode_and_bad_start(capsys):
     assert "--z-init" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the gradient tuner (not the default search)
 def test_smoothed_gradient_in_c_against_exact_solves():
     """The antithetic Gaussian-smoothing estimate of d/dc E J_n(ceil((c + tau eps) n^a)) on an exponential
     system, against the same derivative computed from exact sparse solves at every threshold."""

@@ -67,6 +67,7 @@ def t2t1_small():
     return s, tune_prelimit(s, 16, reps=32, evaluate_reps=128, seed=3)
 
 
+@pytest.mark.slow
 def test_tuned_not_worse_than_a_bad_default(t2t1_small):
     _, r = t2t1_small
     ev = r.evaluation
@@ -92,6 +93,7 @@ def test_final_estimate_uses_fresh_replications(t2t1_small):
     assert chosen["J"] != pytest.approx(ev["J_tuned"], rel=1e-9)
 
 
+@pytest.mark.slow  # the gradient tuner (not the default search)
 def test_gradient_method_evaluates_on_a_fresh_seed():
     s = jaxq.load("pss_T2T1")
     r = tune_prelimit(s, 16, method="gradient", reps=8, chains=2, iterations=2, evaluate_reps=16, seed=1)
