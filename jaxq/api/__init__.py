@@ -63,6 +63,7 @@ from jaxq.api.inputs import (  # noqa: F401
 from jaxq.api.outputs import (  # noqa: F401
     Monitor,
     atomic_write,
+    catch_interrupts,
     duration,
     monitor,
     quiet,

@@ -11,7 +11,7 @@ import os
 from jaxq.progress import Monitor, duration, monitor, quiet, sci
 from jaxq.serialize import to_jsonable
 
-__all__ = ["Monitor", "atomic_write", "duration", "monitor", "quiet", "sci", "set_quiet", "table_columns",
+__all__ = ["Monitor", "atomic_write", "catch_interrupts", "duration", "monitor", "quiet", "sci", "set_quiet", "table_columns",
            "to_jsonable"]
 
 
@@ -30,6 +30,14 @@ def table_columns(rows) -> list[str]:
     from jaxq.studies.storage import columns_of
 
     return columns_of(rows)
+
+
+def catch_interrupts():
+    """A context in which Ctrl-C ends a long job even when it lands in a finalizer (:mod:`jaxq.interrupt`): SIGINT
+    is recorded and the replication loop raises ``KeyboardInterrupt`` again. Enter it from the main thread."""
+    from jaxq import interrupt
+
+    return interrupt.catching()
 
 
 def set_quiet(flag: bool) -> None:

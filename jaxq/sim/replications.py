@@ -42,6 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxq import interrupt
+
 LANES = 8  # a batch is a whole number of vectors (see the module docstring)
 MIN_SLICE = 256  # replications per core slice below which splitting a chunk costs more than it gains
 MAX_SLICE = 16384  # replications per slice above which a lockstep state no longer fits a core's cache
@@ -214,6 +216,7 @@ def run(program: Program, args, reps: int, seed: int, *, start: int = 0, chunk: 
         carries = [call(program.start, place(k[j * p.size:(j + 1) * p.size], j), on(j)[1]) for j in range(p.parts)]
         live = list(range(p.parts))
         while live:
+            interrupt.check()  # a Ctrl-C that a finalizer swallowed (jaxq.interrupt)
             stepped = {j: call(program.advance, carries[j], on(j)[1]) for j in live}  # asynchronous: one slice a core
             work = 0
             for j, (c, done, w) in stepped.items():
