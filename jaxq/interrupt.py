@@ -4,14 +4,14 @@ Python turns SIGINT into ``KeyboardInterrupt`` in whatever code runs at that mom
 a garbage-collector callback (JAX runs many), the exception is printed as "ignored" and the program carries on,
 so a long ``jaxq run`` could ignore a Ctrl-C. The command runs inside :func:`catching`, whose handler also
 records the request; the replication loop calls :func:`check` between calls of the compiled program and raises
-it again.
-Library users keep Python's own handler (nothing is recorded, :func:`check` does nothing).
+it again. Library users keep Python's own handler (nothing is recorded, :func:`check` does nothing).
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 
 _requested = False
 
@@ -25,8 +25,12 @@ def _handler(signum, frame):
 @contextlib.contextmanager
 def catching():
     """Within the block, SIGINT is recorded for :func:`check` besides raising ``KeyboardInterrupt``; the previous
-    handler is restored and the record cleared when the block ends (call from the main thread)."""
+    handler is restored and the record cleared when the block ends. Off the main thread (where Python allows no
+    signal handler) the block changes nothing."""
     global _requested
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     _requested = False
     previous = signal.signal(signal.SIGINT, _handler)
     try:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 
+from jaxq.interrupt import catching as catch_interrupts
 from jaxq.progress import Monitor, duration, monitor, quiet, sci
 from jaxq.serialize import to_jsonable
 
-__all__ = ["Monitor", "atomic_write", "catch_interrupts", "duration", "monitor", "quiet", "sci", "set_quiet", "table_columns",
-           "to_jsonable"]
+__all__ = ["Monitor", "atomic_write", "catch_interrupts", "duration", "monitor", "quiet", "sci", "set_quiet",
+           "table_columns", "to_jsonable"]
 
 
 def atomic_write(path: str | os.PathLike, data: bytes) -> None:
@@ -30,14 +31,6 @@ def table_columns(rows) -> list[str]:
     from jaxq.studies.storage import columns_of
 
     return columns_of(rows)
-
-
-def catch_interrupts():
-    """A context in which Ctrl-C ends a long job even when it lands in a finalizer (:mod:`jaxq.interrupt`): SIGINT
-    is recorded and the replication loop raises ``KeyboardInterrupt`` again. Enter it from the main thread."""
-    from jaxq import interrupt
-
-    return interrupt.catching()
 
 
 def set_quiet(flag: bool) -> None:

@@ -29,7 +29,6 @@ import importlib
 import logging
 import os
 import sys
-import threading
 import warnings
 
 from jaxq.api import InputError, catch_interrupts
@@ -164,9 +163,8 @@ def _one_line(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """The ``jaxq`` command: its exit status (0, 1 an internal error, 2 bad input, 130 interrupted)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    main_thread = threading.current_thread() is threading.main_thread()
     try:  # a Ctrl-C raised inside a finalizer is raised again by the replication loop (jaxq.interrupt)
-        with catch_interrupts() if main_thread else contextlib.nullcontext():
+        with catch_interrupts():
             return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C (SIGINT): one line, no traceback, the shell's status for SIGINT
         sys.stderr.write(f"jaxq: interrupted{_resume_hint(argv)}\n")
