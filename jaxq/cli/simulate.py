@@ -27,15 +27,16 @@ def register(sub) -> None:
         "--theta-exponent",
         type=float,
         default=DEFAULT_THETA_EXPONENT,
-        help="a_bar in Theta_n = ceil(n^a_bar) (2.29); (2.28) asks for (1/3, 1/2); default 0.34",
+        help="a_bar in Theta_n = ceil(c n^a_bar) (2.29); (2.28) asks for (1/3, 1/2); default 0.34",
     )
     p.add_argument(
         "--theta-rule",
         choices=THETA_RULES,
         default=DEFAULT_THETA_RULE,
-        help="the constant c of Theta_n = ceil(c n^a_bar): paper = 1 (2.29); scv = the rate-weighted SCV of the "
-             "protected class's arrivals and dedicated service (1 for exponential primitives); depth = the "
-             "expected depth of its excursions below the threshold (docs/results/random_systems.md)",
+        help="the constant c of Theta_n = ceil(c n^a_bar): root (default) = sqrt(D)/3, D the expected depth of "
+             "the protected queue's excursions below the threshold; paper = 1 (2.29); scv = the rate-weighted "
+             "SCV of the protected class's arrivals and dedicated service (1 for exponential primitives); "
+             "depth = D; lean = D/8 (docs/results/random_systems.md)",
     )
     p.add_argument("--switch-at", type=float, default=None, help="switching level z (scaled workload), default z*")
     p.add_argument("--horizon", type=float, default=None,

@@ -21,7 +21,8 @@ DEFAULT_THETA_EXPONENT = 0.34
 THETA_RULES = ("paper", "scv", "depth", "lean", "root")
 LEAN_FACTOR = 0.125  # "lean": c = D / 8, about 3 excursion depths at n = 10^4 with a_bar = 0.34 (n^0.34 = 23)
 ROOT_FACTOR = 1.0 / 3.0  # "root": c = sqrt(D) / 3
-DEFAULT_THETA_RULE = "paper"
+DEFAULT_THETA_RULE = "root"
+ABSOLUTE_RULE = "paper"  # the rule whose constant is 1: with it, theta_constant is c of Theta_n = ceil(c n^a_bar) itself
 
 
 def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:

@@ -440,8 +440,8 @@ def _states_bound(phase_types, cap: int, dual: bool) -> int:
 
 
 def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: float | None = None,
-                theta_exponent: float | None = None, theta_constant: float = 1.0, rtol: float = 1e-5,
-                max_states: int = 2_000_000) -> dict:
+                theta_exponent: float | None = None, theta_constant: float = 1.0, theta_rule: str | None = None,
+                rtol: float = 1e-5, max_states: int = 2_000_000) -> dict:
     """Exact J_n under a policy as :func:`jaxq.sim.pss2x2.simulate` runs it (its setup validates the arguments and
     gives the policy, Theta_n and switching level), the truncation cap chosen here: from ``max(20, 10 sqrt(n))``
     (queue lengths live on the sqrt(n) scale), each cap 1.5 times the last, until two successive values agree
@@ -455,13 +455,14 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
     without a threshold rule) and ``switch_at`` (None unless the policy switches).
     """
     from jaxq.policies import pss2x2 as pol
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, setup
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, setup
 
     check_float(rtol, "rtol", gt=0.0, lt=1.0)
     check_float(max_states, "max_states", ge=1.0)
     phase_types = system_phase_types(system)  # refuses laws without a phase-type form before anything else
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
-    st = setup(system, n, policy=policy, switch_at=switch_at, theta_exponent=exponent, theta_constant=theta_constant)
+    st = setup(system, n, policy=policy, switch_at=switch_at, theta_exponent=exponent, theta_constant=theta_constant,
+               theta_rule=DEFAULT_THETA_RULE if theta_rule is None else theta_rule)
     res = pol.resolve(st.analysis, policy, switch_at)
     sampling = {pol.SAMPLE_NEVER: "never", pol.SAMPLE_K1_COMPLETION: "k1", pol.SAMPLE_EVERY_EVENT: "every"}
     kw = dict(theta=st.theta or 0, higher=res.higher, rule_higher=pol.RULE_NAMES[res.rules.higher],

@@ -53,15 +53,16 @@ def parse_policy(spec: str, z_star: float | None = None) -> tuple[str, float | N
         raise InputError("policy", f"bad policy {spec!r}: use NAME, NAME:LEVEL or NAME:xFACTOR") from None
 
 
-def pss_setup(system, an, n, policy, horizon=None, record_times=(), theta_exponent=sim.DEFAULT_THETA_EXPONENT):
+def pss_setup(system, an, n, policy, horizon=None, record_times=(), theta_exponent=sim.DEFAULT_THETA_EXPONENT,
+              theta_rule=sim.DEFAULT_THETA_RULE):
     """The validated setup (:func:`jaxq.sim.pss2x2.setup`) of a grid point: parameters and the policy used."""
     name, z = parse_policy(policy, an.z_star)
     return sim.setup(system, float(n), policy=name, switch_at=z, horizon=horizon, record_times=record_times,
-                     theta_exponent=theta_exponent, analysis=an)
+                     theta_exponent=theta_exponent, theta_rule=theta_rule, analysis=an)
 
 
 def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, record_times=(),
-              theta_exponent=sim.DEFAULT_THETA_EXPONENT, devices=None, cv=True,
+              theta_exponent=sim.DEFAULT_THETA_EXPONENT, theta_rule=sim.DEFAULT_THETA_RULE, devices=None, cv=True,
               engine="event") -> dict[str, np.ndarray]:
     """Per-replication records of the n-th 2x2 system under ``policy`` for replications ``start..start+count-1``
     (``engine``: the event engine, or the uniformised one for exponential primitives, which records only the
@@ -76,8 +77,8 @@ def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, reco
     system, an = system_and_analysis(path)
     name, z = parse_policy(policy, an.z_star)
     r = sim.simulate(system, float(n), count, policy=name, switch_at=z, horizon=horizon, record_times=record_times,
-                     theta_exponent=theta_exponent, analysis=an, engine=engine, seed=seed, start=start,
-                     chunk=max(pad_to, count), block=64, devices=devices, cv=cv)
+                     theta_exponent=theta_exponent, theta_rule=theta_rule, analysis=an, engine=engine, seed=seed,
+                     start=start, chunk=max(pad_to, count), block=64, devices=devices, cv=cv)
     return pss_records(r, record_times)
 
 

@@ -118,7 +118,7 @@ class Experiment:
             "replications": self.replications,
             "chunk": self.chunk,
             "seeds": list(self.seeds),
-            "grid": self.grid.model_dump(mode="json"),
+            "grid": digested_grid(self.grid.model_dump(mode="json")),
             "points": list(self.points),
             "cv": self.cv,
         }
@@ -179,9 +179,19 @@ class Experiment:
         }
 
 
+# [grid] keys added after runs were recorded, with the value those runs had: a key at that value is left out of the
+# digests, so a run recorded before the key existed still reads and resumes, and any other value is a new run
+DIGEST_OMITS = {"theta_rule": "paper"}
+
+
+def digested_grid(grid: dict) -> dict:
+    """The ``[grid]`` record that the digests see: :data:`DIGEST_OMITS` keys at their recorded value left out."""
+    return {k: v for k, v in grid.items() if not (k in DIGEST_OMITS and v == DIGEST_OMITS[k])}
+
+
 def base_fingerprint(study: str, grid: dict, cv: bool, enumeration_keys=()) -> str:
     """:meth:`Experiment.base_fingerprint` from an experiment's JSON record (a manifest's ``experiment``)."""
-    shared = {k: v for k, v in grid.items() if k not in enumeration_keys}
+    shared = {k: v for k, v in digested_grid(grid).items() if k not in enumeration_keys}
     return hashlib.sha256(json.dumps({"study": study, "grid": shared, "cv": cv}, sort_keys=True).encode()).hexdigest()
 
 

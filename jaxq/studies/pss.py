@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
+from jaxq.policies.thresholds import THETA_RULES
+from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE
 from jaxq.studies import Study, Unique, register
 from jaxq.studies import engines, figures, tuned_policy
 from jaxq.studies.tuned_policy import TUNED
@@ -48,6 +49,8 @@ class Grid(BaseModel):
     policies: Annotated[list[str], Field(min_length=1), Unique] = ["auto"]
     horizon: PosFloat | None = None  # default: the simulator's tail-bound horizon (cost) or the study's
     theta_exponent: Annotated[float, Field(ge=0, le=1)] = DEFAULT_THETA_EXPONENT
+    # the rule for the constant c of Theta_n = ceil(c n^a_bar) (jaxq.policies.thresholds.theta_rule_constant)
+    theta_rule: Literal[THETA_RULES] = DEFAULT_THETA_RULE
     # a sweep of a_bar (overrides theta_exponent)
     theta_exponents: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Unique] = []
     times: Annotated[list[PosFloat], Unique] = []  # fixed times at which W_hat(t) is recorded
@@ -139,7 +142,8 @@ def points(exp) -> list[dict]:
             if pol == TUNED:
                 tuned_policy.check_tunable(an, s.label)
             try:
-                st = engines.pss_setup(system, an, n, tuned_policy.setup_policy(pol), _horizon(exp), g.times, *a)
+                st = engines.pss_setup(system, an, n, tuned_policy.setup_policy(pol), _horizon(exp), g.times, *a,
+                                       theta_rule=g.theta_rule)
             except InputError as e:
                 where = f"{s.label}, n = {n:g}" + (f", policy {pol!r}" if e.key == "switch_at" else "")
                 if e.key == "n" and _horizon(exp) is not None:  # events per replication: n and the horizon
@@ -205,7 +209,8 @@ def run_chunk(exp, pt, start, count, devices=None):
     if pt["policy"] == TUNED:
         return tuned_policy.chunk(exp, pt, start, count, devices, horizon=_horizon(exp), exponent=_exponent(exp, pt))
     return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], start, count, pt["chunk"], horizon=_horizon(exp),
-                             record_times=g.times, theta_exponent=_exponent(exp, pt), devices=devices, cv=exp.cv,
+                             record_times=g.times, theta_exponent=_exponent(exp, pt), theta_rule=g.theta_rule,
+                             devices=devices, cv=exp.cv,
                              engine=pt.get("driver", "event"))
 
 
@@ -213,7 +218,8 @@ def _point_setup(exp, system, an, pt, rec):
     """The setup of a grid point; a ``tuned`` point's from the tuned parameters its records carry."""
     a = _exponent(exp, pt)
     if pt["policy"] != TUNED:
-        return engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, a), None
+        return engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, a,
+                                 exp.grid.theta_rule), None
     return tuned_policy.point_setup(system, an, pt, rec, horizon=_horizon(exp), times=exp.grid.times, exponent=a)
 
 

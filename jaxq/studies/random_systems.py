@@ -210,8 +210,8 @@ def run_chunk(exp, pt, start, count, devices=None):
     if pt["rule"] == TUNED:
         z, c, info = _tuned(pt["rsystem"], int(g.draw_seed), int(g.per_case), tuple(g.cases), float(pt["n"]),
                             int(pt["seed"]), tuple(sorted(float(m) for m in g.tuned_n)), pt["tune_reps"])
-        rule, k, a, extra = thresholds.DEFAULT_THETA_RULE, 1.0, thresholds.DEFAULT_THETA_EXPONENT, {
-            "switch_at": z, "theta_rule": "paper", "theta_constant": 1.0 if c is None else c}
+        a, extra = thresholds.DEFAULT_THETA_EXPONENT, {
+            "switch_at": z, "theta_rule": thresholds.ABSOLUTE_RULE, "theta_constant": 1.0 if c is None else c}
     else:
         rule, k, a = parse_rule(pt["rule"])
         extra, info = {"theta_rule": rule, "theta_constant": k}, None
@@ -235,7 +235,7 @@ def _setup(d: Drawn, pt: dict, rec: dict, horizon):
     """The setup of a point: its rule's threshold, or the tuned (z, c) its records carry."""
     if pt["rule"] == TUNED:
         z, c = float(rec["tuned_z"][0]), float(rec["tuned_c"][0])
-        return sim.setup(d.system, float(pt["n"]), switch_at=None if math.isnan(z) else z, theta_rule="paper",
+        return sim.setup(d.system, float(pt["n"]), switch_at=None if math.isnan(z) else z, theta_rule=thresholds.ABSOLUTE_RULE,
                          theta_constant=1.0 if math.isnan(c) else c, analysis=d.analysis, horizon=horizon)
     rule, k, a = parse_rule(pt["rule"])
     return sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, theta_constant=k,

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxq.errors import InputError
+from jaxq.policies import thresholds
 from jaxq.studies import engines
 
 TUNED = "tuned"  # the policy of [grid] policies tuned at each n
@@ -53,7 +54,8 @@ def chunk(exp, pt, start, count, devices, *, horizon, exponent):
     system, an = engines.system_and_analysis(ref.path)
     z, theta, c, info = parameters(str(ref.path), ref.path.stat().st_mtime, float(pt["n"]), int(pt["seed"]), exponent)
     r = sim.simulate(system, float(pt["n"]), count, policy="auto", switch_at=z, theta_exponent=exponent,
-                     theta_constant=1.0 if c is None else c, horizon=horizon, record_times=g.times, analysis=an,
+                     theta_constant=1.0 if c is None else c, theta_rule=thresholds.ABSOLUTE_RULE, horizon=horizon,
+                     record_times=g.times, analysis=an,
                      engine=pt.get("driver", "event"), seed=pt["seed"], start=start, chunk=max(pt["chunk"], count),
                      block=64, devices=devices, cv=exp.cv)
     rec = engines.pss_records(r, g.times)
@@ -73,6 +75,7 @@ def point_setup(system, an, pt, rec, *, horizon, times, exponent):
     z, theta = (None if math.isnan(z) else z), (None if math.isnan(theta) else int(theta))
     c = theta_constant(theta, pt["n"], exponent)
     st = sim.setup(system, float(pt["n"]), policy="auto", switch_at=z, theta_exponent=exponent, theta_constant=c,
+                   theta_rule=thresholds.ABSOLUTE_RULE,
                    horizon=horizon, record_times=times, analysis=an)
     return st, {"theta_constant": c if theta is not None else None, "tuned_search_seed": int(rec["tuned_search_seed"][0]),
                 "tuned_search_s": float(rec["tuned_search_s"][0])}

@@ -51,6 +51,7 @@ Z_RATIOS = (0.6, 1.0, 1.6)  # the switching level's first grid: z* x ...
 LOCAL_THETA_RATIOS = (2.0 ** -0.5, 1.0, 2.0 ** 0.5)  # span="local": around a warm start (the tuned c of a smaller n)
 LOCAL_Z_RATIOS = (0.8, 1.0, 1.25)
 SPANS = ("wide", "local")
+ABSOLUTE = thresholds.ABSOLUTE_RULE  # a tuned c is the constant of Theta_n itself
 EXPANSIONS = 3  # widenings of a grid whose best point lies on its edge
 Z95 = 1.96
 SEARCH, EVALUATION = 1, 2  # purposes of the derived seeds
@@ -129,8 +130,8 @@ def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, 
     replication's perturbation eps, and the coefficients come from other replications, so the gradient
     estimate stays unbiased while its variance falls.
     """
-    kw = dict(policy=policy, switch_at=z, theta_constant=c, theta_exponent=theta_exponent, seed=seed, analysis=analysis,
-              cv=cv)
+    kw = dict(policy=policy, switch_at=z, theta_constant=c, theta_rule=ABSOLUTE, theta_exponent=theta_exponent, seed=seed,
+              analysis=analysis, cv=cv)
     plus = simulate(system, n, reps, perturb=(1, tau[0], tau[1]), **kw)
     minus = simulate(system, n, reps, perturb=(-1, tau[0], tau[1]), **kw)
     jp, jm = (_controlled(r) for r in (plus, minus))
@@ -154,7 +155,8 @@ def evaluate(system: PSS2x2, n: float, z: float | None, theta: int | None, *, po
     a = analysis if analysis is not None else analyze(system)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     kw = dict(policy=policy, seed=seed, analysis=a, theta_exponent=exponent, chunk=chunk)
-    tuned = simulate_bounded(system, n, reps, switch_at=z, theta_constant=theta_constant(theta, n, exponent), **kw)
+    tuned = simulate_bounded(system, n, reps, switch_at=z, theta_constant=theta_constant(theta, n, exponent),
+                             theta_rule=ABSOLUTE, **kw)
     default = simulate_bounded(system, n, reps, **kw)
     d_mean, d_se = mean_stderr(_controlled(tuned) - _controlled(default))
 
@@ -192,7 +194,8 @@ class _Candidates:
         k = self.key(z, theta)
         if k not in self.values:
             r = simulate(self.system, self.n, self.reps, policy=self.policy, switch_at=z, seed=self.seed,
-                         theta_constant=theta_constant(theta, self.n, self.exponent), theta_exponent=self.exponent,
+                         theta_constant=theta_constant(theta, self.n, self.exponent), theta_rule=ABSOLUTE,
+                         theta_exponent=self.exponent,
                          analysis=self.analysis, chunk=self.reps)
             self.values[k] = _controlled(r)
             if self.progress is not None:
@@ -409,7 +412,7 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
                       evaluate_result=False, analysis=a)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     res = simulate_bounded(system, n, reps, policy=policy, seed=seed, switch_at=t.z, theta_exponent=exponent,
-                           theta_constant=t.c if t.c is not None else 1.0, analysis=a, **options)
+                           theta_constant=t.c if t.c is not None else 1.0, theta_rule=ABSOLUTE, analysis=a, **options)
     res.info["tuned"] = tuned_info(t)
     return res
 

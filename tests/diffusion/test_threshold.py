@@ -94,11 +94,18 @@ def test_beyond_the_switching_level_and_the_public_api():
     an = analyze(load(path("pss_T2T1")))
     assert threshold_term(an, "T2T1", 0.99 * an.z_star) is not None
     assert threshold_term(an, "T2T1", an.z_star) is None  # the held jobs alone reach z*: not modelled
-    assert jaxq.threshold_term("pss_T2T1", 10**6, theta_exponent=5 / 12) == pytest.approx(0.2795, abs=1e-4)
+    assert jaxq.threshold_term("pss_T2T1", 10**6, theta_exponent=5 / 12, theta_rule="paper") == pytest.approx(
+        0.2795, abs=1e-4)
     assert jaxq.threshold_term("pss_P", 100) == 0.0
-    # the default exponent: Theta_n = ceil(n^0.34) = 51 at n = 10^5
-    assert jaxq.threshold_term("pss_T2", 1e5) == pytest.approx(threshold_term(analyze(load(path("pss_T2"))), "T2",
-                                                                              51 / math.sqrt(1e5)))
+    # the default exponent, (2.29)'s c = 1: Theta_n = ceil(n^0.34) = 51 at n = 10^5
+    an2 = analyze(load(path("pss_T2")))
+    assert jaxq.threshold_term("pss_T2", 1e5, theta_rule="paper") == pytest.approx(
+        threshold_term(an2, "T2", 51 / math.sqrt(1e5)))
+    # the default rule is "root": Theta_n = ceil(c n^0.34) with c = sqrt(D) / 3, D the excursion depth
+    from jaxq.sim.pss2x2 import setup
+    theta = setup(load(path("pss_T2")), 1e5, theta_rule="root").theta
+    assert theta != 51
+    assert jaxq.threshold_term("pss_T2", 1e5) == pytest.approx(threshold_term(an2, "T2", theta / math.sqrt(1e5)))
     with pytest.raises(jaxq.InputError, match="^n: "):
         jaxq.threshold_term("pss_T2", 0.5)
     with pytest.raises(jaxq.InputError, match="^system: this needs a 'pss2x2' system"):

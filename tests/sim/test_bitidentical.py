@@ -56,7 +56,8 @@ def policy_outputs() -> dict:
 def ctmc_outputs() -> dict:
     out = {}
     for j, (name, policy, z) in enumerate(CTMC_CASES):
-        r = S.simulate(load(path(name)), 16, 6, policy=policy, switch_at=z, seed=j, rel_tol=1e-2, engine="uniformized")
+        r = S.simulate(load(path(name)), 16, 6, policy=policy, switch_at=z, seed=j, rel_tol=1e-2, engine="uniformized",
+                       theta_rule="paper")  # the recorded threshold rule
         out[f"ctmc{j}_J"], out[f"ctmc{j}_switches"] = r.samples["J"], r.samples["switches"]
         out[f"ctmc{j}_stats"] = np.array([r.events, r["truncation_bound"], r["steps"]], np.float64)
     return out

@@ -13,9 +13,8 @@ from jaxq.diffusion import hjb
 from jaxq.diffusion.value import marginal, value_function
 from jaxq.examples import path
 from jaxq.model.pss2x2 import from_dict
-from jaxq.policies.thresholds import theta_level
 from jaxq.sim import exact_ctmc
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, simulate
+from jaxq.sim.pss2x2 import setup, simulate
 from jaxq.stats import controlled_mean
 
 FAMILIES = ("exponential", "erlang:0.25", "gamma:0.5", "gamma:2", "lognormal:2", "hyperexponential:4", "deterministic")
@@ -127,7 +126,7 @@ def test_ctmc_and_network_controls_have_mean_zero():
 def test_controlled_estimate_against_the_exact_solve(n, name, rule, engine):
     system = jaxq.load(name)
     an = jaxq.analyze(system)
-    theta = theta_level(n, DEFAULT_THETA_EXPONENT)
+    theta = setup(system, n).theta or 0  # the default rule's Theta_n
     exact = exact_ctmc.discounted_cost(system, n, an.active, rule, theta=theta, cap=40 if n == 16 else 90)["J"]
     r = simulate(system, n, 600, seed=8, engine=engine, horizon=None if engine == "uniformized" else 30.0)
     e = r.main

@@ -16,14 +16,12 @@ from jaxq.diffusion.workload import analyze
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.policies import pss2x2 as pol
-from jaxq.policies.thresholds import theta_level
 from jaxq.sim import diagnostics as diag
 from jaxq.sim import event, exact_ctmc
 from jaxq.sim.models import pss2x2 as model
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DISCOUNTED, setup, simulate
+from jaxq.sim.pss2x2 import DISCOUNTED, setup, simulate
 
 N = 16
-THETA = theta_level(N, DEFAULT_THETA_EXPONENT)
 SAMPLING = {0: "never", 1: "k1", 2: "every"}
 RULES = ("P", "T1", "T2")
 KEYS = ("idle_waiting", "X_hat_p", "mode_fraction", "switch_rate")
@@ -31,7 +29,8 @@ KEYS = ("idle_waiting", "X_hat_p", "mode_fraction", "switch_rate")
 
 def _exact(system, policy, switch_at, cap):
     res = pol.resolve(analyze(system), policy, switch_at)
-    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=THETA, cap=cap,
+    theta = setup(system, N, policy=policy, switch_at=switch_at).theta or 0  # the default rule's Theta_n
+    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=cap,
                                       higher=res.higher, rule_higher=RULES[res.rules.higher],
                                       sampling=SAMPLING[res.rules.sampling], switch_at=res.z, diagnostics=True)
 
@@ -160,8 +159,8 @@ def test_no_warning_on_more_examples_at_their_default(name):
 
 
 def test_pss_T2_at_n_1000_is_explained_by_the_threshold_term():
-    """pss_T2 is 51% above V0 at n = 10^3 and the default threshold: the limit's threshold term Delta_n (the
+    """pss_T2 is 51% above V0 at n = 10^3 and (2.29)'s threshold (c = 1): the limit's threshold term Delta_n (the
     T2 rule holds the high-priority class near Theta_n) accounts for the gap, and the warning says that."""
-    r = simulate(load(path("pss_T2")), 1000, 200, seed=5)
+    r = simulate(load(path("pss_T2")), 1000, 200, seed=5, theta_rule="paper")
     assert r.value > 1.5 * r.info["V0"]
     assert len(r.warnings) == 1 and "threshold term Delta_n" in r.warnings[0]

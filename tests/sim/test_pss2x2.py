@@ -15,7 +15,7 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.policies.thresholds import theta_level
 from jaxq.sim import exact_ctmc
 from jaxq.sim.models.pss2x2 import VIOLATIONS
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, default_horizon, setup, simulate
+from jaxq.sim.pss2x2 import default_horizon, setup, simulate
 
 N = 16
 REPS = 4000
@@ -27,6 +27,11 @@ CASES = ("pss_P", "pss_T2", "pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1")
 @pytest.fixture(scope="module")
 def systems():
     return {name: load(path(name)) for name in CASES + ("pss_spec",)}
+
+
+def _theta(system, policy="auto", switch_at=None):
+    """Theta_n of the simulator's default threshold rule at n = N (0 for a policy without a threshold)."""
+    return setup(system, N, policy=policy, switch_at=switch_at).theta or 0
 
 
 def _exact(system, mode, rule, theta=0):
@@ -60,11 +65,11 @@ def test_matches_exact_ctmc(systems, name, policy, rule, mode_of):
     sy = systems[name]
     an = analyze(sy)
     mode = an.active if mode_of == "active" else mode_of
-    theta = theta_level(N, DEFAULT_THETA_EXPONENT)
+    theta = _theta(sy, policy)
     exact = _exact(sy, mode, rule, theta)
     r = _sim(sy, policy)
     assert r["policy"] == (an.policy if policy == "auto" else policy)
-    assert theta == 3 and r["theta"] == (None if rule == "P" else theta)
+    assert r["theta"] == (None if rule == "P" else theta)
     assert r["truncation_bound"] < 0.1 * r.stderr
     assert abs(r["J_hat"] - exact) <= 4 * r.stderr
     assert r.stderr < 0.02 * exact
@@ -91,7 +96,8 @@ def test_switching_policies_match_exact_ctmc(systems, name, policy, rules, sampl
     sy = systems[name]
     lo = analyze(sy).active
     ex = exact_ctmc.discounted_cost(
-        sy, N, lo, rules[0], theta=theta_level(N, DEFAULT_THETA_EXPONENT), cap=30, higher=1 - lo, rule_higher=rules[1], sampling=sampling, switch_at=0.5
+        sy, N, lo, rules[0], theta=_theta(sy, policy, 0.5), cap=30, higher=1 - lo, rule_higher=rules[1],
+        sampling=sampling, switch_at=0.5
     )
     assert ex["truncation_change"] < 1e-4
     r = simulate(sy, N, REPS, policy=policy, seed=3, switch_at=0.5, horizon=T, record_times=(0.0, 1.0, T), debug=True)
@@ -186,7 +192,7 @@ def test_cli_done_when(systems, capsys, engine):
     """`jaxq simulate` at n = 16, 4000 replications: within 4 stderr of the exact value, stderr < 2%."""
     for name, rule in (("pss_P", "P"), ("pss_T2", "T2")):
         sy = systems[name]
-        theta = theta_level(16, DEFAULT_THETA_EXPONENT)  # 3
+        theta = _theta(sy)
         exact = _exact(sy, analyze(sy).active, rule, theta=theta)
         argv = ["simulate", str(path(name)), "--n", "16", "--reps", str(REPS), "--json", "--seed", "2", "--engine", engine]
         assert main(argv) == 0
@@ -217,14 +223,14 @@ def test_cli_bad_input(argv, key, capsys):
 
 
 # ------------------------------------------------------------------------- the uniformised driver
-THETA = theta_level(N, DEFAULT_THETA_EXPONENT)
 SAMPLING = {0: "never", 1: "k1", 2: "every"}
 RULES = ("P", "T1", "T2")
 
 
 def exact_of(system, policy, switch_at=None):
     res = pol.resolve(analyze(system), policy, switch_at)
-    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=THETA, cap=50,
+    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=_theta(system, policy, switch_at),
+                                      cap=50,
                                       higher=res.higher, rule_higher=RULES[res.rules.higher],
                                       sampling=SAMPLING[res.rules.sampling], switch_at=res.z)["J"]
 

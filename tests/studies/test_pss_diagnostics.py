@@ -18,6 +18,7 @@ seeds = [5]
 [grid]
 n = [16, 1000]
 engine = "auto"                # pss_T2 on the uniformised driver, pss_PP on the event driver
+theta_rule = "paper"           # c = 1, under which pss_T2 at n = 10^3 is far above V0
 """
 
 

@@ -129,7 +129,10 @@ def test_setup_uses_the_rule(drawn):
     for n in (100.0, 1e4):
         st = setup(d.system, n, theta_exponent=0.4, theta_rule="depth", analysis=d.analysis)
         assert st.theta == math.ceil(c * n**0.4 - 1e-9)
-        assert setup(d.system, n, theta_exponent=0.4, analysis=d.analysis).theta == math.ceil(n**0.4 - 1e-9)
+        assert setup(d.system, n, theta_exponent=0.4, theta_rule="paper", analysis=d.analysis).theta == math.ceil(
+            n**0.4 - 1e-9)
+        root = thresholds.theta_rule_constant("root", d.analysis, res)  # the default rule
+        assert setup(d.system, n, theta_exponent=0.4, analysis=d.analysis).theta == math.ceil(root * n**0.4 - 1e-9)
 
 
 def test_experiment_files_validate_and_list_their_points():
