@@ -44,7 +44,8 @@ def test_uniformised_engine_and_numba_agree(agree, numba_or_skip):
     agree(row, _baseline(s, steps / big), ["J_hat"], ["baseline_J_hat"])
 
 
-@pytest.mark.parametrize("family", [f for f in B.FAMILIES if f != "exponential"]
+@pytest.mark.parametrize("family", ["erlang:0.5", "gamma:0.5"] + [pytest.param(f, marks=pytest.mark.slow) for f in B.FAMILIES
+                                                                 if f not in ("exponential", "erlang:0.5", "gamma:0.5")]
                          + [pytest.param(f, marks=pytest.mark.slow) for f in B.GENERAL_GAMMA])
 def test_every_family_agrees_with_numba(family, agree, numba_or_skip):
     """The family rows' system (one family in all six streams): jaxq's event engine and the numba loop, which

@@ -255,8 +255,8 @@ def test_mixed_spec_gives_each_stream_what_it_gets_alone(with_lognormal):
         np.testing.assert_allclose(np.asarray(va)[ok], np.asarray(vb)[ok], rtol=1e-13, err_msg=str(d))
 
 
-@pytest.mark.parametrize("with_lognormal,off_range", [(True, False), (False, False), (False, True)],
-                         ids=["lognormal", "steps", "marsaglia_tsang"])
+@pytest.mark.parametrize("with_lognormal,off_range", [pytest.param(True, False, marks=pytest.mark.slow), (False, False),
+                                                     (False, True)], ids=["lognormal", "steps", "marsaglia_tsang"])
 def test_mixed_event_form_gives_every_stream_its_law(with_lognormal, off_range):
     """The mixed spec in the event engines' form (one proposal, its acceptance uniform shared with the other
     methods' word, ``slot_values``): the step envelope (the proposal from the slot's second word), or with a gamma
@@ -680,7 +680,8 @@ def test_a_shared_law_reads_row_zero_and_changes_no_value(name):
 
 
 @pytest.mark.parametrize("names", [("gamma:3", "gamma:3"), pytest.param(("gamma:3", "gamma:5"), marks=pytest.mark.slow),
-                                   ("gamma:0.7", "gamma:2.5"), pytest.param(("gamma:4", "lognormal:2"), marks=pytest.mark.slow),
+                                   pytest.param(("gamma:0.7", "gamma:2.5"), marks=pytest.mark.slow),
+                                   pytest.param(("gamma:4", "lognormal:2"), marks=pytest.mark.slow),
                                    ("hyperexponential:3", "erlang:0.5")], ids=str)
 def test_event_engine_draw_zero_has_the_interarrival_laws(names):
     """The 2x2 event engine's draw 0 (the initial interarrival times, by the self-contained sampler on the event
