@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import sys
 import time
@@ -34,6 +35,10 @@ def main(argv=None) -> int:
     keep = None if args.systems is None else set(args.systems.split(","))
     rows = [r for r in csv.DictReader(open(Path(args.study) / "summary.csv"))
             if float(r["n"]) <= args.n_max and (keep is None or r["system"] in keep)]
+    # the run's threshold rule (a run recorded before [grid] theta_rule existed used (2.29)'s c = 1)
+    manifest = Path(args.study) / "manifest.json"
+    grid = json.loads(manifest.read_text())["experiment"]["grid"] if manifest.exists() else {}
+    rule = grid.get("theta_rule", "paper")
     worst = 0.0
     print(f"{'system':10s} {'policy':7s} {'n':>6s} {'theta':>5s} {'J_hat':>9s} {'stderr':>8s} {'exact J_n':>10s} "
           f"{'z':>6s} {'states':>9s} {'s':>6s}")
@@ -42,7 +47,7 @@ def main(argv=None) -> int:
         switch_at = float(r["switch_at"]) if r["switch_at"] else None
         try:
             ex = jaxq.exact_cost(r["system"], float(r["n"]), policy=r["policy_used"], switch_at=switch_at,
-                                 theta_exponent=float(r["theta_exponent"]), rtol=args.rtol,
+                                 theta_exponent=float(r["theta_exponent"]), theta_rule=rule, rtol=args.rtol,
                                  max_states=args.max_states)
         except jaxq.InputError as e:
             print(f"{r['system']:10s} {r['policy_used']:7s} {float(r['n']):6g}  not solved: {e}")

@@ -15,19 +15,18 @@ from jaxq.examples import path
 from jaxq.model import load
 from jaxq.model.distributions import Dist
 from jaxq.policies import pss2x2 as pol
-from jaxq.policies.thresholds import theta_level
 from jaxq.sim import exact_ctmc
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, simulate
+from jaxq.sim.pss2x2 import setup, simulate
 
 N = 16
-THETA = theta_level(N, DEFAULT_THETA_EXPONENT)
 SAMPLING = {0: "never", 1: "k1", 2: "every"}
 RULES = ("P", "T1", "T2")
 
 
 def _exact(system, policy="auto", switch_at=None, cap=45, **kw):
     res = pol.resolve(analyze(system), policy, switch_at)
-    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=THETA, cap=cap,
+    theta = setup(system, N, policy=policy, switch_at=switch_at).theta or 0  # the default rule's Theta_n
+    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=cap,
                                       higher=res.higher, rule_higher=RULES[res.rules.higher],
                                       sampling=SAMPLING[res.rules.sampling], switch_at=res.z, **kw)
 

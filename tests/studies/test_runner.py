@@ -312,13 +312,12 @@ def test_weak_study_compares_t1t2_with_the_shifted_limit(tmp_path):
     from jaxq.diffusion.workload import analyze
     from jaxq.examples import path
     from jaxq.model import load
-    from jaxq.policies.thresholds import theta_level
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT
+    from jaxq.sim.pss2x2 import setup
 
     exp = ex.from_dict(tomllib.loads(WEAK_TINY.replace('system = "pss_PP"', 'systems = ["pss_PP", "pss_T1T2"]')),
                        Path("/tmp/w.toml"))
     an = analyze(load(path("pss_T1T2")))
-    shift = theta_level(9, DEFAULT_THETA_EXPONENT) / 3 / an.modes.alpha[an.p]
+    shift = setup(load(path("pss_T1T2")), 9).theta / 3 / an.modes.alpha[an.p]  # Theta_hat / alpha_p
     refs = [p for p in exp.points if p["engine"] == "sde" and p["n"] is not None]
     assert len(refs) == 1 and refs[0]["system"] == "pss_T1T2"  # PP has no threshold: no shifted reference
     assert math.isclose(refs[0]["shift"], shift) and math.isclose(refs[0]["switch_at"], an.z_star - shift)
