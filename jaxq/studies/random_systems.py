@@ -235,7 +235,8 @@ def _setup(d: Drawn, pt: dict, rec: dict, horizon):
     """The setup of a point: its rule's threshold, or the tuned (z, c) its records carry."""
     if pt["rule"] == TUNED:
         z, c = float(rec["tuned_z"][0]), float(rec["tuned_c"][0])
-        return sim.setup(d.system, float(pt["n"]), switch_at=None if math.isnan(z) else z, theta_rule=thresholds.ABSOLUTE_RULE,
+        return sim.setup(d.system, float(pt["n"]), switch_at=None if math.isnan(z) else z,
+                         theta_rule=thresholds.ABSOLUTE_RULE,
                          theta_constant=1.0 if math.isnan(c) else c, analysis=d.analysis, horizon=horizon)
     rule, k, a = parse_rule(pt["rule"])
     return sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, theta_constant=k,

@@ -130,8 +130,8 @@ def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, 
     replication's perturbation eps, and the coefficients come from other replications, so the gradient
     estimate stays unbiased while its variance falls.
     """
-    kw = dict(policy=policy, switch_at=z, theta_constant=c, theta_rule=ABSOLUTE, theta_exponent=theta_exponent, seed=seed,
-              analysis=analysis, cv=cv)
+    kw = dict(policy=policy, switch_at=z, theta_constant=c, theta_rule=ABSOLUTE, theta_exponent=theta_exponent,
+              seed=seed, analysis=analysis, cv=cv)
     plus = simulate(system, n, reps, perturb=(1, tau[0], tau[1]), **kw)
     minus = simulate(system, n, reps, perturb=(-1, tau[0], tau[1]), **kw)
     jp, jm = (_controlled(r) for r in (plus, minus))

@@ -50,7 +50,8 @@ def test_the_reference_shows_every_command_help():
         missing = {o for a in parser._actions for o in a.option_strings} - set(OPTION.findall(blocks[command]))
         assert not missing, f"{command}: options not in docs/reference/cli.md: {sorted(missing)}"
     if tuple(int(v) for v in platform.python_version_tuple()[:2]) == WRITTEN_WITH:
-        assert rendered(text, h) == text, "docs/reference/cli.md is stale: python tests/cli/test_cli_reference.py --write"
+        stale = "docs/reference/cli.md is stale: python tests/cli/test_cli_reference.py --write"
+        assert rendered(text, h) == text, stale
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

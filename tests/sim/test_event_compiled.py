@@ -33,8 +33,10 @@ def threefry_blocks(system) -> tuple[float, int]:
     return xor / ROUNDS, sampling.words_needed(model.event_spec(st.spec))  # 2 slots x W words / 2 words a block
 
 
-@pytest.mark.parametrize("name", ["pss_T2T2", "pss_PP_lognormal", *(pytest.param(n, marks=pytest.mark.slow)
-                                                                   for n in ("pss_P", "pss_PP", "pss_PP_gamma", "gamma:3"))])
+SLOW = ("pss_P", "pss_PP", "pss_PP_gamma", "gamma:3")
+
+
+@pytest.mark.parametrize("name", ["pss_T2T2", "pss_PP_lognormal", *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW)])
 def test_each_threefry_block_of_an_event_is_computed_once(name):
     system = load(path(name)) if name.startswith("pss") else family_system(name)
     computed, needed = threefry_blocks(system)

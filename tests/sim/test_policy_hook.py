@@ -217,10 +217,10 @@ def test_exact_cost_refuses_a_policy2x2():
 @pytest.mark.parametrize("engine", ["event", pytest.param("uniformized", marks=pytest.mark.slow)])
 def test_params_and_memory_of_a_user_policy(engine):
     """A threshold rule with memory: params are traced (new values, other numbers, same compiled engine) and the
-    memory (a count of events, from init's Python int) is carried without a dtype error."""
+    memory (a count of events, from init's Python int) is carried: the rule turns on after ``after`` events."""
 
-    def decide(queues, serving, memory, event, params):  # LQF once class 2 waits >= theta, else class 1 first
-        first = jnp.where(queues[1] >= params["theta"], 1, 0)
+    def decide(queues, serving, memory, event, params):  # after `after` events: class 2 first once it waits >= theta
+        first = jnp.where((memory >= params["after"]) & (queues[1] >= params["theta"]), 1, 0)
         out, left = [], queues
         for k in range(2):
             c = jnp.where(left[first] > 0, first, jnp.where(left[1 - first] > 0, 1 - first, -1))
@@ -230,9 +230,19 @@ def test_params_and_memory_of_a_user_policy(engine):
         return jnp.stack(out), memory + 1
 
     system = load(path("pss_P"))
-    pol_a = jaxq.Policy2x2(init=lambda params: 0, decide=decide, params={"theta": jnp.int32(1)}, name="thr")
-    a = simulate(system, N, 64, policy=pol_a, engine=engine, seed=0, steps=4000 if engine == "uniformized" else None)
-    b = simulate(system, N, 64, policy=pol_a._replace(params={"theta": jnp.int32(10**6)}), engine=engine, seed=0,
-                 steps=4000 if engine == "uniformized" else None)
+    steps = 4000 if engine == "uniformized" else None
+    pol = jaxq.Policy2x2(init=lambda params: 0, decide=decide, params={"theta": jnp.int32(1), "after": jnp.int32(0)},
+                         name="thr")
+
+    def run(theta, after):
+        params = {"theta": jnp.int32(theta), "after": jnp.int32(after)}
+        return simulate(system, N, 64, policy=pol._replace(params=params), engine=engine, seed=0, steps=steps)
+
+    a, b = run(1, 0), run(10**6, 0)
     assert b.compile_s < 0.5 * a.compile_s or b.compile_s < 0.05  # the same compiled engine
     assert not np.array_equal(a.samples["J"], b.samples["J"])
+    # the rule never on (after beyond every run's events) is class 1 first, bit for bit; on after 40 events it is
+    # neither: the memory counts the events
+    np.testing.assert_array_equal(run(1, 2**30).samples["J"], b.samples["J"])
+    mid = run(1, 40).samples["J"]
+    assert not np.array_equal(mid, a.samples["J"]) and not np.array_equal(mid, b.samples["J"])

@@ -229,8 +229,8 @@ RULES = ("P", "T1", "T2")
 
 def exact_of(system, policy, switch_at=None):
     res = pol.resolve(analyze(system), policy, switch_at)
-    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=_theta(system, policy, switch_at),
-                                      cap=50,
+    theta = _theta(system, policy, switch_at)
+    return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=50,
                                       higher=res.higher, rule_higher=RULES[res.rules.higher],
                                       sampling=SAMPLING[res.rules.sampling], switch_at=res.z)["J"]
 

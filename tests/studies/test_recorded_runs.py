@@ -27,5 +27,5 @@ def test_another_rule_is_another_run():
     assert ex.digested_grid(root.model_dump(mode="json"))["theta_rule"] == "root"
     assert "theta_rule" not in ex.digested_grid(exp.grid.model_dump(mode="json"))
     g = exp.grid.model_dump(mode="json")
-    assert ex.base_fingerprint("convergence", g, True) != ex.base_fingerprint("convergence", {**g, "theta_rule": "root"},
-                                                                              True)
+    other = {**g, "theta_rule": "root"}
+    assert ex.base_fingerprint("convergence", g, True) != ex.base_fingerprint("convergence", other, True)
