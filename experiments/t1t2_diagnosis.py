@@ -133,7 +133,7 @@ def engine_d(spec) -> Engine:
 
 def run_point(system, an, n, reps, policy, seed, t_end, horizon, theta_constant=1.0):
     st = simmod.setup(system, n, policy=policy, horizon=horizon, record_times=(t_end,), analysis=an,
-                      theta_constant=theta_constant)
+                      theta_constant=theta_constant, theta_rule="paper")  # the rule of the committed records
     md = an.modes
     params = DParams(st.params, jnp.float64(t_end), jnp.asarray(md.beta), jnp.asarray(system.mu_hat),
                      jnp.float64(np.sum(system.lambda_hat / md.alpha)), jnp.int32(an.p))
