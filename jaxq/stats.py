@@ -76,16 +76,48 @@ def _helps(c, Y, fold, train) -> np.ndarray:
     return adjusted[rows].var(axis=0) < Y[rows].var(axis=0)
 
 
-def controlled_values(y, controls, index, folds: int = CROSS_FIT_FOLDS):
+def _fits(fold, present, controls: int) -> bool:
+    """Whether every fit of the cross-fit sees at least ``controls + 2`` replications."""
+    return len(present) >= 2 and min(int((fold != k).sum()) for k in present) >= controls + 2
+
+
+ROWS_PER_CONTROL = 4  # where a coarse set exists, a set of controls is used when each fit sees 4 rows per control
+
+
+def _affords(fold, present, controls: int) -> bool:
+    """Whether the replications afford ``controls`` controls: every fit of the cross-fit and of its gate
+    (:func:`_helps`: the fits that leave out two folds) sees ``ROWS_PER_CONTROL`` replications per control."""
+    counts = {int(k): int((fold == k).sum()) for k in present}
+    total = sum(counts.values())
+    need = max(controls + 2, ROWS_PER_CONTROL * controls)
+    return len(present) >= 3 and all(total - counts[k] - counts[j] >= need for k in counts for j in counts if j != k)
+
+
+def coarsen(controls, groups) -> np.ndarray:
+    """The controls summed within ``groups`` (a tuple of column-index tuples): ``(R, len(groups))``.
+
+    A sum of mean-zero controls has mean zero, so a coarse set keeps the unbiasedness of the fine one."""
+    c = np.asarray(controls, dtype=np.float64)
+    return np.stack([c[:, list(g)].sum(axis=1) for g in groups], axis=1)
+
+
+def controlled_values(y, controls, index, folds: int = CROSS_FIT_FOLDS, coarse=None):
     """Per-replication values with the controls subtracted, cross-fitted by replication index (see
     :func:`controlled_mean`): ``(adjusted (R,) or (R, m), coefficients)``; ``y`` itself and None when a fold's
-    complement has too few replications to fit."""
+    complement has too few replications to fit (after the ``coarse`` fallbacks, see :func:`controlled_mean`)."""
     y = np.asarray(y, dtype=np.float64)
     c = np.asarray(controls, dtype=np.float64).reshape(y.shape[0], -1)
     Y = y[:, None] if y.ndim == 1 else y.reshape(y.shape[0], -1)
     fold = np.asarray(index) % folds
     present = np.unique(fold)
-    if len(present) < 2 or min(int((fold != k).sum()) for k in present) < c.shape[1] + 2:
+    # The set of controls is chosen from the number of replications alone, never from their values: the full
+    # set where the replications afford it, else the coarse groups, else the first group alone.
+    if coarse and not _affords(fold, present, c.shape[1]):
+        for groups in (tuple(coarse), tuple(coarse)[:1]):
+            if _affords(fold, present, len(groups)):
+                c = coarsen(c, groups)
+                break
+    if not _fits(fold, present, c.shape[1]):
         return y, None
     adjusted = np.empty_like(Y)
     betas = []
@@ -98,7 +130,7 @@ def controlled_values(y, controls, index, folds: int = CROSS_FIT_FOLDS):
     return adjusted.reshape(y.shape), (coef[0] if y.ndim == 1 else coef)
 
 
-def controlled_mean(y, controls, index) -> Controlled:
+def controlled_mean(y, controls, index, coarse=None) -> Controlled:
     """The mean of ``y`` over replications with mean-zero controls subtracted, cross-fitted by replication index.
 
     K-fold cross-fitting by replication index (K = ``CROSS_FIT_FOLDS`` = 8, replication r in fold r mod K):
@@ -121,15 +153,24 @@ def controlled_mean(y, controls, index) -> Controlled:
       y: per-replication values, (R,) or (R, m) for m quantities sharing the controls.
       controls: per-replication controls, (R, c) (columns with no variance are ignored).
       index: the global replication indices, (R,).
+      coarse: optional groups of control columns (a tuple of index tuples) to sum when the replications do not
+        afford the full set (a fit or a fit of the gate would see fewer than ``ROWS_PER_CONTROL`` = 4
+        replications per control): the groups' sums are used where they are afforded, else the first group's
+        alone, else none. The choice depends on the replication indices only, never on the values, and sums of
+        mean-zero controls have mean zero, so the estimate stays unbiased and independent of chunking.
+        ``coefficients`` are then the coarse set's. Why 4: on the 2x2 engines (eleven controls, three coarse)
+        the coarse set gave the smaller standard error on 68% of 512 estimates at 32 replications, 56% at 48,
+        41% at 64 and 9% at 256; at 32 replications the full set's worst standard error was 8-244 times the
+        coarse set's (a control nonzero in one replication, fitted to a coefficient of -516).
     Returns:
-      :class:`Controlled`; when a fold's complement has fewer than ``c + 2`` replications (no fit possible) the controlled
-      estimate is the plain one and ``coefficients`` is None.
+      :class:`Controlled`; when no set of controls can be fitted the controlled estimate is the plain one and
+      ``coefficients`` is None.
     """
     y = np.asarray(y, dtype=np.float64)
     vector = y.ndim == 1
     Y = y[:, None] if vector else y.reshape(y.shape[0], -1)
     plain, plain_se = mean_stderr(Y)
-    adjusted, coef = controlled_values(Y, controls, index)
+    adjusted, coef = controlled_values(Y, controls, index, coarse=coarse)
     if coef is None:
         m, s = (plain[0], plain_se[0]) if vector else (plain.reshape(y.shape[1:]), plain_se.reshape(y.shape[1:]))
         return Controlled(m, s, m, s, None)

@@ -43,6 +43,7 @@ from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate
 
 DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
 DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
+COARSE_CONTROLS = model.COARSE_CONTROLS  # jaxq.sim.models.pss2x2: the coarse controls for few replications
 THETA_RULES = thresholds.THETA_RULES
 POLICY_CHOICES = pol.CHOICES
 ENGINES = ("auto", "event", "uniformized")
@@ -303,7 +304,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
     info["truncation_bound"] = float(np.mean(bound))
     if controls is not None:
         samples["controls"] = controls
-    est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, start + np.arange(len(J))),
+    est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, start + np.arange(len(J)),
+                                                                         coarse=COARSE_CONTROLS),
                                                   info["truncation_bound"])}  # ci95 widened by the tail left out
     if diagnostics:
         samples.update(diag.samples(observed))

@@ -43,13 +43,13 @@ class Estimate:
         return cls(_plain(m), _plain(se))
 
     @classmethod
-    def with_controls(cls, samples, controls, index) -> "Estimate":
+    def with_controls(cls, samples, controls, index, coarse=None) -> "Estimate":
         """The mean over replications (axis 0) of a scalar or array statistic controlled by ``controls``
-        (reps, C), cross-fitted by replication ``index`` (:func:`jaxq.stats.controlled_mean`); without
-        controls (None) the plain :meth:`of`."""
+        (reps, C), cross-fitted by replication ``index`` (:func:`jaxq.stats.controlled_mean`, with its
+        ``coarse`` fallback for few replications); without controls (None) the plain :meth:`of`."""
         if controls is None:
             return cls.of(samples)
-        c = controlled_mean(samples, controls, index)
+        c = controlled_mean(samples, controls, index, coarse=coarse)
         return cls(_plain(c.mean), _plain(c.stderr), _plain(c.plain), _plain(c.plain_stderr), c.coefficients)
 
     @property

@@ -31,9 +31,8 @@ from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
 from jaxq.policies.thresholds import THETA_RULES
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE
-from jaxq.studies import Study, Unique, register
-from jaxq.studies import engines, figures, tuned_policy
+from jaxq.sim.pss2x2 import COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE
+from jaxq.studies import Study, Unique, engines, figures, register, tuned_policy
 from jaxq.studies.tuned_policy import TUNED
 from jaxq.studies.stats import controlled_estimate, ks_distance, ks_noise_level, limit_fit, loglog_rate, mean_stderr
 
@@ -236,7 +235,7 @@ def _point_rows(exp, pts, records):
             continue
         system, an = _system(exp, pt["system"])
         st, tuned = _point_setup(exp, system, an, pt, rec)
-        J, se, plain = controlled_estimate(rec, "J")
+        J, se, plain = controlled_estimate(rec, "J", coarse=COARSE_CONTROLS)
         dn = _threshold_term(exp, an, st, pt["n"])
         p = an.p
         sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"]) if f"sup_X_hat_{p + 1}" in rec else (None, None)

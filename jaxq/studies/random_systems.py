@@ -35,6 +35,7 @@ from jaxq.model import validate as v
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
 from jaxq.sim import pss2x2 as sim
+from jaxq.sim.models.pss2x2 import COARSE_CONTROLS
 from jaxq.stats import controlled_values, mean_stderr
 from jaxq.studies import Study, Unique, figures, register
 from jaxq.studies.engines import control_columns, diagnostic_columns, diagnostics_row
@@ -250,7 +251,7 @@ def _rows(exp, pts, records) -> list[dict]:
     rows = []
     for pt, rec in zip(pts, records):
         d = drawn[pt["rsystem"]]
-        J, se, extra = controlled_estimate(rec, "J")
+        J, se, extra = controlled_estimate(rec, "J", coarse=COARSE_CONTROLS)
         st = _setup(d, pt, rec, g.horizon)
         dn = threshold_term(d.analysis, st.policy, (st.theta or 0) / math.sqrt(pt["n"]))
         base = {"system": pt["rsystem"], "case": d.case, "policy": d.analysis.policy, "n": pt["n"],
@@ -280,7 +281,7 @@ def _paired_difference(a: dict, b: dict) -> tuple[float, float]:
     vals = []
     for rec in (a, b):
         c = controls_of(rec)
-        y = rec["J"] if c is None else controlled_values(rec["J"], c, rec["rep"])[0]
+        y = rec["J"] if c is None else controlled_values(rec["J"], c, rec["rep"], coarse=COARSE_CONTROLS)[0]
         vals.append(dict(zip(np.asarray(rec["rep"]).tolist(), np.asarray(y, dtype=np.float64).tolist())))
     common = sorted(set(vals[0]) & set(vals[1]))
     return mean_stderr(np.array([vals[0][r] - vals[1][r] for r in common]))
@@ -320,6 +321,13 @@ def _nonincreasing(lo: dict, hi: dict) -> bool:
     return hi["J_hat"] <= lo["J_hat"] + 1.96 * math.hypot(lo["J_hat_stderr"], hi["J_hat_stderr"])
 
 
+def _gap_nonincreasing(lo: dict, hi: dict) -> bool:
+    """|J - V0| at the larger n at most at the smaller n, within 95% intervals of the difference: J_n may rise to
+    V0 from below (J_n < V0 at a finite n is allowed; V0 bounds the limit of J_n, Theorem 2.11)."""
+    return abs(hi["J_hat"] - hi["V0"]) <= abs(lo["J_hat"] - lo["V0"]) + 1.96 * math.hypot(lo["J_hat_stderr"],
+                                                                                              hi["J_hat_stderr"])
+
+
 def _decreasing(lo: dict, hi: dict) -> bool:
     """J at the larger n below J at the smaller n beyond the 95% interval of the difference."""
     return hi["J_hat"] < lo["J_hat"] - 1.96 * math.hypot(lo["J_hat_stderr"], hi["J_hat_stderr"])
@@ -347,6 +355,8 @@ def aggregate(exp, pts, records) -> dict[str, list[dict]]:
                 row["previous_n"] = None if prev is None else _num(prev)
                 row["share_nonincreasing"] = float(np.mean([_nonincreasing(a, b) for a, b in pairs])) if pairs else None
                 row["share_decreasing"] = float(np.mean([_decreasing(a, b) for a, b in pairs])) if pairs else None
+                row["share_gap_nonincreasing"] = (float(np.mean([_gap_nonincreasing(a, b) for a, b in pairs]))
+                                                  if pairs else None)
                 by_case.append(row)
     systems = []
     for lb, d in drawn.items():

@@ -60,15 +60,16 @@ def controls_of(rec: dict) -> np.ndarray | None:
     return np.stack([rec[k] for k in keys], axis=1) if keys else None
 
 
-def controlled_estimate(rec: dict, key: str) -> tuple[float, float, dict]:
+def controlled_estimate(rec: dict, key: str, coarse=None) -> tuple[float, float, dict]:
     """Mean and standard error of ``rec[key]`` over replications, controlled when the records carry controls
-    (cross-fitted by the replication index ``rec["rep"]``, :func:`jaxq.stats.controlled_mean`), and the plain
-    estimate as extra table columns (``<key>_plain``, ``<key>_plain_stderr``, ``variance_reduction``)."""
+    (cross-fitted by the replication index ``rec["rep"]``, :func:`jaxq.stats.controlled_mean`, with its
+    ``coarse`` fallback for few replications), and the plain estimate as extra table columns (``<key>_plain``,
+    ``<key>_plain_stderr``, ``variance_reduction``)."""
     c = controls_of(rec)
     if c is None:
         m, se = mean_stderr(rec[key])
         return m, se, {}
-    r = controlled_mean(rec[key], c, rec["rep"])
+    r = controlled_mean(rec[key], c, rec["rep"], coarse=coarse)
     vr = (r.plain_stderr / r.stderr) ** 2 if r.stderr > 0 else None
     return r.mean, r.stderr, {f"{key}_plain": r.plain, f"{key}_plain_stderr": r.plain_stderr, "variance_reduction": vr}
 

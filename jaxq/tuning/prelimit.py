@@ -39,7 +39,7 @@ from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
-from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, setup, simulate, simulate_bounded
+from jaxq.sim.pss2x2 import COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, setup, simulate, simulate_bounded
 from jaxq.stats import controlled_values, mean_stderr, t_interval
 
 METHODS = ("search", "gradient")
@@ -117,7 +117,7 @@ def _controlled(r) -> np.ndarray:
     J = np.asarray(r.samples["J"], dtype=np.float64)
     if "controls" not in r.samples:
         return J
-    adjusted, _ = controlled_values(J, r.samples["controls"], np.arange(len(J)))
+    adjusted, _ = controlled_values(J, r.samples["controls"], np.arange(len(J)), coarse=COARSE_CONTROLS)
     return np.asarray(adjusted, dtype=np.float64)
 
 

@@ -74,6 +74,67 @@ def test_controls_that_do_not_help_are_dropped_by_a_cross_fitted_gate():
     np.testing.assert_allclose(a2[fold0] - a[fold0], y2[fold0] - y[fold0], rtol=0, atol=1e-9)
 
 
+COARSE = (tuple(range(6)), (6,), (7,))  # the 2x2 engines' coarse set (jaxq.sim.models.pss2x2.COARSE_CONTROLS)
+
+
+def _eleven_controls(rng, R):
+    """Eleven mean-zero controls and a y whose mean is 2: y depends on the sum of the first six (coefficient 1),
+    on the seventh linearly and on the eighth through a mean-zero square (no control can remove that part)."""
+    c = rng.normal(size=(R, 11))
+    y = 2.0 + c[:, :6].sum(axis=1) - 0.5 * c[:, 6] + 0.3 * (c[:, 7] ** 2 - 1.0) + 0.1 * rng.normal(size=R)
+    return y, c
+
+
+def test_few_replications_use_the_coarse_controls_and_stay_unbiased():
+    """16 replications cannot fit eleven controls (the gate's fits would see 12 < 13): the plain estimate without a
+    coarse set, the coarse sums with one (4 rows per control). Over 400 independent runs the coarse estimate's mean is within 4 of its
+    standard errors of the true mean 2; with replications enough for all eleven the coarse set changes nothing."""
+    from jaxq.sim.models.pss2x2 import COARSE_CONTROLS
+
+    assert COARSE_CONTROLS == COARSE
+    rng = np.random.default_rng(11)
+    y, c = _eleven_controls(rng, 16)
+    fine = controlled_mean(y, c, np.arange(16))
+    assert fine.mean == fine.plain and not np.any(fine.coefficients)  # the gate cannot fit: plain
+    r = controlled_mean(y, c, np.arange(16), coarse=COARSE)
+    assert r.coefficients is not None and len(r.coefficients) == 3 and r.stderr < r.plain_stderr / 3
+    est = []
+    for _ in range(400):
+        y, c = _eleven_controls(rng, 16)
+        est.append(controlled_mean(y, c, 100 + np.arange(16), coarse=COARSE).mean)
+    est = np.asarray(est)
+    assert abs(est.mean() - 2.0) <= 4 * est.std(ddof=1) / np.sqrt(est.size), est.mean()
+    y, c = _eleven_controls(rng, 64)
+    a, b = controlled_mean(y, c, np.arange(64)), controlled_mean(y, c, np.arange(64), coarse=COARSE)
+    assert a.mean == b.mean and a.stderr == b.stderr and len(b.coefficients) == 11
+    # 32 replications: the gate's fits see 24 < 4 x 11 rows, so the coarse set; too few even for the coarse set
+    # (8 folds of one replication, 6 rows < 4 x 3): the first group alone; fewer still: plain
+    y, c = _eleven_controls(rng, 32)
+    assert len(controlled_mean(y, c, np.arange(32), coarse=COARSE).coefficients) == 3
+    y, c = _eleven_controls(rng, 8)
+    assert len(controlled_mean(y, c, np.arange(8), coarse=COARSE).coefficients) == 1
+    tiny = controlled_mean(y[:3], c[:3], np.arange(3), coarse=COARSE)
+    assert tiny.mean == tiny.plain and not np.any(tiny.coefficients)
+
+
+def test_sixteen_replications_of_the_2x2_engine_are_controlled_and_unbiased():
+    """jaxq's 2x2 result at 16 replications uses the coarse controls; 64 such estimates (disjoint replication
+    blocks of one run) average within 4 standard errors of the exact J_n."""
+    system = jaxq.load("pss_P")
+    an = jaxq.analyze(system)
+    exact = exact_ctmc.discounted_cost(system, 16, an.active, "P", cap=40)["J"]
+    small = simulate(system, 16, 16, seed=12)
+    assert small.main.controlled and small.main.coefficients is not None and len(small.main.coefficients) == 3
+    r = simulate(system, 16, 1024, seed=13)
+    J, c = r.samples["J"], r.samples["controls"]
+    est = np.array([controlled_mean(J[b:b + 16], c[b:b + 16], np.arange(b, b + 16), coarse=COARSE).mean
+                    for b in range(0, 1024, 16)])
+    se = est.std(ddof=1) / np.sqrt(est.size)
+    assert abs(est.mean() - exact) <= 4 * se + r["truncation_bound"], (est.mean(), exact, se)
+    plain_se = J.reshape(64, 16).mean(axis=1).std(ddof=1) / np.sqrt(64)
+    assert (plain_se / se) ** 2 > 2  # the coarse controls still reduce the variance at 16 replications (n = 16)
+
+
 def test_value_function_derivative():
     bL, sL, bH, sH, g = 0.2857, 1.6279, -0.7857, 2.0736, 0.5
     import jax

@@ -122,7 +122,13 @@ def test_warning_rule_and_the_diagnostic_it_names():
     assert "no diagnostic stands out" in s and "mode switches" in s
     s = diag.warning(quiet, J_hat=3.0, V0=1.0, n=1000, threshold_term=1.8, **KW)
     assert "threshold term Delta_n = 1.8" in s  # J - V0 - Delta_n = 0.2 is within 50% of V0
-    assert "threshold term" not in diag.warning(DIAG, J_hat=3.0, V0=1.0, n=1000, threshold_term=0.2, **KW)
+    assert "accounts for it" not in diag.warning(DIAG, J_hat=3.0, V0=1.0, n=1000, threshold_term=0.2, **KW)
+    # Delta_n the smaller part of the excess (random system T1T2_032 at n = 10^4: J/V0 = 1.53, Delta_n/V0 = 0.17,
+    # a server idle 5.6% while jobs wait): the idling is named first, Delta_n's share beside it
+    s = diag.warning({**DIAG, "idle_waiting": [[0.0, 0.056], [0.0, 0.0]]}, J_hat=1.53, V0=1.0, n=1e4,
+                     threshold_term=0.17, **KW)
+    assert "server 1 idled 5.6%" in s and "Delta_n = 0.17 accounts for 32% of J_hat - V0" in s
+    assert "accounts for it" not in s and s.count(". ") == 0 and s.endswith(".")
     s = diag.warning(None, J_hat=3.0, V0=1.0, n=1000, **KW)  # a run without diagnostics still says the gap
     assert s.startswith("J_hat = 3 is 200% above the lower bound V0 = 1 at n = 1000") and "diagnostics on" in s
     assert diag.warning(None, J_hat=1.2, V0=1.0, n=1000, **KW) is None

@@ -211,3 +211,17 @@ def test_tuned_points_are_stratified_over_the_cases_with_something_to_tune(tmp_p
     f.write_text(f.read_text().replace("tuned_size = 0", "tuned_size = 11"))
     with pytest.raises(InputError, match="grid.tuned_size"):  # 10 tunable systems drawn
         load_experiment(f)
+
+
+def test_convergence_shares_count_j_rising_to_v0_from_below():
+    """J_n below V0 at 10^3 rising to V0 at 10^4 is not 'non-increasing' but its distance to V0 shrinks; J_n moving
+    away from V0 is neither; equal within the interval is both."""
+    from jaxq.studies.random_systems import _gap_nonincreasing, _nonincreasing
+
+    def pt(j, se=0.01):
+        return {"J_hat": j, "J_hat_stderr": se, "V0": 1.0}
+
+    assert not _nonincreasing(pt(0.90), pt(0.99)) and _gap_nonincreasing(pt(0.90), pt(0.99))
+    assert not _nonincreasing(pt(1.40), pt(1.60)) and not _gap_nonincreasing(pt(1.40), pt(1.60))
+    assert _nonincreasing(pt(1.20), pt(1.21)) and _gap_nonincreasing(pt(1.20), pt(1.21))
+    assert not _gap_nonincreasing(pt(0.97), pt(1.10))  # overshoots V0 by more than it was below

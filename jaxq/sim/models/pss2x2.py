@@ -170,6 +170,9 @@ def real_events(s: State):
 
 # Control variates: per variate (renewal) or per event (CTMC) the features of its effect on the state.
 CONTROLS = 11  # 6 per stream/event V'(W_hat) dW_hat, 2 linear in X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2)
+# The coarse set where the replications do not afford all eleven (jaxq.stats.controlled_mean): the value function's
+# martingale summed over the six streams (its coefficient is 1 in the limit) and the two linear controls.
+COARSE_CONTROLS = (tuple(range(6)), (6,), (7,))
 STREAM_JUMPS = jnp.array([[-1.0, 0.0, 1.0, 1.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0, 1.0, 1.0]])  # effect on X_i, (2, 6)
 VOID_PROPOSALS = 1  # Marsaglia-Tsang proposals per gamma variate in an event (the void protocol redoes the rest)
 
