@@ -1,6 +1,6 @@
 """Draw the documentation's two summary figures from committed result files (seconds, no simulation).
 
-    python docs/figures/make_figures.py [--cv benchmarks/results/cv.json] [--bench benchmarks/results/cpu.json]
+    python docs/figures/make_figures.py [--cv benchmarks/results/cv.json] [--bench benchmarks/results/pss2x2_families_cpu_avx512.json]
                                         [--machine "Intel Xeon, AVX-512, 2 cores"]
 
 variance_reduction.png: (stderr_plain / stderr)^2 of the controlled J_n against n, one line per system and
@@ -68,8 +68,8 @@ def performance(bench_file: Path, machine: str, out: Path) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cv", type=Path, default=ROOT / "benchmarks/results/cv.json")
-    p.add_argument("--bench", type=Path, default=ROOT / "benchmarks/results/cpu.json")
-    p.add_argument("--machine", default="Intel Xeon, AVX-512, 2 cores")
+    p.add_argument("--bench", type=Path, default=ROOT / "benchmarks/results/pss2x2_families_cpu_avx512.json")
+    p.add_argument("--machine", default="Intel Xeon, AVX-512, 2 cores; allocation-free baseline")
     a = p.parse_args()
     variance_reduction(a.cv, HERE / "variance_reduction.png")
     performance(a.bench, a.machine, HERE / "performance.png")
