@@ -34,7 +34,8 @@ SAMPLE_PREFIX = "diag_"  # per-replication diagnostics in SimResult.samples: dia
 WARN_MIN_N = 1000
 WARN_EXCESS = 0.5
 # What explains it, in this order: the limit's threshold term Delta_n, when it is the larger part of J_hat - V0 and
-# J_hat - V0 - Delta_n is within the same WARN_EXCESS of V0; a server idle while a job waits at least IDLE_NOTABLE of the time (the bundled examples
+# J_hat - V0 - Delta_n is within the same WARN_EXCESS of V0; a server idle while a job waits at least IDLE_NOTABLE
+# of the time (the bundled examples
 # idle 1-8% at n = 10^3 and default thresholds, a T2T2 system with Theta_n = 2 16%); X_hat_p above twice the
 # threshold's scale Theta_n/sqrt(n) (Proposition 5.4), or without a threshold carrying HPC_COST_SHARE of the cost.
 IDLE_NOTABLE = 0.05
