@@ -43,7 +43,9 @@ def quiet() -> bool:
 
 
 def sci(x: float) -> str:
-    """``8.0e13``: a count in one short form."""
+    """A count in one short form: ``3``, ``8.1``, ``250``, ``1.3e4``, ``8.0e13`` (powers of ten from 10^4 on)."""
+    if abs(x) < 1e4:
+        return f"{x:.0f}" if float(x).is_integer() or abs(x) >= 10 else f"{x:.2g}"
     return f"{x:.1e}".replace("e+0", "e").replace("e+", "e")
 
 

@@ -23,6 +23,7 @@ the row's rate; of a priority2 row, the jaxq priority2 uniformised rate over the
 from __future__ import annotations
 
 import math
+from typing import Iterator
 
 import jaxq.bench
 from jaxq.bench import network as NB
@@ -128,15 +129,15 @@ def priority2_network():
 
 
 def priority2_rows(n: int, reps: int, warmup: float, horizon: float, ciw_h: float,
-                   repeats: int = REPEATS) -> list[dict]:
+                   repeats: int = REPEATS) -> Iterator[dict]:
     """The two-class non-preemptive priority M/M/c in jaxq (event and uniformised engines), numba and Ciw, with
-    ``jaxq_ratio`` against jaxq's uniformised row.
+    ``jaxq_ratio`` against jaxq's uniformised row, each row yielded once measured.
 
     Args:
       n: scale (total arrival rate); reps, warmup, horizon: jaxq and numba runs (the same model, start
         state and estimator); ciw_h: Ciw's horizon (one replication); repeats: timed runs per row.
 
-    Returns:
+    Yields:
       Four rows (jaxq event engine, jaxq uniformised engine, numba, ciw) with ``engine = "priority2"``,
       ``servers`` and events/s; the jaxq and numba rows carry ``mean_in_system`` per class, ``mean_idle``
       and ``p_wait`` with standard errors.
@@ -145,16 +146,15 @@ def priority2_rows(n: int, reps: int, warmup: float, horizon: float, ciw_h: floa
     c = int(NB.kernel_inputs(an, n)["big_n"][0])  # the pool size of the network's scaling, given to Ciw too
     head = {"engine": "priority2", "n": n, "servers": c}
     run = {**head, "reps": reps, "horizon": horizon}
-    event, lockstep = ({**run, **NB.jaxq_row(an, n, "priority", reps, warmup, horizon, repeats, engine)}
-                       for engine in ("event", "uniformized"))
-    rows = [event, lockstep, {**run, **NB.numba_row(an, n, reps, warmup, horizon, repeats)},
-            {**head, "impl": "ciw", "reps": 1, "horizon": ciw_h, **ciw_mmc(n, ciw_h, repeats, True, c)}]
-    for row in rows[2:]:
-        row["jaxq_ratio"] = ratio(lockstep["events_per_s"], row["events_per_s"])
-    return rows
+    for engine in ("event", "uniformized"):
+        lockstep = {**run, **NB.jaxq_row(an, n, "priority", reps, warmup, horizon, repeats, engine)}
+        yield lockstep
+    for row in ({**run, **NB.numba_row(an, n, reps, warmup, horizon, repeats)},
+                {**head, "impl": "ciw", "reps": 1, "horizon": ciw_h, **ciw_mmc(n, ciw_h, repeats, True, c)}):
+        yield {**row, "jaxq_ratio": ratio(lockstep["events_per_s"], row["events_per_s"])}
 
 
-def bench(quick: bool) -> list[dict]:
+def bench(quick: bool) -> Iterator[dict]:
     """Rows for ``jaxq bench``: M/M/c events per second in jaxq, numba and Ciw, side by side.
 
     M/M/N in the Halfin-Whitt regime with n = 100 (N = 105 servers, arrival rate 100, mu = 1), and the
@@ -162,29 +162,28 @@ def bench(quick: bool) -> list[dict]:
     0.5 sqrt(n); the horizon shortened to about ``lockstep_target_events`` events); the two-class
     priority queue has the same servers and total load as the n = 100 system (see :func:`priority2_rows`).
     ``jaxq_ratio``: the uniformised jaxq engine's rate over the row's rate for the M/M/c rows, the jaxq
-    priority2 uniformised row's rate over the row's rate for the priority2 rows.
+    priority2 uniformised row's rate over the row's rate for the priority2 rows. A generator: each row is
+    yielded as soon as it is measured (``jaxq bench --out`` saves it).
     """
     g = grid(quick)
     n = 100
     reps, horizon, ciw_h = g["mmc_reps"], g["mmc_horizon"], g["ciw_horizon"]
     j = jaxq_mmc(n, reps, horizon)
-    rows = [
-        {"engine": "mmc", "impl": MMC_IMPL, "n": n, "reps": reps, **j},
-        {"engine": "mmc", "impl": NB.IMPL["event"], "n": n, "reps": min(reps, 1000),
-         **jaxq_network_mmc(n, min(reps, 1000), horizon / 2)},
-        {"engine": "mmc", "impl": NUMBA_IMPL, "n": n, "reps": min(reps, 10_000),
-         **numba_mmc(n, min(reps, 10_000), j["span"])},  # the span jaxq simulated
-        {"engine": "mmc", "impl": "ciw", "n": n, "reps": 1, **ciw_mmc(n, ciw_h)},
-    ]
-    for row in rows[1:]:
-        row["jaxq_ratio"] = ratio(j["events_per_s"], row["events_per_s"])
+    yield {"engine": "mmc", "impl": MMC_IMPL, "n": n, "reps": reps, **j}
+    others = (lambda: {"impl": NB.IMPL["event"], "reps": min(reps, 1000),
+                       **jaxq_network_mmc(n, min(reps, 1000), horizon / 2)},
+              lambda: {"impl": NUMBA_IMPL, "reps": min(reps, 10_000),
+                       **numba_mmc(n, min(reps, 10_000), j["span"])},  # the span jaxq simulated
+              lambda: {"impl": "ciw", "reps": 1, **ciw_mmc(n, ciw_h)})
+    for other in others:
+        row = {"engine": "mmc", "n": n, **other()}
+        yield {**row, "jaxq_ratio": ratio(j["events_per_s"], row["events_per_s"])}
     for n2, reps2 in g["mmc_scale"]:  # the uniformised engine and numba as n and the replications grow
         h2 = min(horizon, g["lockstep_target_events"] / (reps2 * 2.0 * n2), (g["rep_events"] or math.inf) / (2.0 * n2))
         j2 = jaxq_mmc(n2, reps2, h2)
+        yield {"engine": "mmc", "impl": MMC_IMPL, "n": n2, "reps": reps2, **j2}
         b2 = numba_mmc(n2, min(reps2, 10_000), j2["span"])
-        rows += [{"engine": "mmc", "impl": MMC_IMPL, "n": n2, "reps": reps2, **j2},
-                 {"engine": "mmc", "impl": NUMBA_IMPL, "n": n2, "reps": min(reps2, 10_000), **b2,
-                  "jaxq_ratio": ratio(j2["events_per_s"], b2["events_per_s"])}]
+        yield {"engine": "mmc", "impl": NUMBA_IMPL, "n": n2, "reps": min(reps2, 10_000), **b2,
+               "jaxq_ratio": ratio(j2["events_per_s"], b2["events_per_s"])}
     p_h = horizon / 2  # as the network model's M/M/c row
-    rows += priority2_rows(n, min(reps, 1000), min(1.0, p_h / 4), p_h, ciw_h)
-    return rows
+    yield from priority2_rows(n, min(reps, 1000), min(1.0, p_h / 4), p_h, ciw_h)

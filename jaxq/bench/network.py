@@ -19,6 +19,8 @@ another section already compiled the kernel).
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 
 import jaxq.bench
@@ -95,32 +97,31 @@ def numba_row(an: NetworkAnalysis, n: float, reps: int, warmup: float, horizon: 
 
 
 def compare_rows(an: NetworkAnalysis, n: float, policy: str, reps: int, warmup: float, horizon: float,
-                 repeats: int = REPEATS) -> list[dict]:
+                 repeats: int = REPEATS) -> Iterator[dict]:
     """The jaxq rows (event engine, uniformised engine) of one configuration and, for ``priority``, the numba
-    row with ``jaxq_ratio`` against the uniformised engine (the faster jaxq engine).
+    row with ``jaxq_ratio`` against the uniformised engine (the faster jaxq engine), each yielded once measured.
 
-    Returns:
-      ``[event, uniformized]`` or ``[event, uniformized, numba]`` rows with
-      ``engine = "network_ctmc[<policy>]"``; ``jaxq_ratio`` = the uniformised engine's rate / numba's (None
-      without numba).
+    Yields:
+      ``event, uniformized`` or ``event, uniformized, numba`` rows with ``engine = "network_ctmc[<policy>]"``;
+      ``jaxq_ratio`` = the uniformised engine's rate / numba's (None without numba).
     """
     head = {"engine": f"network_ctmc[{policy}]", "n": n, "reps": reps, "horizon": horizon}
-    rows = [{**head, **jaxq_row(an, n, policy, reps, warmup, horizon, repeats, engine)}
-            for engine in ("event", "uniformized")]
+    for engine in ("event", "uniformized"):
+        lockstep = {**head, **jaxq_row(an, n, policy, reps, warmup, horizon, repeats, engine)}
+        yield lockstep
     if policy == "priority":
         row = {**head, **numba_row(an, n, reps, warmup, horizon, repeats)}
-        row["jaxq_ratio"] = ratio(rows[1]["events_per_s"], row["events_per_s"])
-        rows.append(row)
-    return rows
+        row["jaxq_ratio"] = ratio(lockstep["events_per_s"], row["events_per_s"])
+        yield row
 
 
-def bench(quick: bool) -> list[dict]:
+def bench(quick: bool) -> Iterator[dict]:
     """Rows for ``jaxq bench`` on the N network (seed 001): jaxq for priority and swc, numba for priority.
 
     Every row has engine, impl, n, reps, horizon, events_per_s (median of 3), compile_s, mean_in_system
     (per class), mean_idle (per pool) and p_wait with standard errors over replications; numba rows add
     ``jaxq_ratio``. The horizon is shortened where the size grid caps the events of one replication
-    (``rep_events``).
+    (``rep_events``). A generator: each row is yielded as soon as it is measured (``jaxq bench --out`` saves it).
     """
     g = grid(quick)
     cap = g["rep_events"]
@@ -130,14 +131,12 @@ def bench(quick: bool) -> list[dict]:
     cases = [(100, small, "priority"), (100, small, "swc")] if quick else [
         (100, small, "priority"), (100, large, "priority"), (1600, small, "priority"), (100, small, "swc"),
         (1600, small, "swc")]
-    rows = []
     for n, reps, policy in cases:
         horizon = 10.0 if quick else 40.0
         if cap:
             lam_n, _, _ = an.network.rates(n, an.scaling)
             horizon = min(horizon, cap / (2.0 * float(lam_n.sum())))  # about 2 events per arrival
-        rows += compare_rows(an, n, policy, reps, min(1.0, horizon / 4), horizon)
-    return rows
+        yield from compare_rows(an, n, policy, reps, min(1.0, horizon / 4), horizon)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ def register(sub) -> None:
         help="the constant c of Theta_n = ceil(c n^a_bar): root (default) = sqrt(D)/3, D the expected depth of "
              "the protected queue's excursions below the threshold; paper = 1 (2.29); scv = the rate-weighted "
              "SCV of the protected class's arrivals and dedicated service (1 for exponential primitives); "
-             "depth = D; lean = D/8 (docs/results/random_systems.md)",
+             "depth = D; lean = D/8; case = root x 0.4 for T1T2/T2T1, x 1.3 for T2 "
+             "(docs/results/random_systems.md)",
     )
     p.add_argument("--switch-at", type=float, default=None, help="switching level z (scaled workload), default z*")
     p.add_argument("--horizon", type=float, default=None,

@@ -18,9 +18,13 @@ from jaxq.errors import InputError
 # n-th system grows more slowly than n^(1/3) on the random systems (docs/results/random_systems.md), so the smallest
 # exponent (2.28) allows tracks it best.
 DEFAULT_THETA_EXPONENT = 0.34
-THETA_RULES = ("paper", "scv", "depth", "lean", "root")
+THETA_RULES = ("paper", "scv", "depth", "lean", "root", "case")
 LEAN_FACTOR = 0.125  # "lean": c = D / 8, about 3 excursion depths at n = 10^4 with a_bar = 0.34 (n^0.34 = 23)
 ROOT_FACTOR = 1.0 / 3.0  # "root": c = sqrt(D) / 3
+# "case": root's constant times a factor per kind of policy: the geometric mean, per kind, of the tuned threshold over
+# root's on the tuned subset of the random systems at n = 10^4 (docs/results/random_systems.md)
+SWITCHED_FACTOR = 0.4  # T1T2, T2T1: one mode holds no threshold; the tuned Theta_n is 0.11-0.95 x root's
+SINGLE_T2_FACTOR = 1.3  # T2 (one mode): the tuned Theta_n is 0.6-2.4 x root's
 DEFAULT_THETA_RULE = "root"
 ABSOLUTE_RULE = "paper"  # the rule whose constant is 1: with it, theta_constant is c of Theta_n = ceil(c n^a_bar) itself
 
@@ -61,11 +65,14 @@ def theta_rule_constant(rule: str, analysis, resolved) -> float:
       on 24 random systems at n = 10^3 and 10^4, grows like D^0.5-0.64 (a regression of log Theta* on log D and
       log n); this rule minimises the worst J_n / V0 at n = 10^4 over them and halves the median gap of ``paper``
       (docs/results/random_systems.md).
+    * ``case``: root's constant times :data:`SWITCHED_FACTOR` for a dual-mode policy with a T1 rule in one mode
+      (T1T2, T2T1), :data:`SINGLE_T2_FACTOR` for the single-mode T2 policy, 1 otherwise (T2T2): the tuned
+      thresholds of the random systems sit below root's where one mode holds none and above it under T2 alone.
 
     Dual-mode policies with a T2 rule in both modes take the larger constant; a policy without a T2 rule
     (P, PP, the fixed ``P@m``, ``T1@m``) gets c = 1.
     """
-    from jaxq.policies.pss2x2 import RULE_T2
+    from jaxq.policies.pss2x2 import RULE_T1, RULE_T2
 
     if rule not in THETA_RULES:
         raise InputError("theta_rule", f"unknown threshold rule {rule!r}; choose one of {', '.join(THETA_RULES)}")
@@ -84,6 +91,11 @@ def theta_rule_constant(rule: str, analysis, resolved) -> float:
         return LEAN_FACTOR * d
     if rule == "root":
         return ROOT_FACTOR * math.sqrt(d)
+    if rule == "case":
+        rules = resolved.rules
+        factor = (SWITCHED_FACTOR if rules.dual and RULE_T1 in (rules.lower, rules.higher)
+                  else SINGLE_T2_FACTOR if not rules.dual else 1.0)
+        return factor * ROOT_FACTOR * math.sqrt(d)
     return d
 
 

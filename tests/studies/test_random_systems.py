@@ -120,6 +120,22 @@ def test_theta_rule_constants(drawn):
         thresholds.theta_rule_constant("large", drawn[0].analysis, pol.resolve(drawn[0].analysis, "auto", None))
 
 
+def test_case_rule_scales_root_by_the_kind_of_policy(drawn):
+    """case: root's constant x 0.4 under T1T2/T2T1, x 1.3 under T2, x 1 under T2T2; 1 without a threshold."""
+    want = {"T1T2": 0.4, "T2T1": 0.4, "T2": 1.3, "T2T2": 1.0}
+    seen = set()
+    for d in drawn:
+        res = pol.resolve(d.analysis, "auto", None)
+        c = thresholds.theta_rule_constant("case", d.analysis, res)
+        if not pol.uses_threshold(res.rules):
+            assert c == 1.0
+            continue
+        root = thresholds.theta_rule_constant("root", d.analysis, res)
+        assert math.isclose(c, want[res.name] * root, rel_tol=1e-12), (d.label, res.name)
+        seen.add(res.name)
+    assert seen == set(want)
+
+
 def test_setup_uses_the_rule(drawn):
     from jaxq.sim.pss2x2 import setup
 
