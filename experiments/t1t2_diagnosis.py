@@ -132,8 +132,8 @@ def engine_d(spec) -> Engine:
 
 
 def run_point(system, an, n, reps, policy, seed, t_end, horizon, theta_constant=1.0):
-    st = simmod.setup(system, n, policy=policy, horizon=horizon, record_times=(t_end,), analysis=an,
-                      theta_constant=theta_constant, theta_rule="paper")  # the rule of the committed records
+    levels = simmod.Levels(theta_constant=theta_constant, theta_rule="paper")  # the rule of the committed records
+    st = simmod.setup(system, n, policy=policy, horizon=horizon, record_times=(t_end,), analysis=an, levels=levels)
     md = an.modes
     params = DParams(st.params, jnp.float64(t_end), jnp.asarray(md.beta), jnp.asarray(system.mu_hat),
                      jnp.float64(np.sum(system.lambda_hat / md.alpha)), jnp.int32(an.p))
@@ -255,8 +255,9 @@ def main(argv=None):
               f"X1={r['Xhat1_end']:.3f} X2={r['Xhat2_end']:.3f} U={r['U']:.3f} J={r['J']:.3f} "
               f"(c1 {r['J_class1']:.3f}, c2 {r['J_class2']:.3f})", flush=True)
     # Definition 2.7 invariant counters of the engine itself (all must be 0).
-    chk = simmod.simulate(system, n_sw, 20 if args.small else 50, policy="T1T2", seed=1, horizon=horizon,
-                          debug=True, analysis=an)
+    chk = simmod.simulate(system, n_sw, 20 if args.small else 50, policy="T1T2", seed=1, analysis=an,
+                          truncation=simmod.Truncation(horizon=horizon),
+                          outputs=simmod.Outputs(debug=True))
     viol = chk.info["violations"]
     print("violations (T1T2, n=%d):" % n_sw, viol)
     with open(os.path.join(args.out, "violations.csv"), "w") as f:

@@ -22,6 +22,7 @@ from jaxq.diffusion.workload import analyze
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.studies.storage import write_table
+from jaxq.tuning import prelimit as TP
 from jaxq.tuning.prelimit import tune_prelimit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,7 +37,8 @@ def run(system_name: str = "pss_T2T1", small: bool = False, out: str | None = No
     its, reps, chains = (3, 16, 2) if small else (10, None, 3)
     rows = []
     for n in ns:
-        r = tune_prelimit(s, n, method=method, iterations=its, reps=reps, chains=chains, seed=1, analysis=a)
+        r = tune_prelimit(s, n, seed=1, analysis=a,
+                          procedure=TP.Procedure(method=method, iterations=its, reps=reps, chains=chains))
         ev = r.evaluation
         rows.append({
             "system": system_name, "n": n, "policy": a.policy, "z_star": a.z_star,

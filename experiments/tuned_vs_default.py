@@ -30,6 +30,7 @@ from pathlib import Path
 import jaxq
 from jaxq.diffusion.workload import analyze
 from jaxq.studies.storage import write_table
+from jaxq.tuning import prelimit as TP
 from jaxq.tuning.prelimit import tune_prelimit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,9 +71,10 @@ def compare(systems, ns=(1000, 10000), *, reps=64, eval_reps=None, seed: int = 0
         warm = None
         for n in ns:
             t0 = time.perf_counter()
-            kw = {} if warm is None else {"z_init": warm.z, "c_init": warm.c, "span": "local"}
-            t = tune_prelimit(system, n, reps=per_n["reps"][n], evaluate_reps=per_n["eval"][n], seed=seed, analysis=a,
-                              **kw)
+            start = TP.Start() if warm is None else TP.Start(z_init=warm.z, c_init=warm.c)
+            t = tune_prelimit(system, n, seed=seed, analysis=a, start=start,
+                              procedure=TP.Procedure(span="wide" if warm is None else "local", reps=per_n["reps"][n]),
+                              evaluation=TP.Evaluation(evaluate_reps=per_n["eval"][n]))
             warm = t
             ev = t.evaluation
             row = {

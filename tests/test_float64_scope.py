@@ -26,7 +26,7 @@ net = jaxq.simulate("network_N", 9, 4, horizon=5.0, warmup=1.0, seed=3)
 t = jaxq.tune("pss_T2T1")
 wcp_cost = float(a.wcp_cost(0.0))  # a returned object's JAX method, after the call
 from jaxq.sim import pss2x2
-direct_dtype = str(pss2x2.simulate(jaxq.load("pss_P"), 25, 4, seed=1, diagnostics=False).samples["J"].dtype)
+direct_dtype = str(pss2x2.simulate(jaxq.load("pss_P"), 25, 4, seed=1, outputs=pss2x2.Outputs(diagnostics=False)).samples["J"].dtype)
 after_calls = bool(jax.config.jax_enable_x64)
 import jax.numpy as jnp
 user_dtype = str(jnp.ones(1).dtype)

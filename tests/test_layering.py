@@ -1,7 +1,7 @@
 """The package layout holds: no module imports upward, and no import cycle.
 
 Layers, lowest first (a module may import its own layer and the ones below):
-base (errors, stats, serialize, progress, precision) -> model, examples -> planning -> diffusion -> policies -> sim -> sde -> mdp ->
+base (errors, options, stats, serialize, progress, precision) -> model, examples -> planning -> diffusion -> policies -> sim -> sde -> mdp ->
 tuning -> studies -> bench -> api -> cli. Every ``import`` statement counts, including those inside functions
 (lazy imports are still dependencies).
 """
@@ -15,7 +15,7 @@ import jaxq
 
 ROOT = Path(jaxq.__file__).parent
 LAYERS = [
-    {"jaxq", "jaxq.errors", "jaxq.stats", "jaxq.serialize", "jaxq.progress", "jaxq.precision"},
+    {"jaxq", "jaxq.errors", "jaxq.options", "jaxq.stats", "jaxq.serialize", "jaxq.progress", "jaxq.precision"},
     {"jaxq.model", "jaxq.examples"},
     {"jaxq.planning"},
     {"jaxq.diffusion"},

@@ -227,14 +227,17 @@ def _check_keywords(fn, sig: inspect.Signature, kwargs: dict) -> None:
             raise _unknown(k, named, f"jaxq.{fn.__name__}")
 
 
-def _check_options(where: str, options: dict, own, *callees, taken=()) -> None:
+def _check_options(where: str, options: dict, own, *callees, taken=(), flat=None) -> None:
     """Refuse an option that none of ``callees`` (pairs ``(function, number of leading parameters the API
     passes itself)``) takes: an InputError naming it and the closest valid keyword (the function's own
-    keywords ``own`` included); ``taken``: keywords the API passes itself under another name."""
+    keywords ``own`` included); ``taken``: keywords the API passes itself under another name; ``flat``: typed
+    arguments (name -> NamedTuple) whose fields the API takes as flat options and groups itself."""
     valid = set()
     for fn, skip in callees:
         valid |= _keywords(fn, skip)
     valid -= set(taken)
+    for group in (flat or {}).values():
+        valid |= set(group._fields)
     for k in options:
         if k not in valid:
             raise _unknown(k, valid | set(own), where)
@@ -298,12 +301,12 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
     import math
 
     from jaxq.diffusion.threshold import threshold_term as term
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, setup
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, Levels, setup
 
     an = analyze(system)
     a = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     rule = DEFAULT_THETA_RULE if theta_rule is None else theta_rule
-    st = setup(system, n, theta_exponent=a, analysis=an, theta_rule=rule)  # validates n, a, the rule (one line)
+    st = setup(system, n, analysis=an, levels=Levels(theta_exponent=a, theta_rule=rule))  # validates n, a, the rule
     return term(an, st.policy, (st.theta or 0) / math.sqrt(n))
 
 
@@ -343,26 +346,29 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     if n is None:
         raise InputError("n", "the index n of the system is needed")
     if isinstance(system, Network):
-        from jaxq.sim.network import simulate as simulate_network
+        from jaxq.sim import network
 
         if isinstance(policy, Policy2x2):
             raise InputError("policy", "a Policy2x2 is a policy of the 2x2 system; a network takes a policy name")
 
-        _check_options("jaxq.simulate (a network)", options, _own(simulate), (simulate_network, 3))
-        return simulate_network(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,
-                                seed=seed, **options)
+        _check_options("jaxq.simulate (a network)", options, _own(simulate), (network.simulate, 3),
+                       taken=tuple(network.GROUPS), flat=network.GROUPS)
+        return network.simulate(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,
+                                seed=seed, **network.grouped(options))
     from jaxq.sim import pss2x2
 
     if policy == "tuned":  # the search of jaxq.tuning.prelimit, then fresh replications of the tuned policy
         from jaxq.tuning.prelimit import simulate_tuned
 
         _check_options("jaxq.simulate (a 2x2 system, tuned)", options, _own(simulate), (simulate_tuned, 3),
-                       (pss2x2.simulate, 3))
+                       (pss2x2.simulate, 3), taken=tuple(pss2x2.GROUPS), flat=pss2x2.GROUPS)
         return simulate_tuned(system, n, 1000 if reps is None else reps, engine=engine, seed=seed, **options)
 
-    _check_options("jaxq.simulate (a 2x2 system)", options, _own(simulate), (pss2x2.simulate, 3))
-    return pss2x2.simulate_bounded(system, n, 1000 if reps is None else reps, policy=policy or "auto", engine=engine,
-                            seed=seed, **options)
+    _check_options("jaxq.simulate (a 2x2 system)", options, _own(simulate), (pss2x2.simulate, 3),
+                   taken=tuple(pss2x2.GROUPS), flat=pss2x2.GROUPS)
+    return pss2x2.simulate_bounded(system, n, 1000 if reps is None else reps,
+                                   **pss2x2.grouped({"policy": policy or "auto", "seed": seed, "engine": engine,
+                                                     **options}))
 
 
 def _simulate_markov(model, n, reps, policy, engine, seed, options):
@@ -411,12 +417,13 @@ def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme
     ``1e-3 min(1, 1/gamma)``, and at most 0.01 sigma^2/b^2 (the drift's time scale); a step with ``gamma dt > 0.1`` or
     ``b^2 dt / sigma^2 > 0.3`` is refused (:func:`jaxq.sde.estimators.check_resolution`).
     """
-    from jaxq.sde.estimators import discounted_cost, wcp_value
+    from jaxq.options import grouped
+    from jaxq.sde.estimators import GROUPS, discounted_cost, wcp_value
 
     _check_options("jaxq.simulate_sde", options, _own(simulate_sde), (discounted_cost, 3),
-                   taken=("scheme_name",))
-    return wcp_value(analyze(system), z0, switch_at, dt=dt, horizon=horizon, paths=paths, seed=seed,
-                     scheme_name=scheme, **options)
+                   taken=("scheme_name",) + tuple(GROUPS), flat=GROUPS)
+    return wcp_value(analyze(system), z0, switch_at, dt=dt, paths=paths, seed=seed, scheme_name=scheme,
+                     **grouped({"horizon": horizon, **options}, GROUPS))
 
 
 @_checked(network="network")
@@ -429,12 +436,14 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
     to uniform shares.
     """
     from jaxq.diffusion.network_analysis import stationary_diffusion
-    from jaxq.sde.network_euler import simulate_diffusion
+    from jaxq.options import grouped
+    from jaxq.sde.network_euler import GROUPS, Control, simulate_diffusion
 
-    _check_options("jaxq.simulate_network_sde", options, _own(simulate_network_sde), (simulate_diffusion, 1))
+    _check_options("jaxq.simulate_network_sde", options, _own(simulate_network_sde), (simulate_diffusion, 1),
+                   taken=("control",) + tuple(GROUPS), flat=GROUPS)
     dl = stationary_diffusion(analyze(network))  # critically loaded, positive spare capacity (long-run averages)
-    return simulate_diffusion(dl, uc, us, control, paths=paths, dt=dt, horizon=horizon, warmup=warmup,
-                              seed=seed, **options)
+    return simulate_diffusion(dl, Control(control, uc, us), paths=paths, seed=seed,
+                              **grouped({"dt": dt, "horizon": horizon, "warmup": warmup, **options}, GROUPS))
 
 
 @_checked(system="pss2x2")
@@ -450,13 +459,15 @@ def tune(system, target: str = "exact", **options):
     Options are passed to the tuner.
     """
     if target == "prelimit":
-        from jaxq.tuning.prelimit import tune_prelimit
+        from jaxq.options import grouped
+        from jaxq.tuning.prelimit import GROUPS, tune_prelimit
 
-        _check_options("jaxq.tune (target 'prelimit')", options, _own(tune), (tune_prelimit, 1))
+        _check_options("jaxq.tune (target 'prelimit')", options, _own(tune), (tune_prelimit, 1),
+                       taken=tuple(GROUPS), flat=GROUPS)
         if "n" not in options:
             raise InputError("n", "the prelimit target needs the index n of the system")
         n = options.pop("n")
-        return tune_prelimit(system, n, **options)
+        return tune_prelimit(system, n, **grouped(options, GROUPS))
     if target == "exact":
         from jaxq.tuning.exact import tune_exact
 
@@ -464,14 +475,14 @@ def tune(system, target: str = "exact", **options):
     elif target == "sde":
         from jaxq.tuning.sde import tune_sde
 
-        _check_options("jaxq.tune (target 'sde')", options, _own(tune), (tune_sde, 5))
+        _check_options("jaxq.tune (target 'sde')", options, _own(tune), (tune_sde, 2))
     a = analyze(system)
     if a.case != "dual":
         raise InputError("system", "single-mode case (2.19): the optimal policy never switches, so there is no z to tune")
     if target == "exact":
         return tune_exact(*a.mode_coefficients(), a.system.gamma, **options)
     if target == "sde":
-        return tune_sde(*a.mode_coefficients(), a.system.gamma, **options)
+        return tune_sde(a.mode_coefficients(), a.system.gamma, **options)
     raise InputError("target", f"expected exact, sde or prelimit, got {target!r}")
 
 
@@ -493,10 +504,11 @@ def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None
 def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **options):
     """Simulate a threshold policy of one fast and K identical slow servers: discounted cost from empty
     (``value_empty``) and average cost; options of :func:`jaxq.sim.fastslow.simulate`."""
-    from jaxq.sim.fastslow import simulate
+    from jaxq.sim import fastslow
 
-    _check_options("jaxq.simulate_fastslow", options, _own(simulate_fastslow), (simulate, 4))
-    return simulate(lam, mu1, mu2, q_thresholds, **options)
+    _check_options("jaxq.simulate_fastslow", options, _own(simulate_fastslow), (fastslow.simulate, 4),
+                   taken=tuple(fastslow.GROUPS), flat=fastslow.GROUPS)
+    return fastslow.simulate(lam, mu1, mu2, q_thresholds, **fastslow.grouped(options))
 
 
 @_checked()

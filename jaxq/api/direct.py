@@ -19,11 +19,13 @@ __all__ = ["analyze_network", "check_tunable", "network_diffusion", "sde_tuning_
 @float64
 def simulate_2x2(system, n: float, reps: int, **options):
     """J_n of a 2x2 system by Monte Carlo, its default truncation checked against the estimate
-    (:func:`jaxq.sim.pss2x2.simulate_bounded`; ``options`` those of :func:`jaxq.sim.pss2x2.simulate`: ``policy``,
-    ``seed``, ``engine``, ``horizon``, ``chunk``, ``progress``, ...). Returns a :class:`jaxq.sim.result.SimResult`."""
-    from jaxq.sim.pss2x2 import simulate_bounded
+    (:func:`jaxq.sim.pss2x2.simulate_bounded`; ``options``: ``policy``, ``seed`` and the fields of the typed
+    arguments of :func:`jaxq.sim.pss2x2.simulate`, flat: ``engine``, ``horizon``, ``theta_exponent``, ``chunk``,
+    ``progress``, ...; grouped once by :func:`jaxq.sim.pss2x2.grouped`). Returns a
+    :class:`jaxq.sim.result.SimResult`."""
+    from jaxq.sim.pss2x2 import grouped, simulate_bounded
 
-    return simulate_bounded(system, n, reps, **options)
+    return simulate_bounded(system, n, reps, **grouped(options))
 
 
 @float64
@@ -39,12 +41,13 @@ def analyze_network(network, basis_pool: int | None = None):
 @float64
 def simulate_network(network, n: float, policy: str = "priority", **options):
     """Stationary averages of the n-th network over [warmup, horizon] under ``policy`` (``priority``, ``lap``,
-    ``lqfs``, ``swc``) with standard errors (:func:`jaxq.sim.network.simulate`; ``options``: ``reps``, ``warmup``,
-    ``horizon``, ``seed``, ``engine``, ``chunk``, ``cv``, ``progress``, ...). Returns a
+    ``lqfs``, ``swc``) with standard errors (:func:`jaxq.sim.network.simulate`; ``options``: ``reps``, ``seed``,
+    ``engine`` and the fields of its typed arguments, flat: ``warmup``, ``horizon``, ``snap_times``, ``cv``,
+    ``chunk``, ``progress``, ...; grouped once by :func:`jaxq.sim.network.grouped`). Returns a
     :class:`jaxq.sim.result.SimResult`."""
-    from jaxq.sim.network import simulate
+    from jaxq.sim.network import grouped, simulate
 
-    return simulate(network, n, policy, **options)
+    return simulate(network, n, policy, **grouped(options))
 
 
 @float64
@@ -61,22 +64,27 @@ def network_diffusion(analysis):
 def simulate_network_diffusion(diffusion, uc=None, us=None, control: str = "constant", **options):
     """Long-run averages of the network diffusion (:func:`network_diffusion`) under a control (``constant`` or
     ``proportional``; ``uc``, ``us``: its shares, default uniform) by the Euler scheme
-    (:func:`jaxq.sde.network_euler.simulate_diffusion`; ``options``: ``paths``, ``dt``, ``horizon``, ``warmup``,
-    ``seed``, ``cv``, ``progress``, ...). Returns a :class:`jaxq.sim.result.SimResult`."""
-    from jaxq.sde.network_euler import simulate_diffusion
+    (:func:`jaxq.sde.network_euler.simulate_diffusion`; ``options``: ``paths``, ``seed``, ``cv`` and the fields of
+    its typed arguments, flat: ``dt``, ``horizon``, ``warmup``, ``chunk``, ``progress``, ...; grouped once by
+    :func:`jaxq.options.grouped`). Returns a :class:`jaxq.sim.result.SimResult`."""
+    from jaxq.options import grouped
+    from jaxq.sde.network_euler import GROUPS, Control, simulate_diffusion
 
-    return simulate_diffusion(diffusion, uc, us, control, **options)
+    return simulate_diffusion(diffusion, Control(control, uc, us), **grouped(options, GROUPS))
 
 
 @float64
 def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **options):
     """V_WCP(z0) of an analysed 2x2 system by Monte Carlo of the workload diffusion, switching at ``switch_at``
     (default z*), beside the exact value for the same level (:func:`jaxq.sde.estimators.wcp_value`; ``options``:
-    ``dt``, ``horizon``, ``paths``, ``seed``, ``scheme_name``, ``cv``, ``progress``, ...). Returns a
-    :class:`jaxq.sim.result.SimResult` (``info["V_exact"]``)."""
+    ``dt``, ``paths``, ``seed``, ``scheme_name``, ``cv`` and the fields of the typed arguments of
+    :func:`jaxq.sde.estimators.discounted_cost`, flat: ``horizon``, ``chunk``, ``progress``, ...; grouped once by
+    :func:`jaxq.options.grouped`). Returns a :class:`jaxq.sim.result.SimResult` (``info["V_exact"]``)."""
+    from jaxq.options import grouped
+    from jaxq.sde.estimators import GROUPS
     from jaxq.sde.estimators import wcp_value as value
 
-    return value(analysis, z0, switch_at, **options)
+    return value(analysis, z0, switch_at, **grouped(options, GROUPS))
 
 
 @float64

@@ -53,7 +53,7 @@ def jaxq_mmc(n: int, reps: int, horizon: float, repeats: int = REPEATS) -> dict:
     c = servers(n)
 
     def once(seed):
-        r = network.simulate_mmc(float(n), 1.0, c, reps=reps, warmup=0.0, horizon=horizon, seed=seed,
+        r = network.simulate_mmc(float(n), 1.0, c, reps=reps, window=network.Window(0.0, horizon), seed=seed,
                                  engine="uniformized")
         est = {"mean_in_system": r["mean_in_system"], "mean_in_system_stderr": r["mean_in_system_stderr"],
                "span": max(1, round((n + c) * horizon)) / (n + c)}  # Lambda = n + c mu, mu = 1
@@ -68,7 +68,7 @@ def jaxq_network_mmc(n: int, reps: int, horizon: float, repeats: int = REPEATS) 
     an = analyze(load(path("network_mmc")))
 
     def once(seed):
-        r = network.simulate(an, n, "priority", reps=max(reps, 2), warmup=0.0, horizon=horizon, seed=seed,
+        r = network.simulate(an, n, "priority", reps=max(reps, 2), window=network.Window(0.0, horizon), seed=seed,
                              engine="event")
         return r.events, r.wall_s - r.compile_s, {}
 

@@ -63,7 +63,8 @@ def jaxq_row(an: NetworkAnalysis, n: float, policy: str, reps: int, warmup: floa
     """
 
     def once(seed):
-        r = network.simulate(an, n, policy, reps=reps, warmup=warmup, horizon=horizon, seed=seed, engine=engine)
+        r = network.simulate(an, n, policy, reps=reps, window=network.Window(warmup, horizon), seed=seed,
+                             engine=engine)
         est = {}
         for key in ("mean_in_system", "mean_idle"):
             est[key] = [float(v) for v in np.atleast_1d(r[key])]

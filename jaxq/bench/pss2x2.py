@@ -92,8 +92,8 @@ def jaxq_job(system, n: float, reps: int, engine: str, chunk: int, cv: bool = Fa
     """
 
     def once(seed):
-        r = pss2x2.simulate(system, n, reps, policy="P", engine=engine, chunk=min(reps, chunk), seed=seed, cv=cv,
-                            **run)
+        r = pss2x2.simulate(system, n, reps, policy="P", seed=seed, truncation=pss2x2.Truncation(engine=engine, **run),
+                            outputs=pss2x2.Outputs(cv=cv), batching=pss2x2.Batching(chunk=min(reps, chunk)))
         est = {"J_hat": r.value, "J_hat_stderr": r.stderr}
         if cv:
             est.update(J_plain=r.main.plain, J_plain_stderr=r.main.plain_stderr,

@@ -11,6 +11,7 @@ choose c from the system; :func:`theta_rule_constant` states each in closed form
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from jaxq.errors import InputError
 
@@ -27,6 +28,23 @@ SWITCHED_FACTOR = 0.4  # T1T2, T2T1: one mode holds no threshold; the tuned Thet
 SINGLE_T2_FACTOR = 1.3  # T2 (one mode): the tuned Theta_n is 0.6-2.4 x root's
 DEFAULT_THETA_RULE = "root"
 ABSOLUTE_RULE = "paper"  # the rule whose constant is 1: with it, theta_constant is c of Theta_n = ceil(c n^a_bar) itself
+
+
+class Levels(NamedTuple):
+    """The levels of Theorem 2.11's policy in the n-th system: where it switches modes and how many jobs it holds.
+
+    ``switch_at``: the switching level z in scaled workload (None: z* of the analysis; refused for a policy that
+    never switches). ``theta_exponent``, ``theta_rule``, ``theta_constant``: the threshold Theta_n = ceil(c n^a_bar)
+    (2.28)-(2.29), c = ``theta_constant`` times the rule's constant (:func:`theta_rule_constant`). ``perturb``:
+    ``(sign, tau_z, tau_c)``, z and c perturbed per replication by Gaussians (the smoothed gradient of
+    :mod:`jaxq.tuning.prelimit`; event driver only).
+    """
+
+    switch_at: float | None = None
+    theta_exponent: float = DEFAULT_THETA_EXPONENT
+    theta_rule: str = DEFAULT_THETA_RULE
+    theta_constant: float = 1.0
+    perturb: tuple[float, float, float] | None = None
 
 
 def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:

@@ -1,19 +1,26 @@
-"""The shared driver of the SDE schemes: ``lax.scan`` over steps, noise in blocks, ``vmap``-free batching.
+"""The shared time loop of the SDE schemes: blocks of steps on the replication layer, noise per path and block.
 
-A scheme is a ``Scheme(name, n_normal, n_uniform, init, step, observe)`` of module-level pure functions:
+A :class:`Loop` is a model's scheme with its observables, as pure functions of all paths of a batch:
+``start(keys, args)`` the state at time 0, ``block(args, keys, state, j)`` the steps of block j (their noise
+drawn from the paths' keys and j), ``finish(state, args)`` the per-path outputs and ``blocks(args)`` the
+number of blocks. :func:`loop_program` runs it on the replication layer (:mod:`jaxq.sim.replications`:
+chunks, slices, devices, progress; paths are its replications, path r uses ``fold_in(PRNGKey(seed), r)``),
+a few blocks per call: results do not depend on how paths are batched. Two models run on this loop: the
+workload schemes below (blocks of ``block`` steps) and the network diffusion's Euler scheme
+(:mod:`jaxq.sde.network_euler`, blocks of one step).
+
+A workload scheme is a ``Scheme(name, n_normal, n_uniform, init, step, observe)`` of module-level pure functions:
 ``init(params, z) -> y`` maps the state to the scheme's coordinates, ``step(params, y, h, normal,
 uniform) -> (y, dm)`` advances all paths by one step of length h (normal: (paths, n_normal) standard
 normals, uniform: (paths, n_uniform) uniforms on [0, 1)) and returns the step's martingale increment dm of Z
 (mean zero given the state: ``sigma sqrt(h) N``, or the scheme's exact equivalent), ``observe(params, y) -> z``
 maps back.
 
-Path r draws its noise from ``fold_in(fold_in(PRNGKey(seed), r), block)``: results do not depend on how
-paths are batched. Within a block of ``block`` steps the noise of all paths is drawn at once and the
-state of all paths is advanced together by an inner ``lax.scan``. Paths are the replications of the one
-replication layer (:mod:`jaxq.sim.replications`: chunks, slices, devices, progress). A horizon of
-``ceil(T / dt)`` steps that is not a whole number of blocks runs the masked program: the steps past the end
-in the last block weigh nothing (cost and control); a whole number of blocks runs the unmasked program,
-compiled as before masking existed (bit-identical results).
+A workload scheme's path r draws the noise of block j from ``fold_in(fold_in(PRNGKey(seed), r), j)``. Within
+a block of ``block`` steps the noise of all paths is drawn at once and the state of all paths is advanced
+together by an inner ``lax.scan``. A horizon of ``ceil(T / dt)`` steps that is not a whole number of blocks
+runs the masked program: the steps past the end in the last block weigh nothing (cost and control); a whole
+number of blocks runs the unmasked program, compiled without the mask (bit-identical results).
 
 The discounted cost ``int_0^T exp(-gamma t) Z_t dt`` is integrated exactly against the linear
 interpolation of Z within each step: away from the boundary and the jump levels, given its end
@@ -35,10 +42,11 @@ import numpy as np
 from jaxq.diffusion.value import marginal
 from jaxq.errors import InputError
 from jaxq.sim import replications
+from jaxq.sim.replications import Batching
 
 
 class Scheme(NamedTuple):
-    """One time-stepping method (see the module docstring)."""
+    """One time-stepping method of the workload SDE (see the module docstring)."""
 
     name: str
     n_normal: int
@@ -82,7 +90,7 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
 
     With ``n_steps``, the steps ``k >= n_steps`` (past the horizon, in the last block) are masked: their
     weight is zero in the cost and in the control (the state moves on, unused). Without it (None) no
-    step is masked, and the block is compiled exactly as before masking existed.
+    step is masked, and the block is compiled without the mask.
 
     With ``value`` (a :class:`jaxq.diffusion.value.ValueFunction`), also the Ito sum
     ``sum_k exp(-gamma t_k) V'(Z_k) dM_k`` over the steps' martingale increments (``sigma(Z_k) sqrt(h) N_k`` or
@@ -141,8 +149,59 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
     return cost, snaps
 
 
+class Loop(NamedTuple):
+    """A model's scheme and observables as the time loop runs them (pure functions of all paths of a batch).
+
+    ``start(keys, args) -> state``: the batch's state at time 0 (keys: (paths,) per-path keys);
+    ``block(args, keys, state, j) -> state``: every path advanced by the ``steps`` steps of block j (the
+    noise drawn from the paths' keys and j); ``finish(state, args) -> outputs``: per-path outputs (leading axis:
+    paths); ``blocks(args)``: the number of blocks of a path (traced); ``steps``: steps per block (the work unit
+    of progress is a path-step).
+    """
+
+    start: Callable
+    block: Callable
+    finish: Callable
+    blocks: Callable
+    steps: int = 1
+
+
+def loop_program(loop: Loop, blocks_per_call: int) -> replications.Program:
+    """The time loop of ``loop`` as a :class:`~jaxq.sim.replications.Program`: ``blocks_per_call`` blocks per
+    ``advance`` (a ``fori_loop`` over blocks with a dynamic trip count: one compilation serves every horizon).
+    Not cached: the drivers' cached constructors (:func:`program`, :func:`jaxq.sde.network_euler.program`) keep
+    the programs they build."""
+
+    @jax.jit
+    def start(keys, a):
+        return {"keys": keys, "carry": loop.start(keys, a), "j": jnp.int64(0)}
+
+    @jax.jit
+    def advance(c, a):
+        n_blocks = loop.blocks(a)
+        j1 = jnp.minimum(c["j"] + blocks_per_call, n_blocks)
+        carry = jax.lax.fori_loop(c["j"], j1, lambda j, cc: loop.block(a, c["keys"], cc, j), c["carry"])
+        work = (j1 - c["j"]) * loop.steps * c["keys"].shape[0]
+        return dict(c, carry=carry, j=j1), j1 >= n_blocks, work
+
+    @jax.jit
+    def finish(c, a):
+        return loop.finish(c["carry"], a)
+
+    return replications.Program(start, advance, finish, unit="path-steps")
+
+
+def run_loop(prog: replications.Program, args, paths: int, seed: int, batching: Batching, work: float):
+    """Paths ``batching.start .. + paths - 1`` of a time loop (:func:`loop_program`) on the replication layer;
+    ``work``: the path-steps expected (told to the progress callback before any work). Returns
+    ``(outputs, timing)`` of :func:`jaxq.sim.replications.run`."""
+    replications.announce(batching.progress, work, "path-steps")
+    return replications.run(prog, args, paths, seed, start=batching.start, chunk=batching.chunk,
+                            devices=batching.devices, progress=batching.progress)
+
+
 class Args(NamedTuple):
-    """Traced arguments of an SDE run on the replication layer."""
+    """Traced arguments of a workload SDE run on the replication layer."""
 
     params: object
     z0: jax.Array
@@ -157,31 +216,23 @@ class Args(NamedTuple):
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
             masked: bool = False) -> replications.Program:
-    """The scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications); ``cv``: also the
+    """The scheme on the time loop (:func:`loop_program`; paths are the replications); ``cv``: also the
     Ito-sum control (``Args.value`` set, piecewise-constant coefficients); ``masked``: the steps from
     ``Args.n_steps`` on (in the last block) weigh nothing. A step count that is a whole number of blocks runs
-    the unmasked program, compiled exactly as before masking existed: its results stay bit-identical."""
+    the unmasked program, compiled without the mask: its results are bit-identical to the masked one's."""
 
-    @jax.jit
     def start(keys, a: Args):
-        return {"keys": keys, "carry": _start(scheme, a.params, a.z0, keys.shape[0], a.snap_steps), "j": jnp.int64(0)}
+        return _start(scheme, a.params, a.z0, keys.shape[0], a.snap_steps)
 
-    @jax.jit
-    def advance(c, a: Args):
-        j1 = jnp.minimum(c["j"] + blocks_per_call, a.n_blocks)
-        carry = jax.lax.fori_loop(c["j"], j1, lambda j, cc: _block(scheme, a.params, a.gamma, a.h, c["keys"],
-                                                                    a.snap_steps, block, cc, j,
-                                                                    a.value if cv else None,
-                                                                    a.n_steps if masked else None), c["carry"])
-        work = (j1 - c["j"]) * block * c["keys"].shape[0]
-        return dict(c, carry=carry, j=j1), j1 >= a.n_blocks, work
+    def one_block(a: Args, keys, carry, j):
+        return _block(scheme, a.params, a.gamma, a.h, keys, a.snap_steps, block, carry, j, a.value if cv else None,
+                      a.n_steps if masked else None)
 
-    @jax.jit
-    def finish(c, a: Args):
-        _, _, cost, snaps, ctl = c["carry"]
+    def finish(carry, a: Args):
+        _, _, cost, snaps, ctl = carry
         return {"cost": cost, "snaps": snaps, "control": ctl}
 
-    return replications.Program(start, advance, finish, unit="path-steps")
+    return loop_program(Loop(start, one_block, finish, lambda a: a.n_blocks, block), blocks_per_call)
 
 
 def step_count(dt: float, horizon: float) -> int:
@@ -204,39 +255,47 @@ def check_step(dt: float, horizon: float) -> None:
         raise InputError("dt", "must not exceed the horizon")
 
 
-def simulate(scheme: Scheme, params, z0: float, gamma: float, dt: float, horizon: float, paths: int, seed: int = 0,
-             times=(), chunk: int = 1 << 16, block: int = 64, start: int = 0, devices=None, progress=None,
-             value=None):
+class Grid(NamedTuple):
+    """The time grid of a workload SDE run: step ``dt``; truncation time ``horizon`` T, run as exactly
+    ``ceil(T / dt)`` steps (the last block's steps beyond are masked); ``block`` steps per block (the noise of a
+    block is drawn at once)."""
+
+    dt: float
+    horizon: float
+    block: int = 64
+
+
+def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths: int, seed: int = 0, times=(),
+             batching: Batching = Batching(), value=None):
     """Discounted cost and snapshots of ``paths`` paths through the replication layer (results do not depend
-    on ``chunk`` or devices: path r uses ``fold_in(PRNGKey(seed), r)``).
+    on the batching: path r uses ``fold_in(PRNGKey(seed), r)``).
 
     Args:
       scheme, params: the method and its coefficients; z0 >= 0: start; gamma > 0: discount rate;
-      dt: step; horizon: truncation time T: exactly ``ceil(T / dt)`` steps are integrated (the last block's
-      steps beyond are masked), and the horizon reported is that many steps;
+      grid: step, horizon and block (:class:`Grid`); the horizon reported is the steps run times dt;
       paths: number of paths; seed: random seed; times: fixed times at which Z is recorded
-      (each rounded to the nearest multiple of dt); chunk: paths per compiled call;
-      start, devices, progress: see :func:`jaxq.sim.replications.run`.
+      (each rounded to the nearest multiple of dt);
+      batching: first path, paths per compiled call, devices, progress (:class:`~jaxq.sim.replications.Batching`).
       value: the value function of the control variate (:mod:`jaxq.diffusion.value`; None: no control).
     Returns:
       dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
       ``control`` (paths,) (zeros without ``value``), ``horizon`` (the T used), ``steps``, ``wall_s``,
       ``compile_s``.
     """
-    check_step(dt, horizon)
+    dt, block = grid.dt, grid.block
+    check_step(dt, grid.horizon)
     if paths < 1:
         raise InputError("paths", "must be at least 1")
     times = np.atleast_1d(np.asarray(times, dtype=float))
     snap_steps = np.rint(times / dt).astype(np.int64)
-    steps = max(step_count(dt, horizon), int(snap_steps.max(initial=0)))
+    steps = max(step_count(dt, grid.horizon), int(snap_steps.max(initial=0)))
     n_blocks = math.ceil(steps / block)
     a = Args(params, jnp.float64(z0), jnp.float64(gamma), jnp.float64(dt), jnp.int64(n_blocks), jnp.asarray(snap_steps),
              value, jnp.float64(steps))
-    plan = replications.plan(paths, chunk, devices)
+    plan = replications.plan(paths, batching.chunk, batching.devices)
     per_call = 1 << max(0, ((1 << 22) // (block * plan.size)).bit_length() - 1)  # a power of two: few programs
-    replications.announce(progress, float(paths) * n_blocks * block, "path-steps")
     masked = steps % block != 0
-    out, timing = replications.run(program(scheme, block, per_call, value is not None, masked), a, paths, seed,
-                                   start=start, chunk=chunk, devices=devices, progress=progress)
+    out, timing = run_loop(program(scheme, block, per_call, value is not None, masked), a, paths, seed, batching,
+                           float(paths) * n_blocks * block)
     return {"cost": out["cost"], "snaps": out["snaps"], "control": out["control"], "horizon": steps * dt,
             "steps": steps, "wall_s": timing.wall_s, "compile_s": timing.compile_s}

@@ -8,6 +8,7 @@ truncation leaves out (``truncation_bound``).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,8 +16,9 @@ from jaxq.diffusion import stationary
 from jaxq.errors import InputError
 from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
-from jaxq.sde.driver import check_step, simulate
+from jaxq.sde.driver import Grid, check_step, simulate
 from jaxq.diffusion.value import value_function
+from jaxq.sim.replications import Batching
 from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate  # noqa: F401  (TruncatedEstimate: re-exported)
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
@@ -30,6 +32,17 @@ def scheme(name: str):
     return SCHEMES[name]
 
 
+class Truncation(NamedTuple):
+    """Where the discounted integral (2.16) is truncated: at ``horizon`` T (run as exactly ``ceil(T / dt)``
+    steps) or, when None, at the smallest T whose truncation bound (:func:`truncation_bound`) is at most
+    ``rel_tol`` times ``scale``, the size of the value (None: an a-priori size, see :func:`discounted_cost`)."""
+
+    horizon: float | None = None
+    rel_tol: float = 1e-4
+    scale: float | None = None
+
+
+GROUPS = {"truncation": Truncation, "batching": Batching}  # the typed arguments the API builds from flat options
 
 
 def truncation_bound(z0: float, b_max: float, s_max: float, gamma: float, horizon: float) -> float:
@@ -150,20 +163,20 @@ def _check_start(z0: float) -> None:
         raise InputError("z0", f"must be a number in [0, 1e30], got {z0!r}")
 
 
-def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float | None = None, horizon: float | None = None,
-                    paths: int = 20000, seed: int = 0, scheme_name: str = DEFAULT_SCHEME, chunk: int = 1 << 16,
-                    devices=None, progress=None, cv: bool = True, start: int = 0, rel_tol: float = 1e-4,
-                    scale: float | None = None) -> SimResult:
+def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float | None = None,
+                    truncation: Truncation = Truncation(), paths: int = 20000, seed: int = 0,
+                    scheme_name: str = DEFAULT_SCHEME, batching: Batching = Batching(), cv: bool = True) -> SimResult:
     """``E int_0^inf exp(-gamma t) Z_t dt`` for the reflected SDE with piecewise-constant coefficients.
 
     Args:
       params: coefficients (``jaxq.sde.coefficients.piecewise`` / ``wcp``); gamma: discount rate;
       z0: start; dt: step (default :func:`default_dt` of gamma and :func:`drift_time`; refused when
-      ``gamma dt > MAX_GAMMA_DT`` or ``b^2 dt / sigma^2 > MAX_DRIFT_DT``); horizon: truncation time T, run as
-      exactly ``ceil(T / dt)`` steps (default: the truncation bound at most ``rel_tol`` times
-      ``scale``, the size of the value: the exact value when known, else the cost of the slowest-decaying
-      mode ``z0/gamma + s_max^2 / gamma^2`` order); paths, seed: Monte Carlo;
-      scheme_name: one of ``SCHEMES``; chunk, devices, progress, start: see :mod:`jaxq.sim.replications`.
+      ``gamma dt > MAX_GAMMA_DT`` or ``b^2 dt / sigma^2 > MAX_DRIFT_DT``); truncation: the truncation time T
+      (:class:`Truncation`), run as exactly ``ceil(T / dt)`` steps (default: the truncation bound at most
+      ``rel_tol`` times ``scale``, the size of the value: the exact value when known, else the cost of the
+      slowest-decaying mode ``z0/gamma + s_max^2 / gamma^2`` order); paths, seed: Monte Carlo;
+      scheme_name: one of ``SCHEMES``; batching: first path, paths per compiled call, devices, progress
+      (:class:`~jaxq.sim.replications.Batching`).
       cv: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value function V
         (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`).
     Returns:
@@ -184,6 +197,7 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
         raise InputError("dt", f"must be a positive number, got {dt!r}")
     check_resolution(dt, gamma, drift=drift)
+    horizon, rel_tol, scale = truncation
     if horizon is not None:
         check_step(dt, horizon)
     b_max = float(np.max(np.abs(np.asarray(params.b))))
@@ -202,9 +216,9 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
         raise InputError("dt", f"the default step {dt:.3g} = {DEFAULT_DRIFT_DT:g} sigma^2 / b^2 (a step must resolve "
                                f"the drift's length scale sigma^2 / |b|) makes the job too large for the horizon "
                                f"{horizon:.3g}: {e.reason}") from None
+    batching = batching.checked()
     value = value_of(params, gamma) if cv else None
-    r = simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed, chunk=chunk, devices=devices,
-                 progress=progress, value=value, start=start)
+    r = simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed, batching=batching, value=value)
     cost = r["cost"]
     work = paths * r["steps"]
     run_s = max(r["wall_s"] - r["compile_s"], 1e-9)
@@ -213,7 +227,8 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     samples = {"V": cost}
     if value is not None:
         samples["controls"] = r["control"][:, None]
-    est = TruncatedEstimate.of_estimate(Estimate.with_controls(cost, samples.get("controls"), start + np.arange(paths)),
+    index = batching.start + np.arange(paths)
+    est = TruncatedEstimate.of_estimate(Estimate.with_controls(cost, samples.get("controls"), index),
                                         info["truncation_bound"])
     return SimResult("V_hat", {"V_hat": est}, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
 
@@ -242,13 +257,16 @@ def wcp_coefficients(analysis, switch_at: float | None = None) -> tuple[Piecewis
 def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **kw) -> SimResult:
     """Monte Carlo V_WCP(z0) (workload units) of a 2x2 system and the exact ODE value for the same switching point.
 
-    Returns the :class:`SimResult` of ``discounted_cost`` with ``V_exact`` and ``switch_at`` (None: no
-    switching) in its ``info``.
+    ``kw``: the arguments of :func:`discounted_cost` after ``z0``; the truncation's ``scale`` defaults to the
+    exact value. Returns the :class:`SimResult` of ``discounted_cost`` with ``V_exact`` and ``switch_at`` (None:
+    no switching) in its ``info``.
     """
     _check_start(z0)
     params, z = wcp_coefficients(analysis, switch_at)
     exact = analysis.wcp_cost(z0, switch_at)
-    kw.setdefault("scale", exact)
+    truncation = kw.get("truncation", Truncation())
+    if truncation.scale is None:
+        kw["truncation"] = truncation._replace(scale=exact)
     out = discounted_cost(params, analysis.system.gamma, z0, **kw)
     out.info.update(V_exact=exact, switch_at=z)
     return out
@@ -267,7 +285,7 @@ def terminal_values(params, z0: float, times, dt: float = 1e-3, paths: int = 100
     if times.size == 0 or np.any(times < 0) or not np.all(np.isfinite(times)):
         raise InputError("times", "need finite times >= 0")
     horizon = max(float(times.max()), dt)
-    return simulate(scheme(scheme_name), params, z0, gamma, dt, horizon, paths, seed, times=times)["snaps"]
+    return simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed, times=times)["snaps"]
 
 
 def stationary_check(params: Piecewise, dt: float = 1e-2, paths: int = 20000, seed: int = 0, time_t: float = 20.0,

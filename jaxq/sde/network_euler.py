@@ -15,15 +15,16 @@ steps, for g in the quadratic basis of the network model's controls (``x_a``, ``
 X_k), so these are exact martingales of the Euler chain, and with g near the solution of Poisson's equation
 they absorb most of the noise of the time averages (cross-fitted by path index).
 
-Paths are independent: path r uses ``fold_in(PRNGKey(seed), r)`` and step k ``fold_in(key_r, k)``; they
-are the replications of the one replication layer (:mod:`jaxq.sim.replications`).
+The scheme runs on the SDE driver's time loop (:mod:`jaxq.sde.driver`, blocks of one step): paths are
+independent, path r uses ``fold_in(PRNGKey(seed), r)`` and step k ``fold_in(key_r, k)``; they are the
+replications of the one replication layer (:mod:`jaxq.sim.replications`).
 """
 
 from __future__ import annotations
 
 import math
-
 from functools import lru_cache
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,11 +32,34 @@ import numpy as np
 
 from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
+from jaxq.sde import driver
 from jaxq.sim import replications
+from jaxq.sim.replications import Batching
 from jaxq.sim.result import Estimate, SimResult
 
 CONTROLS = ("constant", "proportional")
 WEAK_ORDER = 1.0
+
+
+class Control(NamedTuple):
+    """A control of the diffusion (2.27): ``kind`` one of CONTROLS; ``uc``, ``us`` its values in the simplexes
+    (2.20) (None: uniform shares; the proportional feedback uses ``uc`` where no x_i is positive)."""
+
+    kind: str = "constant"
+    uc: np.ndarray | None = None
+    us: np.ndarray | None = None
+
+
+class Window(NamedTuple):
+    """The Euler scheme's time grid: step ``dt``; paths run to ``horizon``; the time averages are over
+    ``[warmup, horizon]`` (each rounded to a whole number of steps)."""
+
+    dt: float = 0.01
+    horizon: float = 200.0
+    warmup: float = 20.0
+
+
+GROUPS = {"window": Window, "batching": Batching}  # the typed arguments the API builds from flat options
 
 
 def _control(x, uc, feedback):
@@ -77,36 +101,39 @@ def _step(c, k, key, p, cv: bool):
     return x + b * p["dt"] + p["sigma"] * dw, new, path
 
 
-@lru_cache(maxsize=None)
+def _start(keys, p, cv: bool):
+    """The state of every path at time 0: ``(x0, accumulators, recorded <e, X>)``."""
+    num_i = p["ell"].shape[0]
+    paths = keys.shape[0]
+    acc0 = {"x": jnp.zeros((paths, num_i)), "neg": jnp.zeros(paths), "pos": jnp.zeros(paths)}
+    if cv:
+        acc0["ctl"] = jnp.zeros((paths, num_controls(num_i)))
+    x0 = jnp.broadcast_to(p["x0"], (paths, num_i))
+    return x0, acc0, jnp.zeros((paths, p["snap_steps"].shape[0]))
+
+
+def _finish(c, p):
+    """The per-path outputs: the window's sums ``acc`` and the recorded values ``path`` of <e, X>."""
+    _, acc, path = c
+    return {"acc": acc, "path": path}
+
+
+@lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(steps_per_call: int, cv: bool = False) -> replications.Program:
-    """The Euler scheme as a :class:`~jaxq.sim.replications.Program` (paths are the replications)."""
+    """The Euler scheme on the driver's time loop (:func:`jaxq.sde.driver.loop_program`, blocks of one step;
+    paths are the replications); ``cv``: also the Ito sums of the controls."""
 
-    @jax.jit
     def start(keys, p):
-        num_i = p["ell"].shape[0]
-        paths = keys.shape[0]
-        acc0 = {"x": jnp.zeros((paths, num_i)), "neg": jnp.zeros(paths), "pos": jnp.zeros(paths)}
-        if cv:
-            acc0["ctl"] = jnp.zeros((paths, num_controls(num_i)))
-        x0 = jnp.broadcast_to(p["x0"], (paths, num_i))
-        return {"keys": keys, "c": (x0, acc0, jnp.zeros((paths, p["snap_steps"].shape[0]))), "k": jnp.int64(0)}
+        return _start(keys, p, cv)
 
-    @jax.jit
-    def advance(c, p):
-        k1 = jnp.minimum(c["k"] + steps_per_call, p["steps"])
-        one = lambda key, cc: jax.lax.fori_loop(c["k"], k1, lambda k, z: _step(z, k, key, p, cv), cc)  # noqa: E731
-        out = jax.vmap(one)(c["keys"], c["c"])
-        return dict(c, c=out, k=k1), k1 >= p["steps"], (k1 - c["k"]) * c["keys"].shape[0]
+    def one_step(p, keys, c, k):  # step k of every path
+        return jax.vmap(lambda key, cc: _step(cc, k, key, p, cv))(keys, c)
 
-    @jax.jit
-    def finish(c, p):
-        _, acc, path = c["c"]
-        return {"acc": acc, "path": path}
-
-    return replications.Program(start, advance, finish, unit="path-steps")
+    return driver.loop_program(driver.Loop(start, one_step, _finish, lambda p: p["steps"]), steps_per_call)
 
 
-def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: float, paths: int = 2) -> tuple[int, int]:
+def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: float,
+                   paths: int = 2) -> tuple[int, int]:
     """The preconditions of :func:`simulate_diffusion` (InputError naming the argument): the control and its
     vectors, finite times with ``0 <= warmup < horizon``, the work estimate, a step the explicit Euler scheme
     is stable with (the drift's fastest rate times dt at most 1/2) and at least one step in the averaging
@@ -145,32 +172,27 @@ def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: 
 
 def simulate_diffusion(
     dl: NetworkDiffusion,
-    uc: np.ndarray | None = None,
-    us: np.ndarray | None = None,
-    control: str = "constant",
+    control: Control = Control(),
     paths: int = 256,
-    dt: float = 0.01,
-    horizon: float = 200.0,
-    warmup: float = 20.0,
+    window: Window = Window(),
     seed: int = 0,
     x0: np.ndarray | None = None,
     snaps: int = 50,
     cv: bool = True,
-    chunk: int | None = None,
-    devices=None,
-    progress=None,
-    start: int = 0,
+    batching: Batching = Batching(),
     times=None,
 ) -> SimResult:
     """Long-run averages of the diffusion (2.27) under a control, with standard errors over paths.
 
     Args:
-      dl: the diffusion limit; uc, us: control values in the simplexes (2.20) (default: uniform shares);
-        control: see CONTROLS.
-      paths, dt, horizon, warmup: Monte Carlo and Euler settings (time averages over [warmup, horizon]).
-      x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each path.
+      dl: the diffusion limit; control: the control and its values (:class:`Control`; default: constant,
+        uniform shares).
+      paths: Monte Carlo paths; window: the step and the averaging window [warmup, horizon] (:class:`Window`).
+      seed: random seed; x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each
+        path.
       cv: control variates (see the module docstring); the plain means are reported beside.
-      chunk, devices, progress, start: see :func:`jaxq.sim.replications.run` (paths are its replications).
+      batching: first path, paths per compiled call, devices, progress
+        (:class:`~jaxq.sim.replications.Batching`; paths are the replications).
       times: record <e, X_t> at these times instead of ``snaps`` equally spaced ones (each rounded to a step).
 
     Returns:
@@ -181,9 +203,11 @@ def simulate_diffusion(
       recorded times).
     """
     num_i, num_j = dl.tree.shape
-    uc = np.full(num_i, 1.0 / num_i) if uc is None else uc
-    us = np.full(num_j, 1.0 / num_j) if us is None else us
-    steps, warm = check_settings(dl, uc, us, control, dt, horizon, warmup, paths)
+    uc = np.full(num_i, 1.0 / num_i) if control.uc is None else control.uc
+    us = np.full(num_j, 1.0 / num_j) if control.us is None else control.us
+    dt, horizon, warmup = window
+    steps, warm = check_settings(dl, uc, us, control.kind, dt, horizon, warmup, paths)
+    batching = batching.checked()
     uc, us = np.asarray(uc, float), np.asarray(us, float)
     p = {
         "ell": jnp.asarray(dl.ell),
@@ -191,7 +215,7 @@ def simulate_diffusion(
         "sigma": jnp.asarray(dl.sigma),
         "uc": jnp.asarray(uc),
         "us": jnp.asarray(us),
-        "feedback": jnp.asarray(control == "proportional"),
+        "feedback": jnp.asarray(control.kind == "proportional"),
         "dt": jnp.asarray(dt),
         "x0": jnp.asarray(np.zeros(num_i) if x0 is None else np.asarray(x0, float)),
     }
@@ -202,9 +226,7 @@ def simulate_diffusion(
         snap_steps = np.clip(np.rint(np.asarray(times, float) / dt).astype(np.int64), 0, steps - 1)
     p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_steps=jnp.asarray(snap_steps))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
-    replications.announce(progress, float(paths) * steps, "path-steps")  # the bar's total, before any work
-    out, timing = replications.run(program(per_call, bool(cv)), p, paths, seed, start=start, chunk=chunk, devices=devices,
-                                   progress=progress)
+    out, timing = driver.run_loop(program(per_call, bool(cv)), p, paths, seed, batching, float(paths) * steps)
     acc, sums = out["acc"], out["path"]
     count = steps - warm
     w = dl.idleness_weight(us)
@@ -216,11 +238,11 @@ def simulate_diffusion(
     per["identity_rhs"] = w * per["mean_neg"]
     per["sum_path"] = np.asarray(sums)
     ctl = np.asarray(acc["ctl"]) / count if cv else None
-    index = start + np.arange(paths)
+    index = batching.start + np.arange(paths)
     est = {k: Estimate.with_controls(per[k], ctl, index) for k in ("mean_neg", "mean_pos", "mean_x", "identity_rhs")}
     if ctl is not None:
         per["controls"] = ctl
     info = {"identity_lhs": dl.spare_capacity, "idleness_weight": w, "times": snap_steps * dt,
             "mean_sum_path": per["sum_path"].mean(axis=0), "dt": dt, "paths": paths, "horizon": horizon,
-            "warmup": warmup, "control": control, "uc": uc, "us": us}
+            "warmup": warmup, "control": control.kind, "uc": uc, "us": us}
     return SimResult(None, est, paths, paths * steps, timing.wall_s, timing.compile_s, "euler", per, info)

@@ -208,10 +208,13 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
     return Engine(init, step, done, output, lambda c: c["events"])
 
 
-def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: int, *, gamma: float = 0.0,
-               warmup: float = 0.0, horizon: float, snap_times=(), block: int = 256, start: int = 0,
-               chunk: int | None = None, devices=None, progress=None, observer: Observer | None = None):
-    """Simulate a Markov model with exact holding times up to ``horizon``.
+def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: int, *, times: Horizon,
+               snap_times=(), block: int = 256, batching: replications.Batching = replications.Batching(),
+               observer: Observer | None = None):
+    """Simulate a Markov model with exact holding times up to ``times.horizon`` (``times``: a
+    :class:`~jaxq.sim.markov.Horizon` of numbers, the discount rate ``gamma`` of the discounted integral and the
+    window ``[warmup, horizon]`` of the time average); ``batching``: how the replications are executed
+    (:class:`~jaxq.sim.replications.Batching`).
 
     Returns ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
     (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),
@@ -220,8 +223,10 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     of the martingales weighted as that functional's integral (window: divided by ``horizon - warmup``), and with
     an ``observer`` its per-replication outputs ``observed`` (:func:`markov_engine`).
     """
+    gamma, warmup, horizon = (float(t) for t in times)
     a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)),
                    jnp.asarray(snap_times, jnp.float64).reshape(-1))
+    start, chunk, devices, progress = batching
     if progress is not None and markov.bound is not None:  # an upper estimate
         replications.announce(progress, float(reps) * markov.bound(params) * horizon, "events")
     out, timing = run(markov_engine(markov, functional, observer), a, reps, seed, block=block, start=start, chunk=chunk,

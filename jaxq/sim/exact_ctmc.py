@@ -26,6 +26,7 @@ tests use it as the exact value the Monte Carlo estimate must match.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -342,22 +343,24 @@ def _solve_m_matrix(a, b, gamma: float, tol: float = 1e-10) -> np.ndarray:
     return spsolve(a.tocsc(), b)
 
 
-def discounted_cost(
-    system: PSS2x2,
-    n: float,
-    mode: int,
-    rule: str,
-    theta: int = 0,
-    cap: int = 60,
-    check: bool = True,
-    *,
-    higher: int | None = None,
-    rule_higher: str | None = None,
-    sampling: str = "never",
-    switch_at: float = math.inf,
-    phase_types=None,
-    diagnostics: bool = False,
-) -> dict:
+class Switching(NamedTuple):
+    """The second mode of a switching policy (Definition 2.10) for :func:`discounted_cost`.
+
+    ``higher``, ``rule_higher``: the higher mode (0-based) and its rule (default: the lower mode's, no switch).
+    ``sampling``: ``"never"``, ``"k1"`` (completions of the current mode's single-activity server: PP, T2T2) or
+    ``"every"`` (every arrival and completion: T1T2, T2T1). ``switch_at``: the switching level z in scaled
+    workload units (the lower mode below sqrt(n) z).
+    """
+
+    higher: int | None = None
+    rule_higher: str | None = None
+    sampling: str = "never"
+    switch_at: float = math.inf
+
+
+def discounted_cost(system: PSS2x2, n: float, mode: int, rule: str, theta: int = 0, cap: int = 60,
+                    check: bool = True, *, switching: Switching = Switching(), phase_types=None,
+                    diagnostics: bool = False) -> dict:
     """Exact J_n from the empty state under a fixed-mode rule or a switching policy.
 
     Args:
@@ -369,10 +372,7 @@ def discounted_cost(
       rule: ``"P"``, ``"T1"`` or ``"T2"`` in that mode; theta: the threshold Theta_n for T1/T2.
       cap: truncation level per class.
       check: also solve at ``cap + cap // 2`` and report the difference.
-      higher, rule_higher: the higher mode and its rule (switching policies, Definition 2.10).
-      sampling: ``"never"``, ``"k1"`` (completions of the current mode's single-activity server: PP,
-        T2T2) or ``"every"`` (every arrival and completion: T1T2, T2T1).
-      switch_at: switching level z in scaled workload units (the lower mode below sqrt(n) z).
+      switching: the higher mode, its rule, when the mode is sampled and the switching level (:class:`Switching`).
       phase_types: optional ``(arrivals, services)``: unit-mean phase-type laws ``(alpha, S)`` for the two
         interarrival times and ``services[i][k]`` for activity (i, k), in place of the system's primitives (any
         phase-type law, e.g. a Coxian; the system's rates and cost are used as they are).
@@ -386,6 +386,7 @@ def discounted_cost(
       ``switch_rate``, the same linear solve with other right-hand sides (``switch_rate``: the rate of the
       transitions that change the mode), and ``diagnostics_change``, their largest change from cap to 1.5 cap.
     """
+    higher, rule_higher, sampling, switch_at = switching
     if phase_types is not None:  # given: checked; the system's own forms are right by construction
         arrivals, services = phase_types
         phase_types = ([_check_phase_type(*arrivals[i], f"phase_types arrival {i}") for i in (0, 1)],
@@ -455,18 +456,18 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
     without a threshold rule) and ``switch_at`` (None unless the policy switches).
     """
     from jaxq.policies import pss2x2 as pol
-    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, setup
+    from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, Levels, setup
 
     check_float(rtol, "rtol", gt=0.0, lt=1.0)
     check_float(max_states, "max_states", ge=1.0)
     phase_types = system_phase_types(system)  # refuses laws without a phase-type form before anything else
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
-    st = setup(system, n, policy=policy, switch_at=switch_at, theta_exponent=exponent, theta_constant=theta_constant,
-               theta_rule=DEFAULT_THETA_RULE if theta_rule is None else theta_rule)
+    levels = Levels(switch_at, exponent, DEFAULT_THETA_RULE if theta_rule is None else theta_rule, theta_constant)
+    st = setup(system, n, policy=policy, levels=levels)
     res = pol.resolve(st.analysis, policy, switch_at)
     sampling = {pol.SAMPLE_NEVER: "never", pol.SAMPLE_K1_COMPLETION: "k1", pol.SAMPLE_EVERY_EVENT: "every"}
-    kw = dict(theta=st.theta or 0, higher=res.higher, rule_higher=pol.RULE_NAMES[res.rules.higher],
-              sampling=sampling[res.rules.sampling], switch_at=res.z, check=False)
+    kw = dict(theta=st.theta or 0, check=False, switching=Switching(res.higher, pol.RULE_NAMES[res.rules.higher],
+                                                                    sampling[res.rules.sampling], res.z))
     dual = res.lower != res.higher
     cap, last, out = max(FIRST_CAP, math.ceil(START_CAP_PER_ROOT_N * math.sqrt(n))), None, None
     while True:

@@ -13,20 +13,45 @@ Checked against exact costs of the same threshold policy (:mod:`jaxq.mdp.exact`)
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.model.validate import check_int, check_slower
+from jaxq.options import grouped as options_grouped
 from jaxq.policies.fastslow import population_thresholds
 from jaxq.precision import float64
-from jaxq.sim import uniformized
+from jaxq.sim import replications, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import fastslow as model
 from jaxq.sim.result import Estimate, SimResult
 
 BOTH = Functional(discounted=True, window=True)
+
+Batching = replications.Batching  # jaxq.sim.replications: first replication, chunk, devices, progress
+
+
+class Window(NamedTuple):
+    """The length of a run in uniformised steps (whole numbers, ``0 <= warmup < steps < 2^40``): ``steps`` per
+    replication, started empty; ``warmup``: the steps discarded for the average cost, which is over exactly the steps
+    ``warmup .. steps - 1`` (the discounted sum is over all the steps, in the whole pages of 64 steps that hold
+    them)."""
+
+    steps: int = 20_000
+    warmup: int = 2_000
+
+
+GROUPS = {"window": Window, "batching": Batching}  # the typed arguments built from flat options
+
+
+def grouped(options: dict) -> dict:
+    """Flat keyword options (those of ``jaxq.simulate_fastslow``: ``alpha``, ``steps``, ``warmup``, ``reps``,
+    ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``alpha``, ``reps``,
+    ``seed`` and ``cv`` pass through, a typed argument given whole (``window=Window(...)``) is kept, and an unknown
+    key is an InputError naming it."""
+    return options_grouped(options, GROUPS, ("alpha", "reps", "seed", "cv"), "the fast/slow simulator")
 
 
 def check_thresholds(q_thresholds) -> list[int | None]:
@@ -57,9 +82,8 @@ def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
 
 
 @float64
-def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float = 0.1, steps: int = 20_000,
-             warmup: int = 2_000, reps: int = 64, seed: int = 0, cv: bool = True, start: int = 0,
-             chunk: int | None = None, devices=None, progress=None) -> SimResult:
+def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float = 0.1, window: Window = Window(),
+             reps: int = 64, seed: int = 0, cv: bool = True, batching: Batching = Batching()) -> SimResult:
     """Monte Carlo discounted cost from empty and average cost of a threshold policy.
 
     Args:
@@ -68,19 +92,20 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
         (:func:`check_thresholds`). The slow servers must be slower (``mu2 < mu1``) and the policy stable
         (``lam < mu1 + m mu2``, m the thresholds that are not None, :func:`check_system`).
       alpha: discount rate of the discounted estimate.
-      steps, warmup: uniformised steps per replication and the steps discarded for the average (the average
-        is over exactly the steps warmup .. steps - 1; the discounted sum over the whole pages of 64 steps that
-        hold them).
+      window: uniformised steps per replication and the steps discarded for the average (:class:`Window`).
       cv: control variates (default): the Henderson-Glynn martingales of a quadratic basis in (x, y)
         (:data:`jaxq.sim.models.fastslow.MARKOV_CV`), weighted as each functional (discounted, window),
         cross-fitted by replication index; the plain means are reported beside.
-      reps, seed, start, chunk, devices, progress: see :mod:`jaxq.sim.replications`.
+      reps, seed: replications (>= 2) and base seed (replication r uses ``fold_in(PRNGKey(seed), r)``).
+      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`); any value gives the
+        same numbers.
     Returns:
       A :class:`SimResult` with estimates ``value_empty`` (primary) and ``average_cost``; ``info`` has
       ``steps``, ``warmup`` and ``updates_per_s`` (replications x steps per second, compilation excluded).
     Raises:
       InputError: naming the argument that breaks one of the conditions above.
     """
+    steps, warmup = window
     for key, v in (("lam", lam), ("mu1", mu1), ("mu2", mu2), ("alpha", alpha)):
         if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v > 0):
             raise InputError(key, f"must be a positive number, got {v!r}")
@@ -91,14 +116,14 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
         raise InputError("steps", f"need whole numbers 0 <= warmup < steps < 2^40 (got {warmup}, {steps})")
     if not (isinstance(reps, (int, np.integer)) and reps >= 2):
         raise InputError("reps", f"need at least 2 replications, got {reps!r}")
+    batching = batching.checked()
     p = model.Params(jnp.float64(lam), jnp.float64(mu1), jnp.float64(mu2),
                      jnp.asarray(population_thresholds(q_thresholds)))
-    out, timing, info = uniformized.run(model.MARKOV_CV if cv else model.MARKOV, p, BOTH, reps, seed, gamma=alpha, warm_steps=int(warmup),
-                                        steps=int(steps) - int(warmup), start=start, chunk=chunk, devices=devices,
-                                        progress=progress)
+    out, timing, info = uniformized.run(model.MARKOV_CV if cv else model.MARKOV, p, BOTH, reps, seed, gamma=alpha,
+                                        warm_steps=int(warmup), steps=int(steps) - int(warmup), batching=batching)
     per = {"value_empty": out["discounted"]["cost"], "average_cost": out["window"]["cost"]}
     ctl = out["controls"] if cv else {"discounted": None, "window": None}
-    index = start + np.arange(reps)
+    index = batching.start + np.arange(reps)
     est = {"value_empty": Estimate.with_controls(per["value_empty"], ctl["discounted"], index),
            "average_cost": Estimate.with_controls(per["average_cost"], ctl["window"], index)}
     if cv:

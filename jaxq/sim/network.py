@@ -15,6 +15,7 @@ M/M/c is the network with one class and one pool (:func:`simulate_mmc`), checked
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -24,10 +25,11 @@ from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.network import Network
 from jaxq.model.validate import check_work
+from jaxq.options import grouped as options_grouped
 from jaxq.policies import network as pol
 from jaxq.precision import float64
-from jaxq.sim import event, uniformized
-from jaxq.sim.markov import Functional
+from jaxq.sim import event, replications, uniformized
+from jaxq.sim.markov import Functional, Horizon
 from jaxq.sim.models import mmc
 from jaxq.sim.models import network as model
 from jaxq.sim.result import Estimate, SimResult
@@ -35,6 +37,43 @@ from jaxq.sim.result import Estimate, SimResult
 ENGINES = ("auto", "event", "uniformized")
 POLICIES = pol.POLICIES
 WINDOW = Functional(window=True)
+
+Batching = replications.Batching  # jaxq.sim.replications: first replication, chunk, devices, progress
+
+
+class Window(NamedTuple):
+    """The averaging window: every replication starts at time 0 and its time averages are over
+    ``[warmup, horizon]`` (units of time, finite, ``0 <= warmup < horizon``)."""
+
+    warmup: float = 20.0
+    horizon: float = 200.0
+
+
+class Outputs(NamedTuple):
+    """What a run records besides the window averages of the counts.
+
+    ``snap_times``: times at which the class counts are recorded (event engine; transience studies; None: none).
+    ``hist_range``, ``hist_bins``: histograms of X_hat on [-range, range] (bins = 0: none, a faster run).
+    ``cv``: control variates: approximating martingales with a quadratic basis in X_hat
+    (:func:`jaxq.sim.models.network.controls`), every reported mean cross-fitted by replication index
+    (:func:`jaxq.stats.controlled_mean`); the plain means are reported beside (``<key>_plain``).
+    """
+
+    snap_times: Any = None
+    hist_range: float = 6.0
+    hist_bins: int = 60
+    cv: bool = True
+
+
+GROUPS = {"window": Window, "outputs": Outputs, "batching": Batching}  # the typed arguments built from flat options
+
+
+def grouped(options: dict) -> dict:
+    """Flat keyword options (those of ``jaxq.simulate`` for a network: ``warmup``, ``horizon``, ``snap_times``,
+    ``cv``, ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``reps``,
+    ``seed`` and ``engine`` pass through, a typed argument given whole (``window=Window(...)``) is kept, and an
+    unknown key is an InputError naming it."""
+    return options_grouped(options, GROUPS, ("reps", "seed", "engine"), "the network simulator")
 
 
 def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 6.0,
@@ -70,11 +109,11 @@ def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 
     return lay, p
 
 
-def _check(reps, warmup, horizon, engine, snap_times, chunk=None):
+def _check(reps, window: Window, engine, snap_times, batching: Batching) -> None:
+    warmup, horizon = window
     if not (isinstance(reps, (int, np.integer)) and reps >= 2):
         raise InputError("reps", f"need at least 2 replications for a standard error, got {reps!r}")
-    if chunk is not None and not (isinstance(chunk, (int, np.integer)) and chunk >= 1):
-        raise InputError("chunk", f"must be a whole number >= 1, got {chunk!r}")
+    batching.checked()
     if not (math.isfinite(warmup) and math.isfinite(horizon) and 0 <= warmup < horizon):
         raise InputError("horizon", f"need 0 <= warmup < horizon (finite), got warmup={warmup}, horizon={horizon}")
     if engine not in ENGINES:
@@ -83,13 +122,22 @@ def _check(reps, warmup, horizon, engine, snap_times, chunk=None):
         raise InputError("snap_times", "snapshots at fixed times need the event engine (engine = 'event')")
 
 
-def run_model(lay, p, reps, *, warmup, horizon, seed=0, engine="auto", hist_bins=60, deviations=True,
-              snap_times=None, start=0, chunk=None, devices=None, progress=None, cv=False):
+def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, outputs: Outputs, seed: int = 0,
+              engine: str = "auto", deviations: bool = True, batching: Batching = Batching()):
     """Run the network model on a driver; per-replication window averages in the units of time.
 
-    Returns ``(per_rep, records, snaps, events, timing, engine, steps, controls)`` (controls: (reps, C) or None).
+    Args:
+      lay, p: the layout and parameters of :func:`make_params` (the histogram's range is in ``p``).
+      reps, seed: replications (>= 2) and base seed; window: the window of the averages (:class:`Window`).
+      outputs: snapshots, histogram bins and control variates (:class:`Outputs`; its ``hist_range`` is not read).
+      engine: ``auto``, ``event`` or ``uniformized``; deviations: the absolute and squared deviations from the
+        fluid centre; batching: how the replications are executed (:class:`Batching`).
+    Returns:
+      ``(per_rep, records, snaps, events, timing, engine, steps, controls)`` (controls: (reps, C) or None).
     """
-    _check(reps, warmup, horizon, engine, snap_times, chunk)
+    warmup, horizon = window
+    snap_times, _, hist_bins, cv = outputs
+    _check(reps, window, engine, snap_times, batching)
     if engine == "auto":
         engine = "event" if snap_times is not None else "uniformized"
     mk = model.markov(lay, int(hist_bins), bool(deviations), bool(cv))
@@ -100,13 +148,11 @@ def run_model(lay, p, reps, *, warmup, horizon, seed=0, engine="auto", hist_bins
         big = mk.bound(p)
         warm = round(big * warmup)
         span = max(1, round(big * (horizon - warmup)))
-        out, timing, info = uniformized.run(mk, p, WINDOW, reps, seed, warm_steps=warm, steps=span, start=start,
-                                            chunk=chunk, devices=devices, progress=progress)
+        out, timing, info = uniformized.run(mk, p, WINDOW, reps, seed, warm_steps=warm, steps=span, batching=batching)
         snaps, steps = None, info["steps"]
     else:
-        out, timing = event.run_markov(mk, p, WINDOW, reps, seed, warmup=warmup, horizon=horizon,
-                                       snap_times=() if snap_times is None else snap_times, start=start, chunk=chunk,
-                                       devices=devices, progress=progress)
+        out, timing = event.run_markov(mk, p, WINDOW, reps, seed, times=Horizon(0.0, warmup, horizon),
+                                       snap_times=() if snap_times is None else snap_times, batching=batching)
         snaps = out["snap"] if snap_times is not None else None
     return (out["window"], out["records"], snaps, int(np.sum(out["events"])), timing, engine, steps,
             out["controls"]["window"] if cv else None)
@@ -148,22 +194,19 @@ def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range
 
 @float64
 def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priority", *, reps: int = 64,
-             warmup: float = 20.0, horizon: float = 200.0, seed: int = 0, engine: str = "auto", hist_range: float = 6.0,
-             hist_bins: int = 60, snap_times=None, cv: bool = True, start: int = 0, chunk: int | None = None,
-             devices=None, progress=None) -> SimResult:
+             window: Window = Window(), seed: int = 0, engine: str = "auto", outputs: Outputs = Outputs(),
+             batching: Batching = Batching()) -> SimResult:
     """Stationary averages of the n-th network under a policy, over [warmup, horizon], with standard errors.
 
     Args:
       system: the network (or its analysis); n: scale (n of seed 001, r of seed 003); policy: one of
         :data:`POLICIES`.
-      reps, seed: replications (>= 2) and base seed; warmup, horizon: the window of the time averages.
+      reps, seed: replications (>= 2) and base seed; window: the window [warmup, horizon] of the time averages
+        (:class:`Window`).
       engine: ``auto``, ``event`` or ``uniformized`` (see the module docstring).
-      hist_range, hist_bins: histograms of X_hat on [-range, range] (bins = 0: none, a faster run).
-      snap_times: times at which the class counts are recorded (event engine; transience studies).
-      cv: control variates (on by default): approximating martingales with a quadratic basis in X_hat
-        (:func:`jaxq.sim.models.network.controls`), every reported mean cross-fitted by replication index
-        (:func:`jaxq.stats.controlled_mean`); the plain means are reported beside (``<key>_plain``).
-      start, chunk, devices, progress: see :func:`jaxq.sim.replications.run`.
+      outputs: snapshots, histograms of X_hat and control variates (on by default) (:class:`Outputs`).
+      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`); any value gives the
+        same numbers.
     Returns:
       A :class:`SimResult` whose estimates are ``mean_in_system``, ``mean_queue`` (per class),
       ``mean_idle`` (per pool), ``mean_busy`` (class x pool), ``p_wait``, ``p_wait_class``, ``throughput``,
@@ -171,15 +214,16 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
       regime, ``weighted_idleness_hat`` (the prelimit identity (3.6)); ``info`` holds the histograms
       (``hist_edges``, ``hist_density``), snapshots, pool sizes, rates and the spare capacity.
     """
+    warmup, horizon = window
+    _, hist_range, hist_bins, _ = outputs
     an = system if isinstance(system, NetworkAnalysis) else analyze(system)
     if not (isinstance(n, (int, float, np.integer, np.floating)) and math.isfinite(n) and n > 0):
         raise InputError("n", f"must be a positive number, got {n!r}")
     lay, p = make_params(an, n, policy, hist_range, hist_bins)
-    win, rec, snaps, events, timing, used, steps, ctl = run_model(
-        lay, p, reps, warmup=warmup, horizon=horizon, seed=seed, engine=engine, hist_bins=hist_bins,
-        snap_times=snap_times, start=start, chunk=chunk, devices=devices, progress=progress, cv=cv)
+    win, rec, snaps, events, timing, used, steps, ctl = run_model(lay, p, reps, window=window, outputs=outputs,
+                                                                  seed=seed, engine=engine, batching=batching)
     per = summarize(lay, p, win, rec, hist_range)
-    index = start + np.arange(reps)
+    index = batching.start + np.arange(reps)
     est = {k: Estimate.with_controls(v, ctl, index) for k, v in per.items() if k != "hist"}
     if ctl is not None:
         per["controls"] = ctl
@@ -206,8 +250,8 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
     rho_n = info.get("spare_capacity_n")
     if rho_n is not None and not rho_n > 0:  # no policy is stationary: say so, with the growth measured
         mid = 0.5 * (warmup + horizon)
-        first, *_ = run_model(lay, p, reps, warmup=warmup, horizon=mid, seed=seed, engine=used, hist_bins=0,
-                              deviations=False, start=start, chunk=chunk, devices=devices, cv=False)
+        first, *_ = run_model(lay, p, reps, window=Window(warmup, mid), outputs=Outputs(hist_bins=0, cv=False),
+                              seed=seed, engine=used, deviations=False, batching=batching._replace(progress=None))
         growth = _halves(per["mean_in_system"].sum(axis=1), first["q"], first["z"], warmup, mid, horizon)
         info["growth"] = growth
         notes = (f"not stationary: the spare capacity of the n-th system rho_n = {rho_n:.4g} is not positive (rho = "
@@ -229,39 +273,46 @@ def _halves(total: np.ndarray, q_first, z_first, warmup: float, mid: float, hori
 
 
 @float64
-def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, warmup: float = 20.0, horizon: float = 200.0,
-                 seed: int = 0, engine: str = "uniformized", cv: bool = True, start: int = 0,
-                 chunk: int | None = None, devices=None, progress=None) -> SimResult:
+def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Window = Window(), seed: int = 0,
+                 engine: str = "uniformized", cv: bool = True, batching: Batching = Batching()) -> SimResult:
     """M/M/c (arrival rate ``lam``, ``c`` servers of rate ``mu``): stationary averages over [warmup, horizon].
 
     The birth-death statement of :mod:`jaxq.sim.models.mmc` (the network with one class and one pool, without
     its per-activity bookkeeping). Estimates ``mean_in_system``, ``mean_queue``, ``mean_idle``, ``p_wait``;
     with ``cv`` (default) each is controlled by the model's Halfin-Whitt quadratic martingales
     (:data:`jaxq.sim.models.mmc.MARKOV_CV`), cross-fitted by replication index, the plain mean beside it.
+
+    Args:
+      lam, mu, c: arrival rate, service rate and number of servers; reps, seed: replications (>= 2) and base seed.
+      window: the window [warmup, horizon] of the time averages (:class:`Window`; the queue starts empty).
+      engine: ``uniformized`` (default) or ``event``; cv: control variates (default on).
+      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`).
+    Returns:
+      A :class:`SimResult` (``info``: ``servers``, ``warmup``, ``horizon``, ``steps`` on the uniformised driver).
     """
     if not (lam > 0 and mu > 0 and isinstance(c, (int, np.integer)) and c >= 1):
         raise InputError("mmc", f"need lambda > 0, mu > 0 and an integer c >= 1 (got {lam}, {mu}, {c})")
-    _check(reps, warmup, horizon, engine, None, chunk)
+    warmup, horizon = window
+    _check(reps, window, engine, None, batching)
     p = mmc.Params(jnp.float64(lam), jnp.float64(mu), jnp.int32(c))
     mk = mmc.MARKOV_CV if cv else mmc.MARKOV
     steps = None
     check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps", reps_key="reps",
                per_replication_limit=2.0**31 if engine == "event" else uniformized.MAX_STEPS)
     if engine == "event":
-        out, timing = event.run_markov(mk, p, WINDOW, reps, seed, warmup=warmup, horizon=horizon, start=start,
-                                       chunk=chunk, devices=devices, progress=progress)
+        out, timing = event.run_markov(mk, p, WINDOW, reps, seed, times=Horizon(0.0, warmup, horizon),
+                                       batching=batching)
     else:
         engine = "uniformized"
         big = mk.bound(p)
         out, timing, info = uniformized.run(mk, p, WINDOW, reps, seed, warm_steps=round(big * warmup),
-                                            steps=max(1, round(big * (horizon - warmup))), start=start, chunk=chunk,
-                                            devices=devices, progress=progress)
+                                            steps=max(1, round(big * (horizon - warmup))), batching=batching)
         steps = info["steps"]
     win, rec = out["window"], out["records"]
     per = {"mean_in_system": win["x"], "mean_queue": win["q"], "mean_idle": c - (win["x"] - win["q"]),
            "p_wait": rec["waited"] / np.maximum(rec["arrivals"], 1.0)}
     ctl = out["controls"]["window"] if cv else None
-    index = start + np.arange(reps)
+    index = batching.start + np.arange(reps)
     est = {k: Estimate.with_controls(v, ctl, index) for k, v in per.items()}
     if ctl is not None:
         per["controls"] = ctl

@@ -29,6 +29,7 @@ from jaxq.diffusion.value import value_function
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
+from jaxq.options import grouped as options_grouped
 from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss_cost_scale,
                                  pss_default_horizon)
 from jaxq.policies import pss2x2 as pol
@@ -57,6 +58,52 @@ EXTENSIONS = 2
 STDERR_SHARE = 0.1
 
 
+Levels = thresholds.Levels  # jaxq.policies.thresholds: z, Theta_n's exponent, rule and constant, perturbation
+Batching = replications.Batching  # jaxq.sim.replications: first replication, chunk, devices, progress
+
+
+class Truncation(NamedTuple):
+    """Which driver runs and where it truncates the discounted integral (2.6).
+
+    ``engine``: ``auto``, ``event`` or ``uniformized`` (module docstring). ``horizon``: the event driver's
+    truncation time T (default: the tail bound about ``rel_tol`` V0, :func:`default_horizon`). ``steps``: the
+    uniformised driver's number of steps K (default: the tail bound about ``rel_tol`` V0, :func:`ctmc_steps`).
+    ``block``: events per block of the event driver (how often it checks that every replication is done).
+    """
+
+    engine: str = "auto"
+    horizon: float | None = None
+    steps: int | None = None
+    rel_tol: float = 1e-4
+    block: int = 128
+
+
+class Outputs(NamedTuple):
+    """What a run records besides J per replication.
+
+    ``record_times``: fixed times at which W_hat(t) is recorded (event driver). ``cv``: the control variates from
+    the diffusion limit (:mod:`jaxq.sim.models.pss2x2`), cross-fitted by replication index. ``diagnostics``: the
+    diagnostics of :mod:`jaxq.sim.diagnostics` and their warning. ``debug``: the Definition 2.7 invariant counters
+    (event driver; a :class:`jaxq.Policy2x2` is checked in every run).
+    """
+
+    record_times: tuple = ()
+    cv: bool = True
+    diagnostics: bool = True
+    debug: bool = False
+
+
+GROUPS = {"truncation": Truncation, "levels": Levels, "outputs": Outputs, "batching": Batching}
+
+
+def grouped(options: dict) -> dict:
+    """Flat keyword options (those of ``jaxq.simulate`` for a 2x2 system: ``horizon``, ``theta_exponent``,
+    ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``policy``, ``seed``
+    and ``analysis`` pass through, a typed argument given whole (``levels=Levels(...)``) is kept, and an unknown key
+    is an InputError naming it."""
+    return options_grouped(options, GROUPS, ("policy", "seed", "analysis"), "the 2x2 simulator")
+
+
 class Setup(NamedTuple):
     """Everything a run of the n-th system needs besides randomness."""
 
@@ -77,20 +124,19 @@ def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: floa
     return pss_default_horizon(system, n, scale, rel_tol)
 
 
-def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto",
-          theta_exponent: float = DEFAULT_THETA_EXPONENT,
-          switch_at: float | None = None, horizon: float | None = None, record_times=(),
-          analysis: Analysis | None = None, theta_constant: float = 1.0,
-          perturb: tuple[float, float, float] | None = None, theta_rule: str = DEFAULT_THETA_RULE) -> Setup:
+def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
+          horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Setup:
     """Parameters of the n-th system under a policy (validated; one-line InputErrors).
 
-    The threshold is ``Theta_n = ceil(c n^a_bar)`` with ``c = theta_constant`` times the constant of
-    ``theta_rule`` (:func:`jaxq.policies.thresholds.theta_rule_constant`: ``paper`` is (2.29)'s c = 1; ``scv``
-    scales it with the variability of the queue the T2 rule protects).
-    ``perturb = (sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication
+    ``levels`` (:class:`Levels`): the switching level and the threshold ``Theta_n = ceil(c n^a_bar)``, c its
+    ``theta_constant`` times the constant of its ``theta_rule`` (:func:`jaxq.policies.thresholds.theta_rule_constant`:
+    ``paper`` is (2.29)'s c = 1), and the per-replication perturbation of z and c
     (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`). A :class:`jaxq.Policy2x2` ``policy`` decides alone: it
     takes no threshold, switching level or perturbation (the control variates use Theorem 2.11's value function).
+    ``horizon``: the event driver's truncation time (default :func:`default_horizon`); ``record_times``: the times
+    at which W_hat(t) is recorded; ``analysis``: the system's (computed when not given).
     """
+    switch_at, theta_exponent, theta_rule, theta_constant, perturb = levels
     check_float(n, "n", ge=1)
     check_float(theta_exponent, "theta_exponent", ge=0.0, le=1.0)  # (2.28) asks for (1/3, 1/2)
     if switch_at is not None:
@@ -206,13 +252,8 @@ def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float =
 
 @float64
 def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "auto", seed: int = 0,
-             engine: str = "auto", horizon: float | None = None, steps: int | None = None, rel_tol: float = 1e-4,
-             theta_exponent: float = DEFAULT_THETA_EXPONENT, switch_at: float | None = None, record_times=(),
-             theta_constant: float = 1.0, theta_rule: str = DEFAULT_THETA_RULE,
-             perturb: tuple[float, float, float] | None = None, debug: bool = False,
-             cv: bool = True, start: int = 0, chunk: int | None = None, block: int = 128, devices=None,
-             progress: Callable[[int], None] | None = None, analysis: Analysis | None = None,
-             diagnostics: bool = True) -> SimResult:
+             truncation: Truncation = Truncation(), levels: Levels = Levels(), outputs: Outputs = Outputs(),
+             batching: Batching = Batching(), analysis: Analysis | None = None) -> SimResult:
     """Monte Carlo estimate of the discounted cost J_n (2.6) of the n-th system under a policy.
 
     Args:
@@ -221,24 +262,16 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
       policy: ``auto`` (Theorem 2.11), one of P, T2, PP, T2T2, T1T2, T2T1, a fixed-mode rule ``P@1``, ..., or a
         :class:`jaxq.Policy2x2` (docs/guides/policy-hook.md; a run in which it makes an invalid assignment fails
         with an InputError naming ``policy``).
-      engine: ``auto``, ``event`` or ``uniformized`` (module docstring).
-      horizon: truncation time T of the event engine (default: tail bound about ``rel_tol`` V0).
-      steps: uniformised steps K (default: tail bound about ``rel_tol`` V0), rounded up to whole pages.
-      theta_exponent, theta_constant, theta_rule: Theta_n = ceil(c n^a_bar) (2.28)-(2.29), c = theta_constant times
-        the rule's constant (:func:`jaxq.policies.thresholds.theta_rule_constant`); switch_at: forced switching
-        level z (scaled workload).
-      record_times: fixed times at which W_hat(t) is recorded per replication (event engine).
-      perturb: ``(sign, tau_z, tau_c)``: Gaussian-perturbed z and c per replication (event engine).
-      debug: accumulate the Definition 2.7 invariant counters (event engine; built-in policies: a Policy2x2 is
-        checked in every run).
-      cv: control variates from the diffusion limit (on by default; :mod:`jaxq.sim.models.pss2x2`): the
-        estimate is cross-fitted by replication index (:func:`jaxq.stats.controlled_mean`); the plain one is
-        reported beside it. Every control has mean zero under any non-anticipating policy, a Policy2x2 included
-        (for one, V is that of Theorem 2.11's policy: all the controls are kept, their gain depends on the fit).
-      start, chunk, block, devices, progress: replications ``start ..``, per compiled call, events per block,
-        devices to shard over, progress callback (see :mod:`jaxq.sim.replications`).
-      diagnostics: accumulate the diagnostics of :mod:`jaxq.sim.diagnostics` (idling while jobs wait, X_hat_p,
-        modes) and warn when J_hat is far above V0 at n >= 10^3.
+      truncation: the driver and where it truncates (:class:`Truncation`).
+      levels: the policy's switching level, threshold and perturbation (:class:`Levels`).
+      outputs: what is recorded besides J (:class:`Outputs`). The control variates (``cv``, on by default) have
+        mean zero under any non-anticipating policy, a Policy2x2 included (for one, V is that of Theorem 2.11's
+        policy: all the controls are kept, their gain depends on the fit); the estimate is cross-fitted by
+        replication index (:func:`jaxq.stats.controlled_mean`) and the plain one is reported beside it.
+        ``diagnostics`` warns when J_hat is far above V0 at n >= 10^3.
+      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`); any value gives the
+        same numbers.
+      analysis: the system's analysis (computed when not given).
     Returns:
       A :class:`SimResult` with primary estimate ``J_hat``; ``samples``: per replication ``J`` and (event
       engine) ``W_hat_t`` (reps, len(record_times)), ``sup_X_hat`` (reps, 2), ``X_hat_T`` (reps, 2),
@@ -247,17 +280,19 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
       ``violations`` (debug) or ``steps`` (uniformised), ``diagnostics`` (the object of
       :func:`jaxq.sim.diagnostics.summarize`; per replication in ``samples`` as ``diag_*``); ``warnings``.
     """
+    engine, horizon, steps, rel_tol, block = truncation
+    record_times, cv, diagnostics, debug = outputs
+    batching = batching.checked()
+    start, chunk, devices, progress = batching
+    perturb = levels.perturb
     if not (isinstance(reps, (int, np.integer)) and reps >= 1):
         raise InputError("reps", f"need at least 1 replication, got {reps!r}")
-    if chunk is not None and not (isinstance(chunk, (int, np.integer)) and chunk >= 1):
-        raise InputError("chunk", f"must be a whole number >= 1, got {chunk!r}")
     if horizon is not None:  # a horizon in which nothing happens: the same rule as ``jaxq run``'s grid.horizon
         check_pss_horizon(system, n, check_float(horizon, "horizon", gt=0.0), "horizon")
     needs_event = horizon is not None or debug or perturb is not None or len(np.atleast_1d(record_times)) > 0
     used = choose_engine(system, engine, needs_event=needs_event)
-    st = setup(system, n, policy=policy, theta_exponent=theta_exponent, switch_at=switch_at, horizon=horizon,
-               record_times=record_times, analysis=analysis, theta_constant=theta_constant, perturb=perturb,
-               theta_rule=theta_rule)
+    st = setup(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
+               analysis=analysis)
     an = st.analysis
     rn = math.sqrt(n)
     lam_n, _ = system.rates(n)
@@ -271,7 +306,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
         check_work("n", reps, float(k), unit="steps", per_replication_limit=uniformized.MAX_STEPS, reps_key="reps")
         mk = (model.MARKOV_CV if cv else model.MARKOV) if st.hook is None else model.hook_markov(st.hook, bool(cv))
         out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
-                                             steps=k, start=start, chunk=chunk, devices=devices, progress=progress,
+                                             steps=k, batching=batching,
                                              observer=model.MARKOV_DIAGNOSTICS if diagnostics else None)
         if st.hook is not None:
             refused(out["state"].bad, st.policy)
@@ -319,8 +354,9 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
 
 
 @float64
-def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResult:
-    """:func:`simulate` whose default truncation is checked against the estimate it truncates.
+def simulate_bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
+    """:func:`simulate` (``args``: its keyword arguments) whose default truncation is checked against the estimate
+    it truncates.
 
     The default horizon (or number of uniformised steps) is sized before the run against V0 or, where that is
     smaller, the no-departure cost that bounds J_n (:func:`jaxq.model.validate.pss_cost_scale`); neither is J_n
@@ -336,16 +372,17 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResul
     horizon or ``steps`` given by the caller is used as given (its bound is reported and widens ``ci95``).
     The analysis's warnings (a tie in the high-priority class) come first in the result's ``warnings``.
     """
-    res = _bounded(system, n, reps, **options)
-    an = options.get("analysis") or analyze(system)
+    res = _bounded(system, n, reps, **args)
+    an = args.get("analysis") or analyze(system)
     return dataclasses.replace(res, warnings=tuple(an.warnings) + res.warnings) if an.warnings else res
 
 
-def _bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResult:
-    res = simulate(system, n, reps, **options)
-    if options.get("horizon") is not None or options.get("steps") is not None:
+def _bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
+    res = simulate(system, n, reps, **args)
+    tr = args.get("truncation", Truncation())
+    if tr.horizon is not None or tr.steps is not None:
         return res
-    rel_tol = options.get("rel_tol", 1e-4)
+    rel_tol = tr.rel_tol
     first = res.info["horizon"]
     refused = None
     for attempt in range(EXTENSIONS + 1):
@@ -356,7 +393,7 @@ def _bounded(system: PSS2x2, n: float, reps: int, **options) -> SimResult:
         if attempt == EXTENSIONS or not math.isfinite(horizon):
             break
         try:
-            res = simulate(system, n, reps, **{**options, key: value})
+            res = simulate(system, n, reps, **{**args, "truncation": tr._replace(**{key: value})})
         except InputError as e:  # the longer run does not fit the work limits
             refused = f"the horizon {horizon:.4g} it needs is refused: {e.reason}"
             break

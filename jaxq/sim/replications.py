@@ -71,6 +71,34 @@ class Program(NamedTuple):
     unit: str = "events"
 
 
+class Batching(NamedTuple):
+    """How a simulator's replications are executed, never what they estimate: any value gives the same numbers.
+
+    ``start``: the index of the first replication (replication r uses ``fold_in(PRNGKey(seed), r)``); ``chunk``:
+    replications per compiled call (None: all, at most ``DEFAULT_CHUNK``); ``devices``: the devices each chunk
+    is cut over (None: all local devices); ``progress``: called with the work done after every call (an object
+    with a ``start(total, unit)`` method is told the expected work first). :meth:`checked` validates user input
+    once, at the API; the drivers trust it.
+    """
+
+    start: int = 0
+    chunk: int | None = None
+    devices: Any = None
+    progress: Callable[[int], None] | None = None
+
+    def checked(self) -> "Batching":
+        """This batching after the checks of user input (an :class:`~jaxq.errors.InputError` naming the key)."""
+        from jaxq.errors import InputError
+
+        if not (isinstance(self.start, (int, np.integer)) and self.start >= 0):
+            raise InputError("start", f"must be a whole number >= 0, got {self.start!r}")
+        if self.chunk is not None and not (isinstance(self.chunk, (int, np.integer)) and self.chunk >= 1):
+            raise InputError("chunk", f"must be a whole number >= 1, got {self.chunk!r}")
+        if self.progress is not None and not callable(self.progress):
+            raise InputError("progress", f"must be callable (work done) or None, got {self.progress!r}")
+        return self
+
+
 class Timing(NamedTuple):
     """Seconds spent compiling (0 when every shape was compiled before in this process) and in total."""
 

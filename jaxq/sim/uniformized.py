@@ -243,7 +243,7 @@ def pages_per_call(size: int) -> int:
 
 
 def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *, gamma: float = 0.0,
-        warm_steps: int = 0, steps: int, start: int = 0, chunk: int | None = None, devices=None, progress=None,
+        warm_steps: int = 0, steps: int, batching: replications.Batching = replications.Batching(),
         observer: Observer | None = None):
     """Simulate ``reps`` replications of the uniformised chain for ``warm_steps + steps`` steps (rounded up
     to whole pages; the window is exactly the ``steps`` steps after ``warm_steps``).
@@ -253,7 +253,7 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
       gamma: discount rate (``functional.discounted``).
       warm_steps: steps before the window starts (``functional.window``); steps: steps in the window (at
         least 1). The discounted sum runs over every step of the whole pages.
-      start, chunk, devices, progress: see :func:`jaxq.sim.replications.run`.
+      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`).
       observer: an :class:`~jaxq.sim.observer.Observer` of the model's states (discounted functionals, see
         :func:`program`); its per-replication ``finish`` outputs are ``out["observed"]``.
     Returns:
@@ -279,6 +279,7 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     r = big / (big + gamma) if functional.discounted else 1.0
     a = Args(params, jnp.asarray(words, jnp.uint32), jnp.float64(r), jnp.int64(warm_steps), jnp.int64(total),
              jnp.int64(pages), jnp.float64(big))
+    start, chunk, devices, progress = batching
     p = replications.plan(reps, chunk, devices)
     prog = program(markov, functional, pages_per_call(p.size), observer)
     replications.announce(progress, float(reps) * pages * PAGE, "steps")

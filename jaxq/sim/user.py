@@ -21,8 +21,8 @@ import numpy as np
 from jaxq.errors import InputError
 from jaxq.model.validate import check_devices, check_seed, check_work
 from jaxq.precision import float64
-from jaxq.sim import event, uniformized
-from jaxq.sim.markov import Functional, MarkovModel, as_markov
+from jaxq.sim import event, replications, uniformized
+from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov
 from jaxq.sim.result import Estimate, SimResult
 
 ENGINES = ("auto", "event", "uniformized")
@@ -114,7 +114,7 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
     params = jax.tree_util.tree_map(jnp.asarray, params)
     warmup = run.warmup if run.warmup is not None else 0.0
     gamma = run.discount if run.discount is not None else 0.0
-    opts = dict(start=run.start, chunk=run.chunk, devices=run.devices, progress=run.progress)
+    opts = dict(batching=replications.Batching(run.start, run.chunk, run.devices, run.progress))
     info: dict = {"horizon": run.horizon, "discount": run.discount, "warmup": run.warmup}
     if run.engine == "uniformized":
         big = float(mk.bound(params))
@@ -136,8 +136,8 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         if mk.bound is not None:
             check_work("horizon", reps, float(mk.bound(params)) * run.horizon, reps_key="reps",
                        per_replication_limit=2.0**31)
-        out, timing = event.run_markov(mk, params, functional, reps, seed, gamma=gamma, warmup=warmup,
-                                       horizon=run.horizon, **opts)
+        out, timing = event.run_markov(mk, params, functional, reps, seed, times=Horizon(gamma, warmup, run.horizon),
+                                       **opts)
         span = run.horizon - warmup
     per: dict[str, np.ndarray] = {}
     if functional.discounted:

@@ -57,16 +57,18 @@ def pss_setup(system, an, n, policy, horizon=None, record_times=(), theta_expone
               theta_rule=sim.DEFAULT_THETA_RULE):
     """The validated setup (:func:`jaxq.sim.pss2x2.setup`) of a grid point: parameters and the policy used."""
     name, z = parse_policy(policy, an.z_star)
-    return sim.setup(system, float(n), policy=name, switch_at=z, horizon=horizon, record_times=record_times,
-                     theta_exponent=theta_exponent, theta_rule=theta_rule, analysis=an)
+    return sim.setup(system, float(n), policy=name, horizon=horizon, record_times=record_times,
+                     analysis=an,
+                     levels=sim.Levels(switch_at=z, theta_exponent=theta_exponent, theta_rule=theta_rule))
 
 
-def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, record_times=(),
-              theta_exponent=sim.DEFAULT_THETA_EXPONENT, theta_rule=sim.DEFAULT_THETA_RULE, devices=None, cv=True,
-              engine="event") -> dict[str, np.ndarray]:
-    """Per-replication records of the n-th 2x2 system under ``policy`` for replications ``start..start+count-1``
-    (``engine``: the event engine, or the uniformised one for exponential primitives, which records only the
-    cost; ``pad_to``: the chunk size of the grid point, one compiled shape for all its chunks).
+def pss_chunk(path, n, policy, seed, count, batching: sim.Batching, *,
+              truncation: sim.Truncation = sim.Truncation(engine="event"), levels: sim.Levels = sim.Levels(),
+              outputs: sim.Outputs = sim.Outputs()) -> dict[str, np.ndarray]:
+    """Per-replication records of the n-th 2x2 system under ``policy`` for replications ``batching.start ..
+    batching.start+count-1`` (``batching.chunk``: the chunk size of the grid point, one compiled shape for all its
+    chunks; ``truncation.engine``: the event engine, or the uniformised one for exponential primitives, which
+    records only the cost; ``levels.switch_at`` is replaced by the one the policy's name carries).
 
     Returns:
       dict of (count,) arrays: ``J`` (discounted cost up to the horizon), ``tail_bound`` (bound on the
@@ -76,10 +78,10 @@ def pss_chunk(path, n, policy, seed, start, count, pad_to, *, horizon=None, reco
     """
     system, an = system_and_analysis(path)
     name, z = parse_policy(policy, an.z_star)
-    r = sim.simulate(system, float(n), count, policy=name, switch_at=z, horizon=horizon, record_times=record_times,
-                     theta_exponent=theta_exponent, theta_rule=theta_rule, analysis=an, engine=engine, seed=seed,
-                     start=start, chunk=max(pad_to, count), block=64, devices=devices, cv=cv)
-    return pss_records(r, record_times)
+    r = sim.simulate(system, float(n), count, policy=name, analysis=an, seed=seed,
+                     truncation=truncation._replace(block=64), levels=levels._replace(switch_at=z), outputs=outputs,
+                     batching=batching._replace(chunk=max(batching.chunk or count, count)))
+    return pss_records(r, outputs.record_times)
 
 
 def pss_records(r, record_times=()) -> dict[str, np.ndarray]:
@@ -118,10 +120,11 @@ def control_columns(controls) -> dict[str, np.ndarray]:
 
 
 
-def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), devices=None,
-              cv=True, switch_at: float | None = None) -> dict[str, np.ndarray]:
+def sde_chunk(path, dt, horizon, seed, count, batching: sim.Batching, *, times=(), cv=True,
+              switch_at: float | None = None) -> dict[str, np.ndarray]:
     """Per-path records of the WCP's reflected SDE Z (skew-exact scheme) started at 0, switching modes at
-    ``switch_at`` (default z*).
+    ``switch_at`` (default z*), for paths ``batching.start .. batching.start+count-1`` (``batching.chunk``: the
+    chunk size of the grid point, one compiled shape for all its chunks).
 
     Returns:
       dict of (count,) arrays: ``V`` (``int_0^T exp(-gamma t) Z dt``, workload units), ``Z@t`` for each
@@ -131,8 +134,8 @@ def sde_chunk(path, dt, horizon, seed, start, count, pad_to, *, times=(), device
     params, _ = wcp_coefficients(an, switch_at)  # (2.25): lower mode below z*, higher above
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     value = value_of(params, system.gamma) if cv else None
-    r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, dt, horizon, count, seed, times=times,
-                        chunk=max(pad_to, count), start=start, devices=devices, value=value)
+    r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, driver.Grid(dt, horizon), count, seed, times=times,
+                        batching=batching._replace(chunk=max(batching.chunk or count, count)), value=value)
     rec = {"V": r["cost"]}
     for j, t in enumerate(times):
         rec[f"Z@{t:g}"] = r["snaps"][:, j]

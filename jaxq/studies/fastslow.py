@@ -181,11 +181,11 @@ def run_chunk(exp, pt, start, count, devices=None):
         row = _case(pt["lam"], g.mu1, mu2, discount, g.truncation, g.policy_iteration, g.best_threshold)
     rec = {k: np.full(count, np.nan if v is None else float(v)) for k, v in row.items() if not isinstance(v, str)}
     if g.simulate and len(set(mu2)) == 1:
-        from jaxq.sim.fastslow import simulate
+        from jaxq.sim.fastslow import Batching, Window, simulate
 
         q = [int(v) if v != "inf" else None for v in row["thresholds"].split()]
-        r = simulate(pt["lam"], g.mu1, mu2[0], q, alpha=g.alpha, steps=g.steps, warmup=g.warmup, reps=max(count, 2),
-                     seed=pt["seed"], start=start, devices=devices)
+        r = simulate(pt["lam"], g.mu1, mu2[0], q, alpha=g.alpha, window=Window(g.steps, g.warmup), reps=max(count, 2),
+                     seed=pt["seed"], batching=Batching(start=start, devices=devices))
         key = "average_cost" if discount is None else "value_empty"
         rec["simulated_cost"] = r.samples[key][:count]
         rec["events"] = np.full(count, r.events // max(count, 2), dtype=np.int64)

@@ -141,13 +141,15 @@ def run_chunk(exp, pt, start, count, devices=None):
     g = exp.grid
     an = analysis(exp, pt["system"])
     if pt["engine"] == "diffusion":
-        from jaxq.sde.network_euler import simulate_diffusion
+        from jaxq.sde.network_euler import Control, Window, simulate_diffusion
+        from jaxq.sim.replications import Batching
 
         uc, us = _controls(an, g)
         with _diffusion_keys(pt["system"]):
-            r = simulate_diffusion(an.diffusion, uc, us, g.control, paths=max(count, 2), dt=g.dt, horizon=g.horizon,
-                                   warmup=g.warmup, seed=pt["seed"], start=start, chunk=max(count, pt["chunk"]),
-                                   devices=devices, times=g.times or None, cv=exp.cv)
+            r = simulate_diffusion(an.diffusion, Control(g.control, uc, us), paths=max(count, 2),
+                                   window=Window(g.dt, g.horizon, g.warmup), seed=pt["seed"],
+                                   batching=Batching(start=start, chunk=max(count, pt["chunk"]), devices=devices),
+                                   times=g.times or None, cv=exp.cv)
         smp = {k: v[:count] for k, v in r.samples.items()}
         rec = {"queue_hat": smp["mean_pos"], "idleness_hat": smp["mean_neg"], "identity_rhs": smp["identity_rhs"]}
         if g.times:
@@ -155,13 +157,13 @@ def run_chunk(exp, pt, start, count, devices=None):
         rec["events"] = np.full(count, int(round((g.horizon) / g.dt)), dtype=np.int64)
         rec.update(control_columns(smp.get("controls")))
         return rec
-    from jaxq.sim.network import simulate
+    from jaxq.sim import network
 
     n = pt["n"]
     runs = max(count, 2)  # a simulation needs two replications (a standard error); the extra one is dropped
-    r = simulate(an, n, pt["policy"], reps=runs, warmup=g.warmup, horizon=g.horizon, seed=pt["seed"], start=start,
-                 engine=g.engine, hist_range=g.hist_range, hist_bins=g.hist_bins, snap_times=g.times or None,
-                 chunk=max(runs, pt["chunk"]), devices=devices, cv=exp.cv)
+    r = network.simulate(an, n, pt["policy"], reps=runs, window=network.Window(g.warmup, g.horizon), seed=pt["seed"],
+                         engine=g.engine, outputs=network.Outputs(g.times or None, g.hist_range, g.hist_bins, exp.cv),
+                         batching=network.Batching(start, max(runs, pt["chunk"]), devices))
     s = {k: v[:count] for k, v in r.samples.items()}
     rn = math.sqrt(n)
     num_i, num_j = an.plan.basic.shape

@@ -31,7 +31,7 @@ from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
 from jaxq.policies.thresholds import THETA_RULES
-from jaxq.sim.pss2x2 import COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE
+from jaxq.sim import pss2x2 as sim
 from jaxq.studies import Study, Unique, engines, figures, register, tuned_policy
 from jaxq.studies.tuned_policy import TUNED
 from jaxq.studies.stats import controlled_estimate, ks_distance, ks_noise_level, limit_fit, loglog_rate, mean_stderr
@@ -47,9 +47,9 @@ class Grid(BaseModel):
     n: Annotated[list[NValue], Field(min_length=1), Unique]
     policies: Annotated[list[str], Field(min_length=1), Unique] = ["auto"]
     horizon: PosFloat | None = None  # default: the simulator's tail-bound horizon (cost) or the study's
-    theta_exponent: Annotated[float, Field(ge=0, le=1)] = DEFAULT_THETA_EXPONENT
+    theta_exponent: Annotated[float, Field(ge=0, le=1)] = sim.DEFAULT_THETA_EXPONENT
     # the rule for the constant c of Theta_n = ceil(c n^a_bar) (jaxq.policies.thresholds.theta_rule_constant)
-    theta_rule: Literal[THETA_RULES] = DEFAULT_THETA_RULE
+    theta_rule: Literal[THETA_RULES] = sim.DEFAULT_THETA_RULE
     # a sweep of a_bar (overrides theta_exponent)
     theta_exponents: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Unique] = []
     times: Annotated[list[PosFloat], Unique] = []  # fixed times at which W_hat(t) is recorded
@@ -201,16 +201,16 @@ def _shifted_reference(g, pt, st, an) -> list[dict]:
 def run_chunk(exp, pt, start, count, devices=None):
     """Records of replications ``start .. start+count-1`` of one grid point."""
     g = exp.grid
-    path = exp.system(pt["system"]).path
+    path, batch = exp.system(pt["system"]).path, sim.Batching(start, pt["chunk"], devices)
     if pt["engine"] == "sde":
-        return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], start, count, pt["chunk"], times=g.times,
-                                 devices=devices, cv=exp.cv, switch_at=pt.get("switch_at"))
+        return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], count, batch, times=g.times, cv=exp.cv,
+                                 switch_at=pt.get("switch_at"))
     if pt["policy"] == TUNED:
         return tuned_policy.chunk(exp, pt, start, count, devices, horizon=_horizon(exp), exponent=_exponent(exp, pt))
-    return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], start, count, pt["chunk"], horizon=_horizon(exp),
-                             record_times=g.times, theta_exponent=_exponent(exp, pt), theta_rule=g.theta_rule,
-                             devices=devices, cv=exp.cv,
-                             engine=pt.get("driver", "event"))
+    levels = sim.Levels(None, _exponent(exp, pt), g.theta_rule)
+    return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], count, batch, levels=levels,
+                             truncation=sim.Truncation(engine=pt.get("driver", "event"), horizon=_horizon(exp)),
+                             outputs=sim.Outputs(g.times, exp.cv))
 
 
 def _point_setup(exp, system, an, pt, rec):
@@ -235,7 +235,7 @@ def _point_rows(exp, pts, records):
             continue
         system, an = _system(exp, pt["system"])
         st, tuned = _point_setup(exp, system, an, pt, rec)
-        J, se, plain = controlled_estimate(rec, "J", coarse=COARSE_CONTROLS)
+        J, se, plain = controlled_estimate(rec, "J", coarse=sim.COARSE_CONTROLS)
         dn = _threshold_term(exp, an, st, pt["n"])
         p = an.p
         sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"]) if f"sup_X_hat_{p + 1}" in rec else (None, None)

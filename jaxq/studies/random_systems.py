@@ -160,8 +160,8 @@ def points(exp) -> list[dict]:
                 if not threshold and spec != g.rules[0]:
                     continue
                 try:
-                    st = sim.setup(d.system, float(n), theta_exponent=a, theta_rule=rule, theta_constant=k,
-                                   analysis=d.analysis, horizon=g.horizon)
+                    st = sim.setup(d.system, float(n), analysis=d.analysis, horizon=g.horizon,
+                                   levels=sim.Levels(theta_exponent=a, theta_rule=rule, theta_constant=k))
                 except InputError as e:
                     raise InputError(f"grid.{'n' if e.key == 'n' else e.key}", f"{label}, n = {n:g}: {e.reason}") \
                         from None
@@ -192,7 +192,8 @@ def _tuned(label: str, draw_seed: int, per_case: int, cases: tuple, n: float, se
     point's own, so its replications are fresh), the same for every chunk; cached per process. At the smallest of
     ``ns`` (the grid's ``tuned_n``) the search starts from the limit (z*, the default Theta_n) on its wide grids; at a
     larger n from the tuned (z, c) of the next smaller n, on the local grids (``span="local"``)."""
-    from jaxq.tuning.prelimit import tune_prelimit, tuned_info
+    from jaxq.options import grouped
+    from jaxq.tuning.prelimit import GROUPS, Evaluation, tune_prelimit, tuned_info
 
     d = {x.label: x for x in draw(draw_seed, per_case, cases)}[label]
     smaller = [m for m in ns if m < n]
@@ -200,7 +201,8 @@ def _tuned(label: str, draw_seed: int, per_case: int, cases: tuple, n: float, se
     if smaller:
         z0, c0, _ = _tuned(label, draw_seed, per_case, cases, max(smaller), seed, ns, reps)
         warm = {"span": "local", "z_init": z0, "c_init": c0}
-    t = tune_prelimit(d.system, n, seed=seed, reps=reps, evaluate_result=False, analysis=d.analysis, **warm)
+    t = tune_prelimit(d.system, n, seed=seed, evaluation=Evaluation(evaluate_result=False), analysis=d.analysis,
+                      **grouped({"reps": reps, **warm}, GROUPS))
     return t.z, t.c, tuned_info(t)
 
 
@@ -211,14 +213,14 @@ def run_chunk(exp, pt, start, count, devices=None):
     if pt["rule"] == TUNED:
         z, c, info = _tuned(pt["rsystem"], int(g.draw_seed), int(g.per_case), tuple(g.cases), float(pt["n"]),
                             int(pt["seed"]), tuple(sorted(float(m) for m in g.tuned_n)), pt["tune_reps"])
-        a, extra = thresholds.DEFAULT_THETA_EXPONENT, {
-            "switch_at": z, "theta_rule": thresholds.ABSOLUTE_RULE, "theta_constant": 1.0 if c is None else c}
+        levels = sim.Levels(z, thresholds.DEFAULT_THETA_EXPONENT, thresholds.ABSOLUTE_RULE, 1.0 if c is None else c)
     else:
         rule, k, a = parse_rule(pt["rule"])
-        extra, info = {"theta_rule": rule, "theta_constant": k}, None
-    r = sim.simulate(d.system, float(pt["n"]), count, policy="auto", theta_exponent=a, analysis=d.analysis,
-                     engine="event", seed=pt["seed"], start=start, horizon=g.horizon, chunk=max(pt["chunk"], count),
-                     block=64, devices=devices, cv=exp.cv, **extra)
+        levels, info = sim.Levels(theta_exponent=a, theta_rule=rule, theta_constant=k), None
+    r = sim.simulate(d.system, float(pt["n"]), count, policy="auto", analysis=d.analysis, seed=pt["seed"],
+                     truncation=sim.Truncation(engine="event", horizon=g.horizon, block=64), levels=levels,
+                     outputs=sim.Outputs(cv=exp.cv),
+                     batching=sim.Batching(start=start, chunk=max(pt["chunk"], count), devices=devices))
     rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"],
            "sup_X_hat_p": r.samples["sup_X_hat"][:, d.analysis.p], "events": r.samples["events"]}
     rec.update(control_columns(r.samples.get("controls")))
@@ -236,12 +238,12 @@ def _setup(d: Drawn, pt: dict, rec: dict, horizon):
     """The setup of a point: its rule's threshold, or the tuned (z, c) its records carry."""
     if pt["rule"] == TUNED:
         z, c = float(rec["tuned_z"][0]), float(rec["tuned_c"][0])
-        return sim.setup(d.system, float(pt["n"]), switch_at=None if math.isnan(z) else z,
-                         theta_rule=thresholds.ABSOLUTE_RULE,
-                         theta_constant=1.0 if math.isnan(c) else c, analysis=d.analysis, horizon=horizon)
+        return sim.setup(d.system, float(pt["n"]), analysis=d.analysis, horizon=horizon,
+                         levels=sim.Levels(switch_at=None if math.isnan(z) else z, theta_rule=thresholds.ABSOLUTE_RULE,
+                                           theta_constant=1.0 if math.isnan(c) else c))
     rule, k, a = parse_rule(pt["rule"])
-    return sim.setup(d.system, float(pt["n"]), theta_exponent=a, theta_rule=rule, theta_constant=k,
-                     analysis=d.analysis, horizon=horizon)
+    return sim.setup(d.system, float(pt["n"]), analysis=d.analysis, horizon=horizon,
+                     levels=sim.Levels(theta_exponent=a, theta_rule=rule, theta_constant=k))
 
 
 def _rows(exp, pts, records) -> list[dict]:

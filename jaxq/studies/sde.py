@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
+from jaxq.sim.replications import Batching
 from jaxq.studies import Study, Unique, engines, figures, register
 from jaxq.studies.stats import controlled_estimate, loglog_rate
 
@@ -41,8 +42,8 @@ def points(exp) -> list[dict]:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
-    return engines.sde_chunk(exp.system(pt["system"]).path, pt["dt"], exp.grid.horizon, pt["seed"], start, count,
-                             pt["chunk"], devices=devices, cv=exp.cv)
+    return engines.sde_chunk(exp.system(pt["system"]).path, pt["dt"], exp.grid.horizon, pt["seed"], count,
+                             Batching(start, pt["chunk"], devices), cv=exp.cv)
 
 
 def aggregate(exp, pts, records):

@@ -37,10 +37,11 @@ def check_tunable(an, label) -> None:
 def parameters(path: str, mtime: float, n: float, seed: int, exponent: float):
     """The tuned (z, Theta_n, c, info) of a grid point: the same for every chunk (a deterministic search on a seed
     derived from the point's), cached per process; a resumed run repeats the search."""
-    from jaxq.tuning.prelimit import tune_prelimit, tuned_info
+    from jaxq.tuning.prelimit import Evaluation, Start, tune_prelimit, tuned_info
 
     system, an = engines.system_and_analysis(Path(path))
-    t = tune_prelimit(system, float(n), seed=seed, theta_exponent=exponent, evaluate_result=False, analysis=an)
+    t = tune_prelimit(system, float(n), seed=seed, start=Start(theta_exponent=exponent),
+                      evaluation=Evaluation(evaluate_result=False), analysis=an)
     return t.z, t.theta, t.c, tuned_info(t)
 
 
@@ -53,11 +54,11 @@ def chunk(exp, pt, start, count, devices, *, horizon, exponent):
     ref = exp.system(pt["system"])
     system, an = engines.system_and_analysis(ref.path)
     z, theta, c, info = parameters(str(ref.path), ref.path.stat().st_mtime, float(pt["n"]), int(pt["seed"]), exponent)
-    r = sim.simulate(system, float(pt["n"]), count, policy="auto", switch_at=z, theta_exponent=exponent,
-                     theta_constant=1.0 if c is None else c, theta_rule=thresholds.ABSOLUTE_RULE, horizon=horizon,
-                     record_times=g.times, analysis=an,
-                     engine=pt.get("driver", "event"), seed=pt["seed"], start=start, chunk=max(pt["chunk"], count),
-                     block=64, devices=devices, cv=exp.cv)
+    levels = sim.Levels(z, exponent, thresholds.ABSOLUTE_RULE, 1.0 if c is None else c)
+    r = sim.simulate(system, float(pt["n"]), count, policy="auto", analysis=an, seed=pt["seed"], levels=levels,
+                     truncation=sim.Truncation(engine=pt.get("driver", "event"), horizon=horizon, block=64),
+                     outputs=sim.Outputs(record_times=g.times, cv=exp.cv),
+                     batching=sim.Batching(start=start, chunk=max(pt["chunk"], count), devices=devices))
     rec = engines.pss_records(r, g.times)
     const = {"tuned_z": np.nan if z is None else z, "tuned_theta": np.nan if theta is None else theta,
              "tuned_search_seed": info["search_seed"], "tuned_search_s": info["wall_s"]}
@@ -74,8 +75,7 @@ def point_setup(system, an, pt, rec, *, horizon, times, exponent):
     z, theta = float(rec["tuned_z"][0]), float(rec["tuned_theta"][0])
     z, theta = (None if math.isnan(z) else z), (None if math.isnan(theta) else int(theta))
     c = theta_constant(theta, pt["n"], exponent)
-    st = sim.setup(system, float(pt["n"]), policy="auto", switch_at=z, theta_exponent=exponent, theta_constant=c,
-                   theta_rule=thresholds.ABSOLUTE_RULE,
-                   horizon=horizon, record_times=times, analysis=an)
+    st = sim.setup(system, float(pt["n"]), policy="auto", horizon=horizon, record_times=times, analysis=an,
+                   levels=sim.Levels(z, exponent, thresholds.ABSOLUTE_RULE, c))
     return st, {"theta_constant": c if theta is not None else None, "tuned_search_seed": int(rec["tuned_search_seed"][0]),
                 "tuned_search_s": float(rec["tuned_search_s"][0])}

@@ -39,7 +39,8 @@ from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
-from jaxq.sim.pss2x2 import COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, setup, simulate, simulate_bounded
+from jaxq.sim.pss2x2 import (COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, Batching, Levels, Outputs, grouped, setup,
+                              simulate, simulate_bounded)
 from jaxq.stats import controlled_values, mean_stderr, t_interval
 
 METHODS = ("search", "gradient")
@@ -55,6 +56,50 @@ ABSOLUTE = thresholds.ABSOLUTE_RULE  # a tuned c is the constant of Theta_n itse
 EXPANSIONS = 3  # widenings of a grid whose best point lies on its edge
 Z95 = 1.96
 SEARCH, EVALUATION = 1, 2  # purposes of the derived seeds
+
+
+class Procedure(NamedTuple):
+    """How :func:`tune_prelimit` searches.
+
+    ``method``: ``search`` (one-dimensional searches on common random numbers, module docstring) or ``gradient``.
+    ``span``: the search's first grids, ``wide`` (Theta_n x 1/2 .. 8, z x 0.6 .. 1.6) or ``local`` (x 2^(-1/2) ..
+    2^(1/2), x 0.8 .. 1.25; both widened while the best point is on an edge). ``reps``: replications per candidate
+    (search, default :data:`SEARCH_REPS`) or antithetic pairs per gradient (default :data:`GRADIENT_REPS`).
+    ``iterations``, ``chains``, ``tau``, ``learning_rate``: the gradient method's Adam steps per chain, chains,
+    smoothing scales for z and c, and step size.
+    """
+
+    method: str = "search"
+    span: str = "wide"
+    reps: int | None = None
+    iterations: int = 20
+    chains: int = 4
+    tau: tuple[float, float] = (0.2, 0.3)
+    learning_rate: float = 0.1
+
+
+class Start(NamedTuple):
+    """Where :func:`tune_prelimit` starts: ``z_init``, ``c_init`` (default: z* and the simulator's default
+    Theta_n, the theory's policy; for a warm start, e.g. the z and c tuned at a smaller n: the threshold constant
+    carries over, Theta_n grows like n^a_bar) and ``theta_exponent``, a_bar of Theta_n = ceil(c n^a_bar) (default:
+    the simulator's)."""
+
+    z_init: float | None = None
+    c_init: float | None = None
+    theta_exponent: float | None = None
+
+
+class Evaluation(NamedTuple):
+    """The final evaluation of :func:`tune_prelimit`: ``evaluate_reps`` (alias ``eval_reps``) replications (default
+    :data:`EVAL_FACTOR` x the search's); ``evaluate_result`` False skips it (:func:`simulate_tuned` evaluates
+    itself)."""
+
+    evaluate_reps: int | None = None
+    eval_reps: int | None = None
+    evaluate_result: bool = True
+
+
+GROUPS = {"procedure": Procedure, "start": Start, "evaluation": Evaluation}
 
 
 class PrelimitTune(NamedTuple):
@@ -103,8 +148,8 @@ def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
 
 def default_theta(system: PSS2x2, n: float, policy: str, theta_exponent: float | None, analysis: Analysis) -> int | None:
     """The simulator's default threshold Theta_n of the policy (None: the policy has none)."""
-    kw = {} if theta_exponent is None else {"theta_exponent": theta_exponent}
-    return setup(system, n, policy=policy, analysis=analysis, **kw).theta
+    levels = Levels() if theta_exponent is None else Levels(theta_exponent=theta_exponent)
+    return setup(system, n, policy=policy, analysis=analysis, levels=levels).theta
 
 
 def theta_constant(theta: int | None, n: float, exponent: float) -> float:
@@ -121,19 +166,20 @@ def _controlled(r) -> np.ndarray:
     return np.asarray(adjusted, dtype=np.float64)
 
 
-def smoothed_gradient(system, n, z, c, reps, seed, tau, policy, theta_exponent, analysis,
+def smoothed_gradient(system, n, levels: Levels, reps, seed, tau, policy, analysis,
                       cv: bool = True) -> tuple[np.ndarray, np.ndarray, float]:
-    """Antithetic Gaussian-smoothing gradient of J_n at (z, c): (mean (2,), stderr (2,), J_tau estimate).
+    """Antithetic Gaussian-smoothing gradient of J_n at (z, c) = ``(levels.switch_at, levels.theta_constant)``
+    (the threshold's constant absolute: ``levels.theta_rule`` is ``paper``): (mean (2,), stderr (2,), J_tau
+    estimate); ``tau = (tau_z, tau_c)``: the Gaussian smoothing's scales.
 
     With ``cv`` each run's costs are controlled by the diffusion limit's control variates, cross-fitted by
     replication index (:func:`jaxq.stats.controlled_values`): each control has mean zero given the
     replication's perturbation eps, and the coefficients come from other replications, so the gradient
     estimate stays unbiased while its variance falls.
     """
-    kw = dict(policy=policy, switch_at=z, theta_constant=c, theta_rule=ABSOLUTE, theta_exponent=theta_exponent,
-              seed=seed, analysis=analysis, cv=cv)
-    plus = simulate(system, n, reps, perturb=(1, tau[0], tau[1]), **kw)
-    minus = simulate(system, n, reps, perturb=(-1, tau[0], tau[1]), **kw)
+    kw = dict(policy=policy, seed=seed, analysis=analysis, outputs=Outputs(cv=cv))
+    plus = simulate(system, n, reps, levels=levels._replace(perturb=(1, tau[0], tau[1])), **kw)
+    minus = simulate(system, n, reps, levels=levels._replace(perturb=(-1, tau[0], tau[1])), **kw)
     jp, jm = (_controlled(r) for r in (plus, minus))
     half = 0.5 * (jp - jm)
     g = half[:, None] * plus.samples["eps"] / np.asarray(tau)
@@ -154,10 +200,10 @@ def evaluate(system: PSS2x2, n: float, z: float | None, theta: int | None, *, po
     """
     a = analysis if analysis is not None else analyze(system)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
-    kw = dict(policy=policy, seed=seed, analysis=a, theta_exponent=exponent, chunk=chunk)
-    tuned = simulate_bounded(system, n, reps, switch_at=z, theta_constant=theta_constant(theta, n, exponent),
-                             theta_rule=ABSOLUTE, **kw)
-    default = simulate_bounded(system, n, reps, **kw)
+    kw = dict(policy=policy, seed=seed, analysis=a, batching=Batching(chunk=chunk))
+    tuned = simulate_bounded(system, n, reps, levels=Levels(z, exponent, ABSOLUTE, theta_constant(theta, n, exponent)),
+                             **kw)
+    default = simulate_bounded(system, n, reps, levels=Levels(theta_exponent=exponent), **kw)
     d_mean, d_se = mean_stderr(_controlled(tuned) - _controlled(default))
 
     def ci(m, s):
@@ -193,10 +239,9 @@ class _Candidates:
     def __call__(self, z, theta) -> float:
         k = self.key(z, theta)
         if k not in self.values:
-            r = simulate(self.system, self.n, self.reps, policy=self.policy, switch_at=z, seed=self.seed,
-                         theta_constant=theta_constant(theta, self.n, self.exponent), theta_rule=ABSOLUTE,
-                         theta_exponent=self.exponent,
-                         analysis=self.analysis, chunk=self.reps)
+            levels = Levels(z, self.exponent, ABSOLUTE, theta_constant(theta, self.n, self.exponent))
+            r = simulate(self.system, self.n, self.reps, policy=self.policy, seed=self.seed, levels=levels,
+                         analysis=self.analysis, batching=Batching(chunk=self.reps))
             self.values[k] = _controlled(r)
             if self.progress is not None:
                 self.progress(1)
@@ -261,51 +306,27 @@ def _search(cands: _Candidates, tune_z: bool, tune_c: bool, z0, theta0, span: st
     return cands.best()
 
 
-def tune_prelimit(
-    system: PSS2x2,
-    n: float,
-    *,
-    policy: str = "auto",
-    method: str = "search",
-    span: str = "wide",
-    reps: int | None = None,
-    seed: int = 0,
-    z_init: float | None = None,
-    c_init: float | None = None,
-    theta_exponent: float | None = None,
-    evaluate_reps: int | None = None,
-    eval_reps: int | None = None,
-    evaluate_result: bool = True,
-    iterations: int = 20,
-    chains: int = 4,
-    tau: tuple[float, float] = (0.2, 0.3),
-    learning_rate: float = 0.1,
-    progress: Callable[[int], None] | None = None,
-    analysis: Analysis | None = None,
-) -> PrelimitTune:
+def tune_prelimit(system: PSS2x2, n: float, *, policy: str = "auto", seed: int = 0,
+                  procedure: Procedure = Procedure(), start: Start = Start(), evaluation: Evaluation = Evaluation(),
+                  progress: Callable[[int], None] | None = None, analysis: Analysis | None = None) -> PrelimitTune:
     """Tune (z, c) of the n-th system's policy, then evaluate the tuned policy on fresh replications.
 
     Args:
       system, n: the 2x2 system and the index of the prelimit system.
       policy: ``auto`` (Theorem 2.11) or a policy name; z is tuned for dual-mode policies, c (Theta_n) for
         policies with a threshold (T1/T2 rules); a policy with neither is refused.
-      method: ``search`` (default; module docstring) or ``gradient``.
-      span: the search's first grids: ``wide`` (Theta_n x 1/2 .. 8, z x 0.6 .. 1.6) or ``local`` (x 2^(-1/2) .. 2^(1/2),
-        x 0.8 .. 1.25; both widened while the best point is on an edge): for a warm start, e.g. the ``z`` and ``c``
-        tuned at a smaller n passed as ``z_init`` and ``c_init`` (the threshold constant carries over: Theta_n grows
-        like n^a_bar).
-      reps: replications per candidate (search, default 128) or antithetic pairs per gradient (default 256).
       seed: base seed; the search uses ``derived_seed(seed, SEARCH)`` (the gradient one seed per chain and step),
         the evaluation ``derived_seed(seed, EVALUATION)``, none of them ``seed`` itself.
-      z_init, c_init: the start (default: z* and the simulator's default Theta_n, the theory's policy).
-      theta_exponent: a_bar of Theta_n = ceil(c n^a_bar) (default: the simulator's).
-      evaluate_reps (alias eval_reps): replications of the final evaluation (default 4 * reps);
-      evaluate_result: False skips it (``evaluation`` is None; :func:`simulate_tuned` evaluates itself).
-      iterations, chains, tau, learning_rate: the gradient method's Adam steps per chain, chains, smoothing
-        scales for z and c, and step size.
+      procedure: the method and its settings (:class:`Procedure`).
+      start: the start point and the threshold's exponent (:class:`Start`).
+      evaluation: the final evaluation (:class:`Evaluation`).
+      progress: called with 1 after every candidate or gradient step; analysis: the system's (computed if None).
     Returns:
       A :class:`PrelimitTune`.
     """
+    method, span, reps, iterations, chains, tau, learning_rate = procedure
+    z_init, c_init, theta_exponent = start
+    evaluate_reps, eval_reps, evaluate_result = evaluation
     t0 = time.perf_counter()
     if method not in METHODS:
         raise InputError("method", f"expected one of {', '.join(METHODS)}, got {method!r}")
@@ -355,8 +376,8 @@ def tune_prelimit(
             for k in range(iterations):
                 s = int(np.random.SeedSequence((seed, m, k)).generate_state(1)[0])  # distinct for every (chain, step)
                 used.add(s)
-                g, _, j = smoothed_gradient(system, n, th[0] if tune_z else None, th[1], reps, s, tau, name,
-                                            exponent, a)
+                levels = Levels(th[0] if tune_z else None, exponent, ABSOLUTE, th[1])
+                g, _, j = smoothed_gradient(system, n, levels, reps, s, tau, name, a)
                 updates, state = opt.update(g * mask, state, th)
                 th = np.maximum(np.asarray(optax.apply_updates(th, updates)), [0.0, 0.05])  # z >= 0, c > 0
                 paths[m, k + 1] = th
@@ -401,18 +422,20 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
     Returns the :class:`jaxq.sim.result.SimResult` of the tuned policy; ``info["tuned"]`` holds the tuned ``z``,
     ``theta``, ``c``, their near-optimal ranges, the search's seed, candidates, replications and seconds.
     """
-    for key in ("switch_at", "theta_constant", "theta_rule", "perturb"):
+    for key in ("switch_at", "theta_constant", "theta_rule", "perturb", "levels"):
         if options.get(key) is not None:
             raise InputError(key, "the tuned policy sets its own switching level and threshold; pass it to a policy "
                                   "other than 'tuned'")
     if tune_reps is not None and tune_reps < 2:  # named as the caller named it (tune_prelimit would say reps)
         raise InputError("tune_reps", f"need at least 2 replications, got {tune_reps}")
     a = analysis if analysis is not None else analyze(system)
-    t = tune_prelimit(system, n, policy=policy, reps=tune_reps, seed=seed, theta_exponent=theta_exponent,
-                      evaluate_result=False, analysis=a)
+    t = tune_prelimit(system, n, policy=policy, seed=seed, procedure=Procedure(reps=tune_reps),
+                      start=Start(theta_exponent=theta_exponent), evaluation=Evaluation(evaluate_result=False),
+                      analysis=a)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
-    res = simulate_bounded(system, n, reps, policy=policy, seed=seed, switch_at=t.z, theta_exponent=exponent,
-                           theta_constant=t.c if t.c is not None else 1.0, theta_rule=ABSOLUTE, analysis=a, **options)
+    args = grouped(options)  # the flat options of jaxq.simulate (engine, horizon, chunk, ...), typed
+    levels = Levels(t.z, exponent, ABSOLUTE, t.c if t.c is not None else 1.0)
+    res = simulate_bounded(system, n, reps, policy=policy, seed=seed, analysis=a, **{**args, "levels": levels})
     res.info["tuned"] = tuned_info(t)
     return res
 

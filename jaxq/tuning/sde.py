@@ -42,7 +42,8 @@ def _objective(coeffs, gamma, paths, dt, horizon):
 
 
 def tune_sde(
-    bL, sL, bH, sH, gamma,
+    coefficients: tuple[float, float, float, float],
+    gamma: float,
     *,
     paths: int = 2000,
     dt: float = 0.02,
@@ -56,7 +57,8 @@ def tune_sde(
     """L-BFGS (optax) on the pathwise gradient of the smoothed SDE cost, tau annealed in stages.
 
     Args:
-      bL, sL, bH, sH, gamma: lower- and higher-mode coefficients and the discount rate.
+      coefficients: ``(bL, sL, bH, sH)``, the lower- and higher-mode drift and diffusion coefficients
+        (:meth:`jaxq.diffusion.workload.Analysis.mode_coefficients`); gamma: the discount rate.
       paths, dt: paths per evaluation (common random numbers within a chain) and time step.
       chains: independent chains (>= 2) for the confidence interval.
       seed: chain m uses the key ``fold_in(PRNGKey(seed), m)`` throughout.
@@ -66,6 +68,7 @@ def tune_sde(
     Returns:
       An :class:`SdeTune`: the mean over chains of their last iterate with a t-based 95% interval.
     """
+    bL, sL, bH, sH = (float(x) for x in coefficients)
     coeffs = (bL, sL, bH, sH)
     horizon = default_horizon(0.0, max(abs(bL), abs(bH)), max(sL, sH), gamma)
     if z_init is None:

@@ -19,9 +19,11 @@ def test_a_swallowed_interrupt_is_raised_by_the_replication_loop():
         # as if the KeyboardInterrupt had been raised inside a finalizer and swallowed there: the record is set
         assert interrupt._requested
         with pytest.raises(KeyboardInterrupt):
-            pss2x2.simulate(s, 16, 8, seed=1, horizon=2.0, diagnostics=False)
+            pss2x2.simulate(s, 16, 8, seed=1, truncation=pss2x2.Truncation(horizon=2.0),
+                            outputs=pss2x2.Outputs(diagnostics=False))
         assert not interrupt._requested
-        pss2x2.simulate(s, 16, 8, seed=1, horizon=2.0, diagnostics=False)  # raised once, then runs
+        pss2x2.simulate(s, 16, 8, seed=1, truncation=pss2x2.Truncation(horizon=2.0),
+                        outputs=pss2x2.Outputs(diagnostics=False))  # raised once, then runs
     assert signal.getsignal(signal.SIGINT) is not interrupt._handler and not interrupt._requested
 
 

@@ -13,6 +13,7 @@ from jaxq.diffusion.threshold import discounted_cost, threshold_term
 from jaxq.diffusion.workload import analyze
 from jaxq.examples import path
 from jaxq.model import load
+from jaxq.sim import pss2x2 as PT
 
 COEFFS = [  # (bL, sL, bH, sH, gamma, level)
     (-0.714, 1.651, -0.786, 1.803, 0.5, 0.8),
@@ -103,7 +104,7 @@ def test_beyond_the_switching_level_and_the_public_api():
         threshold_term(an2, "T2", 51 / math.sqrt(1e5)))
     # the default rule is "root": Theta_n = ceil(c n^0.34) with c = sqrt(D) / 3, D the excursion depth
     from jaxq.sim.pss2x2 import setup
-    theta = setup(load(path("pss_T2")), 1e5, theta_rule="root").theta
+    theta = setup(load(path("pss_T2")), 1e5, levels=PT.Levels(theta_rule="root")).theta
     assert theta != 51
     assert jaxq.threshold_term("pss_T2", 1e5) == pytest.approx(threshold_term(an2, "T2", theta / math.sqrt(1e5)))
     with pytest.raises(jaxq.InputError, match="^n: "):

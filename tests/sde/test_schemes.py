@@ -17,9 +17,10 @@ from jaxq.diffusion import hjb, stationary
 from jaxq.errors import InputError
 from jaxq.sde import coefficients as C
 from jaxq.sde import euler, exact_step, skew
-from jaxq.sde.driver import simulate, step_weights
-from jaxq.sde.estimators import discounted_cost, stationary_check, terminal_values, truncation_bound
+from jaxq.sde.driver import Grid, simulate, step_weights
+from jaxq.sde.estimators import Truncation, discounted_cost, stationary_check, terminal_values, truncation_bound
 from jaxq.sde.smoothed import smoothed_cost
+from jaxq.sim.replications import Batching
 
 G = 0.5
 T2T1 = (0.2857142857142856, 1.6278820596099706, -0.7857142857142856, 2.073644135332772)  # bL, sL, bH, sH
@@ -96,8 +97,9 @@ def test_exact_step_has_the_exact_law_of_reflected_bm_at_any_step():
 
 def test_results_do_not_depend_on_batching():
     p = C.wcp(*T2T1, 0.6)
-    a = simulate(skew.SCHEME, p, 0.0, G, 0.05, 2.0, 16, seed=4, times=[1.0])
-    b = simulate(skew.SCHEME, p, 0.0, G, 0.05, 2.0, 24, seed=4, times=[1.0], chunk=16)  # two batches, one padded
+    a = simulate(skew.SCHEME, p, 0.0, G, Grid(0.05, 2.0), 16, seed=4, times=[1.0])
+    b = simulate(skew.SCHEME, p, 0.0, G, Grid(0.05, 2.0), 24, seed=4, times=[1.0],
+                 batching=Batching(chunk=16))  # two batches, one padded
     # path r depends only on r, bit for bit (every batch is a whole number of vectors)
     np.testing.assert_array_equal(a["cost"], b["cost"][:16])
     np.testing.assert_array_equal(a["snaps"], b["snaps"][:16])
@@ -111,7 +113,8 @@ def dual_costs():
     out = {}
     for z in (0.55, 1.5):
         exact = float(hjb.switching_cost(0.0, z, bL, sL, bH, sH, G))
-        out[z] = exact, discounted_cost(C.wcp(bL, sL, bH, sH, z), G, 0.0, dt=0.01, horizon=20.0, paths=10000, seed=5)
+        out[z] = exact, discounted_cost(C.wcp(bL, sL, bH, sH, z), G, 0.0, dt=0.01, truncation=Truncation(20.0),
+                                        paths=10000, seed=5)
     return out
 
 

@@ -56,8 +56,8 @@ def policy_outputs() -> dict:
 def ctmc_outputs() -> dict:
     out = {}
     for j, (name, policy, z) in enumerate(CTMC_CASES):
-        r = S.simulate(load(path(name)), 16, 6, policy=policy, switch_at=z, seed=j, rel_tol=1e-2, engine="uniformized",
-                       theta_rule="paper")  # the recorded threshold rule
+        r = S.simulate(load(path(name)), 16, 6, policy=policy, seed=j, truncation=S.Truncation(rel_tol=1e-2, engine="uniformized"),
+                       levels=S.Levels(switch_at=z, theta_rule="paper"))  # the recorded threshold rule
         out[f"ctmc{j}_J"], out[f"ctmc{j}_switches"] = r.samples["J"], r.samples["switches"]
         out[f"ctmc{j}_stats"] = np.array([r.events, r["truncation_bound"], r["steps"]], np.float64)
     return out
@@ -66,7 +66,7 @@ def ctmc_outputs() -> dict:
 def mmc_outputs() -> dict:
     out = {}
     for j, (lam, mu, c) in enumerate([(3.0, 1.0, 4), (9.0, 2.0, 5)]):
-        r = NW.simulate_mmc(lam, mu, c, reps=5, warmup=2.0, horizon=12.0, seed=j)
+        r = NW.simulate_mmc(lam, mu, c, reps=5, seed=j, window=NW.Window(warmup=2.0, horizon=12.0))
         keys = ("mean_in_system", "mean_queue", "mean_idle", "p_wait")
         out[f"mmc{j}"] = np.array([r[k] for k in keys] + [r.events, r["steps"]] + [r[k + "_stderr"] for k in keys],
                                   np.float64)

@@ -16,6 +16,7 @@ from jaxq.model.pss2x2 import from_dict
 from jaxq.sim import exact_ctmc
 from jaxq.sim.pss2x2 import setup, simulate
 from jaxq.stats import controlled_mean
+from jaxq.sim import pss2x2 as PT
 
 FAMILIES = ("exponential", "erlang:0.25", "gamma:0.5", "gamma:2", "lognormal:2", "hyperexponential:4", "deterministic")
 
@@ -153,7 +154,7 @@ def test_value_function_derivative():
                                   else pytest.param(d, marks=pytest.mark.slow) for d in FAMILIES])
 def test_every_renewal_control_has_mean_zero(dist):
     """The event engine's controls (without subtraction) over many replications: mean within 4 s.e. of 0."""
-    r = simulate(family_system(dist), 36, 1200, seed=5, engine="event", horizon=3.0)
+    r = simulate(family_system(dist), 36, 1200, seed=5, truncation=PT.Truncation(engine="event", horizon=3.0))
     c = r.samples["controls"]
     live = c.std(axis=0) > 0
     # a per-stream control is live exactly when its stream draws random variates: both interarrival streams
@@ -168,7 +169,7 @@ def test_every_renewal_control_has_mean_zero(dist):
 
 @pytest.mark.slow
 def test_ctmc_and_network_controls_have_mean_zero():
-    r = simulate(jaxq.load("pss_T2"), 36, 1200, seed=6, engine="uniformized")
+    r = simulate(jaxq.load("pss_T2"), 36, 1200, seed=6, truncation=PT.Truncation(engine="uniformized"))
     c = r.samples["controls"]
     live = c.std(axis=0) > 0
     z = c[:, live].mean(axis=0) / (c[:, live].std(axis=0, ddof=1) / np.sqrt(c.shape[0]))
@@ -189,7 +190,7 @@ def test_controlled_estimate_against_the_exact_solve(n, name, rule, engine):
     an = jaxq.analyze(system)
     theta = setup(system, n).theta or 0  # the default rule's Theta_n
     exact = exact_ctmc.discounted_cost(system, n, an.active, rule, theta=theta, cap=40 if n == 16 else 90)["J"]
-    r = simulate(system, n, 600, seed=8, engine=engine, horizon=None if engine == "uniformized" else 30.0)
+    r = simulate(system, n, 600, seed=8, truncation=PT.Truncation(engine=engine, horizon=None if engine == "uniformized" else 30.0))
     e = r.main
     assert e.controlled and e.stderr < e.plain_stderr
     assert abs(e.value - exact) <= 4 * e.stderr + r["truncation_bound"], (e.value, exact, e.stderr)
@@ -205,12 +206,13 @@ def test_controlled_results_do_not_depend_on_chunk_or_block():
     tests/sim/test_replications.py::test_results_do_not_depend_on_chunk_block_or_start (the event driver's chunk
     and block)."""
     s = jaxq.load("pss_T2T1")
-    a = simulate(s, 25, 40, seed=3, engine="event")
-    b = simulate(s, 25, 40, seed=3, engine="event", chunk=7, block=32)
+    a = simulate(s, 25, 40, seed=3, truncation=PT.Truncation(engine="event"))
+    b = simulate(s, 25, 40, seed=3, truncation=PT.Truncation(engine="event", block=32),
+                 batching=PT.Batching(chunk=7))
     assert a.value == b.value and a.stderr == b.stderr
     np.testing.assert_array_equal(a.samples["controls"], b.samples["controls"])
     u = simulate(jaxq.load("pss_P"), 25, 40, seed=3)
-    v = simulate(jaxq.load("pss_P"), 25, 40, seed=3, chunk=16)
+    v = simulate(jaxq.load("pss_P"), 25, 40, seed=3, batching=PT.Batching(chunk=16))
     assert u.value == v.value and u.stderr == v.stderr
 
 
@@ -218,7 +220,7 @@ def test_controlled_results_do_not_depend_on_chunk_or_block():
 def test_cv_off_gives_the_plain_estimate():
     s = jaxq.load("pss_P")
     on = simulate(s, 25, 64, seed=2)
-    off = simulate(s, 25, 64, seed=2, cv=False)
+    off = simulate(s, 25, 64, seed=2, outputs=PT.Outputs(cv=False))
     assert off.main.plain is None and off.value == pytest.approx(on.main.plain, rel=1e-12)
 
 

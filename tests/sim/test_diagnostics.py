@@ -19,7 +19,9 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.sim import diagnostics as diag
 from jaxq.sim import event, exact_ctmc
 from jaxq.sim.models import pss2x2 as model
+from jaxq.sim.markov import Horizon
 from jaxq.sim.pss2x2 import DISCOUNTED, setup, simulate
+from jaxq.sim import pss2x2 as PT
 
 N = 16
 SAMPLING = {0: "never", 1: "k1", 2: "every"}
@@ -29,10 +31,10 @@ KEYS = ("idle_waiting", "X_hat_p", "mode_fraction", "switch_rate")
 
 def _exact(system, policy, switch_at, cap):
     res = pol.resolve(analyze(system), policy, switch_at)
-    theta = setup(system, N, policy=policy, switch_at=switch_at).theta or 0  # the default rule's Theta_n
+    theta = setup(system, N, policy=policy, levels=PT.Levels(switch_at=switch_at)).theta or 0  # the default rule's Theta_n
     return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=cap,
-                                      higher=res.higher, rule_higher=RULES[res.rules.higher],
-                                      sampling=SAMPLING[res.rules.sampling], switch_at=res.z, diagnostics=True)
+                                      switching=exact_ctmc.Switching(res.higher, RULES[res.rules.higher],
+                                      SAMPLING[res.rules.sampling], res.z), diagnostics=True)
 
 
 def _per_replication(samples):
@@ -64,7 +66,9 @@ CASES = [  # (example, policy, switch_at, engine, replications, cap)
 @pytest.mark.parametrize("name, policy, switch_at, engine, reps, cap", CASES)
 def test_diagnostics_match_the_exact_occupation_measure(name, policy, switch_at, engine, reps, cap):
     system = load(path(name))
-    r = simulate(system, N, reps, policy=policy, switch_at=switch_at, engine=engine, seed=7)
+    r = simulate(system, N, reps, policy=policy, seed=7,
+                 truncation=PT.Truncation(engine=engine),
+                 levels=PT.Levels(switch_at=switch_at))
     assert r.engine == engine
     ex = _exact(system, policy, switch_at, cap)
     _check(_per_replication(r.samples), ex, 2.0 * math.exp(-system.gamma * r.info["horizon"]))
@@ -87,8 +91,8 @@ def test_diagnostics_match_the_exact_occupation_measure(name, policy, switch_at,
 def test_the_markov_event_driver_folds_the_same_observer():
     """The generic Markov event driver with the observer of the CTMC's states, against the exact values."""
     system = load(path("pss_T2"))
-    st = setup(system, N, policy="PP", switch_at=0.3)
-    out, _ = event.run_markov(model.MARKOV, st.params, DISCOUNTED, 1500, 3, gamma=system.gamma, horizon=st.horizon,
+    st = setup(system, N, policy="PP", levels=PT.Levels(switch_at=0.3))
+    out, _ = event.run_markov(model.MARKOV, st.params, DISCOUNTED, 1500, 3, times=Horizon(system.gamma, 0.0, st.horizon),
                               observer=model.MARKOV_DIAGNOSTICS)
     _check({k: np.asarray(v) for k, v in out["observed"].items()}, _exact(system, "PP", 0.3, 40),
            2.0 * math.exp(-system.gamma * st.horizon))
@@ -98,8 +102,8 @@ def test_the_markov_event_driver_folds_the_same_observer():
 def test_observer_leaves_the_estimate_unchanged():
     """The diagnostics draw nothing: J and the samples of a run are the same with and without them."""
     system = load(path("pss_T2T2"))
-    a = simulate(system, N, 40, seed=2, diagnostics=True)
-    b = simulate(system, N, 40, seed=2, diagnostics=False)
+    a = simulate(system, N, 40, seed=2, outputs=PT.Outputs(diagnostics=True))
+    b = simulate(system, N, 40, seed=2, outputs=PT.Outputs(diagnostics=False))
     np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
     assert "diagnostics" not in b.info and not any(k.startswith(diag.SAMPLE_PREFIX) for k in b.samples)
 
@@ -142,10 +146,12 @@ def _variable_t2t2():
 def test_warning_fires_on_a_tiny_threshold():
     """Theta_n = ceil(1000^0.1) = 2 lets the queue the threshold protects run empty: its dedicated server idles
     while the other class waits, and the warning says so."""
-    r = simulate(_variable_t2t2(), 1000, 48, theta_exponent=0.1, seed=1)
+    r = simulate(_variable_t2t2(), 1000, 48, seed=1,
+                 levels=PT.Levels(theta_exponent=0.1))
     assert r.value > 1.5 * r.info["V0"]
     assert len(r.warnings) == 1 and "idled" in r.warnings[0] and "Theta_n = 2 is small" in r.warnings[0]
-    bare = simulate(_variable_t2t2(), 1000, 48, theta_exponent=0.1, seed=1, diagnostics=False)
+    bare = simulate(_variable_t2t2(), 1000, 48, seed=1, levels=PT.Levels(theta_exponent=0.1),
+                    outputs=PT.Outputs(diagnostics=False))
     assert bare.value == r.value and "diagnostics" not in bare.info
     assert len(bare.warnings) == 1 and "above the lower bound" in bare.warnings[0]
 
@@ -167,6 +173,6 @@ def test_no_warning_on_more_examples_at_their_default(name):
 def test_pss_T2_at_n_1000_is_explained_by_the_threshold_term():
     """pss_T2 is 51% above V0 at n = 10^3 and (2.29)'s threshold (c = 1): the limit's threshold term Delta_n (the
     T2 rule holds the high-priority class near Theta_n) accounts for the gap, and the warning says that."""
-    r = simulate(load(path("pss_T2")), 1000, 200, seed=5, theta_rule="paper")
+    r = simulate(load(path("pss_T2")), 1000, 200, seed=5, levels=PT.Levels(theta_rule="paper"))
     assert r.value > 1.5 * r.info["V0"]
     assert len(r.warnings) == 1 and "threshold term Delta_n" in r.warnings[0]

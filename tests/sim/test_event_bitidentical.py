@@ -70,8 +70,10 @@ def system(name):
 def case_outputs(j, case) -> dict:
     name, n, reps, policy, opts = case
     # the recorded threshold rule, plain: the stored outputs do not involve the controls (test_control_variates.py)
-    r = S.simulate(system(name), n, reps, policy=policy, seed=j, horizon=6.0, record_times=REC, engine="event", cv=False,
-                   theta_rule="paper", **opts)
+    r = S.simulate(system(name), n, reps, policy=policy, seed=j,
+                   truncation=S.Truncation(horizon=6.0, engine="event"),
+                   levels=S.Levels(theta_rule="paper", perturb=opts.get("perturb")),
+                   outputs=S.Outputs(record_times=REC, cv=False, debug=opts.get("debug", False)))
     out = {f"case{j}_{k}": np.asarray(r.samples[k]) for k in KEYS}
     out[f"case{j}_events"] = np.array([r.events], np.int64)
     if "violations" in r.info:

@@ -17,6 +17,7 @@ from jaxq.model.distributions import Dist
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import exact_ctmc
 from jaxq.sim.pss2x2 import setup, simulate
+from jaxq.sim import pss2x2 as PT
 
 N = 16
 SAMPLING = {0: "never", 1: "k1", 2: "every"}
@@ -25,10 +26,10 @@ RULES = ("P", "T1", "T2")
 
 def _exact(system, policy="auto", switch_at=None, cap=45, **kw):
     res = pol.resolve(analyze(system), policy, switch_at)
-    theta = setup(system, N, policy=policy, switch_at=switch_at).theta or 0  # the default rule's Theta_n
+    theta = setup(system, N, policy=policy, levels=PT.Levels(switch_at=switch_at)).theta or 0  # the default rule's Theta_n
     return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=cap,
-                                      higher=res.higher, rule_higher=RULES[res.rules.higher],
-                                      sampling=SAMPLING[res.rules.sampling], switch_at=res.z, **kw)
+                                      switching=exact_ctmc.Switching(res.higher, RULES[res.rules.higher],
+                                      SAMPLING[res.rules.sampling], res.z), **kw)
 
 
 def _moments(alpha, S):
@@ -116,7 +117,7 @@ def test_event_engine_matches_the_exact_phase_type_value(name):
     s = _renewal(name)
     assert not s.exponential
     ex = _exact(s, cap=CAPS[name])
-    r = simulate(s, N, 4000, policy="auto", seed=21, horizon=25.0)
+    r = simulate(s, N, 4000, policy="auto", seed=21, truncation=PT.Truncation(horizon=25.0))
     assert r.engine == "event" and r["truncation_bound"] < 0.1 * r.stderr  # the horizon's cut-off tail
     assert ex["truncation_change"] < 0.2 * r.stderr  # the exact chain's cap
     # the controlled estimate (the renewal control variates: one per stream, weighted by V') and the plain one
@@ -144,14 +145,14 @@ def test_exact_cost_runs_the_policy_simulate_runs_and_picks_its_cap(name, policy
 
     s = load(path(name))
     got = jaxq.exact_cost(s, N, policy=policy, switch_at=0.5 if policy == "T2T2" else None, rtol=1e-4)
-    st = setup(s, N, policy=policy, switch_at=0.5 if policy == "T2T2" else None)
+    st = setup(s, N, policy=policy, levels=PT.Levels(switch_at=0.5 if policy == "T2T2" else None))
     assert (got["policy"], got["theta"], got["switch_at"]) == (st.policy, st.theta, st.switch_at)
     assert got["truncation_change"] <= 1e-4 * got["J"] and got["cap"] >= 40
     res = pol.resolve(analyze(s), policy, 0.5 if policy == "T2T2" else None)
     fixed = exact_ctmc.discounted_cost(s, N, res.lower, RULES[res.rules.lower], theta=got["theta"] or 0,
-                                       cap=got["cap"], check=False, higher=res.higher,
-                                       rule_higher=RULES[res.rules.higher],
-                                       sampling=SAMPLING[res.rules.sampling], switch_at=res.z)
+                                       cap=got["cap"], check=False,
+                                       switching=exact_ctmc.Switching(res.higher, RULES[res.rules.higher],
+                                                                      SAMPLING[res.rules.sampling], res.z))
     assert fixed["J"] == got["J"] and fixed["states"] == got["states"]
 
 

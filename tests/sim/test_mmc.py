@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxq.sim.network import erlang_c, simulate_mmc
+from jaxq.sim.network import Batching, Window, erlang_c, simulate_mmc
 
 
 def stationary_by_linear_solve(lam, mu, c, kmax=3000):
@@ -27,7 +27,7 @@ def test_erlang_c_formula(lam, mu, c):
 
 @pytest.mark.parametrize("engine", ["uniformized", "event"])
 def test_simulation_matches_erlang_c(engine):
-    r = simulate_mmc(8.0, 1.0, 10, reps=200, warmup=20.0, horizon=400.0, seed=1, engine=engine)
+    r = simulate_mmc(8.0, 1.0, 10, reps=200, seed=1, engine=engine, window=Window(warmup=20.0, horizon=400.0))
     e = erlang_c(8.0, 1.0, 10)
     assert r.engine == engine
     for k in ("mean_in_system", "mean_queue", "mean_idle", "p_wait"):  # controlled estimates (the default)
@@ -61,16 +61,16 @@ def test_difference_controls_are_the_basis_increments():
 
 @pytest.mark.slow
 def test_cv_off_gives_the_plain_means():
-    on = simulate_mmc(8.0, 1.0, 10, reps=40, warmup=1.0, horizon=20.0, seed=2)
-    off = simulate_mmc(8.0, 1.0, 10, reps=40, warmup=1.0, horizon=20.0, seed=2, cv=False)
+    on = simulate_mmc(8.0, 1.0, 10, reps=40, seed=2, window=Window(warmup=1.0, horizon=20.0))
+    off = simulate_mmc(8.0, 1.0, 10, reps=40, seed=2, cv=False, window=Window(warmup=1.0, horizon=20.0))
     for k in ("mean_in_system", "p_wait"):
         assert off.estimates[k].plain is None and off[k] == pytest.approx(on.estimates[k].plain, rel=1e-12)
 
 
 @pytest.mark.slow  # chunk invariance of the shared driver: tests/sim/test_replications.py in the fast set
 def test_chunking_does_not_change_results():
-    a = simulate_mmc(8.0, 1.0, 10, reps=10, warmup=1.0, horizon=20.0, seed=4)
-    b = simulate_mmc(8.0, 1.0, 10, reps=10, warmup=1.0, horizon=20.0, seed=4, chunk=3)
+    a = simulate_mmc(8.0, 1.0, 10, reps=10, seed=4, window=Window(warmup=1.0, horizon=20.0))
+    b = simulate_mmc(8.0, 1.0, 10, reps=10, seed=4, window=Window(warmup=1.0, horizon=20.0), batching=Batching(chunk=3))
     for k in ("mean_in_system", "mean_queue", "mean_idle", "p_wait"):
         assert a[k] == b[k] and a[k + "_stderr"] == b[k + "_stderr"]
     assert a.events == b.events

@@ -22,9 +22,10 @@ from jaxq.errors import InputError
 from jaxq.model import load
 from jaxq.model.network import from_dict
 from jaxq.policies import network as pol
-from jaxq.sde.network_euler import simulate_diffusion
+from jaxq.sde.network_euler import Control, Window, simulate_diffusion
 from jaxq.sim import network as C
 from jaxq.sim.models import network as M
+from jaxq.sim.replications import Batching
 
 ENGINES = ("event", "uniformized")
 # the closed-form checks run on the event driver in the fast set, on both with the slow checks (the two drivers are
@@ -50,7 +51,7 @@ def within(est, se, exact):
 @pytest.mark.parametrize("engine", ENGINES_FAST)
 def test_erlang_c_single_pool(engine):
     st = analyze(load(EX / "network_mmc.toml"))
-    r = C.simulate(st, 16, "priority", reps=48, warmup=20.0, horizon=300.0, seed=1, engine=engine)
+    r = C.simulate(st, 16, "priority", reps=48, seed=1, engine=engine, window=C.Window(warmup=20.0, horizon=300.0))
     c, a = int(r["pool_sizes"][0]), float(r["arrival_rates"][0])
     pw = erlang_c(c, a)
     within(r["p_wait"], r["p_wait_stderr"], pw)
@@ -63,7 +64,7 @@ def test_cobham_nonpreemptive_priority(engine):
     """Two classes, one pool, equal rates: W_k = C(c, a) / (c mu) / ((1 - s_{k-1})(1 - s_k))."""
     net = from_dict({"system": {"kind": "network", "lambda": [0.4, 0.6], "mu": [[1.0], [1.0]],
                                 "pool_size": [1.0], "pool_size_hat": [0.5]}})
-    r = C.simulate(net, 16, "priority", reps=48, warmup=20.0, horizon=300.0, seed=2, engine=engine)
+    r = C.simulate(net, 16, "priority", reps=48, seed=2, engine=engine, window=C.Window(warmup=20.0, horizon=300.0))
     c, lam = int(r["pool_sizes"][0]), r["arrival_rates"]
     w0 = erlang_c(c, lam.sum()) / c
     sig = np.cumsum(lam) / c
@@ -78,7 +79,7 @@ def classdep():
 
 @pytest.mark.parametrize("policy", [*(pytest.param(p, marks=pytest.mark.slow) for p in ("priority", "lap")), "swc"])
 def test_class_dependent_mean_idleness_is_exact(classdep, policy):
-    r = C.simulate(classdep, 25, policy, reps=48, warmup=20.0, horizon=200.0, seed=3)
+    r = C.simulate(classdep, 25, policy, reps=48, seed=3, window=C.Window(warmup=20.0, horizon=200.0))
     mu_i = np.array([2.0, 1.0])
     exact = r["pool_sizes"].sum() - (r["arrival_rates"] / mu_i).sum()
     within(r["mean_idle_total"], r["mean_idle_total_stderr"], exact)
@@ -88,7 +89,8 @@ def test_class_dependent_mean_idleness_is_exact(classdep, policy):
 @pytest.mark.parametrize("policy", [pytest.param("priority", marks=pytest.mark.slow), "lqfs"])
 def test_prelimit_identity_3_6_pool_dependent(policy):
     """N network (pool-dependent rates): sum_j w_j E[Y_hat_j] = rho_n exactly for a stable policy."""
-    r = C.simulate(load(EX / "network_N.toml"), 36, policy, reps=48, warmup=20.0, horizon=200.0, seed=6)
+    r = C.simulate(load(EX / "network_N.toml"), 36, policy, reps=48, seed=6,
+                   window=C.Window(warmup=20.0, horizon=200.0))
     np.testing.assert_allclose(r["idleness_weights"], [1.0, 1.0 / 1.5])
     within(r["weighted_idleness_hat"], r["weighted_idleness_hat_stderr"], r["spare_capacity_n"])
     within(r["throughput"], r["throughput_stderr"], r["arrival_rates"])
@@ -98,7 +100,7 @@ def test_prelimit_identity_3_6_pool_dependent(policy):
 def test_lap_underloaded_rate_balance():
     st = analyze(load(EX / "network_lap.toml"))
     assert st.scaling == "underloaded"
-    r = C.simulate(st, 40, "lap", reps=32, warmup=10.0, horizon=100.0, seed=4)
+    r = C.simulate(st, 40, "lap", reps=32, seed=4, window=C.Window(warmup=10.0, horizon=100.0))
     within(r["throughput"], r["throughput_stderr"], r["arrival_rates"])
     busy = r["mean_busy"]
     assert np.all(busy[~st.plan.basic] == 0)  # LAP uses basic activities only
@@ -129,8 +131,8 @@ def test_swc_allocation_is_a_maximum_flow(classdep):
 @pytest.mark.slow
 def test_identity_3_6_by_euler():
     dl = analyze(load(EX / "network_N.toml")).diffusion
-    r = simulate_diffusion(dl, [0.5, 0.5], [0.3, 0.7], "proportional", paths=64, dt=0.02, horizon=100.0,
-                           warmup=10.0, seed=5)
+    control, window = Control("proportional", [0.5, 0.5], [0.3, 0.7]), Window(dt=0.02, horizon=100.0, warmup=10.0)
+    r = simulate_diffusion(dl, control, paths=64, window=window, seed=5)
     assert r["idleness_weight"] == pytest.approx(1 + 0.7 * (-0.5) / 1.5)
     within(r["identity_rhs"], r["identity_rhs_stderr"], dl.spare_capacity)  # controlled (the default)
     est = r.estimates["identity_rhs"]
@@ -139,8 +141,7 @@ def test_identity_3_6_by_euler():
     c = r.samples["controls"]  # the Ito sums have mean zero
     assert np.all(np.abs(c.mean(axis=0)) <= 4 * c.std(axis=0, ddof=1) / np.sqrt(c.shape[0]))
     # results do not depend on chunking (the fit is cross-fitted by path index)
-    b = simulate_diffusion(dl, [0.5, 0.5], [0.3, 0.7], "proportional", paths=64, dt=0.02, horizon=100.0,
-                           warmup=10.0, seed=5, chunk=24)
+    b = simulate_diffusion(dl, control, paths=64, window=window, seed=5, batching=Batching(chunk=24))
     assert b["identity_rhs"] == r["identity_rhs"] and b["mean_neg_stderr"] == r["mean_neg_stderr"]
 
 
@@ -250,7 +251,7 @@ def test_transition_matches_an_independent_statement(example, policy):
 
 def test_the_two_drivers_agree():
     net = load(EX / "network_N.toml")
-    kw = dict(reps=48, warmup=5.0, horizon=60.0, seed=3)
+    kw = dict(reps=48, window=C.Window(warmup=5.0, horizon=60.0), seed=3)
     a = C.simulate(net, 16, "priority", engine="event", **kw)
     b = C.simulate(net, 16, "priority", engine="uniformized", **kw)
     assert a.engine == "event" and b.engine == "uniformized" and b.events > 0
@@ -265,32 +266,33 @@ def test_the_uniformised_window_is_the_one_asked_for():
     """A window shorter than one uniformised step is the initial state, on both drivers (the uniformised one
     used to average whole pages of 64 steps whatever the horizon), and a window of a few steps is not a page."""
     net = load(EX / "network_N.toml")
-    kw = dict(reps=8, warmup=0.0, seed=2)
-    a = C.simulate(net, 4, "priority", engine="event", horizon=1e-300, **kw)
-    b = C.simulate(net, 4, "priority", engine="uniformized", horizon=1e-300, **kw)
+    kw = dict(reps=8, seed=2)
+    a = C.simulate(net, 4, "priority", engine="event", window=C.Window(warmup=0.0, horizon=1e-300), **kw)
+    b = C.simulate(net, 4, "priority", engine="uniformized", window=C.Window(warmup=0.0, horizon=1e-300), **kw)
     np.testing.assert_array_equal(a["mean_in_system"], b["mean_in_system"])
     assert a.events == 0
-    c = C.simulate(net, 4, "priority", engine="uniformized", horizon=1e-3, **kw)
-    d = C.simulate(net, 4, "priority", engine="uniformized", horizon=0.1, **kw)
+    c = C.simulate(net, 4, "priority", engine="uniformized", window=C.Window(warmup=0.0, horizon=1e-3), **kw)
+    d = C.simulate(net, 4, "priority", engine="uniformized", window=C.Window(warmup=0.0, horizon=0.1), **kw)
     assert not np.array_equal(c["mean_in_system"], d["mean_in_system"])
 
 
 def test_batching_does_not_change_results_and_bad_options_are_refused():
     net = load(EX / "network_mmc.toml")
-    kw = dict(reps=10, warmup=1.0, horizon=6.0, seed=5, engine="uniformized")
+    kw = dict(reps=10, window=C.Window(warmup=1.0, horizon=6.0), seed=5, engine="uniformized")
     a = C.simulate(net, 16, "swc", **kw)
-    b = C.simulate(net, 16, "swc", chunk=3, **kw)
+    b = C.simulate(net, 16, "swc", batching=C.Batching(chunk=3), **kw)
     for k in ("mean_in_system", "p_wait", "mean_idle"):
         np.testing.assert_array_equal(a[k], b[k])
     np.testing.assert_array_equal(a["hist_density"], b["hist_density"])
     assert a.events == b.events
     with pytest.raises(InputError, match="snap_times"):
-        C.simulate(net, 16, "swc", snap_times=np.array([1.0]), **kw)
+        C.simulate(net, 16, "swc", outputs=C.Outputs(snap_times=np.array([1.0])), **kw)
     with pytest.raises(InputError, match="engine"):
         C.simulate(net, 16, "swc", reps=4, engine="fast")
 
 
 def test_snapshots_on_the_event_driver():
     net = load(EX / "network_N.toml")
-    r = C.simulate(net, 16, "swc", reps=8, warmup=0.0, horizon=10.0, seed=1, snap_times=[1.0, 5.0])
+    r = C.simulate(net, 16, "swc", reps=8, seed=1, window=C.Window(warmup=0.0, horizon=10.0),
+                   outputs=C.Outputs(snap_times=[1.0, 5.0]))
     assert r.engine == "event" and r["snapshots"].shape == (2, 2) and r.samples["snapshots"].shape == (8, 2, 2)

@@ -18,6 +18,7 @@ from jaxq.model.pss2x2 import Dist
 from jaxq.policies import hook as hk
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim.pss2x2 import setup, simulate
+from jaxq.sim import pss2x2 as PT
 
 N = 16
 
@@ -73,12 +74,15 @@ def _agree(a, b):
 def test_user_rule_p_matches_builtin(name, engine):
     system = load(path(name))
     user, builtin = _user_p(system), "P"
-    a = simulate(system, N, 1000, policy=user, engine=engine, seed=1)
-    b = simulate(system, N, 1000, policy=builtin, engine=engine, seed=2)
+    a = simulate(system, N, 1000, policy=user, seed=1,
+                 truncation=PT.Truncation(engine=engine))
+    b = simulate(system, N, 1000, policy=builtin, seed=2,
+                 truncation=PT.Truncation(engine=engine))
     _agree(a, b)
     assert a.info["policy"] == "user-P" and a.engine == engine
     # same seed: the same decisions on the same random streams, hence the same paths
-    c = simulate(system, N, 1000, policy=builtin, engine=engine, seed=1)
+    c = simulate(system, N, 1000, policy=builtin, seed=1,
+                 truncation=PT.Truncation(engine=engine))
     np.testing.assert_allclose(a.samples["J"], c.samples["J"], rtol=1e-12)
 
 
@@ -121,7 +125,8 @@ def test_longest_queue_first_matches_plain_loop():
     system = load(path("pss_P"))
     horizon = 4.0
     J = _plain_lqf(system, 4, 600, horizon, seed=7)
-    res = simulate(system, 4, 4000, policy=LQF, engine="event", horizon=horizon, seed=3, cv=False)
+    res = simulate(system, 4, 4000, policy=LQF, seed=3, truncation=PT.Truncation(engine="event", horizon=horizon),
+                   outputs=PT.Outputs(cv=False))
     se = math.hypot(res.stderr, J.std(ddof=1) / math.sqrt(len(J)))
     assert abs(res.value - J.mean()) <= 4.0 * se, (res.value, J.mean(), se)
 
@@ -140,7 +145,7 @@ def test_invalid_assignment_fails_the_run(engine, decide):
     system = load(path("pss_P"))
     bad = jaxq.Policy2x2(init=lambda params: (), decide=decide, name="bad")
     with pytest.raises(InputError, match="policy: the Policy2x2 'bad' made [0-9]+ invalid assignments"):
-        simulate(system, N, 8, policy=bad, engine=engine, steps=2000 if engine == "uniformized" else None)
+        simulate(system, N, 8, policy=bad, truncation=PT.Truncation(engine=engine, steps=2000 if engine == "uniformized" else None))
 
 
 def test_checked_refuses_each_invalid_request():
@@ -167,7 +172,8 @@ def test_public_api_takes_a_policy2x2():
 @pytest.mark.parametrize("engine", ["event", pytest.param("uniformized", marks=pytest.mark.slow)])
 def test_controls_have_mean_zero_under_a_user_policy(engine):
     system = load(path("pss_PP_lognormal")) if engine == "event" else _exponential("pss_PP")
-    res = simulate(system, N, 1500, policy=LQF, engine=engine, seed=5)
+    res = simulate(system, N, 1500, policy=LQF, seed=5,
+                   truncation=PT.Truncation(engine=engine))
     c = np.asarray(res.samples["controls"])
     assert c.shape[1] == 11
     se = c.std(axis=0, ddof=1) / math.sqrt(c.shape[0])
@@ -182,8 +188,10 @@ def test_builtins_through_the_user_path_are_the_builtins(policy, name, engine):
     system = _exponential(name) if engine == "uniformized" else load(path(name))
     st = setup(system, N, policy=policy)
     user = hk.builtin(st.params.policy)
-    a = simulate(system, N, 200, policy=user, engine=engine, seed=4, cv=False, diagnostics=False)
-    b = simulate(system, N, 200, policy=policy, engine=engine, seed=4, cv=False, diagnostics=False)
+    a = simulate(system, N, 200, policy=user, seed=4, truncation=PT.Truncation(engine=engine),
+                 outputs=PT.Outputs(cv=False, diagnostics=False))
+    b = simulate(system, N, 200, policy=policy, seed=4, truncation=PT.Truncation(engine=engine),
+                 outputs=PT.Outputs(cv=False, diagnostics=False))
     np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
 
 
@@ -204,8 +212,8 @@ def test_two_starts_at_an_arrival_refused_by_the_event_driver_only():
     system = load(path("pss_P"))
     batch = jaxq.Policy2x2(init=lambda params: (), decide=_batch_decide, name="batch")
     with pytest.raises(InputError, match="both servers a job at an arrival"):
-        simulate(system, N, 8, policy=batch, engine="event")
-    res = simulate(system, N, 8, policy=batch, engine="uniformized", steps=2000)  # the CTMC has no such limit
+        simulate(system, N, 8, policy=batch, truncation=PT.Truncation(engine="event"))
+    res = simulate(system, N, 8, policy=batch, truncation=PT.Truncation(engine="uniformized", steps=2000))  # the CTMC has no such limit
     assert np.all(np.isfinite(res.samples["J"]))
 
 
@@ -236,7 +244,7 @@ def test_params_and_memory_of_a_user_policy(engine):
 
     def run(theta, after):
         params = {"theta": jnp.int32(theta), "after": jnp.int32(after)}
-        return simulate(system, N, 64, policy=pol._replace(params=params), engine=engine, seed=0, steps=steps)
+        return simulate(system, N, 64, policy=pol._replace(params=params), seed=0, truncation=PT.Truncation(engine=engine, steps=steps))
 
     a, b = run(1, 0), run(10**6, 0)
     assert b.compile_s < 0.5 * a.compile_s or b.compile_s < 0.05  # the same compiled engine

@@ -26,11 +26,13 @@ def test_every_program_constructor_is_bounded(fn):
 @pytest.mark.slow
 def test_a_dropped_program_is_built_again_with_the_same_numbers():
     s = load(path("pss_PP"))
-    a = pss2x2.simulate(s, 64, 16, seed=4, horizon=5.0, diagnostics=False)
+    a = pss2x2.simulate(s, 64, 16, seed=4, truncation=pss2x2.Truncation(horizon=5.0),
+                        outputs=pss2x2.Outputs(diagnostics=False))
     for fn in CONSTRUCTORS:
         fn.cache_clear()
     replications._COMPILED.clear()
     gc.collect()
-    b = pss2x2.simulate(s, 64, 16, seed=4, horizon=5.0, diagnostics=False)
+    b = pss2x2.simulate(s, 64, 16, seed=4, truncation=pss2x2.Truncation(horizon=5.0),
+                        outputs=pss2x2.Outputs(diagnostics=False))
     np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
     assert event.program.cache_info().currsize >= 1

@@ -16,6 +16,7 @@ from jaxq.policies.thresholds import theta_level
 from jaxq.sim import exact_ctmc
 from jaxq.sim.models.pss2x2 import VIOLATIONS
 from jaxq.sim.pss2x2 import default_horizon, setup, simulate
+from jaxq.sim import pss2x2 as PT
 
 N = 16
 REPS = 4000
@@ -31,7 +32,7 @@ def systems():
 
 def _theta(system, policy="auto", switch_at=None):
     """Theta_n of the simulator's default threshold rule at n = N (0 for a policy without a threshold)."""
-    return setup(system, N, policy=policy, switch_at=switch_at).theta or 0
+    return setup(system, N, policy=policy, levels=PT.Levels(switch_at=switch_at)).theta or 0
 
 
 def _exact(system, mode, rule, theta=0):
@@ -42,8 +43,8 @@ def _exact(system, mode, rule, theta=0):
 
 def _sim(system, policy, horizon=T, seed=0):
     return simulate(
-        system, N, REPS, policy=policy, seed=seed, horizon=horizon, record_times=(0.0, 1.0, horizon), debug=True
-    )
+        system, N, REPS, policy=policy, seed=seed, truncation=PT.Truncation(horizon=horizon),
+                    outputs=PT.Outputs(record_times=(0.0, 1.0, horizon), debug=True))
 
 
 def _no_violations(r):
@@ -96,11 +97,13 @@ def test_switching_policies_match_exact_ctmc(systems, name, policy, rules, sampl
     sy = systems[name]
     lo = analyze(sy).active
     ex = exact_ctmc.discounted_cost(
-        sy, N, lo, rules[0], theta=_theta(sy, policy, 0.5), cap=30, higher=1 - lo, rule_higher=rules[1],
-        sampling=sampling, switch_at=0.5
+        sy, N, lo, rules[0], theta=_theta(sy, policy, 0.5), cap=30,
+        switching=exact_ctmc.Switching(1 - lo, rules[1], sampling, 0.5)
     )
     assert ex["truncation_change"] < 1e-4
-    r = simulate(sy, N, REPS, policy=policy, seed=3, switch_at=0.5, horizon=T, record_times=(0.0, 1.0, T), debug=True)
+    r = simulate(sy, N, REPS, policy=policy, seed=3, truncation=PT.Truncation(horizon=T),
+                 levels=PT.Levels(switch_at=0.5),
+                 outputs=PT.Outputs(record_times=(0.0, 1.0, T), debug=True))
     assert r["switch_at"] == 0.5 and r["switches"].mean() > 10
     assert abs(r["J_hat"] - ex["J"]) <= 4 * r.stderr
     _no_violations(r)
@@ -135,7 +138,7 @@ def six_by_six(systems):
     out = {}
     for name in CASES:
         for policy in ("auto",) + tuple(pol.POLICIES):
-            out[name, policy] = simulate(systems[name], N, 5, policy=policy, seed=3, debug=True)
+            out[name, policy] = simulate(systems[name], N, 5, policy=policy, seed=3, outputs=PT.Outputs(debug=True))
     return out
 
 
@@ -167,7 +170,8 @@ def test_mode_sampling_times(systems, six_by_six):
 @pytest.mark.slow
 def test_identical_for_any_chunk_size(systems, six_by_six):
     a = six_by_six["pss_T2T2", "auto"]
-    b = simulate(systems["pss_T2T2"], N, 5, seed=3, debug=True, chunk=2)
+    b = simulate(systems["pss_T2T2"], N, 5, seed=3, outputs=PT.Outputs(debug=True),
+                 batching=PT.Batching(chunk=2))
     for k in ("J", "sup_X_hat", "X_hat_T", "switches"):
         np.testing.assert_array_equal(a[k], b[k])
     assert a.events == b.events
@@ -175,7 +179,7 @@ def test_identical_for_any_chunk_size(systems, six_by_six):
 
 def test_switch_at_is_honoured(systems):
     sy = systems["pss_T2T1"]
-    st = setup(sy, 100.0, switch_at=0.25)
+    st = setup(sy, 100.0, levels=PT.Levels(switch_at=0.25))
     assert st.switch_at == 0.25 and float(st.params.policy.level) == pytest.approx(10 * 0.25)
     st = setup(sy, 100.0, policy="P")
     assert st.switch_at is None and st.modes_used == [analyze(sy).lower + 1]
@@ -231,8 +235,8 @@ def exact_of(system, policy, switch_at=None):
     res = pol.resolve(analyze(system), policy, switch_at)
     theta = _theta(system, policy, switch_at)
     return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=50,
-                                      higher=res.higher, rule_higher=RULES[res.rules.higher],
-                                      sampling=SAMPLING[res.rules.sampling], switch_at=res.z)["J"]
+                                      switching=exact_ctmc.Switching(res.higher, RULES[res.rules.higher],
+                                      SAMPLING[res.rules.sampling], res.z))["J"]
 
 
 @pytest.mark.parametrize("name, policy, switch_at", [
@@ -243,7 +247,8 @@ def exact_of(system, policy, switch_at=None):
 ])
 def test_uniformized_agrees_with_exact_solve(systems, name, policy, switch_at):
     s = systems[name]
-    r = simulate(s, N, 1500, policy=policy, switch_at=switch_at, seed=11)
+    r = simulate(s, N, 1500, policy=policy, seed=11,
+                 levels=PT.Levels(switch_at=switch_at))
     assert r.engine == "uniformized"
     v = exact_of(s, policy, switch_at)
     assert abs(r.value - v) <= 4 * r.stderr + r["truncation_bound"], (r.value, v, r.stderr)
@@ -254,14 +259,15 @@ def test_uniformized_agrees_with_exact_solve(systems, name, policy, switch_at):
 @pytest.mark.slow  # chunk invariance of the shared driver: tests/sim/test_replications.py in the fast set
 def test_uniformized_chunks_give_identical_results(systems):
     a = simulate(systems["pss_T2"], N, 20, seed=3)
-    b = simulate(systems["pss_T2"], N, 20, seed=3, chunk=7)
+    b = simulate(systems["pss_T2"], N, 20, seed=3, batching=PT.Batching(chunk=7))
     np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
 
 
 def test_engine_choice(systems):
     with pytest.raises(InputError, match="exponential"):
-        simulate(systems["pss_PP"], N, 10, engine="uniformized")
+        simulate(systems["pss_PP"], N, 10, truncation=PT.Truncation(engine="uniformized"))
     with pytest.raises(InputError, match="event engine"):
-        simulate(systems["pss_P"], N, 10, engine="uniformized", debug=True)
+        simulate(systems["pss_P"], N, 10, truncation=PT.Truncation(engine="uniformized"),
+                 outputs=PT.Outputs(debug=True))
     assert simulate(systems["pss_PP"], N, 4).engine == "event"
-    assert simulate(systems["pss_P"], N, 4, record_times=(1.0,)).engine == "event"
+    assert simulate(systems["pss_P"], N, 4, outputs=PT.Outputs(record_times=(1.0,))).engine == "event"

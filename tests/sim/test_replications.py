@@ -89,9 +89,11 @@ def test_chunk_one_and_two_are_bit_identical():
     """Every batch is a whole number of vectors, so a replication's last bit does not depend on its batch
     (XLA:CPU computes a loop's ragged tail with scalar code)."""
     system = load(path("pss_T2T1"))
-    a = pss2x2.simulate(system, 25, 10, seed=4, engine="event", chunk=1)
-    b = pss2x2.simulate(system, 25, 10, seed=4, engine="event", chunk=2)
-    c = pss2x2.simulate(system, 25, 10, seed=4, engine="event")
+    a = pss2x2.simulate(system, 25, 10, seed=4, truncation=pss2x2.Truncation(engine="event"),
+                        batching=pss2x2.Batching(chunk=1))
+    b = pss2x2.simulate(system, 25, 10, seed=4, truncation=pss2x2.Truncation(engine="event"),
+                        batching=pss2x2.Batching(chunk=2))
+    c = pss2x2.simulate(system, 25, 10, seed=4, truncation=pss2x2.Truncation(engine="event"))
     np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
     np.testing.assert_array_equal(a.samples["J"], c.samples["J"])
 
@@ -114,12 +116,14 @@ DEVICES_MM1 = textwrap.dedent(
 DEVICES_MODELS = textwrap.dedent(
     """
     net = load(path("network_N"))
-    res = [network.simulate(net, 16, "priority", reps=12, warmup=1.0, horizon=6.0, seed=2, chunk=c,
-                            devices=jax.local_devices()[:d], hist_bins=0) for d, c in ((1, 12), (4, 5))]
+    res = [network.simulate(net, 16, "priority", reps=12, window=network.Window(1.0, 6.0), seed=2,
+                            outputs=network.Outputs(hist_bins=0),
+                            batching=network.Batching(chunk=c, devices=jax.local_devices()[:d]))
+           for d, c in ((1, 12), (4, 5))]
     for r in res[1:]:
         np.testing.assert_array_equal(res[0].samples["mean_queue"], r.samples["mean_queue"])
     sy = load(path("pss_P"))
-    res = [pss2x2.simulate(sy, 16, 12, seed=2, chunk=c, devices=jax.local_devices()[:d])
+    res = [pss2x2.simulate(sy, 16, 12, seed=2, batching=pss2x2.Batching(chunk=c, devices=jax.local_devices()[:d]))
            for d, c in ((1, 12), (4, 5))]
     np.testing.assert_array_equal(res[0].samples["J"], res[1].samples["J"])
     """

@@ -30,7 +30,7 @@ def runs(system):
     short = pss2x2.simulate(system, 1, 1000)  # the default truncation, unchecked
     bounded = jaxq.simulate(system, 1, 1000)
     # the same replications (same seeds, same engine) truncated much later: the reference for both
-    ref = pss2x2.simulate(system, 1, 1000, steps=3 * bounded.info["steps"])
+    ref = pss2x2.simulate(system, 1, 1000, truncation=pss2x2.Truncation(steps=3 * bounded.info["steps"]))
     return short, bounded, ref
 
 

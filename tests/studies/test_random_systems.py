@@ -13,6 +13,7 @@ from jaxq.model.distributions import Dist
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
 from jaxq.studies.random_draw import CASES, FAMILIES, SCV_RANGE, draw, draw_system
+from jaxq.sim import pss2x2 as PT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,12 +144,15 @@ def test_setup_uses_the_rule(drawn):
     res = pol.resolve(d.analysis, "auto", None)
     c = thresholds.theta_rule_constant("depth", d.analysis, res)
     for n in (100.0, 1e4):
-        st = setup(d.system, n, theta_exponent=0.4, theta_rule="depth", analysis=d.analysis)
+        st = setup(d.system, n, analysis=d.analysis,
+                   levels=PT.Levels(theta_exponent=0.4, theta_rule="depth"))
         assert st.theta == math.ceil(c * n**0.4 - 1e-9)
-        assert setup(d.system, n, theta_exponent=0.4, theta_rule="paper", analysis=d.analysis).theta == math.ceil(
+        assert setup(d.system, n, analysis=d.analysis,
+                     levels=PT.Levels(theta_exponent=0.4, theta_rule="paper")).theta == math.ceil(
             n**0.4 - 1e-9)
         root = thresholds.theta_rule_constant("root", d.analysis, res)  # the default rule
-        assert setup(d.system, n, theta_exponent=0.4, analysis=d.analysis).theta == math.ceil(root * n**0.4 - 1e-9)
+        assert setup(d.system, n, analysis=d.analysis,
+                     levels=PT.Levels(theta_exponent=0.4)).theta == math.ceil(root * n**0.4 - 1e-9)
 
 
 def test_experiment_files_validate_and_list_their_points():

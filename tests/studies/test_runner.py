@@ -17,6 +17,7 @@ from jaxq.cli import main
 from jaxq.errors import InputError
 from jaxq.studies import experiment as ex
 from jaxq.studies import runner, stats
+from jaxq.sim import pss2x2 as PT
 
 TINY = """
 [experiment]
@@ -68,7 +69,8 @@ def test_runner_matches_the_simulator_api(reference):
     from jaxq.sim.pss2x2 import simulate
 
     out, rec = reference
-    direct = simulate(load(path("pss_PP")), 16, 5, seed=3, horizon=2.0, record_times=(1.0,))
+    direct = simulate(load(path("pss_PP")), 16, 5, seed=3, truncation=PT.Truncation(horizon=2.0),
+                      outputs=PT.Outputs(record_times=(1.0,)))
     row = next(r for r in rec["tables"]["summary"] if r["system"] == "pss_PP" and r["n"] == 16)
     assert row["J_hat"] == direct.value and row["J_hat_stderr"] == direct.stderr
 

@@ -108,7 +108,7 @@ def test_sde_tuning_close_to_z_star():
     from jaxq.tuning.sde import tune_sde
 
     a = analyze(load(path("pss_T2T1")))
-    r = tune_sde(*a.mode_coefficients(), a.system.gamma, paths=400, dt=0.05, chains=2, iterations=5, taus=(0.3, 0.1))
+    r = tune_sde(a.mode_coefficients(), a.system.gamma, paths=400, dt=0.05, chains=2, iterations=5, taus=(0.3, 0.1))
     assert r.z_ci[0] <= r.z <= r.z_ci[1]
     # the hard policy at the tuned level costs within 2% of V_WCP(0) (the cost is flat near z*)
     assert a.wcp_cost(0.0, switch_at=r.z) <= 1.02 * a.V_wcp0

@@ -65,7 +65,9 @@ def t2t1_small():
     (at n = 16 the class the threshold protects runs empty too often: a smaller switching level or threshold
     costs less)."""
     s = jaxq.load("pss_T2T1")
-    return s, tune_prelimit(s, 16, reps=32, evaluate_reps=128, seed=3)
+    return s, tune_prelimit(s, 16, seed=3,
+                            procedure=prelimit.Procedure(reps=32),
+                            evaluation=prelimit.Evaluation(evaluate_reps=128))
 
 
 @pytest.mark.slow
@@ -107,7 +109,9 @@ def test_final_estimate_uses_fresh_replications(t2t1_small):
 @pytest.mark.slow  # the gradient tuner (not the default search)
 def test_gradient_method_evaluates_on_a_fresh_seed():
     s = jaxq.load("pss_T2T1")
-    r = tune_prelimit(s, 16, method="gradient", reps=8, chains=2, iterations=2, evaluate_reps=16, seed=1)
+    r = tune_prelimit(s, 16, seed=1,
+                      procedure=prelimit.Procedure(method="gradient", reps=8, chains=2, iterations=2),
+                      evaluation=prelimit.Evaluation(evaluate_reps=16))
     assert r.evaluation["seed"] not in r.seeds["search"] and len(r.seeds["search"]) == 4
     assert r.z_ci[0] <= r.z <= r.z_ci[1] and r.chains.shape == (2, 3, 2)
 
@@ -115,9 +119,9 @@ def test_gradient_method_evaluates_on_a_fresh_seed():
 def test_bad_method_and_span_are_refused():
     s = jaxq.load("pss_T2T1")
     with pytest.raises(InputError, match="method"):
-        tune_prelimit(s, 16, method="newton")
+        tune_prelimit(s, 16, procedure=prelimit.Procedure(method="newton"))
     with pytest.raises(InputError, match="span"):
-        tune_prelimit(s, 16, span="everywhere")
+        tune_prelimit(s, 16, procedure=prelimit.Procedure(span="everywhere"))
 
 
 def test_simulate_tuned_in_one_call(monkeypatch):
