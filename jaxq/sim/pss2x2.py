@@ -372,8 +372,8 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
     horizon or ``steps`` given by the caller is used as given (its bound is reported and widens ``ci95``).
     The analysis's warnings (a tie in the high-priority class) come first in the result's ``warnings``.
     """
-    res = _bounded(system, n, reps, **args)
-    an = args.get("analysis") or analyze(system)
+    an = args.get("analysis") or analyze(system)  # once: every run below (and its reruns) is given it
+    res = _bounded(system, n, reps, **{**args, "analysis": an})
     return dataclasses.replace(res, warnings=tuple(an.warnings) + res.warnings) if an.warnings else res
 
 

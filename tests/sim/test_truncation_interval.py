@@ -69,3 +69,27 @@ def test_one_interval_rule_for_sde_and_prelimit():
     r = jaxq.simulate("pss_PP", 16, 64, horizon=2.0)  # a horizon given: used as given, its bound in ci95
     assert isinstance(r.main, TruncatedEstimate) and r.main.tail == r.info["truncation_bound"] > 0
     assert math.isclose(r.ci95[1], r.value + 1.96 * r.stderr + r.info["truncation_bound"])
+
+
+def test_the_system_is_analysed_once_per_call_reruns_included(monkeypatch):
+    """jaxq.simulate analyses the system once and passes the analysis down, also to a run the truncation check
+    repeats with a longer horizon."""
+    import jaxq
+    from jaxq.diffusion import workload
+
+    calls = []
+    analyze = workload.analyze
+    monkeypatch.setattr(pss2x2, "analyze", lambda *a, **k: calls.append(1) or analyze(*a, **k))
+    longer = pss2x2._longer_truncation
+    asked = []
+
+    def once_longer(res, gamma, rel_tol):  # ask for one rerun, then the real rule
+        if not asked:
+            asked.append(1)
+            return "horizon", res.info["horizon"] * 1.5, res.info["horizon"] * 1.5
+        return longer(res, gamma, rel_tol)
+
+    monkeypatch.setattr(pss2x2, "_longer_truncation", once_longer)
+    r = jaxq.simulate("pss_T2T1", n=100, reps=16, seed=1, engine="event")
+    assert asked and len(calls) == 1, (asked, calls)
+    assert r.info["horizon"] > pss2x2.default_horizon(jaxq.load("pss_T2T1"), 100, scale=jaxq.analyze("pss_T2T1").V0)
