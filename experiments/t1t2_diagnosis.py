@@ -138,7 +138,7 @@ def run_point(system, an, n, reps, policy, seed, t_end, horizon, theta_constant=
     params = DParams(st.params, jnp.float64(t_end), jnp.asarray(md.beta), jnp.asarray(system.mu_hat),
                      jnp.float64(np.sum(system.lambda_hat / md.alpha)), jnp.int32(an.p))
     t = time.perf_counter()
-    out, _ = event.run(engine_d(st.spec), params, reps, seed, chunk=min(reps, 100))
+    out, _ = event.run(engine_d(st.spec), params, reps, seed, batching=simmod.Batching(chunk=min(reps, 100)))
     wall = time.perf_counter() - t
     acc = np.asarray(out["acc"])
     rn = math.sqrt(n)

@@ -231,12 +231,14 @@ def _check_options(where: str, options: dict, own, *callees, taken=(), flat=None
     """Refuse an option that none of ``callees`` (pairs ``(function, number of leading parameters the API
     passes itself)``) takes: an InputError naming it and the closest valid keyword (the function's own
     keywords ``own`` included); ``taken``: keywords the API passes itself under another name; ``flat``: typed
-    arguments (name -> NamedTuple) whose fields the API takes as flat options and groups itself."""
+    arguments (name -> NamedTuple) whose fields the API takes as flat options and groups itself (the arguments
+    themselves are the API's, not options)."""
+    flat = flat or {}
     valid = set()
     for fn, skip in callees:
         valid |= _keywords(fn, skip)
-    valid -= set(taken)
-    for group in (flat or {}).values():
+    valid -= set(taken) | set(flat)
+    for group in flat.values():
         valid |= set(group._fields)
     for k in options:
         if k not in valid:
@@ -352,7 +354,7 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
             raise InputError("policy", "a Policy2x2 is a policy of the 2x2 system; a network takes a policy name")
 
         _check_options("jaxq.simulate (a network)", options, _own(simulate), (network.simulate, 3),
-                       taken=tuple(network.GROUPS), flat=network.GROUPS)
+                       flat=network.GROUPS)
         return network.simulate(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,
                                 seed=seed, **network.grouped(options))
     from jaxq.sim import pss2x2
@@ -361,11 +363,11 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
         from jaxq.tuning.prelimit import simulate_tuned
 
         _check_options("jaxq.simulate (a 2x2 system, tuned)", options, _own(simulate), (simulate_tuned, 3),
-                       (pss2x2.simulate, 3), taken=tuple(pss2x2.GROUPS), flat=pss2x2.GROUPS)
+                       (pss2x2.simulate, 3), flat=pss2x2.GROUPS)
         return simulate_tuned(system, n, 1000 if reps is None else reps, engine=engine, seed=seed, **options)
 
     _check_options("jaxq.simulate (a 2x2 system)", options, _own(simulate), (pss2x2.simulate, 3),
-                   taken=tuple(pss2x2.GROUPS), flat=pss2x2.GROUPS)
+                   flat=pss2x2.GROUPS)
     return pss2x2.simulate_bounded(system, n, 1000 if reps is None else reps,
                                    **pss2x2.grouped({"policy": policy or "auto", "seed": seed, "engine": engine,
                                                      **options}))
@@ -421,7 +423,7 @@ def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme
     from jaxq.sde.estimators import GROUPS, discounted_cost, wcp_value
 
     _check_options("jaxq.simulate_sde", options, _own(simulate_sde), (discounted_cost, 3),
-                   taken=("scheme_name",) + tuple(GROUPS), flat=GROUPS)
+                   taken=("scheme_name",), flat=GROUPS)
     return wcp_value(analyze(system), z0, switch_at, dt=dt, paths=paths, seed=seed, scheme_name=scheme,
                      **grouped({"horizon": horizon, **options}, GROUPS))
 
@@ -440,7 +442,7 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
     from jaxq.sde.network_euler import GROUPS, Control, simulate_diffusion
 
     _check_options("jaxq.simulate_network_sde", options, _own(simulate_network_sde), (simulate_diffusion, 1),
-                   taken=("control",) + tuple(GROUPS), flat=GROUPS)
+                   taken=("control",), flat=GROUPS)
     dl = stationary_diffusion(analyze(network))  # critically loaded, positive spare capacity (long-run averages)
     return simulate_diffusion(dl, Control(control, uc, us), paths=paths, seed=seed,
                               **grouped({"dt": dt, "horizon": horizon, "warmup": warmup, **options}, GROUPS))
@@ -463,7 +465,7 @@ def tune(system, target: str = "exact", **options):
         from jaxq.tuning.prelimit import GROUPS, tune_prelimit
 
         _check_options("jaxq.tune (target 'prelimit')", options, _own(tune), (tune_prelimit, 1),
-                       taken=tuple(GROUPS), flat=GROUPS)
+                       flat=GROUPS)
         if "n" not in options:
             raise InputError("n", "the prelimit target needs the index n of the system")
         n = options.pop("n")
@@ -507,7 +509,7 @@ def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **option
     from jaxq.sim import fastslow
 
     _check_options("jaxq.simulate_fastslow", options, _own(simulate_fastslow), (fastslow.simulate, 4),
-                   taken=tuple(fastslow.GROUPS), flat=fastslow.GROUPS)
+                   flat=fastslow.GROUPS)
     return fastslow.simulate(lam, mu1, mu2, q_thresholds, **fastslow.grouped(options))
 
 

@@ -46,6 +46,12 @@ class Levels(NamedTuple):
     theta_constant: float = 1.0
     perturb: tuple[float, float, float] | None = None
 
+    @classmethod
+    def absolute(cls, switch_at: float | None, theta_exponent: float, theta_constant: float | None) -> "Levels":
+        """The levels of a tuned policy: z and the threshold's constant c itself (rule :data:`ABSOLUTE_RULE`,
+        Theta_n = ceil(c n^a_bar); c None, for a policy without a threshold, is 1)."""
+        return cls(switch_at, theta_exponent, ABSOLUTE_RULE, 1.0 if theta_constant is None else theta_constant)
+
 
 def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:
     """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1)."""

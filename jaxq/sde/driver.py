@@ -196,8 +196,7 @@ def run_loop(prog: replications.Program, args, paths: int, seed: int, batching: 
     ``work``: the path-steps expected (told to the progress callback before any work). Returns
     ``(outputs, timing)`` of :func:`jaxq.sim.replications.run`."""
     replications.announce(batching.progress, work, "path-steps")
-    return replications.run(prog, args, paths, seed, start=batching.start, chunk=batching.chunk,
-                            devices=batching.devices, progress=batching.progress)
+    return replications.run(prog, args, paths, seed, batching=batching)
 
 
 class Args(NamedTuple):

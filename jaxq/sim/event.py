@@ -97,16 +97,16 @@ def blocks_per_call(size: int, block: int) -> int:
     return int(max(1, min(1 << 12, (1 << 21) // (block * max(size, 1)))))
 
 
-def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128, start: int = 0, chunk: int | None = None,
-        devices=None, progress=None, max_slice: int | None = None):
+def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128,
+        batching: replications.Batching = replications.Batching(), max_slice: int | None = None):
     """Run ``reps`` replications of an event engine; returns ``(outputs, timing)`` (numpy, axis 0 replications).
 
-    ``max_slice`` (default None: one slice per core at most) caps the replications of a core slice.
+    ``batching``: how the replications are executed (:class:`~jaxq.sim.replications.Batching`); ``max_slice``
+    (default None: one slice per core at most) caps the replications of a core slice.
     """
-    p = replications.plan(reps, chunk, devices, max_slice)
+    p = replications.plan(reps, batching.chunk, batching.devices, max_slice)
     prog = program(engine, int(block), blocks_per_call(p.size, int(block)))
-    return replications.run(prog, params, reps, seed, start=start, chunk=chunk, devices=devices, progress=progress,
-                            max_slice=max_slice)
+    return replications.run(prog, params, reps, seed, batching=batching, max_slice=max_slice)
 
 
 # ------------------------------------------------------------------------------------ Markov chains
@@ -226,11 +226,9 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     gamma, warmup, horizon = (float(t) for t in times)
     a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)),
                    jnp.asarray(snap_times, jnp.float64).reshape(-1))
-    start, chunk, devices, progress = batching
-    if progress is not None and markov.bound is not None:  # an upper estimate
-        replications.announce(progress, float(reps) * markov.bound(params) * horizon, "events")
-    out, timing = run(markov_engine(markov, functional, observer), a, reps, seed, block=block, start=start, chunk=chunk,
-                      devices=devices, progress=progress)
+    if batching.progress is not None and markov.bound is not None:  # an upper estimate
+        replications.announce(batching.progress, float(reps) * markov.bound(params) * horizon, "events")
+    out, timing = run(markov_engine(markov, functional, observer), a, reps, seed, block=block, batching=batching)
     res = {"state": out["state"], "events": out["events"], "snap": out["snap"]}
     if observer is not None:
         res["observed"] = out["observed"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -29,9 +29,9 @@ from jaxq.diffusion.value import value_function
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
-from jaxq.options import grouped as options_grouped
 from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss_cost_scale,
                                  pss_default_horizon)
+from jaxq.options import grouped as options_grouped
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies.hook import Policy2x2
 from jaxq.policies import thresholds
@@ -283,7 +283,6 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
     engine, horizon, steps, rel_tol, block = truncation
     record_times, cv, diagnostics, debug = outputs
     batching = batching.checked()
-    start, chunk, devices, progress = batching
     perturb = levels.perturb
     if not (isinstance(reps, (int, np.integer)) and reps >= 1):
         raise InputError("reps", f"need at least 1 replication, got {reps!r}")
@@ -319,10 +318,9 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
         info.update(steps=uinfo["steps"], horizon=uinfo["steps"] / big)
     else:
         check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events", reps_key="reps")
-        replications.announce(progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
+        replications.announce(batching.progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
         out, timing = event.run(model.engine(st.spec, bool(debug) and st.hook is None, bool(cv), bool(diagnostics),
-                                             st.hook), st.params, reps, seed, block=block, start=start, chunk=chunk,
-                                devices=devices, progress=progress)
+                                             st.hook), st.params, reps, seed, block=block, batching=batching)
         if st.hook is not None:
             refused(out["bad"], st.policy)
         observed = out.get("diag")
@@ -339,7 +337,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
     info["truncation_bound"] = float(np.mean(bound))
     if controls is not None:
         samples["controls"] = controls
-    est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, start + np.arange(len(J)),
+    est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, batching.start + np.arange(len(J)),
                                                                          coarse=COARSE_CONTROLS),
                                                   info["truncation_bound"])}  # ci95 widened by the tail left out
     if diagnostics:

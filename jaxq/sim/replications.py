@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq import interrupt
+from jaxq.errors import InputError
 
 LANES = 8  # a batch is a whole number of vectors (see the module docstring)
 MIN_SLICE = 256  # replications per core slice below which splitting a chunk costs more than it gains
@@ -88,8 +89,6 @@ class Batching(NamedTuple):
 
     def checked(self) -> "Batching":
         """This batching after the checks of user input (an :class:`~jaxq.errors.InputError` naming the key)."""
-        from jaxq.errors import InputError
-
         if not (isinstance(self.start, (int, np.integer)) and self.start >= 0):
             raise InputError("start", f"must be a whole number >= 0, got {self.start!r}")
         if self.chunk is not None and not (isinstance(self.chunk, (int, np.integer)) and self.chunk >= 1):
@@ -196,22 +195,22 @@ def _pad(k: jax.Array, size: int) -> jax.Array:
     return k if m == size else jnp.concatenate([k, jnp.repeat(k[-1:], size - m, axis=0)])
 
 
-def run(program: Program, args, reps: int, seed: int, *, start: int = 0, chunk: int | None = None, devices=None,
-        max_slice: int | None = MAX_SLICE, progress: Callable[[int], None] | None = None,
-        ) -> tuple[Any, Timing]:
+def run(program: Program, args, reps: int, seed: int, *, batching: Batching = Batching(),
+        max_slice: int | None = MAX_SLICE) -> tuple[Any, Timing]:
     """Run replications ``start .. start+reps-1`` of a program; outputs are numpy arrays (axis 0: replications).
 
     Args:
       program: the compiled simulator (:class:`Program`).
       args: its traced arguments (a pytree of arrays; other values do not recompile).
-      reps, seed: number of replications and base seed; start: index of the first replication.
-      chunk: replications per compiled call (default all; any value gives identical results).
-      devices: devices to shard each chunk over (default all local devices).
+      reps, seed: number of replications and base seed.
+      batching: the first replication, replications per compiled call (default all; any value gives identical
+        results), the devices each chunk is cut over (default all local devices) and the progress callback,
+        called with the work done (in ``program.unit``) after every ``advance`` call (:class:`Batching`).
       max_slice: see :func:`plan`.
-      progress: called with the work done (in ``program.unit``) after every ``advance`` call.
     Returns:
       ``(outputs, timing)``.
     """
+    start, chunk, devices, progress = batching
     p = plan(reps, chunk, devices, max_slice)
     placed = {}
 

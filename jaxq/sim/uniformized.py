@@ -279,11 +279,10 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     r = big / (big + gamma) if functional.discounted else 1.0
     a = Args(params, jnp.asarray(words, jnp.uint32), jnp.float64(r), jnp.int64(warm_steps), jnp.int64(total),
              jnp.int64(pages), jnp.float64(big))
-    start, chunk, devices, progress = batching
-    p = replications.plan(reps, chunk, devices)
+    p = replications.plan(reps, batching.chunk, batching.devices)
     prog = program(markov, functional, pages_per_call(p.size), observer)
-    replications.announce(progress, float(reps) * pages * PAGE, "steps")
-    out, timing = replications.run(prog, a, reps, seed, start=start, chunk=chunk, devices=devices, progress=progress)
+    replications.announce(batching.progress, float(reps) * pages * PAGE, "steps")
+    out, timing = replications.run(prog, a, reps, seed, batching=batching)
     res = {"state": out["state"], "events": out["events"]}
     if np.size(out["over"]):
         res["over_bound"] = out["over"]

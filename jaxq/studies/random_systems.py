@@ -192,17 +192,16 @@ def _tuned(label: str, draw_seed: int, per_case: int, cases: tuple, n: float, se
     point's own, so its replications are fresh), the same for every chunk; cached per process. At the smallest of
     ``ns`` (the grid's ``tuned_n``) the search starts from the limit (z*, the default Theta_n) on its wide grids; at a
     larger n from the tuned (z, c) of the next smaller n, on the local grids (``span="local"``)."""
-    from jaxq.options import grouped
-    from jaxq.tuning.prelimit import GROUPS, Evaluation, tune_prelimit, tuned_info
+    from jaxq.tuning.prelimit import Evaluation, Procedure, Start, tune_prelimit, tuned_info
 
     d = {x.label: x for x in draw(draw_seed, per_case, cases)}[label]
     smaller = [m for m in ns if m < n]
-    warm = {}
+    procedure, start = Procedure(reps=reps), Start()
     if smaller:
         z0, c0, _ = _tuned(label, draw_seed, per_case, cases, max(smaller), seed, ns, reps)
-        warm = {"span": "local", "z_init": z0, "c_init": c0}
-    t = tune_prelimit(d.system, n, seed=seed, evaluation=Evaluation(evaluate_result=False), analysis=d.analysis,
-                      **grouped({"reps": reps, **warm}, GROUPS))
+        procedure, start = procedure._replace(span="local"), Start(z0, c0)
+    t = tune_prelimit(d.system, n, seed=seed, procedure=procedure, start=start,
+                      evaluation=Evaluation(evaluate_result=False), analysis=d.analysis)
     return t.z, t.c, tuned_info(t)
 
 
@@ -213,7 +212,7 @@ def run_chunk(exp, pt, start, count, devices=None):
     if pt["rule"] == TUNED:
         z, c, info = _tuned(pt["rsystem"], int(g.draw_seed), int(g.per_case), tuple(g.cases), float(pt["n"]),
                             int(pt["seed"]), tuple(sorted(float(m) for m in g.tuned_n)), pt["tune_reps"])
-        levels = sim.Levels(z, thresholds.DEFAULT_THETA_EXPONENT, thresholds.ABSOLUTE_RULE, 1.0 if c is None else c)
+        levels = sim.Levels.absolute(z, thresholds.DEFAULT_THETA_EXPONENT, c)
     else:
         rule, k, a = parse_rule(pt["rule"])
         levels, info = sim.Levels(theta_exponent=a, theta_rule=rule, theta_constant=k), None
@@ -239,8 +238,8 @@ def _setup(d: Drawn, pt: dict, rec: dict, horizon):
     if pt["rule"] == TUNED:
         z, c = float(rec["tuned_z"][0]), float(rec["tuned_c"][0])
         return sim.setup(d.system, float(pt["n"]), analysis=d.analysis, horizon=horizon,
-                         levels=sim.Levels(switch_at=None if math.isnan(z) else z, theta_rule=thresholds.ABSOLUTE_RULE,
-                                           theta_constant=1.0 if math.isnan(c) else c))
+                         levels=sim.Levels.absolute(None if math.isnan(z) else z, thresholds.DEFAULT_THETA_EXPONENT,
+                                                    None if math.isnan(c) else c))
     rule, k, a = parse_rule(pt["rule"])
     return sim.setup(d.system, float(pt["n"]), analysis=d.analysis, horizon=horizon,
                      levels=sim.Levels(theta_exponent=a, theta_rule=rule, theta_constant=k))

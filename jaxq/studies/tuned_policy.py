@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from jaxq.errors import InputError
-from jaxq.policies import thresholds
 from jaxq.studies import engines
 
 TUNED = "tuned"  # the policy of [grid] policies tuned at each n
@@ -54,7 +53,7 @@ def chunk(exp, pt, start, count, devices, *, horizon, exponent):
     ref = exp.system(pt["system"])
     system, an = engines.system_and_analysis(ref.path)
     z, theta, c, info = parameters(str(ref.path), ref.path.stat().st_mtime, float(pt["n"]), int(pt["seed"]), exponent)
-    levels = sim.Levels(z, exponent, thresholds.ABSOLUTE_RULE, 1.0 if c is None else c)
+    levels = sim.Levels.absolute(z, exponent, c)
     r = sim.simulate(system, float(pt["n"]), count, policy="auto", analysis=an, seed=pt["seed"], levels=levels,
                      truncation=sim.Truncation(engine=pt.get("driver", "event"), horizon=horizon, block=64),
                      outputs=sim.Outputs(record_times=g.times, cv=exp.cv),
@@ -76,6 +75,6 @@ def point_setup(system, an, pt, rec, *, horizon, times, exponent):
     z, theta = (None if math.isnan(z) else z), (None if math.isnan(theta) else int(theta))
     c = theta_constant(theta, pt["n"], exponent)
     st = sim.setup(system, float(pt["n"]), policy="auto", horizon=horizon, record_times=times, analysis=an,
-                   levels=sim.Levels(z, exponent, thresholds.ABSOLUTE_RULE, c))
+                   levels=sim.Levels.absolute(z, exponent, c))
     return st, {"theta_constant": c if theta is not None else None, "tuned_search_seed": int(rec["tuned_search_seed"][0]),
                 "tuned_search_s": float(rec["tuned_search_s"][0])}

@@ -52,7 +52,6 @@ Z_RATIOS = (0.6, 1.0, 1.6)  # the switching level's first grid: z* x ...
 LOCAL_THETA_RATIOS = (2.0 ** -0.5, 1.0, 2.0 ** 0.5)  # span="local": around a warm start (the tuned c of a smaller n)
 LOCAL_Z_RATIOS = (0.8, 1.0, 1.25)
 SPANS = ("wide", "local")
-ABSOLUTE = thresholds.ABSOLUTE_RULE  # a tuned c is the constant of Theta_n itself
 EXPANSIONS = 3  # widenings of a grid whose best point lies on its edge
 Z95 = 1.96
 SEARCH, EVALUATION = 1, 2  # purposes of the derived seeds
@@ -148,7 +147,7 @@ def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
 
 def default_theta(system: PSS2x2, n: float, policy: str, theta_exponent: float | None, analysis: Analysis) -> int | None:
     """The simulator's default threshold Theta_n of the policy (None: the policy has none)."""
-    levels = Levels() if theta_exponent is None else Levels(theta_exponent=theta_exponent)
+    levels = Levels(theta_exponent=DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent)
     return setup(system, n, policy=policy, analysis=analysis, levels=levels).theta
 
 
@@ -201,7 +200,7 @@ def evaluate(system: PSS2x2, n: float, z: float | None, theta: int | None, *, po
     a = analysis if analysis is not None else analyze(system)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     kw = dict(policy=policy, seed=seed, analysis=a, batching=Batching(chunk=chunk))
-    tuned = simulate_bounded(system, n, reps, levels=Levels(z, exponent, ABSOLUTE, theta_constant(theta, n, exponent)),
+    tuned = simulate_bounded(system, n, reps, levels=Levels.absolute(z, exponent, theta_constant(theta, n, exponent)),
                              **kw)
     default = simulate_bounded(system, n, reps, levels=Levels(theta_exponent=exponent), **kw)
     d_mean, d_se = mean_stderr(_controlled(tuned) - _controlled(default))
@@ -239,7 +238,7 @@ class _Candidates:
     def __call__(self, z, theta) -> float:
         k = self.key(z, theta)
         if k not in self.values:
-            levels = Levels(z, self.exponent, ABSOLUTE, theta_constant(theta, self.n, self.exponent))
+            levels = Levels.absolute(z, self.exponent, theta_constant(theta, self.n, self.exponent))
             r = simulate(self.system, self.n, self.reps, policy=self.policy, seed=self.seed, levels=levels,
                          analysis=self.analysis, batching=Batching(chunk=self.reps))
             self.values[k] = _controlled(r)
@@ -376,7 +375,7 @@ def tune_prelimit(system: PSS2x2, n: float, *, policy: str = "auto", seed: int =
             for k in range(iterations):
                 s = int(np.random.SeedSequence((seed, m, k)).generate_state(1)[0])  # distinct for every (chain, step)
                 used.add(s)
-                levels = Levels(th[0] if tune_z else None, exponent, ABSOLUTE, th[1])
+                levels = Levels.absolute(th[0] if tune_z else None, exponent, th[1])
                 g, _, j = smoothed_gradient(system, n, levels, reps, s, tau, name, a)
                 updates, state = opt.update(g * mask, state, th)
                 th = np.maximum(np.asarray(optax.apply_updates(th, updates)), [0.0, 0.05])  # z >= 0, c > 0
@@ -434,7 +433,7 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
                       analysis=a)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     args = grouped(options)  # the flat options of jaxq.simulate (engine, horizon, chunk, ...), typed
-    levels = Levels(t.z, exponent, ABSOLUTE, t.c if t.c is not None else 1.0)
+    levels = Levels.absolute(t.z, exponent, t.c)
     res = simulate_bounded(system, n, reps, policy=policy, seed=seed, analysis=a, **{**args, "levels": levels})
     res.info["tuned"] = tuned_info(t)
     return res

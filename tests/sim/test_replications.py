@@ -46,21 +46,21 @@ PARAMS = (jnp.float64(0.5), jnp.float64(1.0), jnp.float64(400.0))
 
 
 def test_mm1_time_average_against_closed_form():
-    out, timing = event.run(MM1, PARAMS, 200, 3, chunk=100, block=128)  # noqa: F821
+    out, timing = event.run(MM1, PARAMS, 200, 3, block=128, batching=replications.Batching(chunk=100))  # noqa: F821
     est = out["area"] / 400.0
     mean, se = est.mean(), est.std(ddof=1) / np.sqrt(len(est))
     # exact transient mean from empty over [0, 400]: rho/(1-rho) minus a start-up deficit of O(1/400)
     assert abs(mean - 1.0) <= 4 * se + 0.02
     assert np.all(out["t"] >= 400.0)
-    again, timing = event.run(MM1, PARAMS, 200, 3, chunk=100, block=128)  # noqa: F821
+    again, timing = event.run(MM1, PARAMS, 200, 3, block=128, batching=replications.Batching(chunk=100))  # noqa: F821
     assert timing.compile_s == 0.0  # every shape compiled before in this process
     assert all(np.array_equal(again[k], out[k]) for k in out)
 
 
 def test_results_do_not_depend_on_chunk_block_or_start():
-    a, _ = event.run(MM1, PARAMS, 13, 7, chunk=13, block=64)  # noqa: F821
-    b, _ = event.run(MM1, PARAMS, 13, 7, chunk=5, block=128)  # noqa: F821
-    c, _ = event.run(MM1, PARAMS, 6, 7, chunk=6, block=64, start=7)  # noqa: F821
+    a, _ = event.run(MM1, PARAMS, 13, 7, block=64, batching=replications.Batching(chunk=13))  # noqa: F821
+    b, _ = event.run(MM1, PARAMS, 13, 7, block=128, batching=replications.Batching(chunk=5))  # noqa: F821
+    c, _ = event.run(MM1, PARAMS, 6, 7, block=64, batching=replications.Batching(start=7, chunk=6))  # noqa: F821
     for k in a:
         np.testing.assert_array_equal(a[k], b[k])
         np.testing.assert_array_equal(a[k][7:], c[k])
@@ -68,7 +68,7 @@ def test_results_do_not_depend_on_chunk_block_or_start():
 
 def test_progress_reports_the_work_done():
     seen = []
-    out, _ = event.run(MM1, PARAMS, 16, 1, chunk=8, progress=seen.append)  # noqa: F821
+    out, _ = event.run(MM1, PARAMS, 16, 1, batching=replications.Batching(chunk=8, progress=seen.append))  # noqa: F821
     assert len(seen) >= 2 and sum(seen) == int(out["events"].sum())
 
 
@@ -103,10 +103,10 @@ DEVICES_MM1 = textwrap.dedent(
     import sys, numpy as np
     from jaxq.examples import path
     from jaxq.model import load
-    from jaxq.sim import event, network, pss2x2
+    from jaxq.sim import event, network, pss2x2, replications
     assert len(jax.local_devices()) == 4
     p = (jnp.float64(0.5), jnp.float64(1.0), jnp.float64(50.0))
-    outs = [event.run(MM1, p, 10, 1, chunk=c, devices=jax.local_devices()[:d])[0]
+    outs = [event.run(MM1, p, 10, 1, batching=replications.Batching(chunk=c, devices=jax.local_devices()[:d]))[0]
             for d, c in ((1, 10), (2, 4), (4, 7))]
     for o in outs[1:]:
         for k in o:

@@ -71,7 +71,7 @@ def test_smoothed_gradient_in_c_against_exact_solves():
 
     from jaxq.sim.exact_ctmc import discounted_cost
     from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, Levels
-    from jaxq.tuning.prelimit import ABSOLUTE, smoothed_gradient
+    from jaxq.tuning.prelimit import smoothed_gradient
 
     s = load(path("pss_T2"))
     a = analyze(s)
@@ -86,7 +86,7 @@ def test_smoothed_gradient_in_c_against_exact_solves():
     dlo = np.where(ks == 0, 0.0, -norm.pdf((ks - 1 - c * scale) / (tau * scale)) / tau)
     assert (up - lo).sum() > 1 - 1e-9
     exact_grad = float(np.sum(J * (dup - dlo)))
-    levels = Levels(None, DEFAULT_THETA_EXPONENT, ABSOLUTE, c)  # (z, c) = (none: single mode, c absolute)
+    levels = Levels.absolute(None, DEFAULT_THETA_EXPONENT, c)  # (z, c) = (none: single mode, c absolute)
     g, se, _ = smoothed_gradient(s, n, levels, 2000, 5, (0.2, tau), "T2", a)
     assert abs(g[1] - exact_grad) <= 4 * se[1], (g[1], exact_grad, se[1])
     assert abs(g[0]) <= 4 * se[0]  # J does not depend on z in a single-mode policy: the z-estimate has mean 0
