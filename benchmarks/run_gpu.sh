@@ -51,7 +51,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 
 quick=--quick
 [ "${1:-}" = "--full" ] && quick=
-declare -A limit=([pss2x2]=150 [pss2x2-mixed]=100 [pss2x2-engines]=130 [mmc]=60 [sde]=45 [network]=40 [fastslow]=30)
+declare -A limit=([pss2x2]=150 [pss2x2-mixed]=100 [pss2x2-engines]=130 [mmc]=45 [sde]=60 [network]=40 [fastslow]=30)
 declare -A pss_parts=([pss2x2]="families" [pss2x2-mixed]="mixed" [pss2x2-engines]="effective,engines")
 for kv in ${JAXQ_GPU_LIMITS:-}; do limit[${kv%%=*}]=${kv#*=}; done
 parts=$(mktemp -d)
