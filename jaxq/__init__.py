@@ -39,7 +39,8 @@ _API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simul
                                        "simulate_network_sde", "tune", "solve_fastslow", "simulate_fastslow",
                                        "run_experiment", "read_run", "threshold_term")}
 _API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result", MarkovModel="jaxq.sim.markov",
-            difference_controls="jaxq.sim.markov", Policy2x2="jaxq.api")
+            difference_controls="jaxq.sim.markov", Policy2x2="jaxq.api", Observer="jaxq.sim.observer",
+            Segment="jaxq.sim.observer")
 __all__ = ["InputError", "__version__", *_API]
 
 

@@ -320,8 +320,8 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
     A :class:`MarkovModel` (no ``n``, no ``policy``): options ``horizon`` (required), ``discount`` (the
     discounted integral ``E int_0^T exp(-gamma t) observe dt``), ``warmup`` (the time average over
-    [warmup, horizon]), at least one of the two; ``params`` (passed to the model's functions), ``chunk``,
-    ``devices``; ``reps`` default 256; ``engine`` ``auto`` (uniformised when the model has a ``rate_bound``),
+    [warmup, horizon]), at least one of the two; ``params`` (passed to the model's functions), ``observers``
+    (statistics of the path: name -> :class:`jaxq.Observer`, docs/guides/observers.md), ``chunk``, ``devices``; ``reps`` default 256; ``engine`` ``auto`` (uniformised when the model has a ``rate_bound``),
     ``event`` or ``uniformized`` (:func:`jaxq.sim.user.simulate_markov`).
 
     2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
@@ -332,7 +332,7 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     itself, so the replications reported are fresh; ``info["tuned"]`` holds z, Theta_n and the search's cost; option
     ``tune_reps``: replications per candidate, default 128), ``reps`` replications (default 1000); options of
     :func:`jaxq.sim.pss2x2.simulate`
-    (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``, ``chunk``, ``devices``, ...); the default
+    (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``, ``observers``, ``chunk``, ``devices``, ...); the default
     truncation is checked against the estimate (:func:`jaxq.sim.pss2x2.simulate_bounded`). ``devices``: None (all
     local devices), a count K (the first K) or a list of local JAX devices.
     Network: stationary averages over [warmup, horizon] (``result["mean_queue"]``, ...) under ``policy``
@@ -374,20 +374,22 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
 
 def _simulate_markov(model, n, reps, policy, engine, seed, options):
+    from jaxq.sim.replications import Batching
     from jaxq.sim.user import MarkovRun, simulate_markov
 
     if n is not None:
         raise InputError("n", "a MarkovModel has no index n (its parameters go in params)")
     if policy is not None:
         raise InputError("policy", "a MarkovModel states its own decisions in its transition")
-    own = {"params", "horizon", "discount", "warmup", "chunk", "devices", "start", "progress"}
+    own = {"params", "horizon", "discount", "warmup", "observers", *Batching._fields}
     for key in options:
         if key not in own:
             raise _unknown(key, sorted(own | {"reps", "seed", "engine"}), "jaxq.simulate (a MarkovModel)")
     if options.get("horizon") is None:
         raise InputError("horizon", "a MarkovModel needs the simulated time horizon")
     params = options.pop("params", None)
-    run = MarkovRun(engine=engine, **options)
+    batching = Batching(**{k: options.pop(k) for k in Batching._fields if k in options})
+    run = MarkovRun(engine=engine, batching=batching, **options)
     return simulate_markov(model, run, params=params, reps=256 if reps is None else reps, seed=seed)
 
 

@@ -18,23 +18,47 @@ jump ``E exp(-gamma T_{k+1}) = r^(k+1)``; a driver may scale every weight and th
 the expectations of the two are equal. ``held`` and ``after``
 are the model's *view* of the states (a small NamedTuple each model defines once); :func:`viewed` adapts an
 observer of views to a driver that holds the model's own state.
+
+The weights are the functional's own, unscaled, on every driver: ``E sum weight f(held)`` is the discounted
+integral ``E int_0^T exp(-gamma t) f(X_t) dt`` and ``E sum jump g(held, after)`` the discounted sum
+``E sum_i exp(-gamma T_i) g(X_{T_i-}, X_{T_i})`` over the real events up to the horizon. So an observer that
+returns its accumulators as they are estimates those discounted quantities, and one that divides by ``mass``
+estimates averages under the discounted occupation measure, with the same expectation on both drivers.
+
+Several observers run together as one (:func:`combine`: a dict of states, a dict of outputs). A user's observers
+reach the drivers through ``jaxq.simulate(..., observers={"name": observer})``, on a
+:class:`~jaxq.sim.markov.MarkovModel` (segments of its states) and on the 2x2 system (segments of
+:class:`jaxq.sim.models.pss2x2_diagnostics.View`), where the diagnostics are an observer too.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from functools import lru_cache
+from typing import Any, Callable, Mapping, NamedTuple
+
+import jax.numpy as jnp
+
+from jaxq.errors import InputError
 
 State = Any
 Params = Any
 
 
 class Segment(NamedTuple):
-    """One piece of a path, with the functional's weights (float64 scalars)."""
+    """One piece of a path, with the functional's weights (float64 scalars).
 
-    held: Any  # the model's view of the state held over the interval
-    weight: Any  # int over the interval of w(t) dt
+    A Markov chain's path is constant over the interval and ``weight_after`` is 0. A diffusion's step (the SDE
+    driver) is the linear interpolation from ``held`` to ``after``, with no jump (``jump`` 0): ``weight`` and
+    ``weight_after`` are the integrals of w against the two end points' shares, ``int w(t) (1 - s(t)) dt`` and
+    ``int w(t) s(t) dt`` with s going from 0 to 1 over the step, so ``weight f(held) + weight_after f(after)``
+    integrates a function f that is linear along the step exactly, any f to O(step) per unit time.
+    """
+
+    held: Any  # the model's view of the state held over the interval (a diffusion: at the step's start)
+    weight: Any  # int over the interval of w(t) dt (a diffusion: the start point's share)
     after: Any  # the view of the state right after the jump that ends the interval (``held`` for no jump)
     jump: Any  # w(t) at the jump when it is a real event the run counts, else 0
+    weight_after: Any = 0.0  # the end point's share of the integral (a diffusion's step; 0 for a jump process)
 
 
 class Observer(NamedTuple):
@@ -53,3 +77,85 @@ def viewed(observer: Observer, view: Callable[[Any, Params], Any]) -> Observer:
         return observer.update(s, seg._replace(held=view(seg.held, p), after=view(seg.after, p)), p)
 
     return Observer(observer.init, update, observer.finish)
+
+
+@lru_cache(maxsize=64)
+def _combined(items: tuple) -> Observer:
+    names = [k for k, _ in items]
+    parts = [o for _, o in items]
+
+    def init(p):
+        return {k: o.init(p) for k, o in zip(names, parts)}
+
+    def update(s, seg: Segment, p):
+        return {k: o.update(s[k], seg, p) for k, o in zip(names, parts)}
+
+    def finish(s, mass, p):
+        return {k: o.finish(s[k], mass, p) for k, o in zip(names, parts)}
+
+    return Observer(init, update, finish)
+
+
+def combine(observers: Mapping[str, Observer]) -> Observer:
+    """The observers of a dict run as one: its state and its outputs are dicts by the same names.
+
+    Cached on the observers themselves, so that the same dict gives the same (hashable) observer and a driver
+    that caches its compiled program by observer compiles once.
+    """
+    return _combined(tuple(observers.items()))
+
+
+def check_observers(observers, key: str = "observers") -> dict[str, Observer]:
+    """``observers`` as a dict of :class:`Observer` by name (None: empty); an :class:`~jaxq.errors.InputError`
+    naming ``key`` for anything else (not a mapping, a name that is not an identifier, a value that is not an
+    Observer)."""
+    if observers is None:
+        return {}
+    if not isinstance(observers, Mapping):
+        raise InputError(key, f"expected a dict of name -> jaxq.Observer, got {type(observers).__name__}")
+    out = {}
+    for name, obs in observers.items():
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise InputError(key, f"an observer's name must be an identifier, got {name!r}")
+        if not isinstance(obs, Observer):
+            raise InputError(f"{key}.{name}", f"expected a jaxq.Observer(init, update, finish), got "
+                                              f"{type(obs).__name__}")
+        out[name] = obs
+    return out
+
+
+def integral(f: Callable[[Any, Params], Any]) -> Observer:
+    """The observer of ``int_0^T w(t) f(X_t) dt`` (returned as it is, not divided by the mass), on every driver:
+    ``weight f(held) + weight_after f(after)`` per segment. ``f(view, params)`` returns a scalar. Cached on ``f``:
+    the same function gives the same observer."""
+    return _integral(f)
+
+
+@lru_cache(maxsize=64)
+def _integral(f) -> Observer:
+
+    def init(p):
+        return jnp.zeros((), jnp.float64)
+
+    def update(acc, seg: Segment, p):
+        return acc + (seg.weight * f(seg.held, p) + seg.weight_after * f(seg.after, p))
+
+    return Observer(init, update, lambda acc, mass, p: acc)
+
+
+def supremum(f: Callable[[Any, Params], Any]) -> Observer:
+    """The observer of ``sup_t f(X_t)`` over the path (the states held and reached; the weights play no part; ``f`` returns a
+    scalar). Cached on ``f``."""
+    return _supremum(f)
+
+
+@lru_cache(maxsize=64)
+def _supremum(f) -> Observer:
+
+    def init(p):
+        return jnp.full((), -jnp.inf, jnp.float64)
+
+    def update(acc, seg: Segment, p):
+        return jnp.maximum(acc, jnp.maximum(f(seg.held, p), f(seg.after, p)))
+
+    return Observer(init, update, lambda acc, mass, p: acc)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +40,8 @@ from jaxq.sim import diagnostics as diag
 from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
-from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate
+from jaxq.sim.observer import check_observers, combine
+from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate, observer_estimates
 
 DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
 DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
@@ -84,13 +85,16 @@ class Outputs(NamedTuple):
     ``record_times``: fixed times at which W_hat(t) is recorded (event driver). ``cv``: the control variates from
     the diffusion limit (:mod:`jaxq.sim.models.pss2x2`), cross-fitted by replication index. ``diagnostics``: the
     diagnostics of :mod:`jaxq.sim.diagnostics` and their warning. ``debug``: the Definition 2.7 invariant counters
-    (event driver; a :class:`jaxq.Policy2x2` is checked in every run).
+    (event driver; a :class:`jaxq.Policy2x2` is checked in every run). ``observers``: a user's statistics of the
+    path, a dict of name -> :class:`jaxq.Observer` of :class:`~jaxq.sim.models.pss2x2_diagnostics.View` segments
+    (both drivers; each output is an estimate named ``<name>`` or ``<name>_<key>``, docs/guides/observers.md).
     """
 
     record_times: tuple = ()
     cv: bool = True
     diagnostics: bool = True
     debug: bool = False
+    observers: Any = None
 
 
 GROUPS = {"truncation": Truncation, "levels": Levels, "outputs": Outputs, "batching": Batching}
@@ -281,7 +285,12 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
       :func:`jaxq.sim.diagnostics.summarize`; per replication in ``samples`` as ``diag_*``); ``warnings``.
     """
     engine, horizon, steps, rel_tol, block = truncation
-    record_times, cv, diagnostics, debug = outputs
+    record_times, cv, diagnostics, debug, observers = outputs
+    observers = check_observers(observers)
+    if "diagnostics" in observers:
+        raise InputError("observers", "the name 'diagnostics' is the built-in diagnostics' own: choose another")
+    watch = combine({**({"diagnostics": model.DIAGNOSTICS} if diagnostics else {}), **observers}) \
+        if diagnostics or observers else None
     batching = batching.checked()
     perturb = levels.perturb
     if not (isinstance(reps, (int, np.integer)) and reps >= 1):
@@ -306,7 +315,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
         mk = (model.MARKOV_CV if cv else model.MARKOV) if st.hook is None else model.hook_markov(st.hook, bool(cv))
         out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
                                              steps=k, batching=batching,
-                                             observer=model.MARKOV_DIAGNOSTICS if diagnostics else None)
+                                             observer=None if watch is None else model.markov_observer(watch))
         if st.hook is not None:
             refused(out["state"].bad, st.policy)
         observed = out.get("observed")
@@ -319,11 +328,11 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
     else:
         check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events", reps_key="reps")
         replications.announce(batching.progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
-        out, timing = event.run(model.engine(st.spec, bool(debug) and st.hook is None, bool(cv), bool(diagnostics),
-                                             st.hook), st.params, reps, seed, block=block, batching=batching)
+        out, timing = event.run(model.engine(st.spec, bool(debug) and st.hook is None, bool(cv), watch, st.hook),
+                                st.params, reps, seed, block=block, batching=batching)
         if st.hook is not None:
             refused(out["bad"], st.policy)
-        observed = out.get("diag")
+        observed = out.get("observed")
         J = out["cost"]
         controls = out["cv"] if cv else None
         bound = model.tail_bound(lam_n, system.ca2, system.h, system.gamma, n, st.horizon, out["x_T"])
@@ -341,8 +350,16 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
                                                                          coarse=COARSE_CONTROLS),
                                                   info["truncation_bound"])}  # ci95 widened by the tail left out
     if diagnostics:
-        samples.update(diag.samples(observed))
+        samples.update(diag.samples(observed["diagnostics"]))
         info["diagnostics"] = diag.summarize(samples, dual=len(st.modes_used) > 1, hpc=an.p + 1)
+    if observers:
+        user_est, user_samples = observer_estimates({k: observed[k] for k in observers})
+        clash = sorted((set(user_est) & set(est)) | (set(user_samples) & set(samples)))
+        if clash:
+            raise InputError("observers", f"the estimate name {clash[0]!r} is taken by the simulator's own")
+        est.update(user_est)
+        samples.update(user_samples)
+        info["observed"] = list(user_est)
     note = diag.warning(info.get("diagnostics"), J_hat=est["J_hat"].value, V0=an.V0, n=n, gamma=system.gamma,
                         h=system.h, hpc=an.p + 1, theta=st.theta, policy=st.policy,
                         threshold_term=diag.limit_threshold_term(an, st.policy, st.theta, n, st.switch_at))

@@ -106,6 +106,29 @@ def _finite_or_null(v):
     return v
 
 
+def observer_estimates(observed: dict) -> tuple[dict[str, "Estimate"], dict[str, np.ndarray]]:
+    """Estimates and per-replication samples of observers' outputs (``observed``: name -> the pytree that the
+    observer's ``finish`` returned, leaves with replications on axis 0).
+
+    Each leaf is named by its observer and its path in the pytree, joined by ``_`` (``"blocked"`` for an observer
+    that returns one array, ``"blocked_rate"`` for the key ``"rate"`` of a dict it returns); its estimate is the
+    plain mean over replications with its standard error (:meth:`Estimate.of`; an array leaf gives an array
+    estimate), its samples are kept under the same name.
+    """
+    import jax
+
+    est: dict[str, Estimate] = {}
+    samples: dict[str, np.ndarray] = {}
+    for name, tree in observed.items():
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+            parts = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
+            key = "_".join([name, *parts])
+            x = np.asarray(leaf, np.float64)
+            samples[key] = x
+            est[key] = Estimate.of(x)
+    return est, samples
+
+
 def _plain(x):
     """A 0-d array as a Python float; arrays stay arrays."""
     a = np.asarray(x)

@@ -111,8 +111,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     exactly in int64 and added to float64 totals once per page.
 
     ``observer`` (discounted functionals; segments of the model's states, :mod:`jaxq.sim.observer`): step k
-    holds its state with weight ``r^k`` and its real jump with weight ``Lambda r^k``, i.e. ``E int exp(-gamma t)
-    dt`` over the step and ``E exp(-gamma T_{k+1})``, both times ``Lambda + gamma``; the mass is ``sum_k r^k``.
+    holds its state with weight ``r^k / (Lambda + gamma) = E int_{T_k}^{T_{k+1}} exp(-gamma t) dt`` and its real
+    jump with weight ``r^(k+1) = E exp(-gamma T_{k+1})``; the mass is ``(1 - r^K) / gamma`` over the K steps run.
     """
     disc, win = functional.discounted, functional.window
     if observer is not None and not disc:
@@ -164,7 +164,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
             out["w"] = c["w"] * a.r
         s_new, rec = markov.transition(s, fired, p)
         if observer is not None:  # before out["w"] is advanced: c["w"] = r^k
-            seg = Segment(s, c["w"], s_new, jnp.where(real, c["w"] * a.big, 0.0))
+            wr = c["w"] * a.r  # r^(k+1); r / Lambda = 1 / (Lambda + gamma)
+            seg = Segment(s, wr / a.big, s_new, jnp.where(real, wr, 0.0))
             out["obs"] = observer.update(c["obs"], seg, p)
         if record:
             out["pw"] = _page_sum(c["pw"], gate(obs))
@@ -228,8 +229,10 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     @jax.jit
     def finish(carry, a: Args):
         c = carry["rep"]
-        # the mass of the weights r^k over the K steps run: sum r^k = (1 - r^K) / (1 - r), r^K the final w
-        obs = (jax.vmap(lambda o, w: observer.finish(o, (1.0 - w) / (1.0 - a.r), a.params))(c["obs"], c["w"])
+        # the mass of the weights over the K steps run: sum_k r^k / (Lambda + gamma) = (1 - r^K) / gamma, r^K the
+        # final w (written with r / Lambda = 1 / (Lambda + gamma))
+        obs = (jax.vmap(lambda o, w: observer.finish(o, (1.0 - w) / (1.0 - a.r) * (a.r / a.big), a.params))(
+            c["obs"], c["w"])
                if observer is not None else ())
         return {"state": c["state"], "disc": c["disc"], "win": c["win"], "rec": c["rec"], "ctl": c["ctl"],
                 "ctlw": c["ctlw"], "events": c["events"], "observed": obs, "over": c.get("over", ())}

@@ -6,7 +6,8 @@ r keyed by ``fold_in(PRNGKey(seed), r)``) and returns a :class:`~jaxq.sim.result
 observed quantity and functional: ``<name>_discounted`` (``E int_0^T exp(-gamma t) observe dt``) and
 ``<name>_average`` (the time average over [warmup, T]); ``<name>_rate`` for the window's event records per unit
 time. With controls (:func:`jaxq.sim.markov.difference_controls`) every estimate is controlled, cross-fitted by
-replication index (:meth:`jaxq.sim.result.Estimate.with_controls`), the plain mean beside it.
+replication index (:meth:`jaxq.sim.result.Estimate.with_controls`), the plain mean beside it. Observers
+(:mod:`jaxq.sim.observer`) add their outputs as estimates ``<name>`` / ``<name>_<key>``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from jaxq.model.validate import check_devices, check_seed, check_work
 from jaxq.precision import float64
 from jaxq.sim import event, replications, uniformized
 from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov
-from jaxq.sim.result import Estimate, SimResult
+from jaxq.sim.observer import check_observers, combine
+from jaxq.sim.replications import Batching
+from jaxq.sim.result import Estimate, SimResult, observer_estimates
 
 ENGINES = ("auto", "event", "uniformized")
 
@@ -36,17 +39,19 @@ class MarkovRun(NamedTuple):
       discount: the discount rate gamma > 0 of the discounted integral (None: not estimated).
       warmup: the start of the averaging window [warmup, T] (None: no time average).
       engine: ``"auto"`` (uniformised when the model has a ``rate_bound``), ``"event"`` or ``"uniformized"``.
-      chunk, devices, start, progress: see :func:`jaxq.sim.replications.run`.
+      batching: first replication, replications per compiled call, devices, progress
+        (:class:`~jaxq.sim.replications.Batching`).
+      observers: statistics of the path, a dict of name -> :class:`~jaxq.sim.observer.Observer` of the model's
+        states (with ``discount``: their segments carry the discounted weights); each output is an estimate
+        ``<name>`` or ``<name>_<key>``.
     """
 
     horizon: float
     discount: float | None = None
     warmup: float | None = None
     engine: str = "auto"
-    chunk: int | None = None
-    devices: Any = None
-    start: int = 0
-    progress: Any = None
+    batching: Batching = Batching()
+    observers: Any = None
 
 
 def _positive(value, key: str, zero: bool = False) -> float:
@@ -79,11 +84,14 @@ def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]
         engine = "uniformized" if model.rate_bound is not None else "event"
     if engine == "uniformized" and model.rate_bound is None:
         raise InputError("engine", "the model has no rate_bound, so only the event driver runs it (engine='event')")
-    if run.chunk is not None and (isinstance(run.chunk, bool) or not isinstance(run.chunk, (int, np.integer))
-                                  or run.chunk < 1):
-        raise InputError("chunk", f"expected a positive integer, got {run.chunk!r}")
-    devices = check_devices(run.devices, "devices")
-    run = run._replace(devices=devices, horizon=horizon, discount=discount, warmup=warmup, engine=engine)
+    if not isinstance(run.batching, Batching):
+        raise InputError("batching", f"expected a jaxq.sim.replications.Batching, got {type(run.batching).__name__}")
+    observers = check_observers(run.observers)
+    if observers and discount is None:
+        raise InputError("observers", "observers fold the discounted weights of the path: give discount > 0")
+    batching = run.batching.checked()
+    run = run._replace(batching=batching._replace(devices=check_devices(batching.devices, "devices")), horizon=horizon, discount=discount, warmup=warmup,
+                       engine=engine, observers=observers)
     return run, Functional(discounted=discount is not None, window=warmup is not None)
 
 
@@ -114,7 +122,8 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
     params = jax.tree_util.tree_map(jnp.asarray, params)
     warmup = run.warmup if run.warmup is not None else 0.0
     gamma = run.discount if run.discount is not None else 0.0
-    opts = dict(batching=replications.Batching(run.start, run.chunk, run.devices, run.progress))
+    watch = combine(run.observers) if run.observers else None
+    opts = dict(batching=run.batching, observer=watch)
     info: dict = {"horizon": run.horizon, "discount": run.discount, "warmup": run.warmup}
     if run.engine == "uniformized":
         big = float(mk.bound(params))
@@ -146,11 +155,19 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         per.update({f"{k}_average": np.asarray(v, np.float64) for k, v in _names(out["window"])})
         per.update({f"{k}_rate": np.asarray(v, np.float64) / span for k, v in _names(out["records"])})
     ctl = out.get("controls", {})
-    index = run.start + np.arange(reps)
+    index = run.batching.start + np.arange(reps)
     est = {}
     for k, v in per.items():
         c = ctl.get("discounted") if k.endswith("_discounted") else ctl.get("window")
         est[k] = Estimate.with_controls(v, c, index)
+    if watch is not None:
+        user_est, user_samples = observer_estimates(out["observed"])
+        clash = sorted((set(user_est) & set(est)) | (set(user_samples) & set(per)))
+        if clash:
+            raise InputError("observers", f"the estimate name {clash[0]!r} is taken by an observed quantity")
+        est.update(user_est)
+        per.update(user_samples)
+        info["observed"] = list(user_est)
     for kind, c in ctl.items():
         per[f"controls_{kind}"] = c
     primary = next(iter(est)) if len(est) == 1 else None

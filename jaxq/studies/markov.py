@@ -14,11 +14,14 @@ The experiment file names the model and what to estimate::
     discount = 1.0                      # E int_0^T exp(-gamma t) observe dt (optional)
     warmup = 10.0                       # the time average over [warmup, horizon] (optional)
     engines = ["event", "uniformized"]  # one grid point per engine (default ["auto"])
+    observers = {blocked = "mypackage.queues:BLOCKED"}  # statistics of the path (jaxq.Observer; optional)
 
 Each chunk runs :func:`jaxq.sim.user.simulate_markov` for its replications (replication r keyed by
 ``fold_in(PRNGKey(seed), r)``, so the numbers do not depend on the chunking); the records are the per-replication
 estimates and controls. Table ``estimates``: one row per point and estimated quantity, the controlled estimate
-cross-fitted by replication index over all of the point's replications when the model has controls.
+cross-fitted by replication index over all of the point's replications when the model has controls; each
+observer's outputs are rows too (quantity ``<name>`` or ``<name>_<key>``, the plain mean; an array output one row
+per entry, ``_<i>`` appended), as :func:`jaxq.simulate` names them.
 """
 
 from __future__ import annotations
@@ -45,6 +48,38 @@ class Grid(BaseModel):
     discount: PosFloat | None = None
     warmup: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     engines: Annotated[list[Literal["auto", "event", "uniformized"]], Field(min_length=1), Unique] = ["auto"]
+    observers: dict[str, str] = {}
+
+
+OBSERVED = "observer__"  # the records' prefix of the observers' outputs (their names follow it)
+
+
+def _load(spec: str, key: str):
+    """The attribute named ``"package.module:attribute"``; an InputError naming ``key`` otherwise."""
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise InputError(key, f"expected 'package.module:attribute', got {spec!r}")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise InputError(key, f"cannot import {spec!r}: {e}") from None
+
+
+def load_observers(specs: dict[str, str]) -> dict:
+    """The observers of ``grid.observers`` (name -> ``"package.module:attribute"``: a :class:`jaxq.Observer`, or a
+    function of no arguments returning one); an InputError naming ``grid.observers.<name>`` otherwise."""
+    from jaxq.sim.observer import Observer, check_observers
+
+    out = {}
+    for name, spec in specs.items():
+        key = f"grid.observers.{name}"
+        obj = _load(spec, key)
+        if not isinstance(obj, Observer) and callable(obj):
+            obj = obj()
+        if not isinstance(obj, Observer):
+            raise InputError(key, f"{spec!r} is not a jaxq.Observer (got {type(obj).__name__})")
+        out[name] = obj
+    return check_observers(out, "grid.observers")
 
 
 def load_model(spec: str):
@@ -52,13 +87,7 @@ def load_model(spec: str):
     arguments is called); an InputError naming ``grid.model`` otherwise."""
     from jaxq.sim.markov import MarkovModel
 
-    module, sep, attr = spec.partition(":")
-    if not sep or not module or not attr:
-        raise InputError("grid.model", f"expected 'package.module:attribute', got {spec!r}")
-    try:
-        obj = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e:
-        raise InputError("grid.model", f"cannot import {spec!r}: {e}") from None
+    obj = _load(spec, "grid.model")
     if not isinstance(obj, MarkovModel) and callable(obj):
         obj = obj()
     if not isinstance(obj, MarkovModel):
@@ -69,7 +98,8 @@ def load_model(spec: str):
 def _run(g, engine: str):
     from jaxq.sim.user import MarkovRun
 
-    return MarkovRun(horizon=g.horizon, discount=g.discount, warmup=g.warmup, engine=engine)
+    return MarkovRun(horizon=g.horizon, discount=g.discount, warmup=g.warmup, engine=engine,
+                     observers=load_observers(g.observers) or None)
 
 
 def _keys(key: str) -> str:
@@ -93,19 +123,23 @@ def points(exp) -> list[dict]:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
+    from jaxq.sim.replications import Batching
     from jaxq.sim.user import simulate_markov
 
     g = exp.grid
     with file_keys(_keys, f"engine {pt['engine']}"):
-        r = simulate_markov(load_model(g.model), _run(g, pt["engine"])._replace(start=start, devices=devices),
+        run = _run(g, pt["engine"])
+        r = simulate_markov(load_model(g.model), run._replace(batching=Batching(start, devices=devices)),
                             params=g.params, reps=max(count, 2), seed=pt["seed"])
+    observed = set(r.info.get("observed", ()))
     rec = {}
     for k, v in r.samples.items():
-        v = np.asarray(v)[:count]
-        if v.ndim == 2:  # the controls: one column each
+        v = np.asarray(v)[:count].reshape(count, -1) if k in observed else np.asarray(v)[:count]
+        k = OBSERVED + k if k in observed else k
+        if v.ndim == 2 and not (k.startswith(OBSERVED) and v.shape[1] == 1):  # controls, array outputs: by column
             rec.update({f"{k}_{c}": v[:, c] for c in range(v.shape[1])})
         else:
-            rec[k] = v
+            rec[k] = v.reshape(count)
     rec["events"] = np.full(count, r.events // max(count, 2), dtype=np.int64)
     return rec
 
@@ -122,13 +156,15 @@ def aggregate(exp, pts, records):
     for i, (pt, rec) in enumerate(zip(pts, records)):
         ctl = {"discounted": _controls(rec, "discounted"), "window": _controls(rec, "window")}
         for k, v in rec.items():
-            if k.startswith("controls_") or not k.endswith(("_discounted", "_average", "_rate")):
+            mine = k.startswith(OBSERVED)
+            if not mine and (k.startswith("controls_") or not k.endswith(("_discounted", "_average", "_rate"))):
                 continue  # the runner's columns (rep, events) and the controls
             v = np.asarray(v, np.float64)
-            c = ctl["discounted"] if k.endswith("_discounted") else ctl["window"]
+            c = None if mine else ctl["discounted"] if k.endswith("_discounted") else ctl["window"]
             est = Estimate.with_controls(v, c, np.arange(v.size))
             lo, hi = est.ci95
-            row = {"point": i, "engine": pt["ran"], "seed": pt["seed"], "quantity": k, "estimate": est.value,
+            row = {"point": i, "engine": pt["ran"], "seed": pt["seed"], "quantity": k.removeprefix(OBSERVED),
+                   "estimate": est.value,
                    "stderr": est.stderr, "ci95_low": lo, "ci95_high": hi, "reps": int(v.size)}
             if est.controlled:
                 row.update(plain=est.plain, plain_stderr=est.plain_stderr, variance_reduction=est.variance_reduction)

@@ -1,6 +1,8 @@
 """Two user Markov models, written with the public API only, and their exact values on the finite chain.
 
 * :data:`MMCM`: M/M/c+M with a waiting room of K (plain rates; index transition);
+* :data:`DEPARTURES`, :data:`FULL`: observers of :data:`MMCM`'s path (the discounted number of departures, the
+  discounted time and share of time with the waiting room full);
 * :data:`TANDEM`: two stations in tandem with finite buffers, blocking before service and arrivals lost at a
   full first station (structured rates; records of lost arrivals).
 
@@ -33,6 +35,24 @@ MMCM = jaxq.MarkovModel(
     rate_bound=lambda p: p["lam"] + p["c"] * p["mu"] + p["K"] * p["theta"],
     name="mmcm",
 )
+
+
+def _departures_update(acc, seg, p):
+    return acc + jnp.where(seg.after < seg.held, seg.jump, 0.0)
+
+
+# the discounted number of departures, E sum_i exp(-gamma T_i) 1{departure at T_i}: a statistic of the jumps
+DEPARTURES = jaxq.Observer(init=lambda p: jnp.float64(0.0), update=_departures_update,
+                           finish=lambda acc, mass, p: acc)
+
+
+def _full_update(acc, seg, p):
+    return acc + jnp.where(seg.held == p["c"] + p["K"], seg.weight, 0.0)
+
+
+# the discounted time with the waiting room full, and its share of the discounted occupation measure
+FULL = jaxq.Observer(init=lambda p: jnp.float64(0.0), update=_full_update,
+                     finish=lambda acc, mass, p: {"time": acc, "share": acc / mass})
 
 
 def _tandem_transition(s, e, p):

@@ -120,3 +120,48 @@ def test_rates_above_the_rate_bound_are_refused_naming_rate_bound():
     with pytest.raises(jaxq.InputError) as e:
         jaxq.simulate(model, horizon=20.0, discount=1.0, params=ex.MMCM_PARAMS, engine="uniformized", reps=8)
     assert e.value.key == "rate_bound"
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_observers_of_the_path_match_the_exact_chain(engine):
+    """A user's observers (a jump statistic and a holding-time statistic) on both drivers, against linear solves:
+    E sum exp(-gamma T_i) 1{departure} = E int exp(-gamma t) (mu min(x, c) + theta (x - c)^+) dt."""
+    p = ex.MMCM_PARAMS
+    r = jaxq.simulate(ex.MMCM, reps=REPS, horizon=HORIZON, discount=GAMMA, params=p, engine=engine, seed=11,
+                      observers={"departures": ex.DEPARTURES, "full": ex.FULL})
+    Q, f, start = ex.mmcm_chain(p)
+    x = np.arange(len(Q))
+    rate_out = p["mu"] * np.minimum(x, p["c"]) + p["theta"] * np.maximum(x - p["c"], 0)
+    full = (x == p["c"] + p["K"]).astype(float)
+    _within(r.estimates["departures"], ex.discounted(Q, rate_out, start, GAMMA), "departures")
+    _within(r.estimates["full_time"], ex.discounted(Q, full, start, GAMMA), "full_time")
+    # the share: the discounted time divided by the weights' mass (1 - exp(-gamma T)) / gamma, per replication
+    _within(r.estimates["full_share"], ex.discounted(Q, full, start, GAMMA) * GAMMA, "full_share")
+    assert sorted(r.info["observed"]) == ["departures", "full_share", "full_time"]
+    assert r.samples["departures"].shape == (REPS,)
+    # the observers draw nothing: the model's own estimates are those of a run without them
+    plain = jaxq.simulate(ex.MMCM, reps=REPS, horizon=HORIZON, discount=GAMMA, params=p, engine=engine, seed=11)
+    np.testing.assert_array_equal(r.samples["x_discounted"], plain.samples["x_discounted"])
+
+
+@pytest.mark.parametrize("observers, key", [
+    ({"departures": lambda s: s}, "observers.departures"),
+    ({"not a name": None}, "observers"),
+    ([1, 2], "observers"),
+    ({"x_discounted": None}, "observers.x_discounted"),
+])
+def test_bad_observers_are_input_errors_naming_the_key(observers, key):
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate(ex.MMCM, reps=8, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS, observers=observers)
+    assert e.value.key == key
+
+
+def test_observers_need_the_discounted_weights_and_refuse_taken_names():
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate(ex.MMCM, reps=8, horizon=5.0, warmup=1.0, params=ex.MMCM_PARAMS,
+                      observers={"departures": ex.DEPARTURES})
+    assert e.value.key == "observers"
+    clash = ex.DEPARTURES._replace(finish=lambda acc, mass, p: {"discounted": acc})  # "x" + "_discounted"
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate(ex.MMCM, reps=8, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS, observers={"x": clash})
+    assert e.value.key == "observers"

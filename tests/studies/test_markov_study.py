@@ -27,6 +27,7 @@ horizon = 60.0
 discount = 1.0
 warmup = 10.0
 engines = ["event", "uniformized"]
+{observers}
 """
 
 
@@ -51,10 +52,19 @@ def _rows(path):
 @pytest.mark.parametrize("which", [*(pytest.param(w, marks=pytest.mark.slow) for w in ("MMCM", "TANDEM")), "mmcm_with_controls"])
 def test_jaxq_run_markov_study_matches_the_exact_chain(tmp_path, user_module, which):
     m = user_module
+    observers = ""
     if which != "TANDEM":
         params = m.MMCM_PARAMS
         Q, f, start = m.mmcm_chain(params)
         extra = {}
+        # the user's observers of the path, from the same module: exact values by linear solves
+        observers = ('observers = {departures = "user_markov_models:DEPARTURES", '
+                     'full = "user_markov_models:FULL"}')
+        x = np.arange(len(Q))
+        out_rate = params["mu"] * np.minimum(x, params["c"]) + params["theta"] * np.maximum(x - params["c"], 0)
+        full = (x == params["c"] + params["K"]).astype(float)
+        extra = {"departures": m.discounted(Q, out_rate, start, 1.0), "full_time": m.discounted(Q, full, start, 1.0)}
+        extra["full_share"] = extra["full_time"] / (-np.expm1(-60.0))  # divided by the mass (1 - e^-T) / gamma
     else:
         params = m.TANDEM_PARAMS
         Q, f, start, lost = m.tandem_chain(params)
@@ -62,10 +72,13 @@ def test_jaxq_run_markov_study_matches_the_exact_chain(tmp_path, user_module, wh
     pi = m.stationary(Q)
     exact = {f"{k}_discounted": m.discounted(Q, v, start, 1.0) for k, v in f.items()}
     exact.update({f"{k}_average": float(pi @ v) for k, v in f.items()})
-    if extra:
+    if which == "TANDEM":
         exact["lost_rate"] = float(pi @ lost)
+    else:
+        exact.update(extra)
     exp = tmp_path / "m.toml"
-    exp.write_text(EXPERIMENT.format(model=f"user_markov_models:{which}", params=_toml_table(params)))
+    exp.write_text(EXPERIMENT.format(model=f"user_markov_models:{which}", params=_toml_table(params),
+                                     observers=observers))
     out = tmp_path / "out"
     assert main(["run", str(exp), "--out", str(out), "--no-progress"]) == 0
     rows = _rows(out / "estimates.csv")
@@ -77,7 +90,7 @@ def test_jaxq_run_markov_study_matches_the_exact_chain(tmp_path, user_module, wh
         value, se = float(r["estimate"]), float(r["stderr"])
         assert int(r["reps"]) == 256 and se > 0
         assert abs(value - exact[key]) < 4 * se, (r, exact[key])
-        if which == "mmcm_with_controls":  # controlled, cross-fitted over the point's 256 replications (2 chunks)
+        if which == "mmcm_with_controls" and key not in extra:  # controlled, cross-fitted over the point's 256 replications (2 chunks)
             assert float(r["variance_reduction"]) > 1.0, r
     assert seen == {(e, k) for e in ("event", "uniformized") for k in exact}
     # resumed: every chunk reused, the same table
@@ -88,7 +101,16 @@ def test_jaxq_run_markov_study_matches_the_exact_chain(tmp_path, user_module, wh
 
 def test_a_model_that_cannot_be_imported_is_refused_naming_grid_model(tmp_path, user_module, capsys):
     exp = tmp_path / "m.toml"
-    exp.write_text(EXPERIMENT.format(model="user_markov_models:NOPE", params="{}"))
+    exp.write_text(EXPERIMENT.format(model="user_markov_models:NOPE", params="{}", observers=""))
     assert main(["run", str(exp), "--out", str(tmp_path / "o"), "--no-progress"]) != 0
     assert "grid.model" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "estimates.csv").exists()
+
+
+def test_an_observer_that_is_not_one_is_refused_naming_its_key(tmp_path, user_module, capsys):
+    exp = tmp_path / "m.toml"
+    exp.write_text(EXPERIMENT.format(model="user_markov_models:MMCM", params=_toml_table(user_module.MMCM_PARAMS),
+                                     observers='observers = {bad = "user_markov_models:MMCM_PARAMS"}'))
+    assert main(["run", str(exp), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "grid.observers.bad" in capsys.readouterr().err
     assert not (tmp_path / "o" / "estimates.csv").exists()

@@ -17,7 +17,7 @@ Two statements of the same system, for the two drivers:
   of each class and the completion of a class-c job at server k (multiplicity 1 when server k serves c);
   a self-loop of the uniformised chain is not an event (it neither samples the mode nor dispatches).
 
-Control variates (issue 14): with V the value function of the policy's diffusion limit
+Control variates: with V the value function of the policy's diffusion limit
 (:mod:`jaxq.diffusion.value`), every unit-mean variate v drawn at time t for class i contributes
 ``exp(-gamma t) V'(W_hat(t)) (v - 1) s / (alpha_i sqrt(n))`` to the control of its stream, ``s = -1`` for an
 interarrival (a longer one removes arrivals) and ``+1`` for a service (a longer one removes departures):
@@ -26,7 +26,8 @@ same idea as one approximating martingale per event (:data:`MARKOV_CV`).
 
 Diagnostics (:data:`DIAGNOSTICS`, docs/diagnostics.md): an observer (:mod:`jaxq.sim.observer`) of the post-decision
 state, folded by the event rule and by both Markov drivers (:data:`MARKOV_DIAGNOSTICS`) under the discounted
-occupation measure: idling while jobs wait per server and class, X_hat_p, the mode and its switches.
+occupation measure: idling while jobs wait per server and class, X_hat_p, the mode and its switches. A user's
+observers of the same :class:`View` run beside them on both drivers (:func:`markov_observer` on the CTMC).
 
 Cost (2.6) truncated at the horizon T: ``J_T = int_0^T exp(-gamma t) h.X_hat(t) dt``. The neglected tail
 is bounded rigorously, per replication and given the state at T, by (:func:`tail_bound`)
@@ -56,7 +57,7 @@ from jaxq.sim import replications, rng, sampling
 from jaxq.sim.event import Engine
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 from jaxq.sim.models.pss2x2_diagnostics import DIAGNOSTICS, Diagnostics, View  # noqa: F401  (public here too)
-from jaxq.sim.observer import Segment, viewed
+from jaxq.sim.observer import Observer, Segment, viewed
 
 # Debug counters (Definition 2.7 invariants), in this order.
 VIOLATIONS = (
@@ -130,7 +131,7 @@ class State(NamedTuple):
     eps: jnp.ndarray | None  # (2,) the Gaussian perturbation (perturbed runs)
     viol: tuple | None  # 6 int32 Definition 2.7 violation counters (debug engines)
     cv: tuple | None  # CONTROLS float64 control variates (controlled engines)
-    obs: "Diagnostics | None" = None  # the diagnostics observer's state (DIAGNOSTICS; engines with diag)
+    obs: Any = None  # the observer's state (engines with an observer: the diagnostics, a user's)
     mem: Any = None  # a policy hook's memory (engines with a hook)
     bad: jnp.ndarray | None = None  # int32: the hook's refused assignments (engines with a hook)
 
@@ -222,7 +223,7 @@ def event_spec(spec: sampling.Spec) -> sampling.Spec:
     return sampling.with_proposals(spec, VOID_PROPOSALS)
 
 
-def _init(key, p: Params, spec, debug, cv, diag=False, hook=None):
+def _init(key, p: Params, spec, debug, cv, observer=None, hook=None):
     f64, i32 = jnp.float64, jnp.int32
     k0, k1 = rng.key_words(key)
     # Draw 0: the two initial interarrival times, with the self-contained sampler (its exact fallback, once).
@@ -245,7 +246,7 @@ def _init(key, p: Params, spec, debug, cv, diag=False, hook=None):
         ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, cost=zf, x=zl, code=mode << _MODE, rec=zl, x_T=zl, sup=zl,
         w_rec=jnp.zeros(p.t_rec.shape[0], f64) if p.t_rec.shape[0] else None, level=level, theta=theta, eps=eps,
         viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
-        cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=DIAGNOSTICS.init(p) if diag else None,
+        cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=observer.init(p) if observer is not None else None,
         mem=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)),
         bad=None if hook is None else jnp.zeros((), i32))
 
@@ -282,7 +283,7 @@ def _bit(code, k):
     return ((code >> k) & 1).astype(bool)
 
 
-def _step(s: State, p: Params, spec, debug, cv=False, diag=False, hook=None):
+def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
     """One event. A finished replication (``t >= T``) keeps stepping with every output frozen (the driver
     does not mask it: :attr:`jaxq.sim.event.Engine.frozen_when_done`); with gamma-method streams an event
     whose used gamma variates were all rejected is void (nothing but the draw counter changes: exact, see
@@ -413,11 +414,11 @@ def _step(s: State, p: Params, spec, debug, cv=False, diag=False, hook=None):
             acc[9] = acc[9] + w * (2.0 * xh1 * e1)
             acc[10] = acc[10] + w * (xh0 * e1 + xh1 * e0)
         upd["cv"] = tuple(acc)
-    if diag:  # the state on [t0, min(t1, T)), weight int exp(-gamma t) dt there; the mode switch at t1 <= T
+    if observer is not None:  # the state on [t0, min(t1, T)), weight int exp(-gamma t) dt there; the mode switch at t1 <= T
         # the weights materialised once (keep): every accumulator's loop reads them, and disc1 is an exp
         seg = Segment(_event_view(x0_, x1_, s.code), keep((s.disc - disc1) / p.gamma), _event_view(x0, x1, code),
                       keep(_sel(real, disc1, 0.0)))
-        new_obs = DIAGNOSTICS.update(s.obs, seg, p)
+        new_obs = observer.update(s.obs, seg, p)
         upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
     if hook is not None:  # the hook's memory (frozen for a void event) and its refused assignments
         upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem, memory)
@@ -453,7 +454,7 @@ def _violations(x, before, after, started, k1, i2, prio, is_arr):
     return jnp.stack([v0, v1, v2, v3, v4, v5])
 
 
-def _output(s: State, p: Params):
+def _output(s: State, p: Params, observer=None):
     i32, f64 = jnp.int32, jnp.float64
     events, switches = unpack2(s.rec)
     return {"cost": s.cost, "events": events.astype(jnp.int64), "switches": switches,
@@ -464,23 +465,26 @@ def _output(s: State, p: Params):
             "cv": jnp.zeros(CONTROLS, f64) if s.cv is None else jnp.stack(s.cv),
             "bad": jnp.zeros((), i32) if s.bad is None else s.bad,
             # the weights' mass: int_0^T exp(-gamma t) dt
-            **({} if s.obs is None else {"diag": DIAGNOSTICS.finish(s.obs, (1.0 - s.disc) / p.gamma, p)})}
+            **({} if observer is None else {"observed": observer.finish(s.obs, (1.0 - s.disc) / p.gamma, p)})}
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
-def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, diag: bool = False, hook=None) -> Engine:
+def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer: Observer | None = None,
+           hook=None) -> Engine:
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
     ``debug``: accumulate the Definition 2.7 invariant counters; ``cv``: the control variates (``Params.value``
-    and ``Params.cv_scale`` must be set); ``diag``: the :data:`DIAGNOSTICS` observer (``Params.hpc`` must be set;
-    output ``diag``); ``hook``: a :class:`jaxq.policies.hook.Policy2x2` without its parameters (``Params.hook_params``;
-    output ``bad``: its refused assignments; no Definition 2.7 counters), None for the built-ins. A finished
-    replication's outputs are frozen by the rule itself, so the driver runs it without masking.
+    and ``Params.cv_scale`` must be set); ``observer``: an :class:`~jaxq.sim.observer.Observer` of :class:`View`
+    segments (the :data:`DIAGNOSTICS`, which need ``Params.hpc``, a user's, or several :func:`combined
+    <jaxq.sim.observer.combine>`; output ``observed``); ``hook``: a :class:`jaxq.policies.hook.Policy2x2` without
+    its parameters (``Params.hook_params``; output ``bad``: its refused assignments; no Definition 2.7 counters),
+    None for the built-ins. A finished replication's outputs are frozen by the rule itself, so the driver runs it
+    without masking.
     """
-    return Engine(lambda k, p: _init(k, p, spec, debug, cv, diag, hook),
-                  lambda s, p: _step(s, p, spec, debug, cv, diag, hook),
+    return Engine(lambda k, p: _init(k, p, spec, debug, cv, observer, hook),
+                  lambda s, p: _step(s, p, spec, debug, cv, observer, hook),
                   _done,
-                  _output, lambda s: unpack2(s.rec)[0], frozen_when_done=True)
+                  lambda s, p: _output(s, p, observer), lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
 
 def tail_bound(lam_n, ca2, h, gamma: float, n: float, horizon: float, x_T: np.ndarray) -> np.ndarray:
@@ -585,8 +589,20 @@ def hook_markov(hook, cv: bool = False) -> Markov:
                                                   transition=lambda s, f, p: _ctmc_transition(s, f, p, hook))
 
 
+def markov_view(s, p) -> View:
+    """The :class:`View` of a CTMC state (what an observer of the 2x2 system reads on the Markov drivers)."""
+    return View(s.x0, s.x1, s.s0, s.s1, s.mode)
+
+
+@lru_cache(maxsize=64)
+def markov_observer(observer: Observer) -> Observer:
+    """An observer of :class:`View` segments on the CTMC's states (both Markov drivers); cached, so a driver
+    compiles once per observer."""
+    return viewed(observer, markov_view)
+
+
 # The diagnostics on the CTMC's states (both Markov drivers: uniformised and event).
-MARKOV_DIAGNOSTICS = viewed(DIAGNOSTICS, lambda s, p: View(s.x0, s.x1, s.s0, s.s1, s.mode))
+MARKOV_DIAGNOSTICS = markov_observer(DIAGNOSTICS)
 
 
 def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:
