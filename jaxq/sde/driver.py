@@ -42,6 +42,7 @@ import numpy as np
 from jaxq.diffusion.value import marginal
 from jaxq.errors import InputError
 from jaxq.sim import replications
+from jaxq.sim.observer import Observer, Segment, combine, integral
 from jaxq.sim.replications import Batching
 
 
@@ -78,19 +79,44 @@ def _block_noise(keys, j, block, n_normal, n_uniform):
     return jnp.swapaxes(normal, 0, 1), jnp.swapaxes(uniform, 0, 1)
 
 
-def _start(scheme: Scheme, params, z0, paths: int, snap_steps):
+def workload(z, params):
+    """The workload Z itself: what the cost integrates (:data:`COST`)."""
+    return z
+
+
+COST = integral(workload)  # the discounted cost int_0^T exp(-gamma t) Z_t dt, an observer like any other
+
+
+def with_cost(observers: dict | None = None) -> Observer:
+    """The observer a run folds: the cost (output ``cost``) and ``observers`` by name, :func:`combined
+    <jaxq.sim.observer.combine>` (cached: the same observers give the same program)."""
+    return combine({"cost": COST, **(observers or {})})
+
+
+def _start(scheme: Scheme, params, z0, paths: int, snap_steps, observer: Observer):
     y0 = jnp.broadcast_to(scheme.init(params, jnp.asarray(z0, dtype=jnp.float64)), (paths,))
     zs0 = scheme.observe(params, y0)
     snaps0 = jnp.where(snap_steps[None, :] == 0, zs0[:, None], jnp.zeros((paths, snap_steps.shape[0])))
-    return (y0, zs0, jnp.zeros(paths), snaps0, jnp.zeros(paths))
+    obs0 = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), observer.init(params))
+    return (y0, zs0, obs0, snaps0, jnp.zeros(paths))
 
 
-def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j, value=None, n_steps=None):
-    """Advance every path by one block of ``block`` steps (block index ``j``), integrating the cost.
+def _finish(observer: Observer, obs, params, gamma, h, steps):
+    """The observers' per-path outputs; the mass of the weights is ``int_0^T exp(-gamma t) dt``, T = steps h."""
+    mass = -jnp.expm1(-gamma * h * steps) / gamma
+    return jax.vmap(observer.finish, in_axes=(0, None, None))(obs, mass, params)
 
-    With ``n_steps``, the steps ``k >= n_steps`` (past the horizon, in the last block) are masked: their
-    weight is zero in the cost and in the control (the state moves on, unused). Without it (None) no
-    step is masked, and the block is compiled without the mask.
+
+def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j, value=None, n_steps=None,
+           observer: Observer = None):
+    """Advance every path by one block of ``block`` steps (block index ``j``), folding each step into the
+    observers (:func:`with_cost`: the cost and a user's).
+
+    Each step is a :class:`~jaxq.sim.observer.Segment` from Z_k (``held``) to Z_{k+1} (``after``), the linear
+    interpolation between them weighted by :func:`step_weights` times ``exp(-gamma t_k)`` (``weight``,
+    ``weight_after``), with no jump. With ``n_steps``, the steps ``k >= n_steps`` (past the horizon, in the last
+    block) are masked: their weight is zero in the observers and in the control (the state moves on, unused).
+    Without it (None) no step is masked, and the block is compiled without the mask.
 
     With ``value`` (a :class:`jaxq.diffusion.value.ValueFunction`), also the Ito sum
     ``sum_k exp(-gamma t_k) V'(Z_k) dM_k`` over the steps' martingale increments (``sigma(Z_k) sqrt(h) N_k`` or
@@ -98,9 +124,11 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
     that cancels, as h -> 0, the whole fluctuation of the cost (Ito's formula; :mod:`jaxq.diffusion.value`).
     """
     w0, w1 = step_weights(gamma, h)
+    observer = with_cost() if observer is None else observer
+    fold = jax.vmap(observer.update, in_axes=(0, Segment(0, None, 0, None, None), None))  # over the paths
 
     def inner(c, x):
-        y, z, cost, snaps, ctl = c
+        y, z, obs, snaps, ctl = c
         k, normal, uniform = x
         y1, dm = scheme.step(params, y, h, normal, uniform)
         z1 = scheme.observe(params, y1)
@@ -110,11 +138,11 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
         disc = jnp.exp(-gamma * h * k)
         if n_steps is not None:  # a step past the end of the horizon weighs nothing (cost and control alike)
             disc = jnp.where(k < n_steps, disc, 0.0)
-        cost = cost + disc * (w0 * z + w1 * z1)
+        obs = fold(obs, Segment(z, disc * w0, z1, 0.0, disc * w1), params)
         snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
         if value is not None:
             ctl = ctl + disc * marginal(value, z) * dm
-        return (y1, z1, cost, snaps, ctl), None
+        return (y1, z1, obs, snaps, ctl), None
 
     normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)
     ks = (j * block + jnp.arange(block)).astype(jnp.float64)
@@ -137,16 +165,17 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
     Returns:
       ``(cost, snaps)``: (paths,) discounted costs and (paths, S) snapshots.
     """
-    carry = _start(scheme, params, z0, keys.shape[0], snap_steps)
+    observer = with_cost()
+    carry = _start(scheme, params, z0, keys.shape[0], snap_steps, observer)
 
     def outer(c, j):
-        return _block(scheme, params, gamma, h, keys, snap_steps, block, c, j), None
+        return _block(scheme, params, gamma, h, keys, snap_steps, block, c, j, observer=observer), None
 
     if remat:  # reverse-mode differentiable: a scan over a static number of blocks
-        (_, _, cost, snaps, _), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))
+        (_, _, obs, snaps, _), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))
     else:  # a dynamic trip count: one compilation serves every step size and horizon
-        _, _, cost, snaps, _ = jax.lax.fori_loop(0, n_blocks, lambda j, c: outer(c, j)[0], carry)
-    return cost, snaps
+        _, _, obs, snaps, _ = jax.lax.fori_loop(0, n_blocks, lambda j, c: outer(c, j)[0], carry)
+    return obs["cost"], snaps
 
 
 class Loop(NamedTuple):
@@ -214,22 +243,25 @@ class Args(NamedTuple):
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
-            masked: bool = False) -> replications.Program:
+            masked: bool = False, observer: Observer | None = None) -> replications.Program:
     """The scheme on the time loop (:func:`loop_program`; paths are the replications); ``cv``: also the
     Ito-sum control (``Args.value`` set, piecewise-constant coefficients); ``masked``: the steps from
     ``Args.n_steps`` on (in the last block) weigh nothing. A step count that is a whole number of blocks runs
-    the unmasked program, compiled without the mask: its results are bit-identical to the masked one's."""
+    the unmasked program, compiled without the mask: its results are bit-identical to the masked one's.
+    ``observer``: what the steps are folded into (:func:`with_cost`; default the cost alone)."""
+    observer = with_cost() if observer is None else observer
 
     def start(keys, a: Args):
-        return _start(scheme, a.params, a.z0, keys.shape[0], a.snap_steps)
+        return _start(scheme, a.params, a.z0, keys.shape[0], a.snap_steps, observer)
 
     def one_block(a: Args, keys, carry, j):
         return _block(scheme, a.params, a.gamma, a.h, keys, a.snap_steps, block, carry, j, a.value if cv else None,
-                      a.n_steps if masked else None)
+                      a.n_steps if masked else None, observer)
 
     def finish(carry, a: Args):
-        _, _, cost, snaps, ctl = carry
-        return {"cost": cost, "snaps": snaps, "control": ctl}
+        _, _, obs, snaps, ctl = carry
+        observed = _finish(observer, obs, a.params, a.gamma, a.h, a.n_steps)
+        return {"cost": observed.pop("cost"), "snaps": snaps, "control": ctl, "observed": observed}
 
     return loop_program(Loop(start, one_block, finish, lambda a: a.n_blocks, block), blocks_per_call)
 
@@ -265,7 +297,7 @@ class Grid(NamedTuple):
 
 
 def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths: int, seed: int = 0, times=(),
-             batching: Batching = Batching(), value=None):
+             batching: Batching = Batching(), value=None, observers: dict | None = None):
     """Discounted cost and snapshots of ``paths`` paths through the replication layer (results do not depend
     on the batching: path r uses ``fold_in(PRNGKey(seed), r)``).
 
@@ -276,10 +308,12 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths:
       (each rounded to the nearest multiple of dt);
       batching: first path, paths per compiled call, devices, progress (:class:`~jaxq.sim.replications.Batching`).
       value: the value function of the control variate (:mod:`jaxq.diffusion.value`; None: no control).
+      observers: statistics of the path, name -> :class:`~jaxq.sim.observer.Observer` of the workload (a
+        float64 scalar per path; steps as segments, :func:`_block`).
     Returns:
       dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
-      ``control`` (paths,) (zeros without ``value``), ``horizon`` (the T used), ``steps``, ``wall_s``,
-      ``compile_s``.
+      ``control`` (paths,) (zeros without ``value``), ``observed`` (name -> the observer's per-path outputs),
+      ``horizon`` (the T used), ``steps``, ``wall_s``, ``compile_s``.
     """
     dt, block = grid.dt, grid.block
     check_step(dt, grid.horizon)
@@ -294,7 +328,8 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths:
     plan = replications.plan(paths, batching.chunk, batching.devices)
     per_call = 1 << max(0, ((1 << 22) // (block * plan.size)).bit_length() - 1)  # a power of two: few programs
     masked = steps % block != 0
-    out, timing = run_loop(program(scheme, block, per_call, value is not None, masked), a, paths, seed, batching,
-                           float(paths) * n_blocks * block)
-    return {"cost": out["cost"], "snaps": out["snaps"], "control": out["control"], "horizon": steps * dt,
-            "steps": steps, "wall_s": timing.wall_s, "compile_s": timing.compile_s}
+    observer = with_cost(observers)
+    out, timing = run_loop(program(scheme, block, per_call, value is not None, masked, observer), a, paths, seed,
+                           batching, float(paths) * n_blocks * block)
+    return {"cost": out["cost"], "snaps": out["snaps"], "control": out["control"], "observed": out["observed"],
+            "horizon": steps * dt, "steps": steps, "wall_s": timing.wall_s, "compile_s": timing.compile_s}

@@ -8,7 +8,7 @@ truncation leaves out (``truncation_bound``).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -18,8 +18,10 @@ from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
 from jaxq.sde.driver import Grid, check_step, simulate
 from jaxq.diffusion.value import value_function
+from jaxq.sim.observer import check_observers
 from jaxq.sim.replications import Batching
-from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate  # noqa: F401  (TruncatedEstimate: re-exported)
+from jaxq.sim.result import (Estimate, SimResult, TruncatedEstimate,  # noqa: F401  (TruncatedEstimate: re-exported)
+                             observer_estimates)
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
 DEFAULT_SCHEME = "skew"
@@ -42,7 +44,17 @@ class Truncation(NamedTuple):
     scale: float | None = None
 
 
-GROUPS = {"truncation": Truncation, "batching": Batching}  # the typed arguments the API builds from flat options
+class Outputs(NamedTuple):
+    """What a run estimates besides the cost: ``cv``, the Ito-sum control variate (:func:`discounted_cost`);
+    ``observers``, statistics of the path, a dict of name -> :class:`jaxq.Observer` of the workload Z (a float64
+    per path; each step a :class:`~jaxq.sim.observer.Segment` from Z_k to Z_{k+1}, docs/guides/observers.md),
+    whose outputs are estimates ``<name>`` / ``<name>_<key>``."""
+
+    cv: bool = True
+    observers: Any = None
+
+
+GROUPS = {"truncation": Truncation, "batching": Batching, "outputs": Outputs}  # the typed arguments the API builds
 
 
 def truncation_bound(z0: float, b_max: float, s_max: float, gamma: float, horizon: float) -> float:
@@ -165,7 +177,8 @@ def _check_start(z0: float) -> None:
 
 def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float | None = None,
                     truncation: Truncation = Truncation(), paths: int = 20000, seed: int = 0,
-                    scheme_name: str = DEFAULT_SCHEME, batching: Batching = Batching(), cv: bool = True) -> SimResult:
+                    scheme_name: str = DEFAULT_SCHEME, batching: Batching = Batching(),
+                    outputs: Outputs = Outputs()) -> SimResult:
     """``E int_0^inf exp(-gamma t) Z_t dt`` for the reflected SDE with piecewise-constant coefficients.
 
     Args:
@@ -177,8 +190,9 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
       slowest-decaying mode ``z0/gamma + s_max^2 / gamma^2`` order); paths, seed: Monte Carlo;
       scheme_name: one of ``SCHEMES``; batching: first path, paths per compiled call, devices, progress
       (:class:`~jaxq.sim.replications.Batching`).
-      cv: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value function V
-        (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`).
+      outputs: ``cv``: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value
+        function V (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`);
+        ``observers``: statistics of the path (:class:`Outputs`).
     Returns:
       A :class:`~jaxq.sim.result.SimResult` with primary estimate ``V_hat`` (a :class:`TruncatedEstimate`: its
       ``ci95`` adds the truncation bound on the upper side), per-path ``samples["V"]`` and
@@ -217,8 +231,10 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
                                f"the drift's length scale sigma^2 / |b|) makes the job too large for the horizon "
                                f"{horizon:.3g}: {e.reason}") from None
     batching = batching.checked()
-    value = value_of(params, gamma) if cv else None
-    r = simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed, batching=batching, value=value)
+    observers = check_observers(outputs.observers)
+    value = value_of(params, gamma) if outputs.cv else None
+    r = simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed, batching=batching, value=value,
+                 observers=observers)
     cost = r["cost"]
     work = paths * r["steps"]
     run_s = max(r["wall_s"] - r["compile_s"], 1e-9)
@@ -230,7 +246,16 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     index = batching.start + np.arange(paths)
     est = TruncatedEstimate.of_estimate(Estimate.with_controls(cost, samples.get("controls"), index),
                                         info["truncation_bound"])
-    return SimResult("V_hat", {"V_hat": est}, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
+    estimates = {"V_hat": est}
+    if observers:
+        user_est, user_samples = observer_estimates(r["observed"])
+        clash = sorted((set(user_est) & set(estimates)) | (set(user_samples) & set(samples)))
+        if clash:
+            raise InputError("observers", f"the estimate name {clash[0]!r} is taken by the simulator's own")
+        estimates.update(user_est)
+        samples.update(user_samples)
+        info["observed"] = list(user_est)
+    return SimResult("V_hat", estimates, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
 
 
 def value_of(params: Piecewise, gamma: float):

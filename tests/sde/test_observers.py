@@ -1,0 +1,81 @@
+"""Observers of the workload diffusion's path on the SDE driver (the same jaxq.Observer as on the CTMC drivers).
+
+Independent values: the closed form of ``v(0) = E_0 int_0^inf exp(-gamma t) Z_t^2 dt`` for reflected Brownian motion
+with drift b < 0 and diffusion coefficient s (the polynomial solution of ``gamma v - s^2 v''/2 - b v' = z^2`` plus the
+decaying exponential that makes ``v'(0) = 0``), and the running maximum of the snapshots at every step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxq
+from jaxq.sde import coefficients as C
+from jaxq.sde.driver import Grid, simulate
+from jaxq.sde.estimators import Outputs, Truncation, discounted_cost, scheme
+from jaxq.sim.observer import integral, supremum
+
+B, S, G = -0.5, 1.0, 1.0
+
+
+def square(z, p):
+    return z * z
+
+
+def level(z, p):
+    return z
+
+
+def rbm_second_moment_cost(b, s, g):
+    """``E_0 int_0^inf exp(-g t) Z_t^2 dt`` of RBM(b, s) started at 0 (b < 0)."""
+    c1 = 2.0 * b / g**2  # v_p = z^2 / g + c1 z + c0
+    c0 = (s * s / g + 2.0 * b * b / g**2) / g
+    lam = (-b - math.sqrt(b * b + 2.0 * s * s * g)) / (s * s)  # the decaying root of s^2 l^2 / 2 + b l - g = 0
+    return c0 - c1 / lam
+
+
+@pytest.mark.parametrize("name", ["skew", "euler"])
+def test_an_integral_observer_matches_the_closed_form(name):
+    dt, horizon = 1e-3, 14.0
+    r = discounted_cost(C.piecewise([], [B], [S]), G, 0.0, dt=dt, truncation=Truncation(horizon), paths=4000, seed=7,
+                        scheme_name=name, outputs=Outputs(cv=False, observers={"z2": integral(square)}))
+    exact = rbm_second_moment_cost(B, S, G)
+    est = r.estimates["z2"]
+    # biases bounded: the linear interpolation of a Brownian bridge misses s^2 dt / 6 per unit time of int Z^2
+    # (discounted: s^2 dt / (6 g)); the tail after T is below exp(-g T) E[Z_T^2 + ...] / g, tiny at T = 14
+    bias = S * S * dt / (6.0 * G) + math.exp(-G * horizon) * 10.0
+    assert abs(est.value - exact) < 4 * est.stderr + bias, (est.value, est.stderr, exact)
+    assert r.info["observed"] == ["z2"]
+
+
+def test_a_supremum_observer_is_the_running_maximum_of_the_path():
+    dt, steps = 0.01, 256
+    times = np.arange(steps + 1) * dt
+    r = simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.3, G, Grid(dt, steps * dt), 64, seed=2, times=times,
+                 observers={"sup": supremum(level)})
+    np.testing.assert_array_equal(np.asarray(r["observed"]["sup"]), np.asarray(r["snaps"]).max(axis=1))
+
+
+def test_the_cost_is_an_observer_and_user_observers_change_nothing_else():
+    """The cost folded by the driver is the integral observer of Z; adding observers leaves cost and snapshots
+    bit-identical (observers draw nothing)."""
+    p = C.piecewise([1.0], [0.3, -0.8], [1.2, 1.6])
+    a = simulate(scheme("skew"), p, 0.0, G, Grid(0.01, 3.0), 48, seed=5, times=(1.0, 2.0))
+    b = simulate(scheme("skew"), p, 0.0, G, Grid(0.01, 3.0), 48, seed=5, times=(1.0, 2.0),
+                 observers={"cost_again": integral(level), "sup": supremum(level)})
+    np.testing.assert_array_equal(a["cost"], b["cost"])
+    np.testing.assert_array_equal(a["snaps"], b["snaps"])
+    np.testing.assert_array_equal(np.asarray(b["observed"]["cost_again"]), b["cost"])
+
+
+def test_observers_through_jaxq_simulate_sde():
+    system = jaxq.load("pss_T2T1")
+    r = jaxq.simulate_sde(system, paths=64, dt=0.01, horizon=2.0, seed=1, observers={"sup": supremum(level)})
+    assert r.estimates["sup"].value > 0 and r.samples["sup"].shape == (64,)
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate_sde(system, paths=8, dt=0.01, horizon=1.0, observers={"V": supremum(level)})
+    assert e.value.key == "observers"
