@@ -16,7 +16,8 @@ normals, uniform: (paths, n_uniform) uniforms on [0, 1)) and returns the step's 
 (mean zero given the state: ``sigma sqrt(h) N``, or the scheme's exact equivalent), ``observe(params, y) -> z``
 maps back.
 
-A workload scheme's path r draws the noise of block j from ``fold_in(fold_in(PRNGKey(seed), r), j)``. Within
+A workload scheme's path r draws the noise of block j as draw j of its stream (:mod:`jaxq.sim.rng`: the key
+``fold_in(PRNGKey(seed), r)``, normals as quantiles of 52-bit uniforms). Within
 a block of ``block`` steps the noise of all paths is drawn at once and the state of all paths is advanced
 together by an inner ``lax.scan``. A horizon of ``ceil(T / dt)`` steps that is not a whole number of blocks
 runs the masked program: the steps past the end in the last block weigh nothing (cost and control); a whole
@@ -41,7 +42,7 @@ import numpy as np
 
 from jaxq.diffusion.value import marginal
 from jaxq.errors import InputError
-from jaxq.sim import replications
+from jaxq.sim import replications, rng
 from jaxq.sim.observer import Observer, Segment, combine, integral
 from jaxq.sim.replications import Batching
 
@@ -67,13 +68,14 @@ def step_weights(gamma, h):
 
 
 def _block_noise(keys, j, block, n_normal, n_uniform):
+    """The noise of block j of every path: draw j of the path's stream (:mod:`jaxq.sim.rng`), ``block * (n_normal
+    + n_uniform)`` 52-bit uniforms, the first ``block * n_normal`` turned into normals; (block, paths, n) each."""
+    m = block * (n_normal + n_uniform)
+
     def one(key):
-        k = jax.random.fold_in(key, j)
-        kn, ku = jax.random.split(k)
-        return (
-            jax.random.normal(kn, (block, n_normal)),
-            jax.random.uniform(ku, (block, n_uniform)),
-        )
+        u = rng.uniforms(key, j, m)
+        return (jax.scipy.special.ndtri(u[: block * n_normal]).reshape(block, n_normal),
+                u[block * n_normal:].reshape(block, n_uniform))
 
     normal, uniform = jax.vmap(one)(keys)  # (paths, block, n)
     return jnp.swapaxes(normal, 0, 1), jnp.swapaxes(uniform, 0, 1)

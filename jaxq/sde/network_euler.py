@@ -16,7 +16,8 @@ X_k), so these are exact martingales of the Euler chain, and with g near the sol
 they absorb most of the noise of the time averages (cross-fitted by path index).
 
 The scheme runs on the SDE driver's time loop (:mod:`jaxq.sde.driver`, blocks of one step): paths are
-independent, path r uses ``fold_in(PRNGKey(seed), r)`` and step k ``fold_in(key_r, k)``; they are the
+independent, path r uses ``fold_in(PRNGKey(seed), r)`` and step k draw k of its stream (:func:`jaxq.sim.rng.normals`,
+one normal a coordinate); they are the
 replications of the one replication layer (:mod:`jaxq.sim.replications`).
 """
 
@@ -33,7 +34,7 @@ import numpy as np
 from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
 from jaxq.sde import driver
-from jaxq.sim import replications
+from jaxq.sim import replications, rng
 from jaxq.sim.replications import Batching
 from jaxq.sim.result import Estimate, SimResult
 
@@ -86,11 +87,11 @@ def num_controls(num_i: int) -> int:
 
 
 def _step(c, k, key, p, cv: bool):
-    """One Euler step from ``c = (x, acc, path)`` at step index k (noise from ``fold_in(key, k)``)."""
+    """One Euler step from ``c = (x, acc, path)`` at step index k (noise: draw k of the path's stream)."""
     x, acc, path = c
     uc = _control(x, p["uc"], p["feedback"])
     b = drift(x, uc, p["us"], p["ell"], p["K"])
-    dw = jax.random.normal(jax.random.fold_in(key, k), x.shape) * jnp.sqrt(p["dt"])
+    dw = rng.normals(key, k, x.shape[0]) * jnp.sqrt(p["dt"])
     s = x.sum()
     on = (k >= p["warm"]).astype(jnp.float64)
     new = {"x": acc["x"] + on * x, "neg": acc["neg"] + on * jnp.maximum(-s, 0.0),

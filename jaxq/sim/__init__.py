@@ -17,4 +17,9 @@
 #    (512 rectangles of equal area, jaxq.sim.sampling.step_envelope) instead of the tangent envelope (gamma-only
 #    specs) or Marsaglia-Tsang's mixed form (mixed specs, which then take no normal word for gamma); every other
 #    spec is unchanged.
-STREAM_VERSION = 6
+# 7: one random-stream layer (jaxq.sim.rng: counter-based Threefry words of the replication key) for every driver:
+#    the Markov event driver (two 52-bit uniforms an event), the uniformised driver (a page is a draw), the workload
+#    SDE (a block is a draw; normals are quantiles of 52-bit uniforms), the network diffusion's Euler scheme (a step
+#    is a draw) and the perturbation of perturbed 2x2 runs change; the 2x2 event engine's events do not. The SDE
+#    cost is an observer (its last bits change) and the uniformised driver's observers get the unscaled weights.
+STREAM_VERSION = 7

@@ -25,7 +25,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxq.sim import replications
+from jaxq.sim import replications, rng
 from jaxq.sim.markov import Functional, Horizon, Markov, control_increment, stack_controls
 from jaxq.sim.observer import Observer, Segment
 
@@ -124,7 +124,8 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
     to its rate, the functional's integrand over the holding time, then the model's transition.
 
     The state holds the model's state, the time, the accumulated integrals, the window's event records,
-    the snapshots and a key; the random words of event j are drawn from ``fold_in(key, j)``. ``observer``
+    the snapshots and a key; event j draws two 52-bit uniforms from draw j of the replication's stream
+    (:func:`jaxq.sim.rng.uniforms`). ``observer``
     (discounted functionals; :mod:`jaxq.sim.observer`) folds each holding interval of the model's state with
     weight ``int exp(-gamma t) dt`` (up to the horizon) and its jump with ``exp(-gamma t)`` (a real one before
     the horizon); its per-replication ``finish`` is the output ``observed``.
@@ -150,7 +151,7 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
     def step(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
         s = c["state"]
-        u = jax.random.uniform(jax.random.fold_in(c["key"], c["j"]), (2,), jnp.float64)
+        u = rng.uniforms(c["key"], c["j"], 2)  # draw j: the holding time's and the event's uniforms
         rates = markov.rates(p)
         cum, tot, each = [], jnp.float64(0.0), []
         for e, m in enumerate(markov.counts(s, p)):

@@ -1,4 +1,4 @@
-"""Counter-based random words for the event engines: one generator call per event, no key split.
+"""The one random-stream layer of every driver: counter-based words of a replication's key, no key split.
 
 A replication owns a key, the ``uint32[2]`` of ``fold_in(PRNGKey(seed), r)`` (that stays the
 definition of replication r's stream). Its random words form a two-dimensional array: *draw* ``c``
@@ -27,6 +27,22 @@ the speed of Threefry per event (15.1 against 14.8 ns for an event drawing two e
 the 32x32->64 products done in uint64 it was slower, 20 ns), far from the 1.5x that would justify a
 second generator, so Threefry stays.
 
+Every simulator draws through this layout, from the replication key ``fold_in(PRNGKey(seed), r)``
+(:func:`jaxq.sim.replications.keys`), with its own meaning of the draw counter ``c``:
+
+* the 2x2 event engine: ``c`` the event number (draw 0 the initial interarrival times), each event the words its
+  samplers need (:mod:`jaxq.sim.sampling`); the perturbation of a perturbed run (the smoothed-gradient tuner) is
+  draw :data:`PERTURB_DRAW`, beyond every event's;
+* the Markov event driver (:mod:`jaxq.sim.event`): ``c`` the event number, two 52-bit uniforms (four words: the
+  holding time and the event);
+* the uniformised driver (:mod:`jaxq.sim.uniformized`): ``c`` the page number, ``PAGE`` words (one a step);
+* the workload SDE (:mod:`jaxq.sde.driver`): ``c`` the block number, the block's normals and uniforms
+  (:func:`normals`, :func:`uniforms`, two words each);
+* the network diffusion's Euler scheme (:mod:`jaxq.sde.network_euler`): ``c`` the step number, one normal a
+  coordinate.
+
+:func:`block` computes many words of one draw as one vectorised Threefry call (the same words as :func:`words`).
+
 Uniforms: :func:`uniform` maps a word ``w`` to ``(w + 1/2) 2^-32`` in the open interval (0, 1), built
 from the mantissa bits (exact, no integer to float conversion); :func:`uniform52` maps two words to
 ``(b + 1/2) 2^-52`` with 52 random bits ``b`` (also exact; smallest value ``2^-53``).
@@ -36,6 +52,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.special  # noqa: F401  (ndtri)
 from jax import lax
 
 U32 = jnp.uint32
@@ -143,3 +160,30 @@ def uniform52(w_hi, w_lo) -> jax.Array:
     """
     frac = _u32_to_f64(jnp.asarray(w_lo, U32) >> U32(12)) + 0.5  # < 2^20, 21 significant bits
     return (_u32_to_f64(w_hi) + frac * 2.0**-20) * 2.0**-32  # 53 significant bits at most: exact
+
+
+PERTURB_DRAW = 1 << 47  # the draw of a perturbed 2x2 run's perturbation: beyond every event's (events are uint32)
+
+
+def block(key, counter, count: int) -> jax.Array:
+    """``uint32[count]``: words ``0 .. count-1`` of draw ``counter`` (the values of :func:`words`), computed as one
+    vectorised Threefry call over the ``ceil(count / 2)`` counter blocks (``count`` static, at most ``2^17``): the
+    form for many words of one draw (a page of the uniformised driver, a block of SDE steps)."""
+    if not 0 < count <= MAX_WORD:
+        raise ValueError(f"count {count} outside 1..{MAX_WORD}")
+    k0, k1 = key_words(key)
+    c0, chi = counter_words(counter)
+    y0, y1 = threefry2x32(k0, k1, c0, chi + jnp.arange((count + 1) // 2, dtype=U32))
+    return jnp.stack([y0, y1], axis=-1).reshape(-1)[:count]
+
+
+def uniforms(key, counter, count: int) -> jax.Array:
+    """``float64[count]``: 52-bit uniforms in (0, 1) (:func:`uniform52`) from the ``2 count`` words of draw
+    ``counter``, word ``2i`` the high and ``2i + 1`` the low bits of uniform i."""
+    w = block(key, counter, 2 * count).reshape(count, 2)
+    return uniform52(w[:, 0], w[:, 1])
+
+
+def normals(key, counter, count: int) -> jax.Array:
+    """``float64[count]``: standard normals, the normal quantiles of :func:`uniforms` of the same draw (|Z| <= 8.2)."""
+    return jax.scipy.special.ndtri(uniforms(key, counter, count))

@@ -18,8 +18,8 @@ times of the uniformised chain form a Poisson process independent of its jump ch
 
 Why it is fast: one 32-bit word per step compared with exact integer thresholds, no data-dependent
 control flow, a small state; all replications advance in lockstep as vector operations (the model's
-state is a handful of scalars per replication). Replication r draws the words of page b from
-``fold_in(key_r, b)`` (``PAGE`` words a page), so results do not depend on batching, slices or devices.
+state is a handful of scalars per replication). Replication r draws the ``PAGE`` words of page b as draw b of
+its stream (:func:`jaxq.sim.rng.block`), so results do not depend on batching, slices or devices.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.errors import InputError
-from jaxq.sim import replications
+from jaxq.sim import replications, rng
 from jaxq.sim.markov import Functional, Markov, control_increment, stack_controls
 from jaxq.sim.observer import Observer, Segment
 
 PAGE = 64  # words per page (part of the definition of the random stream)
 TWO32 = 2.0**32
-MAX_STEPS = PAGE * 2**32  # pages are keyed by a 32-bit index (fold_in); 2^38 steps: no run gets near it
+MAX_STEPS = PAGE * 2**32  # 2^38 steps: no run gets near it (pages are draws, counted below 2^48)
 
 
 class Args(NamedTuple):
@@ -178,7 +178,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         return out, None
 
     def run_page(c, b, a: Args, record: bool, masked: bool = False):
-        words = jax.random.bits(jax.random.fold_in(c["key"], b.astype(jnp.uint32)), (PAGE,), jnp.uint32)
+        words = rng.block(c["key"], b.astype(jnp.uint64), PAGE)  # draw b of the replication's stream
         s, p = c["state"], a.params
         # page sums: integers in int64 (a page of int32 counters near 2^31 / PAGE would overflow int32), floats as is
         wide = lambda d: jnp.int64 if jnp.issubdtype(d, jnp.integer) else d  # noqa: E731

@@ -46,10 +46,9 @@ def test_uniformised_driver_equals_a_numpy_replay_of_its_words(steps, warmup):
     """The driver's pages, integer segments, warm-up and discount weights, replayed step by step in numpy:
     the window is exactly the steps warmup .. steps - 1 (the window's first and last pages are masked; both in
     one page for (20, 10)), the run whole pages of 64 steps, all of them in the discounted sum."""
-    import jax
     import jax.numpy as jnp
 
-    from jaxq.sim import replications, uniformized as U
+    from jaxq.sim import replications, rng, uniformized as U
 
     lam, mu1, mu2, alpha, q = LAM, MU1, MU2, ALPHA, [1, 2]
     r = simulate(lam, mu1, mu2, q, alpha=alpha, reps=3, seed=5, cv=False, window=Window(steps=steps, warmup=warmup))
@@ -60,7 +59,8 @@ def test_uniformised_driver_equals_a_numpy_replay_of_its_words(steps, warmup):
     thr = np.array(q) + 1
     disc, avg = [], []
     for key in replications.keys(5, 0, 3):
-        words = np.concatenate([np.asarray(jax.random.bits(jax.random.fold_in(key, b), (U.PAGE,), jnp.uint32))
+        # page b is draw b of the replication's stream: replayed with the per-event form of jaxq.sim.rng
+        words = np.concatenate([np.asarray(rng.words(key, jnp.uint32(b), U.PAGE))
                                 for b in range(run // U.PAGE)]).astype(np.int64)
         x = y = 0
         d, tot, w = 0.0, 0, 1.0

@@ -32,6 +32,10 @@ GOLDEN = {  # STREAM_VERSION -> sha256 of each golden file's arrays (names, dtyp
         "event_outputs.npz": "5ea3d59153e080a86ed0cf2b83fdb0b607b1dd684ebd0f9b42e75319651b4a66",
         "bitidentical.npz": "0a4c9d4f8942a6550c1311eb3eca170ea50ab0403745bec672d4fa7f5b07b4ef",
     },
+    7: {  # one random-stream layer: the CTMC and M/M/c outputs (Markov drivers) and the perturbed 2x2 case change
+        "event_outputs.npz": "a504086bdeb40c78e8c2925493dd88a69c8f3da780b7562397d51f5f8d483d7b",
+        "bitidentical.npz": "bb1f49eb61ac33dc31b1045aa4ddffb64713d352c359ddb10b23b5081e374e8c",
+    },
 }
 
 

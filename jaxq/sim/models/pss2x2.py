@@ -206,7 +206,7 @@ def perturbed_parameters(key, p: Params):
       ``(level, theta, eps)``: the unscaled switching level, the integer threshold and eps.
     """
     q = p.perturb
-    eps = jax.random.normal(jax.random.fold_in(key, 0xE95), (2,), dtype=jnp.float64)
+    eps = rng.normals(key, jnp.uint64(rng.PERTURB_DRAW), 2)  # a draw beyond every event's
     level = p.policy.level + q.sign * q.tau_level * eps[0]
     theta = jnp.ceil(q.theta_real + q.sign * q.tau_theta * eps[1]).astype(jnp.int32)
     return level, jnp.maximum(theta, 0), eps
