@@ -298,26 +298,35 @@ class Grid(NamedTuple):
     block: int = 64
 
 
-def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths: int, seed: int = 0, times=(),
-             batching: Batching = Batching(), value=None, observers: dict | None = None):
+class Record(NamedTuple):
+    """What a workload SDE run records besides the cost: ``times``, fixed times at which Z is recorded (each rounded
+    to the nearest multiple of dt); ``value``, the value function of the Ito-sum control variate
+    (:mod:`jaxq.diffusion.value`; None: no control); ``observers``, statistics of the path (name ->
+    :class:`~jaxq.sim.observer.Observer` of Z, a float64 per path; each step a segment, :func:`_block`)."""
+
+    times: tuple = ()
+    value: object = None
+    observers: dict | None = None
+
+
+def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths: int, seed: int = 0,
+             batching: Batching = Batching(), record: Record = Record()):
     """Discounted cost and snapshots of ``paths`` paths through the replication layer (results do not depend
     on the batching: path r uses ``fold_in(PRNGKey(seed), r)``).
 
     Args:
       scheme, params: the method and its coefficients; z0 >= 0: start; gamma > 0: discount rate;
       grid: step, horizon and block (:class:`Grid`); the horizon reported is the steps run times dt;
-      paths: number of paths; seed: random seed; times: fixed times at which Z is recorded
-      (each rounded to the nearest multiple of dt);
-      batching: first path, paths per compiled call, devices, progress (:class:`~jaxq.sim.replications.Batching`).
-      value: the value function of the control variate (:mod:`jaxq.diffusion.value`; None: no control).
-      observers: statistics of the path, name -> :class:`~jaxq.sim.observer.Observer` of the workload (a
-        float64 scalar per path; steps as segments, :func:`_block`).
+      paths: number of paths; seed: random seed;
+      batching: first path, paths per compiled call, devices, progress (:class:`~jaxq.sim.replications.Batching`);
+      record: snapshot times, the control's value function and observers (:class:`Record`).
     Returns:
       dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
       ``control`` (paths,) (zeros without ``value``), ``observed`` (name -> the observer's per-path outputs),
       ``horizon`` (the T used), ``steps``, ``wall_s``, ``compile_s``.
     """
     dt, block = grid.dt, grid.block
+    times, value, observers = record
     check_step(dt, grid.horizon)
     if paths < 1:
         raise InputError("paths", "must be at least 1")

@@ -16,7 +16,7 @@ from jaxq.diffusion import stationary
 from jaxq.errors import InputError
 from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
-from jaxq.sde.driver import Grid, check_step, simulate
+from jaxq.sde.driver import Grid, Record, check_step, simulate
 from jaxq.diffusion.value import value_function
 from jaxq.sim.observer import check_observers
 from jaxq.sim.replications import Batching
@@ -233,8 +233,8 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     batching = batching.checked()
     observers = check_observers(outputs.observers)
     value = value_of(params, gamma) if outputs.cv else None
-    r = simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed, batching=batching, value=value,
-                 observers=observers)
+    r = simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed, batching=batching,
+                 record=Record(value=value, observers=observers))
     cost = r["cost"]
     work = paths * r["steps"]
     run_s = max(r["wall_s"] - r["compile_s"], 1e-9)
@@ -310,7 +310,8 @@ def terminal_values(params, z0: float, times, dt: float = 1e-3, paths: int = 100
     if times.size == 0 or np.any(times < 0) or not np.all(np.isfinite(times)):
         raise InputError("times", "need finite times >= 0")
     horizon = max(float(times.max()), dt)
-    return simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed, times=times)["snaps"]
+    return simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed,
+                    record=Record(times=times))["snaps"]
 
 
 def stationary_check(params: Piecewise, dt: float = 1e-2, paths: int = 20000, seed: int = 0, time_t: float = 20.0,

@@ -134,8 +134,9 @@ def sde_chunk(path, dt, horizon, seed, count, batching: sim.Batching, *, times=(
     params, _ = wcp_coefficients(an, switch_at)  # (2.25): lower mode below z*, higher above
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     value = value_of(params, system.gamma) if cv else None
-    r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, driver.Grid(dt, horizon), count, seed, times=times,
-                        batching=batching._replace(chunk=max(batching.chunk or count, count)), value=value)
+    r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, driver.Grid(dt, horizon), count, seed,
+                        batching=batching._replace(chunk=max(batching.chunk or count, count)),
+                        record=driver.Record(times=times, value=value))
     rec = {"V": r["cost"]}
     for j, t in enumerate(times):
         rec[f"Z@{t:g}"] = r["snaps"][:, j]

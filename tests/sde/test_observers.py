@@ -15,7 +15,7 @@ import pytest
 
 import jaxq
 from jaxq.sde import coefficients as C
-from jaxq.sde.driver import Grid, simulate
+from jaxq.sde.driver import Grid, Record, simulate
 from jaxq.sde.estimators import Outputs, Truncation, discounted_cost, scheme
 from jaxq.sim.observer import integral, supremum
 
@@ -55,8 +55,8 @@ def test_an_integral_observer_matches_the_closed_form(name):
 def test_a_supremum_observer_is_the_running_maximum_of_the_path():
     dt, steps = 0.01, 256
     times = np.arange(steps + 1) * dt
-    r = simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.3, G, Grid(dt, steps * dt), 64, seed=2, times=times,
-                 observers={"sup": supremum(level)})
+    r = simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.3, G, Grid(dt, steps * dt), 64, seed=2,
+                 record=Record(times, observers={"sup": supremum(level)}))
     np.testing.assert_array_equal(np.asarray(r["observed"]["sup"]), np.asarray(r["snaps"]).max(axis=1))
 
 
@@ -64,9 +64,9 @@ def test_the_cost_is_an_observer_and_user_observers_change_nothing_else():
     """The cost folded by the driver is the integral observer of Z; adding observers leaves cost and snapshots
     bit-identical (observers draw nothing)."""
     p = C.piecewise([1.0], [0.3, -0.8], [1.2, 1.6])
-    a = simulate(scheme("skew"), p, 0.0, G, Grid(0.01, 3.0), 48, seed=5, times=(1.0, 2.0))
-    b = simulate(scheme("skew"), p, 0.0, G, Grid(0.01, 3.0), 48, seed=5, times=(1.0, 2.0),
-                 observers={"cost_again": integral(level), "sup": supremum(level)})
+    a = simulate(scheme("skew"), p, 0.0, G, Grid(0.01, 3.0), 48, seed=5, record=Record((1.0, 2.0)))
+    b = simulate(scheme("skew"), p, 0.0, G, Grid(0.01, 3.0), 48, seed=5,
+                 record=Record((1.0, 2.0), observers={"cost_again": integral(level), "sup": supremum(level)}))
     np.testing.assert_array_equal(a["cost"], b["cost"])
     np.testing.assert_array_equal(a["snaps"], b["snaps"])
     np.testing.assert_array_equal(np.asarray(b["observed"]["cost_again"]), b["cost"])

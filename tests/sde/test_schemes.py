@@ -17,7 +17,7 @@ from jaxq.diffusion import hjb, stationary
 from jaxq.errors import InputError
 from jaxq.sde import coefficients as C
 from jaxq.sde import euler, exact_step, skew
-from jaxq.sde.driver import Grid, simulate, step_weights
+from jaxq.sde.driver import Grid, Record, simulate, step_weights
 from jaxq.sde.estimators import Truncation, discounted_cost, stationary_check, terminal_values, truncation_bound
 from jaxq.sde.smoothed import smoothed_cost
 from jaxq.sim.replications import Batching
@@ -97,8 +97,8 @@ def test_exact_step_has_the_exact_law_of_reflected_bm_at_any_step():
 
 def test_results_do_not_depend_on_batching():
     p = C.wcp(*T2T1, 0.6)
-    a = simulate(skew.SCHEME, p, 0.0, G, Grid(0.05, 2.0), 16, seed=4, times=[1.0])
-    b = simulate(skew.SCHEME, p, 0.0, G, Grid(0.05, 2.0), 24, seed=4, times=[1.0],
+    a = simulate(skew.SCHEME, p, 0.0, G, Grid(0.05, 2.0), 16, seed=4, record=Record([1.0]))
+    b = simulate(skew.SCHEME, p, 0.0, G, Grid(0.05, 2.0), 24, seed=4, record=Record([1.0]),
                  batching=Batching(chunk=16))  # two batches, one padded
     # path r depends only on r, bit for bit (every batch is a whole number of vectors)
     np.testing.assert_array_equal(a["cost"], b["cost"][:16])

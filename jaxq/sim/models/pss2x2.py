@@ -56,8 +56,9 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.sim import replications, rng, sampling
 from jaxq.sim.event import Engine
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
-from jaxq.sim.models.pss2x2_diagnostics import DIAGNOSTICS, Diagnostics, View  # noqa: F401  (public here too)
-from jaxq.sim.observer import Observer, Segment, viewed
+from jaxq.sim.models.pss2x2_diagnostics import (DIAGNOSTICS, MARKOV_DIAGNOSTICS, Diagnostics,  # noqa: F401
+                                               View, markov_observer, markov_view)  # (public here too)
+from jaxq.sim.observer import Observer, Segment
 
 # Debug counters (Definition 2.7 invariants), in this order.
 VIOLATIONS = (
@@ -587,22 +588,6 @@ def hook_markov(hook, cv: bool = False) -> Markov:
     without its parameters, which are ``Params.hook_params``); ``state.bad`` counts its refused assignments."""
     return (MARKOV_CV if cv else MARKOV)._replace(name="pss2x2-hook", init=lambda p: _ctmc_init(p, hook),
                                                   transition=lambda s, f, p: _ctmc_transition(s, f, p, hook))
-
-
-def markov_view(s, p) -> View:
-    """The :class:`View` of a CTMC state (what an observer of the 2x2 system reads on the Markov drivers)."""
-    return View(s.x0, s.x1, s.s0, s.s1, s.mode)
-
-
-@lru_cache(maxsize=64)
-def markov_observer(observer: Observer) -> Observer:
-    """An observer of :class:`View` segments on the CTMC's states (both Markov drivers); cached, so a driver
-    compiles once per observer."""
-    return viewed(observer, markov_view)
-
-
-# The diagnostics on the CTMC's states (both Markov drivers: uniformised and event).
-MARKOV_DIAGNOSTICS = markov_observer(DIAGNOSTICS)
 
 
 def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:

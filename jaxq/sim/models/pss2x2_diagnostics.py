@@ -1,17 +1,19 @@
 """The diagnostics observer of the 2x2 system (docs/diagnostics.md): what it reads of a post-decision state
 (:class:`View`), what it integrates (:class:`Diagnostics`) and the per-replication averages it reports.
 
-Both drivers build the :class:`View` (:mod:`jaxq.sim.models.pss2x2`); the parameters it reads are the model's
-``Params.hpc`` (the high-priority class) and ``Params.inv_sqrt_n``.
+Both drivers build the :class:`View` (the event rule of :mod:`jaxq.sim.models.pss2x2`, and :func:`markov_view` of
+the CTMC's states), and a user's observers of the 2x2 system read the same View; the parameters the diagnostics
+read are the model's ``Params.hpc`` (the high-priority class) and ``Params.inv_sqrt_n``.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxq.sim.observer import Observer, Segment
+from jaxq.sim.observer import Observer, Segment, viewed
 
 
 def _sel(c, a, b):
@@ -74,3 +76,19 @@ def _diag_finish(o: Diagnostics, mass, p) -> dict:
 # The diagnostics of a 2x2 run (docs/diagnostics.md), under the functional's weight: for the discounted cost the
 # discounted occupation measure, gamma exp(-gamma t) dt over [0, T] normalised to mass 1 (what J_n integrates).
 DIAGNOSTICS = Observer(_diag_init, _diag_update, _diag_finish)
+
+
+def markov_view(s, p) -> View:
+    """The :class:`View` of a CTMC state (what an observer of the 2x2 system reads on the Markov drivers)."""
+    return View(s.x0, s.x1, s.s0, s.s1, s.mode)
+
+
+@lru_cache(maxsize=64)
+def markov_observer(observer: Observer) -> Observer:
+    """An observer of :class:`View` segments on the CTMC's states (both Markov drivers; the CTMC's state has the fields of View); cached, so a driver
+    compiles once per observer."""
+    return viewed(observer, markov_view)
+
+
+# The diagnostics on the CTMC's states (both Markov drivers: uniformised and event).
+MARKOV_DIAGNOSTICS = markov_observer(DIAGNOSTICS)
