@@ -21,7 +21,7 @@ from jaxq.diffusion.value import value_function
 from jaxq.sim.observer import check_observers
 from jaxq.sim.replications import Batching
 from jaxq.sim.result import (Estimate, SimResult, TruncatedEstimate,  # noqa: F401  (TruncatedEstimate: re-exported)
-                             observer_estimates)
+                             add_observed)
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
 DEFAULT_SCHEME = "skew"
@@ -248,13 +248,7 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
                                         info["truncation_bound"])
     estimates = {"V_hat": est}
     if observers:
-        user_est, user_samples = observer_estimates(r["observed"])
-        clash = sorted((set(user_est) & set(estimates)) | (set(user_samples) & set(samples)))
-        if clash:
-            raise InputError("observers", f"the estimate name {clash[0]!r} is taken by the simulator's own")
-        estimates.update(user_est)
-        samples.update(user_samples)
-        info["observed"] = list(user_est)
+        add_observed(r["observed"], estimates, samples, info)
     return SimResult("V_hat", estimates, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
 
 

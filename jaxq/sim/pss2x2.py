@@ -41,7 +41,7 @@ from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
 from jaxq.sim.observer import check_observers, combine
-from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate, observer_estimates
+from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate, add_observed
 
 DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
 DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
@@ -353,13 +353,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
         samples.update(diag.samples(observed["diagnostics"]))
         info["diagnostics"] = diag.summarize(samples, dual=len(st.modes_used) > 1, hpc=an.p + 1)
     if observers:
-        user_est, user_samples = observer_estimates({k: observed[k] for k in observers})
-        clash = sorted((set(user_est) & set(est)) | (set(user_samples) & set(samples)))
-        if clash:
-            raise InputError("observers", f"the estimate name {clash[0]!r} is taken by the simulator's own")
-        est.update(user_est)
-        samples.update(user_samples)
-        info["observed"] = list(user_est)
+        add_observed({k: observed[k] for k in observers}, est, samples, info)
     note = diag.warning(info.get("diagnostics"), J_hat=est["J_hat"].value, V0=an.V0, n=n, gamma=system.gamma,
                         h=system.h, hpc=an.p + 1, theta=st.theta, policy=st.policy,
                         threshold_term=diag.limit_threshold_term(an, st.policy, st.theta, n, st.switch_at))

@@ -129,6 +129,21 @@ def observer_estimates(observed: dict) -> tuple[dict[str, "Estimate"], dict[str,
     return est, samples
 
 
+def add_observed(observed: dict, estimates: dict, samples: dict, info: dict) -> None:
+    """Add observers' outputs to a result in the making (in place): their estimates and samples
+    (:func:`observer_estimates`) and ``info["observed"]``, the names added; an
+    :class:`~jaxq.errors.InputError` naming ``observers`` when a name is one the simulator's own result has."""
+    from jaxq.errors import InputError
+
+    user_est, user_samples = observer_estimates(observed)
+    clash = sorted((set(user_est) & set(estimates)) | (set(user_samples) & set(samples)))
+    if clash:
+        raise InputError("observers", f"the name {clash[0]!r} is taken by the simulator's own estimates or samples")
+    estimates.update(user_est)
+    samples.update(user_samples)
+    info["observed"] = list(user_est)
+
+
 def _plain(x):
     """A 0-d array as a Python float; arrays stay arrays."""
     a = np.asarray(x)

@@ -22,11 +22,11 @@ import numpy as np
 from jaxq.errors import InputError
 from jaxq.model.validate import check_devices, check_seed, check_work
 from jaxq.precision import float64
-from jaxq.sim import event, replications, uniformized
+from jaxq.sim import event, uniformized
 from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov
 from jaxq.sim.observer import check_observers, combine
 from jaxq.sim.replications import Batching
-from jaxq.sim.result import Estimate, SimResult, observer_estimates
+from jaxq.sim.result import Estimate, SimResult, add_observed
 
 ENGINES = ("auto", "event", "uniformized")
 
@@ -161,13 +161,7 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         c = ctl.get("discounted") if k.endswith("_discounted") else ctl.get("window")
         est[k] = Estimate.with_controls(v, c, index)
     if watch is not None:
-        user_est, user_samples = observer_estimates(out["observed"])
-        clash = sorted((set(user_est) & set(est)) | (set(user_samples) & set(per)))
-        if clash:
-            raise InputError("observers", f"the estimate name {clash[0]!r} is taken by an observed quantity")
-        est.update(user_est)
-        per.update(user_samples)
-        info["observed"] = list(user_est)
+        add_observed(out["observed"], est, per, info)
     for kind, c in ctl.items():
         per[f"controls_{kind}"] = c
     primary = next(iter(est)) if len(est) == 1 else None
