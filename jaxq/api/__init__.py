@@ -355,8 +355,9 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
         _check_options("jaxq.simulate (a network)", options, _own(simulate), (network.simulate, 3),
                        flat=network.GROUPS)
-        return network.simulate(system, n, policy or "priority", reps=64 if reps is None else reps, engine=engine,
-                                seed=seed, **network.grouped(options))
+        reps = 64 if reps is None else reps
+        return network.simulate(system, n, policy or "priority", reps=reps, engine=engine, seed=seed,
+                                **network.grouped(_placed(options, reps)))
     from jaxq.sim import pss2x2
 
     if policy == "tuned":  # the search of jaxq.tuning.prelimit, then fresh replications of the tuned policy
@@ -364,13 +365,14 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
         _check_options("jaxq.simulate (a 2x2 system, tuned)", options, _own(simulate), (simulate_tuned, 3),
                        (pss2x2.simulate, 3), flat=pss2x2.GROUPS)
-        return simulate_tuned(system, n, 1000 if reps is None else reps, engine=engine, seed=seed, **options)
+        reps = 1000 if reps is None else reps
+        return simulate_tuned(system, n, reps, engine=engine, seed=seed, **_placed(options, reps))
 
     _check_options("jaxq.simulate (a 2x2 system)", options, _own(simulate), (pss2x2.simulate, 3),
                    flat=pss2x2.GROUPS)
-    return pss2x2.simulate_bounded(system, n, 1000 if reps is None else reps,
-                                   **pss2x2.grouped({"policy": policy or "auto", "seed": seed, "engine": engine,
-                                                     **options}))
+    reps = 1000 if reps is None else reps
+    return pss2x2.simulate_bounded(system, n, reps, **pss2x2.grouped({"policy": policy or "auto", "seed": seed,
+                                                                      "engine": engine, **_placed(options, reps)}))
 
 
 def _simulate_markov(model, n, reps, policy, engine, seed, options):
@@ -388,9 +390,24 @@ def _simulate_markov(model, n, reps, policy, engine, seed, options):
     if options.get("horizon") is None:
         raise InputError("horizon", "a MarkovModel needs the simulated time horizon")
     params = options.pop("params", None)
+    reps = 256 if reps is None else reps
+    options = _placed(options, reps)
     batching = Batching(**{k: options.pop(k) for k in Batching._fields if k in options})
     run = MarkovRun(engine=engine, batching=batching, **options)
-    return simulate_markov(model, run, params=params, reps=256 if reps is None else reps, seed=seed)
+    return simulate_markov(model, run, params=params, reps=reps, seed=seed)
+
+
+def _placed(options: dict, reps) -> dict:
+    """``options`` of a single run with its devices: the host CPU for a run of fewer than
+    :data:`jaxq.sim.replications.HOST_BELOW` replications on an accelerator when no devices are named
+    (:func:`jaxq.sim.replications.small_run_devices`); unchanged otherwise (and for a bad ``reps``, refused
+    later)."""
+    from jaxq.sim.replications import small_run_devices
+
+    if options.get("devices") is not None or isinstance(reps, bool) or not isinstance(reps, int):
+        return options
+    devices = small_run_devices(reps)
+    return options if devices is None else {**options, "devices": devices}
 
 
 @_checked(system="pss2x2")

@@ -353,12 +353,16 @@ def check_vector(value: Any, key: str) -> np.ndarray:
 
 def check_devices(value: Any, key: str = "devices"):
     """Devices to run on: None (all local devices), a count K (the first K local devices) or a non-empty list of
-    local JAX devices. Returns None or a list of devices."""
+    local JAX devices (the host's CPU devices included on an accelerator machine). Returns None or a list."""
     if value is None:
         return None
     import jax
 
     local = jax.local_devices()
+    try:  # the host's CPU devices too, where the default backend is an accelerator
+        host = [d for d in jax.local_devices(backend="cpu") if d not in local]
+    except RuntimeError:
+        host = []
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if not 1 <= int(value) <= len(local):
             raise InputError(key, f"must be between 1 and {len(local)} (local devices), got {int(value)}")
@@ -368,7 +372,7 @@ def check_devices(value: Any, key: str = "devices"):
     if not value:
         raise InputError(key, "empty list of devices; pass None for all local devices")
     for i, d in enumerate(value):
-        if d not in local:
+        if d not in local and d not in host:
             raise InputError(f"{key}[{i}]", f"not a local JAX device: {_fmt(d)} (jax.local_devices() lists them)")
     return list(value)
 

@@ -140,7 +140,10 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
         disc = jnp.exp(-gamma * h * k)
         if n_steps is not None:  # a step past the end of the horizon weighs nothing (cost and control alike)
             disc = jnp.where(k < n_steps, disc, 0.0)
-        obs = fold(obs, Segment(z, disc * w0, z1, 0.0, disc * w1), params)
+        new = fold(obs, Segment(z, disc * w0, z1, 0.0, disc * w1), params)
+        if n_steps is not None:  # and no observer sees it (a supremum reads no weight)
+            new = jax.tree_util.tree_map(lambda a, b: jnp.where(k < n_steps, a, b), new, obs)
+        obs = new
         snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
         if value is not None:
             ctl = ctl + disc * marginal(value, z) * dm

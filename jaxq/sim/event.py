@@ -89,7 +89,7 @@ def program(engine: Engine, block: int, blocks_per_call: int) -> replications.Pr
     def finish(states, params):
         return jax.vmap(lambda s: engine.output(s, params))(states)
 
-    return replications.Program(start, advance, finish, unit="events", host_below=replications.HOST_BELOW)
+    return replications.Program(start, advance, finish, unit="events")
 
 
 def blocks_per_call(size: int, block: int) -> int:
@@ -104,7 +104,7 @@ def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128,
     ``batching``: how the replications are executed (:class:`~jaxq.sim.replications.Batching`); ``max_slice``
     (default None: one slice per core at most) caps the replications of a core slice.
     """
-    p = replications.plan(reps, batching.chunk, batching.devices, max_slice, replications.HOST_BELOW)
+    p = replications.plan(reps, batching.chunk, batching.devices, max_slice)
     prog = program(engine, int(block), blocks_per_call(p.size, int(block)))
     return replications.run(prog, params, reps, seed, batching=batching, max_slice=max_slice)
 

@@ -14,8 +14,9 @@ segment's ``weight`` over the run, which the driver knows in closed form (so the
 one accumulator less in the hot loop), to normalise by. The observer never sees the clock: the same observer serves
 the event driver (exact times, ``w(t) = exp(-gamma t)`` up to the horizon) and the uniformised one (the Poisson
 times integrated out: step k weighs ``E int_{T_k}^{T_{k+1}} exp(-gamma t) dt = r^k / (Lambda + gamma)`` and its
-jump ``E exp(-gamma T_{k+1}) = r^(k+1)``; a driver may scale every weight and the mass by one constant), and
-the expectations of the two are equal. ``held`` and ``after``
+jump ``E exp(-gamma T_{k+1}) = r^(k+1)``), and the expectations of the two are equal up to where each run ends
+(the event driver at the horizon T, the uniformised one after its K steps, whole pages of 64: at the K-th jump
+of the Poisson clock, whose time has mean K / Lambda). ``held`` and ``after``
 are the model's *view* of the states (a small NamedTuple each model defines once); :func:`viewed` adapts an
 observer of views to a driver that holds the model's own state.
 
@@ -138,6 +139,8 @@ def _integral(f) -> Observer:
         return jnp.zeros((), jnp.float64)
 
     def update(acc, seg: Segment, p):
+        if isinstance(seg.weight_after, (int, float)) and seg.weight_after == 0:  # a jump process's segment
+            return acc + seg.weight * f(seg.held, p)
         return acc + (seg.weight * f(seg.held, p) + seg.weight_after * f(seg.after, p))
 
     return Observer(init, update, lambda acc, mass, p: acc)

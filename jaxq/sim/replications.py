@@ -70,15 +70,27 @@ class Program(NamedTuple):
     advance: Callable
     finish: Callable
     unit: str = "events"
-    host_below: int = 0  # fewer replications than this on an accelerator run on the host CPU (:func:`plan`)
 
 
-# Below this many replications an event-driven or uniformised run on an accelerator runs on the host CPU instead:
-# each event (or step) of such a run is a few small kernels, so a GPU is launch-bound there. Measured on one H200
-# and its host (benchmarks/gpu_small_batches.py, benchmarks/results/gpu_h200_small_batches.json): with 100
-# replications the host ran the 2x2 event engine 3.4x and the uniformised one 2.6x faster than the GPU, with 1000
-# the GPU was 2.1x and 1.4x faster; the crossover lies between, and runs below 256 move.
+# Below this many replications a single simulation (jaxq.simulate, `jaxq simulate`) on an accelerator runs on the
+# host CPU instead: each event (or step) of such a run is a few small kernels, so a GPU is launch-bound there.
+# Measured on one H200 and its host (benchmarks/gpu_small_batches.py, benchmarks/results/gpu_h200_small_batches.json):
+# with 100 replications the host ran the 2x2 event engine 3.4x and the uniformised one 2.6x faster than the GPU,
+# with 1000 the GPU was 2.1x and 1.4x faster; the crossover lies between (not measured there), runs below 256 move.
 HOST_BELOW = 256
+
+
+def small_run_devices(reps: int, devices=None, backend: str | None = None):
+    """The devices of a single run of ``reps`` replications: ``devices`` as given, except that None on an
+    accelerator (``backend``, default JAX's) with fewer than :data:`HOST_BELOW` replications becomes the host CPU
+    (where the process has one). The experiment runner does not use it: its chunks all run on one platform."""
+    backend = jax.default_backend() if backend is None else backend
+    if devices is not None or backend == "cpu" or reps >= HOST_BELOW:
+        return devices
+    try:
+        return jax.devices("cpu")[:1]
+    except RuntimeError:  # no CPU backend in this process (JAX_PLATFORMS without cpu): stay where we are
+        return devices
 
 
 class Batching(NamedTuple):
@@ -142,20 +154,16 @@ class Plan(NamedTuple):
 DEFAULT_CHUNK = {"cpu": 1 << 16}  # replications per chunk when none is given (accelerators: 1 << 20)
 
 
-def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE, host_below: int = 0,
-         backend: str | None = None) -> Plan:
+def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE) -> Plan:
     """The chunk/slice/device layout for ``reps`` replications.
 
     ``chunk`` None: all replications, at most ``DEFAULT_CHUNK`` at once (memory). ``max_slice``: the largest
-    slice on a single CPU device (None: one slice per core at most, no cap; 0: never slice). ``host_below``: with
-    ``devices`` None on an accelerator (``backend``, default JAX's), fewer replications than this run on the host
-    CPU, sliced over its cores (:data:`HOST_BELOW`; a program's ``host_below``); explicit ``devices`` are obeyed.
+    slice on a single CPU device (None: one slice per core at most, no cap; 0: never slice). ``devices``: None
+    (all local devices of the default backend) or the devices named, used even when one is not the default (a
+    CPU device on a GPU machine is sliced over the cores).
     """
-    backend = jax.default_backend() if backend is None else backend
-    if devices is None and backend != "cpu" and reps < host_below:
-        devices = jax.devices("cpu")[:1]
     devs = jax.local_devices() if devices is None else list(devices)
-    platform = backend if devices is None else devs[0].platform
+    platform = jax.default_backend() if devices is None else devs[0].platform
     cap = DEFAULT_CHUNK.get(platform, 1 << 20)
     chunk = min(reps, cap) if chunk is None else max(1, min(int(chunk), reps))
     if len(devs) > 1:
@@ -227,7 +235,7 @@ def run(program: Program, args, reps: int, seed: int, *, batching: Batching = Ba
       ``(outputs, timing)``.
     """
     start, chunk, devices, progress = batching
-    p = plan(reps, chunk, devices, max_slice, program.host_below)
+    p = plan(reps, chunk, devices, max_slice)
     placed = {}
 
     def on(j):

@@ -237,7 +237,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         return {"state": c["state"], "disc": c["disc"], "win": c["win"], "rec": c["rec"], "ctl": c["ctl"],
                 "ctlw": c["ctlw"], "events": c["events"], "observed": obs, "over": c.get("over", ())}
 
-    return replications.Program(start, advance, finish, unit="steps", host_below=replications.HOST_BELOW)
+    return replications.Program(start, advance, finish, unit="steps")
 
 
 def pages_per_call(size: int) -> int:
@@ -282,7 +282,7 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     r = big / (big + gamma) if functional.discounted else 1.0
     a = Args(params, jnp.asarray(words, jnp.uint32), jnp.float64(r), jnp.int64(warm_steps), jnp.int64(total),
              jnp.int64(pages), jnp.float64(big))
-    p = replications.plan(reps, batching.chunk, batching.devices, host_below=replications.HOST_BELOW)
+    p = replications.plan(reps, batching.chunk, batching.devices)
     prog = program(markov, functional, pages_per_call(p.size), observer)
     replications.announce(batching.progress, float(reps) * pages * PAGE, "steps")
     out, timing = replications.run(prog, a, reps, seed, batching=batching)

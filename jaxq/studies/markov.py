@@ -27,6 +27,7 @@ per entry, ``_<i>`` appended), as :func:`jaxq.simulate` names them.
 from __future__ import annotations
 
 import importlib
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -67,11 +68,17 @@ def _load(spec: str, key: str):
 
 def load_observers(specs: dict[str, str]) -> dict:
     """The observers of ``grid.observers`` (name -> ``"package.module:attribute"``: a :class:`jaxq.Observer`, or a
-    function of no arguments returning one); an InputError naming ``grid.observers.<name>`` otherwise."""
+    function of no arguments returning one); an InputError naming ``grid.observers.<name>`` otherwise. Loaded once
+    per process (the same objects for every chunk: a compiled program is reused)."""
+    return dict(_load_observers(tuple(specs.items())))
+
+
+@lru_cache(maxsize=16)
+def _load_observers(specs: tuple) -> tuple:
     from jaxq.sim.observer import Observer, check_observers
 
     out = {}
-    for name, spec in specs.items():
+    for name, spec in specs:
         key = f"grid.observers.{name}"
         obj = _load(spec, key)
         if not isinstance(obj, Observer) and callable(obj):
@@ -79,7 +86,7 @@ def load_observers(specs: dict[str, str]) -> dict:
         if not isinstance(obj, Observer):
             raise InputError(key, f"{spec!r} is not a jaxq.Observer (got {type(obj).__name__})")
         out[name] = obj
-    return check_observers(out, "grid.observers")
+    return tuple(check_observers(out, "grid.observers").items())
 
 
 def load_model(spec: str):
@@ -134,12 +141,15 @@ def run_chunk(exp, pt, start, count, devices=None):
     observed = set(r.info.get("observed", ()))
     rec = {}
     for k, v in r.samples.items():
-        v = np.asarray(v)[:count].reshape(count, -1) if k in observed else np.asarray(v)[:count]
-        k = OBSERVED + k if k in observed else k
-        if v.ndim == 2 and not (k.startswith(OBSERVED) and v.shape[1] == 1):  # controls, array outputs: by column
+        v = np.asarray(v)[:count]
+        if k in observed:  # an observer's output: a column per entry of an array output
+            v = v.reshape(count, -1)
+            k = OBSERVED + k
+            rec.update({f"{k}_{c}": v[:, c] for c in range(v.shape[1])} if v.shape[1] > 1 else {k: v[:, 0]})
+        elif v.ndim == 2:  # the controls: one column each
             rec.update({f"{k}_{c}": v[:, c] for c in range(v.shape[1])})
         else:
-            rec[k] = v.reshape(count)
+            rec[k] = v
     rec["events"] = np.full(count, r.events // max(count, 2), dtype=np.int64)
     return rec
 

@@ -78,3 +78,14 @@ def test_observers_through_jaxq_simulate_sde():
     with pytest.raises(jaxq.InputError) as e:
         jaxq.simulate_sde(system, paths=8, dt=0.01, horizon=1.0, observers={"V": supremum(level)})
     assert e.value.key == "observers"
+
+
+def test_no_observer_sees_the_steps_past_the_horizon():
+    """250 steps in blocks of 64: the last block's 6 steps past the horizon are masked for the observers too, so a
+    supremum (which reads no weight) is the maximum of the snapshots at steps 0 .. 250."""
+    dt, steps = 0.01, 250
+    times = np.arange(steps + 1) * dt
+    r = simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.3, G, Grid(dt, steps * dt), 64, seed=3,
+                 record=Record(times, observers={"sup": supremum(level)}))
+    assert r["steps"] == steps
+    np.testing.assert_array_equal(np.asarray(r["observed"]["sup"]), np.asarray(r["snaps"]).max(axis=1))

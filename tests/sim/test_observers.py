@@ -62,3 +62,18 @@ def test_observers_through_jaxq_simulate_and_names_taken():
     with pytest.raises(jaxq.InputError) as e:
         jaxq.simulate(system, N, 8, observers={"cost": "not an observer"})
     assert e.value.key == "observers.cost"
+
+
+def _x1_count(v, p):
+    return v.x0 * 1.0
+
+
+def test_a_supremum_observer_ends_with_the_path_at_the_horizon():
+    """On the event engine the observers never see the state after the first event past T: the supremum of class
+    1's jobs is the engine's own sup_X_hat (times sqrt(n)), replication by replication."""
+    from jaxq.sim.observer import supremum
+
+    system = load(path("pss_T2"))  # n = 16 and a short horizon: the path often peaks at its end
+    r = pss2x2.simulate(system, 16, 400, seed=0, truncation=Truncation(engine="event", horizon=2.0),
+                        outputs=Outputs(cv=False, diagnostics=False, observers={"sup": supremum(_x1_count)}))
+    np.testing.assert_allclose(r.samples["sup"], r.samples["sup_X_hat"][:, 0] * 4.0, rtol=1e-12)

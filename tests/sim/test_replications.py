@@ -149,19 +149,17 @@ def test_one_and_four_devices_give_identical_network_and_2x2_results():
     _four_devices(DEVICES_MM1 + DEVICES_MODELS)
 
 
-def test_small_runs_on_an_accelerator_are_planned_on_the_host_cpu():
-    """With devices=None on an accelerator, fewer replications than host_below run on the host CPU, sliced over its
-    cores; as many or more, or explicit devices, keep the accelerator's layout (checked on the plan: the backend is
-    passed in, so this runs on any machine)."""
+def test_small_single_runs_on_an_accelerator_go_to_the_host_cpu():
+    """small_run_devices: with devices=None on an accelerator, a run of fewer than HOST_BELOW replications gets the
+    host CPU; as many or more, named devices, or a CPU backend keep what they have (the backend is passed in, so
+    this runs on any machine). A named CPU device is planned on the CPU, sliced over its cores."""
     from jaxq.sim import replications as R
 
     cpu = jax.devices("cpu")[0]
-    host = R.plan(100, None, [cpu])  # the layout of a run on the CPU device: sliced over the cores
+    assert R.small_run_devices(100, None, backend="gpu") == [cpu]
+    assert R.small_run_devices(R.HOST_BELOW, None, backend="gpu") is None
+    assert R.small_run_devices(100, [cpu], backend="gpu") == [cpu]
+    assert R.small_run_devices(100, None, backend="cpu") is None
+    host = R.plan(100, None, [cpu])
     assert host.devices == (cpu,) and host.parts == max(1, min(R.core_count(), host.chunk // R.MIN_SLICE))
-    assert R.plan(100, None, None, host_below=R.HOST_BELOW, backend="gpu") == host
-    big = R.plan(R.HOST_BELOW, None, None, host_below=R.HOST_BELOW, backend="gpu")
-    assert big.parts == 1 and big.devices is None  # the default device: the accelerator, one slice
-    assert R.plan(100, None, [cpu], host_below=R.HOST_BELOW, backend="gpu") == host  # a device named is obeyed
-    assert R.plan(100, None, None, host_below=0, backend="gpu").devices is None
-    # on a CPU the default device is the host: the same slices
-    assert R.plan(100, None, None, host_below=R.HOST_BELOW).parts == host.parts
+    assert R.plan(100, None, None).parts == host.parts and R.plan(100, None, None).devices is None

@@ -416,8 +416,9 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
             acc[10] = acc[10] + w * (xh0 * e1 + xh1 * e0)
         upd["cv"] = tuple(acc)
     if observer is not None:  # the state on [t0, min(t1, T)), weight int exp(-gamma t) dt there; the mode switch at t1 <= T
-        # the weights materialised once (keep): every accumulator's loop reads them, and disc1 is an exp
-        seg = Segment(_event_view(x0_, x1_, s.code), keep((s.disc - disc1) / p.gamma), _event_view(x0, x1, code),
+        # the weights materialised once (keep: every accumulator reads them); past T the path ends in the state held
+        seg = Segment(_event_view(x0_, x1_, s.code), keep((s.disc - disc1) / p.gamma),
+                      _event_view(_sel(real, x0, x0_), _sel(real, x1, x1_), _sel(real, code, s.code)),
                       keep(_sel(real, disc1, 0.0)))
         new_obs = observer.update(s.obs, seg, p)
         upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
