@@ -16,6 +16,7 @@ import csv
 import importlib.util
 import os
 
+from jaxq.precision import in_float64
 from jaxq.studies.random_draw import draw
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,11 +36,12 @@ def main() -> None:
     spec = importlib.util.spec_from_file_location("tuned_vs_default", os.path.join(HERE, "tuned_vs_default.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    systems = {d.label: d.system for d in draw(0, 40)}  # the study's draw: draw_seed 0, 40 per case
-    labels = hard_systems()
-    print(f"{len(labels)} systems: {', '.join(labels)}")
-    mod.compare([(label, systems[label]) for label in labels], ns=(1000, 10000), reps=48, eval_reps=(64, 32),
-                seed=0, out=os.path.join(HERE, "results", "random_systems_hard"))
+    with in_float64():  # jaxq's internals below the API, called directly: float64 as the API does
+        systems = {d.label: d.system for d in draw(0, 40)}  # the study's draw: draw_seed 0, 40 per case
+        labels = hard_systems()
+        print(f"{len(labels)} systems: {', '.join(labels)}")
+        mod.compare([(label, systems[label]) for label in labels], ns=(1000, 10000), reps=48, eval_reps=(64, 32),
+                    seed=0, out=os.path.join(HERE, "results", "random_systems_hard"))
 
 
 if __name__ == "__main__":

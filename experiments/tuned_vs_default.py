@@ -29,6 +29,7 @@ from pathlib import Path
 
 import jaxq
 from jaxq.diffusion.workload import analyze
+from jaxq.precision import float64
 from jaxq.studies.storage import write_table
 from jaxq.tuning import prelimit as TP
 from jaxq.tuning.prelimit import tune_prelimit
@@ -53,6 +54,7 @@ def _labelled(systems):
             yield f"system{i}", s
 
 
+@float64  # jaxq's internals below the API are called here: float64, as the API computes
 def compare(systems, ns=(1000, 10000), *, reps=64, eval_reps=None, seed: int = 0,
             out: str | None = None, log=print) -> list[dict]:
     """Rows of J_n(tuned), J_n(default) and V0 with intervals for every system (an iterable: names, TOML paths,
@@ -72,8 +74,9 @@ def compare(systems, ns=(1000, 10000), *, reps=64, eval_reps=None, seed: int = 0
         for n in ns:
             t0 = time.perf_counter()
             start = TP.Start() if warm is None else TP.Start(z_init=warm.z, c_init=warm.c)
+            span = "wide" if warm is None else "local"
             t = tune_prelimit(system, n, seed=seed, analysis=a, start=start,
-                              procedure=TP.Procedure(span="wide" if warm is None else "local", reps=per_n["reps"][n]),
+                              procedure=TP.Procedure(span=span, reps=per_n["reps"][n]),
                               evaluation=TP.Evaluation(evaluate_reps=per_n["eval"][n]))
             warm = t
             ev = t.evaluation
@@ -86,7 +89,7 @@ def compare(systems, ns=(1000, 10000), *, reps=64, eval_reps=None, seed: int = 0
                 "J_default_lo": ev["J_default_ci95"][0], "J_default_hi": ev["J_default_ci95"][1],
                 "difference": ev["difference"], "difference_stderr": ev["difference_stderr"],
                 "ratio_tuned": ev["ratio_tuned"], "ratio_default": ev["ratio_default"],
-                "search": "local" if kw else "wide", "candidates": t.cost["steps"],
+                "search": span, "candidates": t.cost["steps"],
                 "search_reps": per_n["reps"][n], "eval_reps": ev["reps"], "search_seed": t.seeds["search"],
                 "eval_seed": ev["seed"], "tune_s": t.cost["search_s"], "total_s": time.perf_counter() - t0,
             }
