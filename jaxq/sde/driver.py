@@ -331,6 +331,9 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths:
     dt, block = grid.dt, grid.block
     times, value, observers = record
     check_step(dt, grid.horizon)
+    most = rng.MAX_WORD // (2 * (scheme.n_normal + scheme.n_uniform))  # a block's noise is one draw of the stream
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or not 1 <= block <= most:
+        raise InputError("block", f"steps per block must be a whole number in 1..{most}, got {block!r}")
     if paths < 1:
         raise InputError("paths", "must be at least 1")
     times = np.atleast_1d(np.asarray(times, dtype=float))

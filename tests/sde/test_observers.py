@@ -89,3 +89,12 @@ def test_no_observer_sees_the_steps_past_the_horizon():
                  record=Record(times, observers={"sup": supremum(level)}))
     assert r["steps"] == steps
     np.testing.assert_array_equal(np.asarray(r["observed"]["sup"]), np.asarray(r["snaps"]).max(axis=1))
+
+
+@pytest.mark.parametrize("block", [0, 1 << 16, 2.5, True])
+def test_a_block_whose_noise_is_not_one_draw_is_an_input_error(block):
+    """A block's noise is one draw of the path's stream (at most 2^17 words: 2^15 steps of one normal and one
+    uniform); a block outside 1..that, or not a whole number, is refused naming ``block``."""
+    with pytest.raises(jaxq.InputError) as e:
+        simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.0, G, Grid(0.01, 1.0, block), 8)
+    assert e.value.key == "block"
