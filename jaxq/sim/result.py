@@ -123,6 +123,10 @@ def observer_estimates(observed: dict) -> tuple[dict[str, "Estimate"], dict[str,
         for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
             parts = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
             key = "_".join([name, *parts])
+            if key in est:  # e.g. an observer "a" returning {"b": ...} and another called "a_b"
+                from jaxq.errors import InputError
+
+                raise InputError("observers", f"two observers' outputs are both named {key!r}: rename one")
             x = np.asarray(leaf, np.float64)
             samples[key] = x
             est[key] = Estimate.of(x)

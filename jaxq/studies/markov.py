@@ -145,7 +145,11 @@ def run_chunk(exp, pt, start, count, devices=None):
         if k in observed:  # an observer's output: a column per entry of an array output
             v = v.reshape(count, -1)
             k = OBSERVED + k
-            rec.update({f"{k}_{c}": v[:, c] for c in range(v.shape[1])} if v.shape[1] > 1 else {k: v[:, 0]})
+            cols = {f"{k}_{c}": v[:, c] for c in range(v.shape[1])} if v.shape[1] > 1 else {k: v[:, 0]}
+            shared = sorted(set(cols) & set(rec))  # an array output's columns and another observer's name
+            if shared:
+                raise InputError("grid.observers", f"two observers' outputs share the column {shared[0]!r}")
+            rec.update(cols)
         elif v.ndim == 2:  # the controls: one column each
             rec.update({f"{k}_{c}": v[:, c] for c in range(v.shape[1])})
         else:

@@ -165,3 +165,11 @@ def test_observers_need_the_discounted_weights_and_refuse_taken_names():
     with pytest.raises(jaxq.InputError) as e:
         jaxq.simulate(ex.MMCM, reps=8, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS, observers={"x": clash})
     assert e.value.key == "observers"
+
+
+def test_two_observers_whose_outputs_share_a_name_are_refused():
+    """FULL returns {"time", "share"}: an observer called "full_time" beside it would share the name full_time."""
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate(ex.MMCM, reps=8, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS,
+                      observers={"full": ex.FULL, "full_time": ex.DEPARTURES})
+    assert e.value.key == "observers"
