@@ -321,7 +321,8 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     A :class:`MarkovModel` (no ``n``, no ``policy``): options ``horizon`` (required), ``discount`` (the
     discounted integral ``E int_0^T exp(-gamma t) observe dt``), ``warmup`` (the time average over
     [warmup, horizon]), at least one of the two; ``params`` (passed to the model's functions), ``observers``
-    (statistics of the path: name -> :class:`jaxq.Observer`, docs/guides/observers.md), ``chunk``, ``devices``; ``reps`` default 256; ``engine`` ``auto`` (uniformised when the model has a ``rate_bound``),
+    (statistics of the path: name -> :class:`jaxq.Observer`, docs/guides/observers.md), ``chunk``, ``devices``;
+    ``reps`` default 256; ``engine`` ``auto`` (uniformised when the model has a ``rate_bound``),
     ``event`` or ``uniformized`` (:func:`jaxq.sim.user.simulate_markov`).
 
     2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
@@ -331,9 +332,8 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     :func:`jaxq.tuning.prelimit.simulate_tuned`, whose search uses a seed derived from ``seed`` and never ``seed``
     itself, so the replications reported are fresh; ``info["tuned"]`` holds z, Theta_n and the search's cost; option
     ``tune_reps``: replications per candidate, default 128), ``reps`` replications (default 1000); options of
-    :func:`jaxq.sim.pss2x2.simulate`
-    (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``, ``observers``, ``chunk``, ``devices``, ...); the default
-    truncation is checked against the estimate (:func:`jaxq.sim.pss2x2.simulate_bounded`). ``devices``: None (all
+    :func:`jaxq.sim.pss2x2.simulate` (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``,
+    ``observers``, ``chunk``, ``devices``, ...); the default truncation is checked against the estimate (:func:`jaxq.sim.pss2x2.simulate_bounded`). ``devices``: None (all
     local devices), a count K (the first K) or a list of local JAX devices.
     Network: stationary averages over [warmup, horizon] (``result["mean_queue"]``, ...) under ``policy``
     (default ``"priority"``; ``lap``, ``lqfs``, ``swc``), ``reps`` default 64; options of

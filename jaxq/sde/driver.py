@@ -109,8 +109,8 @@ def _finish(observer: Observer, obs, params, gamma, h, steps):
     return jax.vmap(observer.finish, in_axes=(0, None, None))(obs, mass, params)
 
 
-def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j, value=None, n_steps=None,
-           observer: Observer = None):
+def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j, value, n_steps,
+           observer: Observer):
     """Advance every path by one block of ``block`` steps (block index ``j``), folding each step into the
     observers (:func:`with_cost`: the cost and a user's).
 
@@ -126,7 +126,6 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
     that cancels, as h -> 0, the whole fluctuation of the cost (Ito's formula; :mod:`jaxq.diffusion.value`).
     """
     w0, w1 = step_weights(gamma, h)
-    observer = with_cost() if observer is None else observer
     fold = jax.vmap(observer.update, in_axes=(0, Segment(0, None, 0, None, None), None))  # over the paths
 
     def inner(c, x):
@@ -174,7 +173,7 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
     carry = _start(scheme, params, z0, keys.shape[0], snap_steps, observer)
 
     def outer(c, j):
-        return _block(scheme, params, gamma, h, keys, snap_steps, block, c, j, observer=observer), None
+        return _block(scheme, params, gamma, h, keys, snap_steps, block, c, j, None, None, observer), None
 
     if remat:  # reverse-mode differentiable: a scan over a static number of blocks
         (_, _, obs, snaps, _), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))

@@ -109,17 +109,19 @@ def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 
     return lay, p
 
 
-def _check(reps, window: Window, engine, snap_times, batching: Batching) -> None:
+def _check(reps, window: Window, engine, snap_times, batching: Batching) -> Batching:
+    """The checks of a network run's inputs; returns the batching checked."""
     warmup, horizon = window
     if not (isinstance(reps, (int, np.integer)) and reps >= 2):
         raise InputError("reps", f"need at least 2 replications for a standard error, got {reps!r}")
-    batching.checked()
+    batching = batching.checked()
     if not (math.isfinite(warmup) and math.isfinite(horizon) and 0 <= warmup < horizon):
         raise InputError("horizon", f"need 0 <= warmup < horizon (finite), got warmup={warmup}, horizon={horizon}")
     if engine not in ENGINES:
         raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "uniformized" and snap_times is not None:
         raise InputError("snap_times", "snapshots at fixed times need the event engine (engine = 'event')")
+    return batching
 
 
 def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, outputs: Outputs, seed: int = 0,
@@ -137,7 +139,7 @@ def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, ou
     """
     warmup, horizon = window
     snap_times, _, hist_bins, cv = outputs
-    _check(reps, window, engine, snap_times, batching)
+    batching = _check(reps, window, engine, snap_times, batching)
     if engine == "auto":
         engine = "event" if snap_times is not None else "uniformized"
     mk = model.markov(lay, int(hist_bins), bool(deviations), bool(cv))
@@ -293,7 +295,7 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Windo
     if not (lam > 0 and mu > 0 and isinstance(c, (int, np.integer)) and c >= 1):
         raise InputError("mmc", f"need lambda > 0, mu > 0 and an integer c >= 1 (got {lam}, {mu}, {c})")
     warmup, horizon = window
-    _check(reps, window, engine, None, batching)
+    batching = _check(reps, window, engine, None, batching)
     p = mmc.Params(jnp.float64(lam), jnp.float64(mu), jnp.int32(c))
     mk = mmc.MARKOV_CV if cv else mmc.MARKOV
     steps = None

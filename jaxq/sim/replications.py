@@ -109,14 +109,17 @@ class Batching(NamedTuple):
     progress: Callable[[int], None] | None = None
 
     def checked(self) -> "Batching":
-        """This batching after the checks of user input (an :class:`~jaxq.errors.InputError` naming the key)."""
+        """This batching after the checks of user input (an :class:`~jaxq.errors.InputError` naming the key), its
+        ``devices`` as a list (a count K: the first K local devices; :func:`jaxq.model.validate.check_devices`)."""
+        from jaxq.model.validate import check_devices
+
         if not (isinstance(self.start, (int, np.integer)) and self.start >= 0):
             raise InputError("start", f"must be a whole number >= 0, got {self.start!r}")
         if self.chunk is not None and not (isinstance(self.chunk, (int, np.integer)) and self.chunk >= 1):
             raise InputError("chunk", f"must be a whole number >= 1, got {self.chunk!r}")
         if self.progress is not None and not callable(self.progress):
             raise InputError("progress", f"must be callable (work done) or None, got {self.progress!r}")
-        return self
+        return self._replace(devices=check_devices(self.devices, "devices"))
 
 
 class Timing(NamedTuple):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxq.errors import InputError
 from jaxq.stats import controlled_mean, mean_stderr
 
 
@@ -124,8 +125,6 @@ def observer_estimates(observed: dict) -> tuple[dict[str, "Estimate"], dict[str,
             parts = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
             key = "_".join([name, *parts])
             if key in est:  # e.g. an observer "a" returning {"b": ...} and another called "a_b"
-                from jaxq.errors import InputError
-
                 raise InputError("observers", f"two observers' outputs are both named {key!r}: rename one")
             x = np.asarray(leaf, np.float64)
             samples[key] = x
@@ -137,8 +136,6 @@ def add_observed(observed: dict, estimates: dict, samples: dict, info: dict) -> 
     """Add observers' outputs to a result in the making (in place): their estimates and samples
     (:func:`observer_estimates`) and ``info["observed"]``, the names added; an
     :class:`~jaxq.errors.InputError` naming ``observers`` when a name is one the simulator's own result has."""
-    from jaxq.errors import InputError
-
     user_est, user_samples = observer_estimates(observed)
     clash = sorted((set(user_est) & set(estimates)) | (set(user_samples) & set(samples)))
     if clash:

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.errors import InputError
-from jaxq.model.validate import check_devices, check_seed, check_work
+from jaxq.model.validate import check_seed, check_work
 from jaxq.precision import float64
 from jaxq.sim import event, uniformized
 from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov
@@ -89,8 +89,7 @@ def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]
     observers = check_observers(run.observers)
     if observers and discount is None:
         raise InputError("observers", "observers fold the discounted weights of the path: give discount > 0")
-    batching = run.batching.checked()
-    run = run._replace(batching=batching._replace(devices=check_devices(batching.devices, "devices")), horizon=horizon, discount=discount, warmup=warmup,
+    run = run._replace(batching=run.batching.checked(), horizon=horizon, discount=discount, warmup=warmup,
                        engine=engine, observers=observers)
     return run, Functional(discounted=discount is not None, window=warmup is not None)
 
