@@ -22,4 +22,7 @@
 #    SDE (a block is a draw; normals are quantiles of 52-bit uniforms), the network diffusion's Euler scheme (a step
 #    is a draw) and the perturbation of perturbed 2x2 runs change; the 2x2 event engine's events do not. The SDE
 #    cost is an observer (its last bits change) and the uniformised driver's observers get the unscaled weights.
-STREAM_VERSION = 7
+# 8: the Markov drivers' estimates are observers (jaxq.sim.functionals): the uniformised driver's discounted and
+#    window sums are accumulated with the functionals' own weights (the last bits of the CTMC and M/M/c outputs
+#    change; the random streams do not), its controls come in the units of the estimates.
+STREAM_VERSION = 8

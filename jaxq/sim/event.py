@@ -24,9 +24,11 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxq.sim import replications, rng
-from jaxq.sim.markov import Functional, Horizon, Markov, control_increment, stack_controls
+from jaxq.sim.functionals import groups, results
+from jaxq.sim.markov import Functional, Horizon, Markov
 from jaxq.sim.observer import Observer, Segment
 
 State = Any
@@ -119,34 +121,27 @@ class MarkovArgs(NamedTuple):
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
-def markov_engine(markov: Markov, functional: Functional, observer: Observer | None = None) -> Engine:
+def markov_engine(markov: Markov, functional: Functional, observer: Observer | None = None,
+                  snapshot: bool = False) -> Engine:
     """The event rule of a Markov model: exponential holding time of the total rate, event in proportion
-    to its rate, the functional's integrand over the holding time, then the model's transition.
+    to its rate, then the model's transition; what is estimated are observers (:mod:`jaxq.sim.functionals`).
 
-    The state holds the model's state, the time, the accumulated integrals, the window's event records,
-    the snapshots and a key; event j draws two 52-bit uniforms from draw j of the replication's stream
-    (:func:`jaxq.sim.rng.uniforms`). ``observer``
-    (discounted functionals; :mod:`jaxq.sim.observer`) folds each holding interval of the model's state with
-    weight ``int exp(-gamma t) dt`` (up to the horizon) and its jump with ``exp(-gamma t)`` (a real one before
-    the horizon); its per-replication ``finish`` is the output ``observed``.
+    The state holds the model's state, the time, the observers' states and a key; event j draws two 52-bit
+    uniforms from draw j of the replication's stream (:func:`jaxq.sim.rng.uniforms`). Each holding interval
+    ``[t0, t1)`` is a :class:`~jaxq.sim.observer.Segment` folded into each functional's observers with its weights:
+    discounted, ``int exp(-gamma t) dt`` over the interval (up to the horizon) and ``exp(-gamma t1)`` at a jump
+    before the horizon; window, the interval's overlap with ``[T0, T)`` and 1 at a jump inside it. The
+    compensator of event e is its rate times the interval's weight. ``observer`` (discounted functional) is a
+    user's, output ``observed``; ``snapshot``: record ``markov.snapshot`` at the times ``MarkovArgs.snap_times``.
     """
-    disc, win = functional.discounted, functional.window
-    if observer is not None and not disc:
-        raise ValueError("an observer runs under the discounted functional")
+    grp = groups(markov, functional, observer, snapshot)
+    disc, win, snaps = grp
 
     def init(key, a: MarkovArgs):
-        s = markov.init(a.params)
-        zeros = jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), jnp.float64), markov.observe(s, a.params))
-        none = tuple(jnp.bool_(False) for _ in markov.counts(s, a.params))
-        rec = jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), jnp.float64),
-                                     markov.transition(s, none, a.params)[1])
-        snap = markov.snapshot(s, a.params) if markov.snapshot is not None else jnp.zeros(())
-        ctl = tuple(jnp.float64(0.0) for _ in markov.controls(s, a.params)) if markov.controls is not None else ()
-        return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
-                "disc": zeros if disc else (), "win": zeros if win else (), "rec": rec if win else (),
-                "snap": jnp.zeros(a.snap_times.shape + jnp.shape(snap), jnp.float64),
-                "ctl": ctl if disc else (), "ctlw": ctl if win else (), "events": jnp.int64(0),
-                "obs": observer.init(a.params) if observer is not None else ()}
+        p = a.params
+        return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": markov.init(p),
+                "events": jnp.int64(0), "disc": disc.init(p) if disc else (), "win": win.init(p) if win else (),
+                "snap": snaps.init((p, a.snap_times)) if snaps else ()}
 
     def step(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
@@ -162,48 +157,39 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
         t1 = t0 - jnp.log1p(-u[0]) / tot
         target = u[1] * tot
         fired = tuple((target < cum[e]) & (target >= (cum[e - 1] if e else 0.0)) for e in range(len(cum)))
-        obs = markov.observe(s, p)
-        out = dict(c)
-        # each functional's weight w(t) over the holding time [t0, t1) and at the jump t1:
-        # discounted: exp(-gamma t) up to the horizon; window: 1 on [T0, T)
-        if disc:
-            d_int = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * jnp.minimum(t1, hz.horizon))) / hz.gamma
-            d_jump = jnp.where(t1 <= hz.horizon, jnp.exp(-hz.gamma * t1), 0.0)
-            out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + d_int * o, c["disc"], obs)
         s_new, record = markov.transition(s, fired, p)
-        if win:
-            w_int = jnp.maximum(0.0, jnp.minimum(t1, hz.horizon) - jnp.maximum(t0, hz.warmup))
-            w_jump = ((t1 >= hz.warmup) & (t1 < hz.horizon)).astype(jnp.float64)
-            out["win"] = jax.tree_util.tree_map(lambda acc, o: acc + w_int * o, c["win"], obs)
-            out["rec"] = jax.tree_util.tree_map(lambda acc, o: acc + w_jump * o, c["rec"], record)
-        if markov.controls is not None:
-            # per functional: sum_e phi_e (1{e fires at t1} w(t1) - rate_e int_t0^t1 w(t) dt)
-            phi = markov.controls(s, p)
-            jump = control_increment(phi, fired, [jnp.float64(0.0)] * len(each))
-            comp = control_increment(phi, [jnp.bool_(False)] * len(each), each)
-            if disc:
-                out["ctl"] = tuple(acc + d_jump * j + d_int * m for acc, j, m in zip(c["ctl"], jump, comp))
-            if win:
-                out["ctlw"] = tuple(acc + w_jump * j + w_int * m for acc, j, m in zip(c["ctlw"], jump, comp))
-        if markov.snapshot is not None:
-            now = (a.snap_times >= t0) & (a.snap_times < t1)
-            snap = markov.snapshot(s, p)
-            out["snap"] = jnp.where(now.reshape(now.shape + (1,) * jnp.ndim(snap)), snap, c["snap"])
         inside = t1 <= hz.horizon  # the state at the horizon is the one before the first event past it
         s_new = jax.tree_util.tree_map(lambda a, b: jnp.where(inside, a, b), s_new, s)
-        if observer is not None:  # d_int is 0 past the horizon and d_jump for a jump inside it
-            out["obs"] = observer.update(c["obs"], Segment(s, d_int, s_new, d_jump), p)
-        out.update(state=s_new, t=t1, j=c["j"] + 1, events=c["events"] + inside.astype(jnp.int64))
+        seg = Segment(s, 0.0, s_new, 0.0, fired=fired, record=record, interval=(t0, t1))
+        out = dict(c, state=s_new, t=t1, j=c["j"] + 1, events=c["events"] + inside.astype(jnp.int64))
+
+        def weighted(w_int, w_jump):
+            return seg._replace(weight=w_int, jump=w_jump, compensator=tuple(m * w_int for m in each))
+
+        if disc:  # w(t) = exp(-gamma t) up to the horizon
+            d_int = (jnp.exp(-hz.gamma * t0) - jnp.exp(-hz.gamma * jnp.minimum(t1, hz.horizon))) / hz.gamma
+            d_jump = jnp.where(inside, jnp.exp(-hz.gamma * t1), 0.0)
+            out["disc"] = disc.update(c["disc"], weighted(d_int, d_jump), p)
+        if win:  # w(t) = 1 on [T0, T)
+            w_int = jnp.maximum(0.0, jnp.minimum(t1, hz.horizon) - jnp.maximum(t0, hz.warmup))
+            w_jump = ((t1 >= hz.warmup) & (t1 < hz.horizon)).astype(jnp.float64)
+            out["win"] = win.update(c["win"], weighted(w_int, w_jump), p)
+        if snaps:
+            out["snap"] = snaps.update(c["snap"], seg, (p, a.snap_times))
         return out
 
     def done(c, a: MarkovArgs):
         return c["t"] >= a.horizon.horizon
 
     def output(c, a: MarkovArgs):
-        out = {k: v for k, v in c.items() if k not in ("key", "j", "obs")}
-        if observer is not None:
-            hz = a.horizon  # the weights' mass: int_0^T exp(-gamma t) dt
-            out["observed"] = observer.finish(c["obs"], -jnp.expm1(-hz.gamma * hz.horizon) / hz.gamma, a.params)
+        p, hz = a.params, a.horizon
+        out = {"state": c["state"], "events": c["events"]}
+        if disc:  # the weights' mass: int_0^T exp(-gamma t) dt
+            out["disc"] = disc.finish(c["disc"], -jnp.expm1(-hz.gamma * hz.horizon) / hz.gamma, p)
+        if win:
+            out["win"] = win.finish(c["win"], hz.horizon - hz.warmup, p)
+        if snaps:
+            out["snap"] = snaps.finish(c["snap"], 0.0, (p, a.snap_times))
         return out
 
     return Engine(init, step, done, output, lambda c: c["events"])
@@ -225,19 +211,12 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     an ``observer`` its per-replication outputs ``observed`` (:func:`markov_engine`).
     """
     gamma, warmup, horizon = (float(t) for t in times)
-    a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)),
-                   jnp.asarray(snap_times, jnp.float64).reshape(-1))
+    snap_times = jnp.asarray(snap_times, jnp.float64).reshape(-1)
+    a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)), snap_times)
     if batching.progress is not None and markov.bound is not None:  # an upper estimate
         replications.announce(batching.progress, float(reps) * markov.bound(params) * horizon, "events")
-    out, timing = run(markov_engine(markov, functional, observer), a, reps, seed, block=block, batching=batching)
-    res = {"state": out["state"], "events": out["events"], "snap": out["snap"]}
-    if observer is not None:
-        res["observed"] = out["observed"]
-    if functional.discounted:
-        res["discounted"] = out["disc"]
-    if functional.window:
-        res["window"] = jax.tree_util.tree_map(lambda v: v / (horizon - warmup), out["win"])
-        res["records"] = out["rec"]
-    if markov.controls is not None:  # in the units of the estimates
-        res["controls"] = stack_controls(functional, out["ctl"], out["ctlw"], horizon - warmup)
+    engine = markov_engine(markov, functional, observer, bool(snap_times.shape[0]))
+    out, timing = run(engine, a, reps, seed, block=block, batching=batching)
+    res = {"state": out["state"], "events": out["events"], **results(markov, functional, out)}
+    res.setdefault("snap", np.zeros((reps, 0)))
     return res, timing

@@ -33,7 +33,6 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxq.errors import InputError
 
@@ -77,19 +76,6 @@ class Markov(NamedTuple):
     controls: Callable[[State, Params], tuple] | None = None
 
 
-def control_increment(phi, fired, prob):
-    """``sum_e phi[c][e] (1{e fired} - prob[e])`` for every control c (skipping terms that are a Python 0)."""
-    out = []
-    for row in phi:
-        acc = jnp.float64(0.0)
-        for e, v in enumerate(row):
-            if isinstance(v, (int, float)) and v == 0:
-                continue
-            acc = acc + v * (fired[e].astype(jnp.float64) - prob[e])
-        out.append(acc)
-    return tuple(out)
-
-
 def difference_phi(transition, g, num_events: int):
     """Henderson-Glynn controls from functions of the state: ``phi[c][e] = g_c(T_e(s)) - g_c(s)`` with ``T_e``
     the (deterministic) transition of event e, policy decisions included.
@@ -110,17 +96,6 @@ def difference_phi(transition, g, num_events: int):
         return tuple(tuple(r) for r in rows)
 
     return controls
-
-
-def stack_controls(functional: "Functional", ctl, ctlw, window_scale: float) -> dict:
-    """A driver's accumulated controls as per-functional (reps, C) arrays: ``"discounted"`` as accumulated,
-    ``"window"`` divided by ``window_scale`` (the window's length or steps), the units of the estimates."""
-    out = {}
-    if functional.discounted:
-        out["discounted"] = np.stack([np.asarray(v) for v in ctl], axis=1)
-    if functional.window:
-        out["window"] = np.stack([np.asarray(v) / window_scale for v in ctlw], axis=1)
-    return out
 
 
 class Functional(NamedTuple):

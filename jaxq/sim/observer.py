@@ -53,6 +53,13 @@ class Segment(NamedTuple):
     ``weight_after`` are the integrals of w against the two end points' shares, ``int w(t) (1 - s(t)) dt`` and
     ``int w(t) s(t) dt`` with s going from 0 to 1 over the step, so ``weight f(held) + weight_after f(after)``
     integrates a function f that is linear along the step exactly, any f to O(step) per unit time.
+
+    The CTMC drivers add what martingales and event counts need: ``fired`` (which event type ended the interval),
+    ``compensator[e]`` (event driver: ``rate_e(held) * weight``, the compensator of the weighted counting process
+    of e; uniformised: ``E[jump * fired[e] | held]``, the step's exact event probability times the jump's weight),
+    so that ``sum over segments of phi(held) (jump * fired[e] - compensator[e])`` has mean zero for any function
+    phi of the held state, and ``record`` (the model's event record). The event driver also gives the clock
+    (``interval``), which the uniformised driver integrates out and so cannot give.
     """
 
     held: Any  # the model's view of the state held over the interval (a diffusion: at the step's start)
@@ -60,6 +67,10 @@ class Segment(NamedTuple):
     after: Any  # the view of the state right after the jump that ends the interval (``held`` for no jump)
     jump: Any  # w(t) at the jump when it is a real event the run counts, else 0
     weight_after: Any = 0.0  # the end point's share of the integral (a diffusion's step; 0 for a jump process)
+    fired: Any = None  # a CTMC's event types: a tuple of E bools, the event that ended the interval (None: no CTMC)
+    compensator: Any = None  # per event type e, the compensator of jump * fired[e] over the interval (see below)
+    record: Any = None  # the model's record of the event that ended the interval (a CTMC; zeros for no event)
+    interval: Any = None  # (t0, t1), the interval's times, where the driver has them (the event driver)
 
 
 class Observer(NamedTuple):

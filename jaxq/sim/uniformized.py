@@ -34,7 +34,8 @@ import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.sim import replications, rng
-from jaxq.sim.markov import Functional, Markov, control_increment, stack_controls
+from jaxq.sim.functionals import groups, results
+from jaxq.sim.markov import Functional, Markov
 from jaxq.sim.observer import Observer, Segment
 
 PAGE = 64  # words per page (part of the definition of the random stream)
@@ -51,7 +52,7 @@ class Args(NamedTuple):
     warm: jax.Array  # int64: warm-up steps (window)
     end: jax.Array  # int64: warm-up steps + window steps (the window is the steps warm .. end - 1)
     pages: jax.Array  # int64: pages to run (whole run)
-    big: jax.Array | None = None  # float64: the uniformisation rate Lambda (an observer's jump weights)
+    big: jax.Array  # float64: the uniformisation rate Lambda (a step's mean time 1 / Lambda)
 
 
 def unit_words(rates, big: float) -> np.ndarray:
@@ -91,87 +92,58 @@ def _is_rate(m) -> bool:
     return not isinstance(m, int) and jnp.issubdtype(jnp.asarray(m).dtype, jnp.floating)
 
 
-def _zeros_like_tree(tree):
-    return jax.tree_util.tree_map(lambda a: jnp.zeros(jnp.shape(a), jnp.float64), tree)
-
-
-def _page_sum(acc, x):
-    """Add a page's per-step values (the page accumulators hold integers as int64: exact; floats as float64)."""
-    return jax.tree_util.tree_map(lambda a, v: a + v, acc, x)
-
-
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(markov: Markov, functional: Functional, pages_per_call: int,
             observer: Observer | None = None) -> replications.Program:
     """The :class:`~jaxq.sim.replications.Program` of a Markov model under a functional (cached).
 
-    A page is warm-up (no accumulation), recorded (every step accumulated, no per-step weight) or, for the
-    window's first and last pages, recorded with a mask (the steps ``Args.warm .. Args.end - 1`` only, so
-    the window is exactly the steps asked for); within a recorded page integer observations are summed
-    exactly in int64 and added to float64 totals once per page.
+    What is estimated are observers (:mod:`jaxq.sim.functionals`; ``observer``: a user's, discounted functional,
+    output ``observed``). Step k is a :class:`~jaxq.sim.observer.Segment` of the model's states with each
+    functional's weights, the Poisson times integrated out: discounted, ``r^(k+1) / Lambda = E int_{T_k}^{T_{k+1}}
+    exp(-gamma t) dt`` for the state held and ``r^(k+1) = E exp(-gamma T_{k+1})`` for a real jump (mass ``(1 -
+    r^K) / gamma`` over the K steps run); window, ``1 / Lambda`` (the step's mean time) and 1 for the steps ``Args.warm
+    .. Args.end - 1`` (mass: the window's steps over Lambda). Event e's compensator is the jump's weight times its
+    exact probability ``counts[e] W_e / 2^32``.
 
-    ``observer`` (discounted functionals; segments of the model's states, :mod:`jaxq.sim.observer`): step k
-    holds its state with weight ``r^k / (Lambda + gamma) = E int_{T_k}^{T_{k+1}} exp(-gamma t) dt`` and its real
-    jump with weight ``r^(k+1) = E exp(-gamma T_{k+1})``; the mass is ``(1 - r^K) / gamma`` over the K steps run.
+    A page is warm-up (the window's observers not run), recorded or, for the window's first and last pages,
+    recorded with a mask (weights zero outside the window's steps, so the window is exactly the steps asked for).
     """
-    disc, win = functional.discounted, functional.window
-    if observer is not None and not disc:
-        raise ValueError("an observer runs under the discounted functional")
+    disc, win, _ = groups(markov, functional, observer)
 
-    def observe_dtype(s, p):
-        return jax.tree_util.tree_map(lambda v: jnp.asarray(v).dtype, markov.observe(s, p))
-
-    ctl = markov.controls is not None
+    def plain(s, p):
+        return _plain(markov.counts(s, p))
 
     def init_one(key, a: Args):
         s = markov.init(a.params)
-        obs = _zeros_like_tree(markov.observe(s, a.params))
-        none = tuple(jnp.bool_(False) for _ in markov.counts(s, a.params))
-        rec = _zeros_like_tree(markov.transition(s, none, a.params)[1])
-        zc = tuple(jnp.float64(0.0) for _ in markov.controls(s, a.params)) if ctl else ()
-        return {"key": key, "state": s, "disc": obs if disc else (), "w": jnp.float64(1.0),
-                "win": obs if win else (), "rec": rec if win else (), "ctl": zc if disc else (),
-                "ctlw": zc if win else (), "events": jnp.int64(0),
-                **({"over": jnp.bool_(False)} if _plain(markov.counts(s, a.params)) else {}),
-                "obs": observer.init(a.params) if observer is not None else ()}
-
-    def controls(s, p, counts, fired, a: Args):
-        """The step's martingale increments: event probabilities ``counts[e] W_e / 2^32`` of the chain."""
-        prob = [(segment(m, a.words[e]).astype(jnp.float64) if _is_rate(m)
-                 else jnp.asarray(m).astype(jnp.float64) * a.words[e].astype(jnp.float64)) * (1.0 / TWO32)
-                for e, m in enumerate(counts)]
-        return control_increment(markov.controls(s, p), fired, prob)
+        return {"key": key, "state": s, "w": jnp.float64(1.0), "events": jnp.int64(0),
+                "disc": disc.init(a.params) if disc else (), "win": win.init(a.params) if win else (),
+                **({"over": jnp.bool_(False)} if plain(s, a.params) else {})}
 
     def step(c, xs, a: Args, record: bool, masked: bool = False):
         u, k = xs if masked else (xs, None)
-        inside = (k >= a.warm) & (k < a.end) if masked else None  # this step belongs to the window
-        gate = (lambda t: t) if inside is None else (  # noqa: E731
-            lambda t: jax.tree_util.tree_map(lambda v: jnp.where(inside, v, jnp.zeros_like(v)), t))
         p = a.params
         s = c["state"]
         counts = markov.counts(s, p)
         fired, real = fired_events(u, counts, a.words)
-        obs = markov.observe(s, p)
-        out = dict(c)
-        if ctl and (disc or record):
-            inc = controls(s, p, counts, fired, a)
-            if disc:  # weight r^k = E exp(-gamma T_k)
-                out["ctl"] = tuple(acc + c["w"] * v for acc, v in zip(c["ctl"], inc))
-            if record:  # weight 1 on the window's steps
-                out["ctlw"] = tuple(acc + v for acc, v in zip(c["ctlw"], gate(inc)))
-        if disc:
-            out["disc"] = jax.tree_util.tree_map(lambda acc, o: acc + c["w"] * o, c["disc"], obs)
-            out["w"] = c["w"] * a.r
         s_new, rec = markov.transition(s, fired, p)
-        if observer is not None:  # before out["w"] is advanced: c["w"] = r^k
-            wr = c["w"] * a.r  # r^(k+1); r / Lambda = 1 / (Lambda + gamma)
-            seg = Segment(s, wr / a.big, s_new, jnp.where(real, wr, 0.0))
-            out["obs"] = observer.update(c["obs"], seg, p)
+        # the step's exact event probabilities counts[e] W_e / 2^32 (computed only where a control uses them)
+        prob = [(segment(m, a.words[e]).astype(jnp.float64) if _is_rate(m)
+                 else jnp.asarray(m).astype(jnp.float64) * a.words[e].astype(jnp.float64)) * (1.0 / TWO32)
+                for e, m in enumerate(counts)]
+        seg = Segment(s, 0.0, s_new, 0.0, fired=fired, record=rec)
+
+        def weighted(w, w_jump):  # w_jump: the jump's weight; the held state's is w_jump / Lambda
+            return seg._replace(weight=w_jump / a.big, jump=jnp.where(real, w_jump, 0.0),
+                                compensator=tuple(w_jump * q for q in prob))
+
+        out = dict(c, state=s_new, pe=c["pe"] + real.astype(jnp.int32))
+        if disc:
+            wr = c["w"] * a.r  # r^(k+1)
+            out["disc"] = disc.update(c["disc"], weighted(wr, wr), p)
+            out["w"] = wr
         if record:
-            out["pw"] = _page_sum(c["pw"], gate(obs))
-            out["pr"] = _page_sum(c["pr"], gate(rec))
-        out["state"] = s_new
-        out["pe"] = c["pe"] + real.astype(jnp.int32)
+            one = jnp.float64(1.0) if not masked else ((k >= a.warm) & (k < a.end)).astype(jnp.float64)
+            out["win"] = win.update(c["win"], weighted(one, one), p)
         if "over" in c:  # a plain model's rates above the uniformisation rate: the words would wrap
             total = sum(segment(m, a.words[e]).astype(jnp.float64) for e, m in enumerate(counts))
             out["over"] = c["over"] | (total > TWO32 - 1.0)
@@ -179,26 +151,12 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
 
     def run_page(c, b, a: Args, record: bool, masked: bool = False):
         words = rng.block(c["key"], b.astype(jnp.uint64), PAGE)  # draw b of the replication's stream
-        s, p = c["state"], a.params
-        # page sums: integers in int64 (a page of int32 counters near 2^31 / PAGE would overflow int32), floats as is
-        wide = lambda d: jnp.int64 if jnp.issubdtype(d, jnp.integer) else d  # noqa: E731
-        zeros = lambda t: jax.tree_util.tree_map(lambda v: jnp.zeros(jnp.shape(v), wide(jnp.asarray(v).dtype)), t)  # noqa: E731
         # only what a step changes is carried through the page
-        carried = (["disc", "w"] * disc + ["ctl"] * (ctl and disc) + ["ctlw"] * (ctl and record)
-                   + ["over"] * ("over" in c) + ["obs"] * (observer is not None))
-        inner = {"state": s, "pe": jnp.int32(0), **{k: c[k] for k in carried}}
-        if record:
-            none = tuple(jnp.bool_(False) for _ in markov.counts(s, p))
-            inner.update(pw=zeros(markov.observe(s, p)), pr=zeros(markov.transition(s, none, p)[1]))
+        carried = ["state"] + ["disc", "w"] * bool(disc) + ["win"] * record + ["over"] * ("over" in c)
+        inner = {"pe": jnp.int32(0), **{k: c[k] for k in carried}}
         xs = (words, b.astype(jnp.int64) * PAGE + jnp.arange(PAGE, dtype=jnp.int64)) if masked else words
         inner, _ = jax.lax.scan(lambda cc, x: step(cc, x, a, record, masked), inner, xs)
-        out = dict(c, state=inner["state"], events=c["events"] + inner["pe"].astype(jnp.int64),
-                   **{k: inner[k] for k in carried})
-        if record:
-            f64 = lambda t: jax.tree_util.tree_map(lambda v: v.astype(jnp.float64), t)  # noqa: E731
-            out["win"] = jax.tree_util.tree_map(lambda acc, v: acc + v, c["win"], f64(inner["pw"]))
-            out["rec"] = jax.tree_util.tree_map(lambda acc, v: acc + v, c["rec"], f64(inner["pr"]))
-        return out
+        return dict(c, events=c["events"] + inner["pe"].astype(jnp.int64), **{k: inner[k] for k in carried})
 
     def advance_one(c, b0, b1, a: Args):
         if not win:
@@ -229,13 +187,14 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     @jax.jit
     def finish(carry, a: Args):
         c = carry["rep"]
-        # the mass of the weights over the K steps run: sum_k r^k / (Lambda + gamma) = (1 - r^K) / gamma, r^K the
-        # final w (written with r / Lambda = 1 / (Lambda + gamma))
-        obs = (jax.vmap(lambda o, w: observer.finish(o, (1.0 - w) / (1.0 - a.r) * (a.r / a.big), a.params))(
-            c["obs"], c["w"])
-               if observer is not None else ())
-        return {"state": c["state"], "disc": c["disc"], "win": c["win"], "rec": c["rec"], "ctl": c["ctl"],
-                "ctlw": c["ctlw"], "events": c["events"], "observed": obs, "over": c.get("over", ())}
+        out = {"state": c["state"], "events": c["events"], "over": c.get("over", ())}
+        if disc:  # the mass over the K steps run: sum_k r^(k+1) / Lambda = (1 - r^K) / gamma, r^K the final w
+            mass = lambda w: (1.0 - w) / (1.0 - a.r) * (a.r / a.big)  # noqa: E731  (r / Lambda = 1 / (Lambda + gamma))
+            out["disc"] = jax.vmap(lambda o, w: disc.finish(o, mass(w), a.params))(c["disc"], c["w"])
+        if win:
+            steps = (a.end - a.warm).astype(jnp.float64)
+            out["win"] = jax.vmap(lambda o: win.finish(o, steps / a.big, a.params))(c["win"])
+        return out
 
     return replications.Program(start, advance, finish, unit="steps")
 
@@ -263,9 +222,9 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
       ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``
       (the discounted estimate of ``observe``), ``window`` (its average over the window), ``records``
       (the window's event records summed), ``events`` (real jumps), ``controls`` (when the model states
-      martingale controls: per functional a (reps, C) array; ``"discounted"``: ``sum_k r^k ...``, the discrete
-      form of ``int exp(-gamma t) ...``; ``"window"``: averaged over the window's steps); ``info`` has ``Lambda``, ``steps``
-      (total, rounded), ``window_steps``, ``warm_steps``, ``r``.
+      martingale controls: per functional a (reps, C) array in the units of its estimate, the discrete form of
+      the event driver's, :func:`program`); ``info`` has ``Lambda``, ``steps`` (total, rounded), ``window_steps``,
+      ``warm_steps``, ``r``.
     """
     if markov.bound is None:
         raise InputError("engine", f"the model {markov.name!r} has no rate_bound: only the event driver runs it")
@@ -286,17 +245,8 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     prog = program(markov, functional, pages_per_call(p.size), observer)
     replications.announce(batching.progress, float(reps) * pages * PAGE, "steps")
     out, timing = replications.run(prog, a, reps, seed, batching=batching)
-    res = {"state": out["state"], "events": out["events"]}
+    res = {"state": out["state"], "events": out["events"], **results(markov, functional, out)}
     if np.size(out["over"]):
         res["over_bound"] = out["over"]
-    if observer is not None:
-        res["observed"] = out["observed"]
-    if functional.discounted:
-        res["discounted"] = jax.tree_util.tree_map(lambda v: v / (big + gamma), out["disc"])
-    if functional.window:
-        res["window"] = jax.tree_util.tree_map(lambda v: v / window_steps, out["win"])
-        res["records"] = out["rec"]
-    if markov.controls is not None:  # discounted: sum_k r^k phi (r^k = E exp(-gamma T_k)); window: per step
-        res["controls"] = stack_controls(functional, out["ctl"], out["ctlw"], window_steps)
     info = {"Lambda": big, "steps": pages * PAGE, "warm_steps": int(warm_steps), "window_steps": window_steps, "r": r}
     return res, timing, info

@@ -1,8 +1,9 @@
 """Two user Markov models, written with the public API only, and their exact values on the finite chain.
 
 * :data:`MMCM`: M/M/c+M with a waiting room of K (plain rates; index transition);
-* :data:`DEPARTURES`, :data:`FULL`: observers of :data:`MMCM`'s path (the discounted number of departures, the
-  discounted time and share of time with the waiting room full);
+* :data:`DEPARTURES`, :data:`FULL`, :data:`EVENTS`: observers of :data:`MMCM`'s path (the discounted number of
+  departures, the discounted time and share of time with the waiting room full, the event types that fired and
+  their compensators);
 * :data:`TANDEM`: two stations in tandem with finite buffers, blocking before service and arrivals lost at a
   full first station (structured rates; records of lost arrivals).
 
@@ -53,6 +54,20 @@ def _full_update(acc, seg, p):
 # the discounted time with the waiting room full, and its share of the discounted occupation measure
 FULL = jaxq.Observer(init=lambda p: jnp.float64(0.0), update=_full_update,
                      finish=lambda acc, mass, p: {"time": acc, "share": acc / mass})
+
+
+def _events_update(acc, seg, p):
+    served, abandoned = (jnp.where(seg.fired[e], seg.jump, 0.0) for e in (1, 2))
+    comp = seg.compensator[1] + seg.compensator[2]
+    return {"served": acc["served"] + served, "abandoned": acc["abandoned"] + abandoned,
+            "compensator": acc["compensator"] + comp, "martingale": acc["martingale"] + served + abandoned - comp}
+
+
+# the event types that fired and their compensators: the discounted services and abandonments, the compensator of
+# their sum (E int exp(-gamma t) (departure rate) dt) and the martingale (mean zero)
+EVENTS = jaxq.Observer(init=lambda p: {k: jnp.float64(0.0) for k in ("served", "abandoned", "compensator",
+                                                                      "martingale")},
+                       update=_events_update, finish=lambda acc, mass, p: acc)
 
 
 def _tandem_transition(s, e, p):

@@ -128,7 +128,7 @@ def test_observers_of_the_path_match_the_exact_chain(engine):
     E sum exp(-gamma T_i) 1{departure} = E int exp(-gamma t) (mu min(x, c) + theta (x - c)^+) dt."""
     p = ex.MMCM_PARAMS
     r = jaxq.simulate(ex.MMCM, reps=REPS, horizon=HORIZON, discount=GAMMA, params=p, engine=engine, seed=11,
-                      observers={"departures": ex.DEPARTURES, "full": ex.FULL})
+                      observers={"departures": ex.DEPARTURES, "full": ex.FULL, "events": ex.EVENTS})
     Q, f, start = ex.mmcm_chain(p)
     x = np.arange(len(Q))
     rate_out = p["mu"] * np.minimum(x, p["c"]) + p["theta"] * np.maximum(x - p["c"], 0)
@@ -137,7 +137,17 @@ def test_observers_of_the_path_match_the_exact_chain(engine):
     _within(r.estimates["full_time"], ex.discounted(Q, full, start, GAMMA), "full_time")
     # the share: the discounted time divided by the weights' mass (1 - exp(-gamma T)) / gamma, per replication
     _within(r.estimates["full_share"], ex.discounted(Q, full, start, GAMMA) * GAMMA, "full_share")
-    assert sorted(r.info["observed"]) == ["departures", "full_share", "full_time"]
+    # the segments' fired event types and compensators: services and abandonments separately, the compensator of
+    # their sum as an estimate of the same expectation, and the martingale between them, mean zero
+    served = p["mu"] * np.minimum(x, p["c"])
+    _within(r.estimates["events_served"], ex.discounted(Q, served, start, GAMMA), "events_served")
+    _within(r.estimates["events_abandoned"], ex.discounted(Q, rate_out - served, start, GAMMA), "events_abandoned")
+    _within(r.estimates["events_compensator"], ex.discounted(Q, rate_out, start, GAMMA), "events_compensator")
+    _within(r.estimates["events_martingale"], 0.0, "events_martingale")
+    np.testing.assert_allclose(r.samples["events_served"] + r.samples["events_abandoned"], r.samples["departures"],
+                               rtol=1e-12)
+    assert sorted(r.info["observed"]) == ["departures", "events_abandoned", "events_compensator",
+                                          "events_martingale", "events_served", "full_share", "full_time"]
     assert r.samples["departures"].shape == (REPS,)
     # the observers draw nothing: the model's own estimates are those of a run without them
     plain = jaxq.simulate(ex.MMCM, reps=REPS, horizon=HORIZON, discount=GAMMA, params=p, engine=engine, seed=11)
