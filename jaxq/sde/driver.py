@@ -89,6 +89,15 @@ def workload(z, params):
 COST = integral(workload)  # the discounted cost int_0^T exp(-gamma t) Z_t dt, an observer like any other
 
 
+def _ito_update(acc, seg: Segment, pv):
+    return acc + marginal(pv[1], seg.held) * seg.martingale
+
+
+# the Ito sum sum_k exp(-gamma t_k) V'(Z_k) dM_k of a value function V (params: (the scheme's params, V)): the
+# control variate, an observer of the steps' martingale increments
+ITO_SUM = Observer(lambda pv: jnp.zeros((), jnp.float64), _ito_update, lambda acc, mass, pv: acc)
+
+
 def with_cost(observers: dict | None = None) -> Observer:
     """The observer a run folds: the cost (output ``cost``) and ``observers`` by name, :func:`combined
     <jaxq.sim.observer.combine>` (cached: the same observers give the same program)."""
@@ -100,7 +109,7 @@ def _start(scheme: Scheme, params, z0, paths: int, snap_steps, observer: Observe
     zs0 = scheme.observe(params, y0)
     snaps0 = jnp.where(snap_steps[None, :] == 0, zs0[:, None], jnp.zeros((paths, snap_steps.shape[0])))
     obs0 = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), observer.init(params))
-    return (y0, zs0, obs0, snaps0, jnp.zeros(paths))
+    return (y0, zs0, obs0, snaps0, jnp.broadcast_to(ITO_SUM.init(None), (paths,)))
 
 
 def _finish(observer: Observer, obs, params, gamma, h, steps):
@@ -120,13 +129,15 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
     block) are masked: their weight is zero in the observers and in the control (the state moves on, unused).
     Without it (None) no step is masked, and the block is compiled without the mask.
 
-    With ``value`` (a :class:`jaxq.diffusion.value.ValueFunction`), also the Ito sum
-    ``sum_k exp(-gamma t_k) V'(Z_k) dM_k`` over the steps' martingale increments (``sigma(Z_k) sqrt(h) N_k`` or
+    With ``value`` (a :class:`jaxq.diffusion.value.ValueFunction`), also the Ito sum (:data:`ITO_SUM`, an observer
+    of each step's ``Segment.martingale`` ``exp(-gamma t_k) dM_k``) ``sum_k exp(-gamma t_k) V'(Z_k) dM_k`` over the
+    steps' martingale increments (``sigma(Z_k) sqrt(h) N_k`` or
     the scheme's exact equivalent): a control variate with mean exactly zero (dM_k has mean zero given Z_k)
     that cancels, as h -> 0, the whole fluctuation of the cost (Ito's formula; :mod:`jaxq.diffusion.value`).
     """
     w0, w1 = step_weights(gamma, h)
     fold = jax.vmap(observer.update, in_axes=(0, Segment(0, None, 0, None, None), None))  # over the paths
+    fold_ito = jax.vmap(ITO_SUM.update, in_axes=(0, Segment(0, None, 0, None, None, martingale=0), None))
 
     def inner(c, x):
         y, z, obs, snaps, ctl = c
@@ -144,8 +155,8 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
             new = jax.tree_util.tree_map(lambda a, b: jnp.where(k < n_steps, a, b), new, obs)
         obs = new
         snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
-        if value is not None:
-            ctl = ctl + disc * marginal(value, z) * dm
+        if value is not None:  # the control: an observer of the step's martingale increment (0 past the end)
+            ctl = fold_ito(ctl, Segment(z, 0.0, z1, 0.0, martingale=disc * dm), (params, value))
         return (y1, z1, obs, snaps, ctl), None
 
     normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)

@@ -24,5 +24,6 @@
 #    cost is an observer (its last bits change) and the uniformised driver's observers get the unscaled weights.
 # 8: the Markov drivers' estimates are observers (jaxq.sim.functionals): the uniformised driver's discounted and
 #    window sums are accumulated with the functionals' own weights (the last bits of the CTMC and M/M/c outputs
-#    change; the random streams do not), its controls come in the units of the estimates.
+#    change; the random streams do not), its controls come in the units of the estimates. The workload SDE's Ito-sum
+#    control is an observer too (its last bits change).
 STREAM_VERSION = 8

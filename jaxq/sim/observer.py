@@ -59,7 +59,9 @@ class Segment(NamedTuple):
     of e; uniformised: ``E[jump * fired[e] | held]``, the step's exact event probability times the jump's weight),
     so that ``sum over segments of phi(held) (jump * fired[e] - compensator[e])`` has mean zero for any function
     phi of the held state, and ``record`` (the model's event record). The event driver also gives the clock
-    (``interval``), which the uniformised driver integrates out and so cannot give.
+    (``interval``), which the uniformised driver integrates out and so cannot give. The SDE driver gives each
+    step's ``martingale``: the increment dM of Z over the step (mean zero given ``held``) times w at the step's
+    start, so that ``sum f(held) martingale`` (an Ito sum) has mean zero for any f.
     """
 
     held: Any  # the model's view of the state held over the interval (a diffusion: at the step's start)
@@ -71,6 +73,7 @@ class Segment(NamedTuple):
     compensator: Any = None  # per event type e, the compensator of jump * fired[e] over the interval (see below)
     record: Any = None  # the model's record of the event that ended the interval (a CTMC; zeros for no event)
     interval: Any = None  # (t0, t1), the interval's times, where the driver has them (the event driver)
+    martingale: Any = None  # a diffusion step's martingale increment of the state times w at the step's start
 
 
 class Observer(NamedTuple):
