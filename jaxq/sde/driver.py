@@ -136,8 +136,9 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
     that cancels, as h -> 0, the whole fluctuation of the cost (Ito's formula; :mod:`jaxq.diffusion.value`).
     """
     w0, w1 = step_weights(gamma, h)
-    fold = jax.vmap(observer.update, in_axes=(0, Segment(0, None, 0, None, None), None))  # over the paths
-    fold_ito = jax.vmap(ITO_SUM.update, in_axes=(0, Segment(0, None, 0, None, None, martingale=0), None))
+    axes = Segment(0, None, 0, None, None, martingale=0)  # over the paths
+    fold = jax.vmap(observer.update, in_axes=(0, axes, None))
+    fold_ito = jax.vmap(ITO_SUM.update, in_axes=(0, axes, None))
 
     def inner(c, x):
         y, z, obs, snaps, ctl = c
@@ -150,13 +151,14 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
         disc = jnp.exp(-gamma * h * k)
         if n_steps is not None:  # a step past the end of the horizon weighs nothing (cost and control alike)
             disc = jnp.where(k < n_steps, disc, 0.0)
-        new = fold(obs, Segment(z, disc * w0, z1, 0.0, disc * w1), params)
+        seg = Segment(z, disc * w0, z1, 0.0, disc * w1, martingale=disc * dm)
+        new = fold(obs, seg, params)
         if n_steps is not None:  # and no observer sees it (a supremum reads no weight)
             new = jax.tree_util.tree_map(lambda a, b: jnp.where(k < n_steps, a, b), new, obs)
         obs = new
         snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
         if value is not None:  # the control: an observer of the step's martingale increment (0 past the end)
-            ctl = fold_ito(ctl, Segment(z, 0.0, z1, 0.0, martingale=disc * dm), (params, value))
+            ctl = fold_ito(ctl, seg, (params, value))
         return (y1, z1, obs, snaps, ctl), None
 
     normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)
