@@ -58,6 +58,7 @@ from jaxq.sim.event import Engine
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 from jaxq.sim.models.pss2x2_diagnostics import (DIAGNOSTICS, MARKOV_DIAGNOSTICS, Diagnostics,  # noqa: F401
                                                View, markov_observer, markov_view)  # (public here too)
+from jaxq.sim.models.pss2x2_paths import pack2, path_observers, unpack2  # noqa: F401  (pack2: public here too)
 from jaxq.sim.observer import Observer, Segment
 
 # Debug counters (Definition 2.7 invariants), in this order.
@@ -107,8 +108,7 @@ class State(NamedTuple):
     (Under ``vmap`` a two-element array per replication becomes a strided axis of the batch and every
     indexing by a traced class or server a gather; scalars keep the whole step one vectorised loop. XLA:CPU
     computes one loop over the replications per state array, so pairs of integers share an int64.)
-    Fields that a run does not use are ``None`` (empty pytrees): ``w_rec`` without record times, the
-    perturbation without ``Params.perturb``, ``viol`` without ``debug``, ``cv`` without controls.
+    Fields that a run does not use are ``None`` (empty pytrees): the perturbation without ``Params.perturb``, ``viol`` without ``debug``, ``cv`` without controls.
     """
 
     k0: jnp.ndarray  # uint32: the replication key's two words (its random stream, jaxq.sim.rng)
@@ -120,31 +120,17 @@ class State(NamedTuple):
     ta1: jnp.ndarray
     tc0: jnp.ndarray  # next completion time of server 1 (inf when idle)
     tc1: jnp.ndarray
-    cost: jnp.ndarray  # discounted cost so far
     x: jnp.ndarray  # int64: jobs of class 1 + 2^32 jobs of class 2 (pack2)
     code: jnp.ndarray  # int32: class served by each server (+1, 2 bits each, from bit 5 and 7), mode (bit 9)
     rec: jnp.ndarray  # int64: real events (arrivals and completions up to T) + 2^32 mode switches
-    x_T: jnp.ndarray  # int64: X at the horizon (packed as x)
-    sup: jnp.ndarray  # int64: sup of X over [0, T] (packed as x)
-    w_rec: jnp.ndarray | None  # (m,) W_hat at the record times
     level: jnp.ndarray | None  # this replication's switching level (perturbed runs)
     theta: jnp.ndarray | None  # this replication's threshold (perturbed runs)
     eps: jnp.ndarray | None  # (2,) the Gaussian perturbation (perturbed runs)
     viol: tuple | None  # 6 int32 Definition 2.7 violation counters (debug engines)
     cv: tuple | None  # CONTROLS float64 control variates (controlled engines)
-    obs: Any = None  # the observer's state (engines with an observer: the diagnostics, a user's)
+    obs: Any = None  # the observers' state (pss2x2_paths.path_observers: cost, X(T), sup X, W_hat at record times, ...)
     mem: Any = None  # a policy hook's memory (engines with a hook)
     bad: jnp.ndarray | None = None  # int32: the hook's refused assignments (engines with a hook)
-
-
-def pack2(a, b):
-    """Two non-negative int32 (below 2^31) as one int64 ``a + 2^32 b``."""
-    return a.astype(jnp.int64) | (b.astype(jnp.int64) << 32)
-
-
-def unpack2(v):
-    """The two int32 halves of :func:`pack2`."""
-    return (v & 0xFFFFFFFF).astype(jnp.int32), (v >> 32).astype(jnp.int32)
 
 
 _SERVING0, _SERVING1, _MODE = 5, 7, 9  # bit positions in State.code (below them: the last event's flags)
@@ -244,10 +230,9 @@ def _init(key, p: Params, spec, debug, cv, observer=None, hook=None):
         mode = jnp.zeros((), i32)
     return State(
         k0=k0, k1=k1, draw=jnp.ones((), jnp.uint32), t=zf, disc=jnp.ones((), f64), ta0=v[0] * p.inv_lam[0],
-        ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, cost=zf, x=zl, code=mode << _MODE, rec=zl, x_T=zl, sup=zl,
-        w_rec=jnp.zeros(p.t_rec.shape[0], f64) if p.t_rec.shape[0] else None, level=level, theta=theta, eps=eps,
-        viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
-        cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=observer.init(p) if observer is not None else None,
+        ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, x=zl, code=mode << _MODE, rec=zl, level=level, theta=theta,
+        eps=eps, viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
+        cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=path_observers(observer).init(p),
         mem=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)),
         bad=None if hook is None else jnp.zeros((), i32))
 
@@ -373,25 +358,12 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
     tc0 = _sel(st0, t1 + vs0 * mu0, _sel(comp0, jnp.inf, s.tc0))
     tc1 = _sel(st1, t1 + vs1 * mu1, _sel(comp1, jnp.inf, s.tc1))
 
-    # Exact discounted cost over [t0, min(t1, T)]: the state is constant there.
     disc1 = jnp.exp(-p.gamma * jnp.minimum(t1, T))
-    x0f, x1f = x0_.astype(f64), x1_.astype(f64)
-    cost = s.cost + (p.h_hat[0] * x0f + p.h_hat[1] * x1f) * ((s.disc - disc1) / p.gamma)
 
     # Records (outputs): frozen once done and for a void event.
     keep_ev = live if ok is None else live & ok
     real = keep_ev & (t1 <= T)
-    upd = {}
-    if s.w_rec is not None:  # W_hat on [t0, t1)
-        w_hat = (p.policy.alpha_inv[0] * x0f + p.policy.alpha_inv[1] * x1f) * p.inv_sqrt_n
-        upd["w_rec"] = _sel(keep_ev & (p.t_rec >= t0) & (p.t_rec < t1), w_hat, s.w_rec)
-    # sup over [0, T] of X: the state on [t0, t1), folded in when t0 <= T (it holds at t0), read as it is
-    sup0, sup1 = unpack2(s.sup)
-    upd.update(x_T=_sel(keep_ev & (T < t1), s.x, s.x_T),  # (t0 < T by live): X(T) is the state on [t0, t1)
-               sup=_sel((t0 <= T) if ok is None else (t0 <= T) & ok,
-                        pack2(jnp.maximum(sup0, x0_), jnp.maximum(sup1, x1_)), s.sup),
-               cost=_sel(keep_ev, cost, s.cost),
-               rec=s.rec + (real.astype(i64) | ((real & (mode != mode0)).astype(i64) << 32)))
+    upd = {"rec": s.rec + (real.astype(i64) | ((real & (mode != mode0)).astype(i64) << 32))}
     if cv:  # exp(-gamma t) (v - 1) times the features of the stream's effect, per variate v drawn at t
         rn = p.inv_sqrt_n
         xh0, xh1 = x0.astype(f64) * rn, x1.astype(f64) * rn
@@ -415,13 +387,15 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
             acc[9] = acc[9] + w * (2.0 * xh1 * e1)
             acc[10] = acc[10] + w * (xh0 * e1 + xh1 * e0)
         upd["cv"] = tuple(acc)
-    if observer is not None:  # the state on [t0, min(t1, T)), weight int exp(-gamma t) dt there; the mode switch at t1 <= T
-        # the weights materialised once (keep: every accumulator reads them); past T the path ends in the state held
-        seg = Segment(_event_view(x0_, x1_, s.code), keep((s.disc - disc1) / p.gamma),
-                      _event_view(_sel(real, x0, x0_), _sel(real, x1, x1_), _sel(real, code, s.code)),
-                      keep(_sel(real, disc1, 0.0)))
-        new_obs = observer.update(s.obs, seg, p)
-        upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
+    # The observers (pss2x2_paths: the cost, X(T), sup X, W_hat at the record times; the diagnostics, a user's): the
+    # state on [t0, min(t1, T)) with weight int exp(-gamma t) dt there (the cost integrated exactly: the state is
+    # constant), the jump at t1 <= T; past T the path ends in the state held. The weights are materialised once
+    # (keep: every accumulator reads them); frozen for a void event and once done.
+    seg = Segment(_event_view(x0_, x1_, s.code), keep((s.disc - disc1) / p.gamma),
+                  _event_view(_sel(real, x0, x0_), _sel(real, x1, x1_), _sel(real, code, s.code)),
+                  keep(_sel(real, disc1, 0.0)), interval=(t0, t1))
+    new_obs = path_observers(observer).update(s.obs, seg, p)
+    upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
     if hook is not None:  # the hook's memory (frozen for a void event) and its refused assignments
         upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem, memory)
         upd["bad"] = s.bad + (keep_ev & bad).astype(i32)
@@ -459,15 +433,15 @@ def _violations(x, before, after, started, k1, i2, prio, is_arr):
 def _output(s: State, p: Params, observer=None):
     i32, f64 = jnp.int32, jnp.float64
     events, switches = unpack2(s.rec)
-    return {"cost": s.cost, "events": events.astype(jnp.int64), "switches": switches,
-            "w_rec": jnp.zeros((0,), f64) if s.w_rec is None else s.w_rec,
-            "x_T": jnp.stack(unpack2(s.x_T)), "sup_x": jnp.stack(unpack2(s.sup)),
+    o = path_observers(observer).finish(s.obs, (1.0 - s.disc) / p.gamma, p)  # the mass: int_0^T exp(-gamma t) dt
+    return {"cost": o["cost"], "events": events.astype(jnp.int64), "switches": switches,
+            "w_rec": jnp.zeros((0,), f64) if o["w_rec"] is None else o["w_rec"],
+            "x_T": jnp.stack(unpack2(o["x_T"])), "sup_x": jnp.stack(unpack2(o["sup"])),
             "viol": jnp.zeros(len(VIOLATIONS), i32) if s.viol is None else jnp.stack(s.viol),
             "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,
             "cv": jnp.zeros(CONTROLS, f64) if s.cv is None else jnp.stack(s.cv),
             "bad": jnp.zeros((), i32) if s.bad is None else s.bad,
-            # the weights' mass: int_0^T exp(-gamma t) dt
-            **({} if observer is None else {"observed": observer.finish(s.obs, (1.0 - s.disc) / p.gamma, p)})}
+            **({} if observer is None else {"observed": o["user"]})}
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)

@@ -1,0 +1,83 @@
+"""What the 2x2 event rule estimates along a path, as observers (:mod:`jaxq.sim.observer`) of its :class:`View`
+segments: the discounted cost (2.6), the state at the horizon, the running supremum of X and W_hat at the record
+times.
+
+The event rule (:func:`jaxq.sim.models.pss2x2.engine`) folds them, beside the diagnostics and a user's observers,
+into one observer state (:func:`path_observers`), each segment the state held over ``[t0, min(t1, T))`` with weight
+``int exp(-gamma t) dt`` there, its jump (a real event up to T, else the state held) and the clock ``(t0, t1)``;
+the rule freezes them for a void event and once the replication is done. Parameters: the rule's ``Params``
+(``h_hat``, ``horizon``, ``t_rec``, ``policy.alpha_inv``, ``inv_sqrt_n``). Pairs of integers are packed in one
+int64 (:func:`pack2`), as in the rule's state: XLA:CPU runs one loop over the replications per state array.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import jax.numpy as jnp
+
+from jaxq.sim.models.pss2x2_diagnostics import View
+from jaxq.sim.observer import Observer, Segment, combine, integral
+
+
+def pack2(a, b):
+    """Two non-negative int32 (below 2^31) as one int64 ``a + 2^32 b``."""
+    return a.astype(jnp.int64) | (b.astype(jnp.int64) << 32)
+
+
+def unpack2(v):
+    """The two int32 halves of :func:`pack2`."""
+    return (v & 0xFFFFFFFF).astype(jnp.int32), (v >> 32).astype(jnp.int32)
+
+
+def cost_rate(v: View, p):
+    """``h . X_hat = h_hat . X`` (``h_hat = h / sqrt(n)``): the integrand of the cost (2.6)."""
+    return p.h_hat[0] * v.x0.astype(jnp.float64) + p.h_hat[1] * v.x1.astype(jnp.float64)
+
+
+COST = integral(cost_rate)  # J_T = int_0^T exp(-gamma t) h . X_hat(t) dt
+
+
+def _at_horizon(acc, seg: Segment, p):
+    """X(T), packed: the state held over the interval that contains T (t0 < T < t1; t0 < T while the rule runs)."""
+    return jnp.where(p.horizon < seg.interval[1], pack2(seg.held.x0, seg.held.x1), acc)
+
+
+X_AT_HORIZON = Observer(lambda p: jnp.zeros((), jnp.int64), _at_horizon, lambda acc, mass, p: acc)
+
+
+def _sup(acc, seg: Segment, p):
+    """sup over [0, T] of each X_i, packed: every state the path holds up to T is X(0) = 0 or one a real jump
+    (t1 <= T) reaches, so the states reached (``after``: the state held for a jump past T) are enough."""
+    a0, a1 = unpack2(acc)
+    return pack2(jnp.maximum(a0, seg.after.x0), jnp.maximum(a1, seg.after.x1))
+
+
+SUPREMUM = Observer(lambda p: jnp.zeros((), jnp.int64), _sup, lambda acc, mass, p: acc)
+
+
+def _w_init(p):
+    return jnp.zeros(p.t_rec.shape, jnp.float64) if p.t_rec.shape[0] else None
+
+
+def _w_record(acc, seg: Segment, p):
+    """W_hat of the state held at each record time in [t0, t1)."""
+    if acc is None:
+        return None
+    v = seg.held
+    w_hat = (p.policy.alpha_inv[0] * v.x0.astype(jnp.float64)
+             + p.policy.alpha_inv[1] * v.x1.astype(jnp.float64)) * p.inv_sqrt_n
+    t0, t1 = seg.interval
+    return jnp.where((p.t_rec >= t0) & (p.t_rec < t1), w_hat, acc)
+
+
+W_AT_RECORD_TIMES = Observer(_w_init, _w_record, lambda acc, mass, p: acc)
+
+PATH = {"cost": COST, "x_T": X_AT_HORIZON, "sup": SUPREMUM, "w_rec": W_AT_RECORD_TIMES}
+
+
+@lru_cache(maxsize=None)
+def path_observers(observer: Observer | None = None) -> Observer:
+    """The rule's own observers (:data:`PATH`) and ``observer`` (the diagnostics, a user's; output ``user``) as one
+    (cached: the same observer gives the same rule, compiled once)."""
+    return combine({**PATH, **({"user": observer} if observer is not None else {})})
