@@ -58,7 +58,7 @@ from jaxq.sim.event import Engine
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 from jaxq.sim.models.pss2x2_diagnostics import (DIAGNOSTICS, MARKOV_DIAGNOSTICS, Diagnostics,  # noqa: F401
                                                View, markov_observer, markov_view)  # (public here too)
-from jaxq.sim.models.pss2x2_paths import pack2, path_observers, unpack2  # noqa: F401  (pack2: public here too)
+from jaxq.sim.models.pss2x2_paths import CONTROLS, pack2, path_observers, unpack2  # noqa: F401  (public here too)
 from jaxq.sim.observer import Observer, Segment
 
 # Debug counters (Definition 2.7 invariants), in this order.
@@ -108,7 +108,8 @@ class State(NamedTuple):
     (Under ``vmap`` a two-element array per replication becomes a strided axis of the batch and every
     indexing by a traced class or server a gather; scalars keep the whole step one vectorised loop. XLA:CPU
     computes one loop over the replications per state array, so pairs of integers share an int64.)
-    Fields that a run does not use are ``None`` (empty pytrees): the perturbation without ``Params.perturb``, ``viol`` without ``debug``, ``cv`` without controls.
+    Fields that a run does not use are ``None`` (empty pytrees): the perturbation without ``Params.perturb``,
+    ``viol`` without ``debug``.
     """
 
     k0: jnp.ndarray  # uint32: the replication key's two words (its random stream, jaxq.sim.rng)
@@ -127,7 +128,6 @@ class State(NamedTuple):
     theta: jnp.ndarray | None  # this replication's threshold (perturbed runs)
     eps: jnp.ndarray | None  # (2,) the Gaussian perturbation (perturbed runs)
     viol: tuple | None  # 6 int32 Definition 2.7 violation counters (debug engines)
-    cv: tuple | None  # CONTROLS float64 control variates (controlled engines)
     obs: Any = None  # the observers' state (pss2x2_paths.path_observers: cost, X(T), sup X, W_hat at record times, ...)
     mem: Any = None  # a policy hook's memory (engines with a hook)
     bad: jnp.ndarray | None = None  # int32: the hook's refused assignments (engines with a hook)
@@ -157,7 +157,6 @@ def real_events(s: State):
 
 
 # Control variates: per variate (renewal) or per event (CTMC) the features of its effect on the state.
-CONTROLS = 11  # 6 per stream/event V'(W_hat) dW_hat, 2 linear in X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2)
 # The coarse set where the replications do not afford all eleven (jaxq.stats.controlled_mean): the value function's
 # martingale summed over the six streams (its coefficient is 1 in the limit) and the two linear controls.
 COARSE_CONTROLS = (tuple(range(6)), (6,), (7,))
@@ -232,7 +231,7 @@ def _init(key, p: Params, spec, debug, cv, observer=None, hook=None):
         k0=k0, k1=k1, draw=jnp.ones((), jnp.uint32), t=zf, disc=jnp.ones((), f64), ta0=v[0] * p.inv_lam[0],
         ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, x=zl, code=mode << _MODE, rec=zl, level=level, theta=theta,
         eps=eps, viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
-        cv=tuple(zf for _ in range(CONTROLS)) if cv else None, obs=path_observers(observer).init(p),
+        obs=path_observers(observer, cv).init(p),
         mem=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)),
         bad=None if hook is None else jnp.zeros((), i32))
 
@@ -364,11 +363,13 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
     keep_ev = live if ok is None else live & ok
     real = keep_ev & (t1 <= T)
     upd = {"rec": s.rec + (real.astype(i64) | ((real & (mode != mode0)).astype(i64) << 32))}
-    if cv:  # exp(-gamma t) (v - 1) times the features of the stream's effect, per variate v drawn at t
+    martingale = None
+    if cv:  # exp(-gamma t) (v - 1) times the features of the stream's effect, per variate v drawn at t: per slot, the
+        # increments of the CONTROLS martingales (mean zero given the past: E[v - 1] = 0), summed by an observer
         rn = p.inv_sqrt_n
         xh0, xh1 = x0.astype(f64) * rn, x1.astype(f64) * rn
         v_prime = keep(marginal(p.value, p.policy.alpha_inv[0] * xh0 + p.policy.alpha_inv[1] * xh1))
-        acc = list(s.cv)
+        martingale = []
         for slot, used, val in ((slot0, used0, v0), (slot1, used1, v1)):
             w = _sel(used & real, disc1 * (val - 1.0), 0.0)
             is_s = [slot == j for j in range(6)]
@@ -376,25 +377,20 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
             for j in range(1, 6):
                 d_w = _sel(is_s[j], p.cv_scale[j], d_w)
             wv = w * (v_prime * d_w)
-            for j in range(6):
-                acc[j] = acc[j] + _sel(is_s[j], wv, 0.0)
             # jumps of X_hat: -1 for an interarrival of its class, +1 for a service of its class
             e0 = _sel(is_s[0], -rn, _sel(is_s[2] | is_s[3], rn, 0.0))
             e1 = _sel(is_s[1], -rn, _sel(is_s[4] | is_s[5], rn, 0.0))
-            acc[6] = acc[6] + w * e0
-            acc[7] = acc[7] + w * e1
-            acc[8] = acc[8] + w * (2.0 * xh0 * e0)
-            acc[9] = acc[9] + w * (2.0 * xh1 * e1)
-            acc[10] = acc[10] + w * (xh0 * e1 + xh1 * e0)
-        upd["cv"] = tuple(acc)
+            martingale.append(tuple(_sel(is_s[j], wv, 0.0) for j in range(6)) + (
+                w * e0, w * e1, w * (2.0 * xh0 * e0), w * (2.0 * xh1 * e1), w * (xh0 * e1 + xh1 * e0)))
+        martingale = tuple(martingale)
     # The observers (pss2x2_paths: the cost, X(T), sup X, W_hat at the record times; the diagnostics, a user's): the
     # state on [t0, min(t1, T)) with weight int exp(-gamma t) dt there (the cost integrated exactly: the state is
     # constant), the jump at t1 <= T; past T the path ends in the state held. The weights are materialised once
     # (keep: every accumulator reads them); frozen for a void event and once done.
     seg = Segment(_event_view(x0_, x1_, s.code), keep((s.disc - disc1) / p.gamma),
                   _event_view(_sel(real, x0, x0_), _sel(real, x1, x1_), _sel(real, code, s.code)),
-                  keep(_sel(real, disc1, 0.0)), interval=(t0, t1))
-    new_obs = path_observers(observer).update(s.obs, seg, p)
+                  keep(_sel(real, disc1, 0.0)), interval=(t0, t1), martingale=martingale)
+    new_obs = path_observers(observer, cv).update(s.obs, seg, p)
     upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
     if hook is not None:  # the hook's memory (frozen for a void event) and its refused assignments
         upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem, memory)
@@ -430,16 +426,16 @@ def _violations(x, before, after, started, k1, i2, prio, is_arr):
     return jnp.stack([v0, v1, v2, v3, v4, v5])
 
 
-def _output(s: State, p: Params, observer=None):
+def _output(s: State, p: Params, observer=None, cv: bool = False):
     i32, f64 = jnp.int32, jnp.float64
     events, switches = unpack2(s.rec)
-    o = path_observers(observer).finish(s.obs, (1.0 - s.disc) / p.gamma, p)  # the mass: int_0^T exp(-gamma t) dt
+    o = path_observers(observer, cv).finish(s.obs, (1.0 - s.disc) / p.gamma, p)  # the mass: int_0^T exp(-gamma t) dt
     return {"cost": o["cost"], "events": events.astype(jnp.int64), "switches": switches,
             "w_rec": jnp.zeros((0,), f64) if o["w_rec"] is None else o["w_rec"],
             "x_T": jnp.stack(unpack2(o["x_T"])), "sup_x": jnp.stack(unpack2(o["sup"])),
             "viol": jnp.zeros(len(VIOLATIONS), i32) if s.viol is None else jnp.stack(s.viol),
             "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,
-            "cv": jnp.zeros(CONTROLS, f64) if s.cv is None else jnp.stack(s.cv),
+            "cv": jnp.stack(o["cv"]) if cv else jnp.zeros(CONTROLS, f64),
             "bad": jnp.zeros((), i32) if s.bad is None else s.bad,
             **({} if observer is None else {"observed": o["user"]})}
 
@@ -460,7 +456,7 @@ def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer:
     return Engine(lambda k, p: _init(k, p, spec, debug, cv, observer, hook),
                   lambda s, p: _step(s, p, spec, debug, cv, observer, hook),
                   _done,
-                  lambda s, p: _output(s, p, observer), lambda s: unpack2(s.rec)[0], frozen_when_done=True)
+                  lambda s, p: _output(s, p, observer, cv), lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
 
 def tail_bound(lam_n, ca2, h, gamma: float, n: float, horizon: float, x_T: np.ndarray) -> np.ndarray:

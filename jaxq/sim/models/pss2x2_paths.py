@@ -1,6 +1,7 @@
 """What the 2x2 event rule estimates along a path, as observers (:mod:`jaxq.sim.observer`) of its :class:`View`
-segments: the discounted cost (2.6), the state at the horizon, the running supremum of X and W_hat at the record
-times.
+segments: the discounted cost (2.6), the state at the horizon, the running supremum of X, W_hat at the record
+times and the renewal control variates (the sums of the martingale increments the rule computes from the variates
+it draws: ``Segment.martingale``, one tuple per variate slot).
 
 The event rule (:func:`jaxq.sim.models.pss2x2.engine`) folds them, beside the diagnostics and a user's observers,
 into one observer state (:func:`path_observers`), each segment the state held over ``[t0, min(t1, T))`` with weight
@@ -73,11 +74,28 @@ def _w_record(acc, seg: Segment, p):
 
 W_AT_RECORD_TIMES = Observer(_w_init, _w_record, lambda acc, mass, p: acc)
 
+# the control variates, per variate (renewal) or per event (CTMC): 6 per stream/event V'(W_hat) dW_hat, 2 linear in
+# X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2)
+CONTROLS = 11
+
+
+def _controls(acc, seg: Segment, p):
+    """Add the event's martingale increments, one tuple per variate slot, in the order drawn."""
+    for inc in seg.martingale:
+        acc = tuple(a + m for a, m in zip(acc, inc))
+    return acc
+
+
+# the renewal control variates: the sums of the increments the rule computes from the variates it draws
+RENEWAL_CONTROLS = Observer(lambda p: tuple(jnp.zeros((), jnp.float64) for _ in range(CONTROLS)), _controls,
+                            lambda acc, mass, p: acc)
+
 PATH = {"cost": COST, "x_T": X_AT_HORIZON, "sup": SUPREMUM, "w_rec": W_AT_RECORD_TIMES}
 
 
 @lru_cache(maxsize=None)
-def path_observers(observer: Observer | None = None) -> Observer:
-    """The rule's own observers (:data:`PATH`) and ``observer`` (the diagnostics, a user's; output ``user``) as one
-    (cached: the same observer gives the same rule, compiled once)."""
-    return combine({**PATH, **({"user": observer} if observer is not None else {})})
+def path_observers(observer: Observer | None = None, cv: bool = False) -> Observer:
+    """The rule's own observers (:data:`PATH`; ``cv``: and :data:`RENEWAL_CONTROLS`, output ``cv``) and ``observer``
+    (the diagnostics, a user's; output ``user``) as one (cached: the same observers give the same rule)."""
+    return combine({**PATH, **({"cv": RENEWAL_CONTROLS} if cv else {}),
+                    **({"user": observer} if observer is not None else {})})
