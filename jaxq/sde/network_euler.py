@@ -35,6 +35,7 @@ from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
 from jaxq.sde import driver
 from jaxq.sim import replications, rng
+from jaxq.sim.observer import Observer, Segment, combine, snapshots
 from jaxq.sim.replications import Batching
 from jaxq.sim.result import Estimate, SimResult
 
@@ -86,37 +87,78 @@ def num_controls(num_i: int) -> int:
     return num_i + num_i * (num_i + 1) // 2 + 2
 
 
+def _averages_init(p):
+    zero = jnp.zeros((), jnp.float64)
+    return {"x": jnp.zeros(p["ell"].shape, jnp.float64), "neg": zero, "pos": zero}
+
+
+def _averages_update(acc, seg: Segment, p):
+    x, w = seg.held, seg.weight
+    s = x.sum()
+    return {"x": acc["x"] + w * x, "neg": acc["neg"] + w * jnp.maximum(-s, 0.0), "pos": acc["pos"] + w * jnp.maximum(s, 0.0)}
+
+
+def _per_time(acc, mass, p):
+    return jax.tree_util.tree_map(lambda v: v / mass, acc)
+
+
+# the time averages over the window: X, <e, X>^- and <e, X>^+ (each step the Euler state held over dt)
+AVERAGES = Observer(_averages_init, _averages_update, _per_time)
+
+
+def _ito_update(acc, seg: Segment, p):
+    return acc + basis_gradients(seg.held) @ seg.martingale
+
+
+# the control variates: Ito sums of grad g(X_k) . sigma dW_k over the window, per unit time
+ITO_SUMS = Observer(lambda p: jnp.zeros(num_controls(p["ell"].shape[0]), jnp.float64), _ito_update, _per_time)
+
+
+def _sum(x, p):
+    return x.sum()
+
+
+SUM_PATH = snapshots(_sum, lambda p: p["x0"])  # <e, X_t> at the recorded times
+
+
+def _observers(cv: bool) -> Observer:
+    return combine({"avg": AVERAGES, **({"ctl": ITO_SUMS} if cv else {})})
+
+
 def _step(c, k, key, p, cv: bool):
-    """One Euler step from ``c = (x, acc, path)`` at step index k (noise: draw k of the path's stream)."""
-    x, acc, path = c
+    """One Euler step from ``c = (x, observers' state, snapshots)`` at step index k (noise: draw k of the path's
+    stream), folded as a :class:`~jaxq.sim.observer.Segment`: the state held over ``[k dt, (k + 1) dt)`` with the
+    window's weight (``dt`` from the warm-up on, else 0) and its martingale increment ``sigma dW_k`` (times the same
+    indicator)."""
+    x, obs, path = c
     uc = _control(x, p["uc"], p["feedback"])
     b = drift(x, uc, p["us"], p["ell"], p["K"])
     dw = rng.normals(key, k, x.shape[0]) * jnp.sqrt(p["dt"])
-    s = x.sum()
     on = (k >= p["warm"]).astype(jnp.float64)
-    new = {"x": acc["x"] + on * x, "neg": acc["neg"] + on * jnp.maximum(-s, 0.0),
-           "pos": acc["pos"] + on * jnp.maximum(s, 0.0)}
-    if cv:  # Ito sum of grad g(X_k) . sigma dW_k over the window
-        new["ctl"] = acc["ctl"] + on * (basis_gradients(x) @ (p["sigma"] * dw))
-    path = jnp.where(p["snap_steps"] == k, s, path)
-    return x + b * p["dt"] + p["sigma"] * dw, new, path
+    x1 = x + b * p["dt"] + p["sigma"] * dw
+    t0 = k.astype(jnp.float64) * p["dt"]
+    seg = Segment(x, on * p["dt"], x1, 0.0, interval=(t0, (k + 1).astype(jnp.float64) * p["dt"]),
+                  martingale=on * (p["sigma"] * dw))
+    return x1, _observers(cv).update(obs, seg, p), SUM_PATH.update(path, seg, (p, p["snap_times"]))
 
 
 def _start(keys, p, cv: bool):
-    """The state of every path at time 0: ``(x0, accumulators, recorded <e, X>)``."""
-    num_i = p["ell"].shape[0]
+    """The state of every path at time 0: ``(x0, observers' state, recorded <e, X>)``."""
     paths = keys.shape[0]
-    acc0 = {"x": jnp.zeros((paths, num_i)), "neg": jnp.zeros(paths), "pos": jnp.zeros(paths)}
-    if cv:
-        acc0["ctl"] = jnp.zeros((paths, num_controls(num_i)))
-    x0 = jnp.broadcast_to(p["x0"], (paths, num_i))
-    return x0, acc0, jnp.zeros((paths, p["snap_steps"].shape[0]))
+    batch = lambda t: jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), t)  # noqa: E731
+    x0 = jnp.broadcast_to(p["x0"], (paths,) + p["x0"].shape)
+    return x0, batch(_observers(cv).init(p)), batch(SUM_PATH.init((p, p["snap_times"])))
 
 
-def _finish(c, p):
-    """The per-path outputs: the window's sums ``acc`` and the recorded values ``path`` of <e, X>."""
-    _, acc, path = c
-    return {"acc": acc, "path": path}
+def _finisher(cv: bool):
+    def finish(c, p):
+        """The per-path outputs: the window's averages and controls (per unit time: the mass is the window's
+        length) and the recorded values ``path`` of <e, X>."""
+        _, obs, path = c
+        mass = (p["steps"] - p["warm"]).astype(jnp.float64) * p["dt"]
+        return {"obs": jax.vmap(lambda o: _observers(cv).finish(o, mass, p))(obs), "path": path}
+
+    return finish
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
@@ -130,7 +172,7 @@ def program(steps_per_call: int, cv: bool = False) -> replications.Program:
     def one_step(p, keys, c, k):  # step k of every path
         return jax.vmap(lambda key, cc: _step(cc, k, key, p, cv))(keys, c)
 
-    return driver.loop_program(driver.Loop(start, one_step, _finish, lambda p: p["steps"]), steps_per_call)
+    return driver.loop_program(driver.Loop(start, one_step, _finisher(cv), lambda p: p["steps"]), steps_per_call)
 
 
 def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: float,
@@ -225,20 +267,15 @@ def simulate_diffusion(
         snap_steps = np.arange(0, steps, every)[:snaps]
     else:
         snap_steps = np.clip(np.rint(np.asarray(times, float) / dt).astype(np.int64), 0, steps - 1)
-    p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_steps=jnp.asarray(snap_steps))
+    p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_times=jnp.asarray(snap_steps * dt))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
     out, timing = driver.run_loop(program(per_call, bool(cv)), p, paths, seed, batching, float(paths) * steps)
-    acc, sums = out["acc"], out["path"]
-    count = steps - warm
+    avg, sums = out["obs"]["avg"], out["path"]
     w = dl.idleness_weight(us)
-    per = {
-        "mean_neg": np.asarray(acc["neg"]) / count,
-        "mean_pos": np.asarray(acc["pos"]) / count,
-        "mean_x": np.asarray(acc["x"]) / count,
-    }
+    per = {"mean_neg": np.asarray(avg["neg"]), "mean_pos": np.asarray(avg["pos"]), "mean_x": np.asarray(avg["x"])}
     per["identity_rhs"] = w * per["mean_neg"]
     per["sum_path"] = np.asarray(sums)
-    ctl = np.asarray(acc["ctl"]) / count if cv else None
+    ctl = np.asarray(out["obs"]["ctl"]) if cv else None
     index = batching.start + np.arange(paths)
     est = {k: Estimate.with_controls(per[k], ctl, index) for k in ("mean_neg", "mean_pos", "mean_x", "identity_rhs")}
     if ctl is not None:

@@ -25,5 +25,6 @@
 # 8: the Markov drivers' estimates are observers (jaxq.sim.functionals): the uniformised driver's discounted and
 #    window sums are accumulated with the functionals' own weights (the last bits of the CTMC and M/M/c outputs
 #    change; the random streams do not), its controls come in the units of the estimates. The workload SDE's Ito-sum
-#    control is an observer too (its last bits change).
+#    control is an observer too (its last bits change), and so are the network diffusion's Euler averages and controls
+#    (weighted by dt and divided by the window's length: their last bits change; the controls come per unit time).
 STREAM_VERSION = 8

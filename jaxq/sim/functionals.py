@@ -28,6 +28,7 @@ import numpy as np
 
 from jaxq.sim.markov import Functional, Markov
 from jaxq.sim.observer import Observer, Segment, combine
+from jaxq.sim.observer import snapshots as snapshots_of
 
 
 def _zeros(tree):
@@ -102,24 +103,10 @@ def martingales(markov: Markov, average: bool) -> Observer:
     return Observer(init, update, _per_mass(average))
 
 
-@lru_cache(maxsize=None)
 def snapshots(markov: Markov) -> Observer:
     """``markov.snapshot`` of the state held at each of the times ``params[1]`` (params: ``(model params, times)``);
     needs the driver's clock (``Segment.interval``: the event driver)."""
-
-    def init(pt):
-        p, times = pt
-        v = markov.snapshot(markov.init(p), p)
-        return jnp.zeros(jnp.shape(times) + jnp.shape(v), jnp.float64)
-
-    def update(snap, seg: Segment, pt):
-        p, times = pt
-        t0, t1 = seg.interval
-        now = (times >= t0) & (times < t1)
-        v = markov.snapshot(seg.held, p)
-        return jnp.where(now.reshape(now.shape + (1,) * jnp.ndim(v)), v, snap)
-
-    return Observer(init, update, lambda snap, mass, pt: snap)
+    return snapshots_of(markov.snapshot, markov.init)
 
 
 class Groups(NamedTuple):

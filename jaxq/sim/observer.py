@@ -176,3 +176,30 @@ def _supremum(f) -> Observer:
         return jnp.maximum(acc, jnp.maximum(f(seg.held, p), f(seg.after, p)))
 
     return Observer(init, update, lambda acc, mass, p: acc)
+
+
+def snapshots(f: Callable[[Any, Params], Any], start: Callable[[Params], Any]) -> Observer:
+    """The observer of ``f(X_t)`` at fixed times: params ``(params, times)``, ``times`` an (S,) array; the state
+    held at each time in ``[t0, t1)`` of a segment (0 before the path reaches it). Needs the clock
+    (``Segment.interval``: the event driver, the Euler scheme). ``start(params)`` is a state to take the shape
+    of ``f`` from. Cached on ``(f, start)``."""
+    return _snapshots(f, start)
+
+
+@lru_cache(maxsize=64)
+def _snapshots(f, start) -> Observer:
+
+    def init(pt):
+        p, times = pt
+        v = f(start(p), p)
+        return jnp.zeros(jnp.shape(times) + jnp.shape(v), jnp.float64)
+
+    def update(snap, seg: Segment, pt):
+        p, times = pt
+        t0, t1 = seg.interval
+        now = (times >= t0) & (times < t1)
+        v = f(seg.held, p)
+        return jnp.where(now.reshape(now.shape + (1,) * jnp.ndim(v)), v, snap)
+
+    return Observer(init, update, lambda snap, mass, pt: snap)
+
