@@ -35,7 +35,7 @@ from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
 from jaxq.sde import driver
 from jaxq.sim import replications, rng
-from jaxq.sim.observer import Observer, Segment, combine, snapshots
+from jaxq.sim.observer import Observer, Segment, combine, per_mass, snapshots, with_params
 from jaxq.sim.replications import Batching
 from jaxq.sim.result import Estimate, SimResult
 
@@ -98,12 +98,8 @@ def _averages_update(acc, seg: Segment, p):
     return {"x": acc["x"] + w * x, "neg": acc["neg"] + w * jnp.maximum(-s, 0.0), "pos": acc["pos"] + w * jnp.maximum(s, 0.0)}
 
 
-def _per_time(acc, mass, p):
-    return jax.tree_util.tree_map(lambda v: v / mass, acc)
-
-
 # the time averages over the window: X, <e, X>^- and <e, X>^+ (each step the Euler state held over dt)
-AVERAGES = Observer(_averages_init, _averages_update, _per_time)
+AVERAGES = Observer(_averages_init, _averages_update, per_mass)
 
 
 def _ito_update(acc, seg: Segment, p):
@@ -111,26 +107,27 @@ def _ito_update(acc, seg: Segment, p):
 
 
 # the control variates: Ito sums of grad g(X_k) . sigma dW_k over the window, per unit time
-ITO_SUMS = Observer(lambda p: jnp.zeros(num_controls(p["ell"].shape[0]), jnp.float64), _ito_update, _per_time)
+ITO_SUMS = Observer(lambda p: jnp.zeros(num_controls(p["ell"].shape[0]), jnp.float64), _ito_update, per_mass)
 
 
 def _sum(x, p):
     return x.sum()
 
 
-SUM_PATH = snapshots(_sum, lambda p: p["x0"])  # <e, X_t> at the recorded times
+# <e, X_t> at the recorded times (the times: the parameters' snap_times)
+SUM_PATH = with_params(snapshots(_sum, lambda p: p["x0"]), lambda p: (p, p["snap_times"]))
 
 
 def _observers(cv: bool) -> Observer:
-    return combine({"avg": AVERAGES, **({"ctl": ITO_SUMS} if cv else {})})
+    return combine({"avg": AVERAGES, **({"ctl": ITO_SUMS} if cv else {}), "path": SUM_PATH})
 
 
 def _step(c, k, key, p, cv: bool):
-    """One Euler step from ``c = (x, observers' state, snapshots)`` at step index k (noise: draw k of the path's
+    """One Euler step from ``c = (x, observers' state)`` at step index k (noise: draw k of the path's
     stream), folded as a :class:`~jaxq.sim.observer.Segment`: the state held over ``[k dt, (k + 1) dt)`` with the
     window's weight (``dt`` from the warm-up on, else 0) and its martingale increment ``sigma dW_k`` (times the same
     indicator)."""
-    x, obs, path = c
+    x, obs = c
     uc = _control(x, p["uc"], p["feedback"])
     b = drift(x, uc, p["us"], p["ell"], p["K"])
     dw = rng.normals(key, k, x.shape[0]) * jnp.sqrt(p["dt"])
@@ -139,24 +136,24 @@ def _step(c, k, key, p, cv: bool):
     t0 = k.astype(jnp.float64) * p["dt"]
     seg = Segment(x, on * p["dt"], x1, 0.0, interval=(t0, (k + 1).astype(jnp.float64) * p["dt"]),
                   martingale=on * (p["sigma"] * dw))
-    return x1, _observers(cv).update(obs, seg, p), SUM_PATH.update(path, seg, (p, p["snap_times"]))
+    return x1, _observers(cv).update(obs, seg, p)
 
 
 def _start(keys, p, cv: bool):
-    """The state of every path at time 0: ``(x0, observers' state, recorded <e, X>)``."""
+    """The state of every path at time 0: ``(x0, observers' state)``."""
     paths = keys.shape[0]
     batch = lambda t: jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), t)  # noqa: E731
     x0 = jnp.broadcast_to(p["x0"], (paths,) + p["x0"].shape)
-    return x0, batch(_observers(cv).init(p)), batch(SUM_PATH.init((p, p["snap_times"])))
+    return x0, batch(_observers(cv).init(p))
 
 
 def _finisher(cv: bool):
     def finish(c, p):
         """The per-path outputs: the window's averages and controls (per unit time: the mass is the window's
         length) and the recorded values ``path`` of <e, X>."""
-        _, obs, path = c
+        _, obs = c
         mass = (p["steps"] - p["warm"]).astype(jnp.float64) * p["dt"]
-        return {"obs": jax.vmap(lambda o: _observers(cv).finish(o, mass, p))(obs), "path": path}
+        return jax.vmap(lambda o: _observers(cv).finish(o, mass, p))(obs)
 
     return finish
 
@@ -270,12 +267,12 @@ def simulate_diffusion(
     p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_times=jnp.asarray(snap_steps * dt))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
     out, timing = driver.run_loop(program(per_call, bool(cv)), p, paths, seed, batching, float(paths) * steps)
-    avg, sums = out["obs"]["avg"], out["path"]
+    avg, sums = out["avg"], out["path"]
     w = dl.idleness_weight(us)
     per = {"mean_neg": np.asarray(avg["neg"]), "mean_pos": np.asarray(avg["pos"]), "mean_x": np.asarray(avg["x"])}
     per["identity_rhs"] = w * per["mean_neg"]
     per["sum_path"] = np.asarray(sums)
-    ctl = np.asarray(out["obs"]["ctl"]) if cv else None
+    ctl = np.asarray(out["ctl"]) if cv else None
     index = batching.start + np.arange(paths)
     est = {k: Estimate.with_controls(per[k], ctl, index) for k in ("mean_neg", "mean_pos", "mean_x", "identity_rhs")}
     if ctl is not None:

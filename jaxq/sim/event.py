@@ -160,7 +160,10 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
         s_new, record = markov.transition(s, fired, p)
         inside = t1 <= hz.horizon  # the state at the horizon is the one before the first event past it
         s_new = jax.tree_util.tree_map(lambda a, b: jnp.where(inside, a, b), s_new, s)
-        seg = Segment(s, 0.0, s_new, 0.0, fired=fired, record=record, interval=(t0, t1))
+        # past the horizon the path ends in the state held: no event fired, no record (the observers never see it)
+        seg = Segment(s, 0.0, s_new, 0.0, fired=tuple(f & inside for f in fired),
+                      record=jax.tree_util.tree_map(lambda r: jnp.where(inside, r, jnp.zeros_like(r)), record),
+                      interval=(t0, t1))
         out = dict(c, state=s_new, t=t1, j=c["j"] + 1, events=c["events"] + inside.astype(jnp.int64))
 
         def weighted(w_int, w_jump):
@@ -218,5 +221,7 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     engine = markov_engine(markov, functional, observer, bool(snap_times.shape[0]))
     out, timing = run(engine, a, reps, seed, block=block, batching=batching)
     res = {"state": out["state"], "events": out["events"], **results(markov, functional, out)}
-    res.setdefault("snap", np.zeros((reps, 0)))
+    if "snap" not in res:  # no snapshot times: an empty record of the snapshot's shape
+        shape = () if markov.snapshot is None else jax.eval_shape(markov.snapshot, markov.init(params), params).shape
+        res["snap"] = np.zeros((reps, snap_times.shape[0]) + tuple(shape))
     return res, timing

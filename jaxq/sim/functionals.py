@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.sim.markov import Functional, Markov
-from jaxq.sim.observer import Observer, Segment, combine
+from jaxq.sim.observer import Observer, Segment, combine, per_mass
 from jaxq.sim.observer import snapshots as snapshots_of
 
 
@@ -41,12 +41,10 @@ def _record_shape(markov: Markov, s, p):
 
 
 def _per_mass(average: bool):
-    if not average:
-        return lambda acc, mass, p: acc
-    return lambda acc, mass, p: jax.tree_util.tree_map(lambda v: v / mass, acc)
+    return per_mass if average else (lambda acc, mass, p: acc)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=64)
 def observed(markov: Markov, average: bool) -> Observer:
     """``sum weight * observe(held)``: the integral of ``observe`` (a pytree), divided by the mass if ``average``."""
 
@@ -59,7 +57,7 @@ def observed(markov: Markov, average: bool) -> Observer:
     return Observer(init, update, _per_mass(average))
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=64)
 def records(markov: Markov) -> Observer:
     """``sum jump * record``: the model's event records, each weighted as its jump (1 over the window)."""
 
@@ -73,7 +71,7 @@ def records(markov: Markov) -> Observer:
     return Observer(init, update, lambda acc, mass, p: acc)
 
 
-def control_increment(phi, fired, jump, compensator):
+def _control_increment(phi, fired, jump, compensator):
     """``sum_e phi[c][e] (jump 1{e fired} - compensator[e])`` for every control c (a Python 0 term skipped)."""
     out = []
     for row in phi:
@@ -86,7 +84,7 @@ def control_increment(phi, fired, jump, compensator):
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=64)
 def martingales(markov: Markov, average: bool) -> Observer:
     """The model's controls (:attr:`Markov.controls`) as martingales of the functional's weights: per segment
     ``sum_e phi[c][e](held) (jump 1{e fired} - compensator[e])``; the driver's compensator makes each mean exactly
@@ -97,7 +95,7 @@ def martingales(markov: Markov, average: bool) -> Observer:
         return tuple(jnp.float64(0.0) for _ in markov.controls(markov.init(p), p))
 
     def update(acc, seg: Segment, p):
-        inc = control_increment(markov.controls(seg.held, p), seg.fired, seg.jump, seg.compensator)
+        inc = _control_increment(markov.controls(seg.held, p), seg.fired, seg.jump, seg.compensator)
         return tuple(a + v for a, v in zip(acc, inc))
 
     return Observer(init, update, _per_mass(average))
@@ -117,7 +115,7 @@ class Groups(NamedTuple):
     snapshots: Observer | None
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=64)
 def groups(markov: Markov, functional: Functional, observer: Observer | None = None,
            snapshot: bool = False) -> Groups:
     """The observers a run of ``markov`` folds (cached): per functional the integral of ``observe`` and the

@@ -58,9 +58,11 @@ class Markov(NamedTuple):
       controls: optional ``controls(state, p) -> tuple over controls c of tuples over events e`` of
         ``phi[c][e]`` (float64 scalars, or a Python 0 for a term that is always zero): the drivers accumulate
         the approximating martingales ``sum_k w_k sum_e phi[c][e](X_k) (1{e fires at k} - p_e(X_k))``
-        (uniformised; ``p_e`` the exact probability of event e in the step) or their continuous-time form
+        (uniformised; ``p_e`` the exact probability of event e in the step, ``w_k`` the weight of the step's
+        jump: ``r^(k+1)`` discounted, 1 on the window's steps) or their continuous-time form
         ``sum_jumps w(t) phi[c][e](X_t-) - int w(t) sum_e phi[c][e](X_t) rate_e(X_t) dt`` (event driver), with
-        ``w`` the functional's weight. Each has mean exactly zero, whatever phi (it is evaluated before the
+        ``w`` the functional's weight; the window's are divided by its length (per unit time), as its estimates
+        (:mod:`jaxq.sim.functionals`). Each has mean exactly zero, whatever phi (it is evaluated before the
         step's randomness): control variates. With ``phi[c][e] = g_c(x + d_e) - g_c(x)`` they are the
         martingales ``g_c(X_K) - g_c(X_0) - sum (P g_c - g_c)(X_k)`` of Henderson and Glynn.
     """
@@ -162,7 +164,8 @@ class MarkovModel(NamedTuple):
       init: ``init(params) -> state``, the start state (a pytree of JAX scalars or arrays).
       transition: ``transition(state, event, params) -> state``: ``event`` is the int32 index of the event
         that fired. With ``records=True`` it returns ``(state, record)``, a dict of scalars counted over the
-        averaging window (e.g. an arrival that was lost). With ``one_hot=True`` ``event`` is instead a tuple of E
+        averaging window (e.g. an arrival that was lost; zeros on the uniformised chain's self-loop, which is
+        no event). With ``one_hot=True`` ``event`` is instead a tuple of E
         bools, at most one True (none: a self-loop of the uniformised chain, which must leave the state as it is).
       observe: ``observe(state, params) -> dict of float64 (or integer) scalars``: the quantities whose
         discounted integral and/or time average are estimated.

@@ -11,7 +11,8 @@ The driver supplies each :class:`Segment` with the *weights* of the functional i
 integral of the weight function ``w(t)`` over the interval, and ``jump``, ``w`` at the jump's time when the
 jump is a real event the run counts (0 otherwise); ``finish`` gets the functional's *mass*, the sum of every
 segment's ``weight`` over the run, which the driver knows in closed form (so the observer need not add it up:
-one accumulator less in the hot loop), to normalise by. The observer never sees the clock: the same observer serves
+one accumulator less in the hot loop), to normalise by. An observer of the weights needs no clock (drivers that
+have one also give it, ``Segment.interval``, for what needs it: snapshots at fixed times): the same observer serves
 the event driver (exact times, ``w(t) = exp(-gamma t)`` up to the horizon) and the uniformised one (the Poisson
 times integrated out: step k weighs ``E int_{T_k}^{T_{k+1}} exp(-gamma t) dt = r^k / (Lambda + gamma)`` and its
 jump ``E exp(-gamma T_{k+1}) = r^(k+1)``), and the expectations of the two are equal up to where each run ends
@@ -37,6 +38,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Mapping, NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from jaxq.errors import InputError
@@ -58,8 +60,9 @@ class Segment(NamedTuple):
     ``compensator[e]`` (event driver: ``rate_e(held) * weight``, the compensator of the weighted counting process
     of e; uniformised: ``E[jump * fired[e] | held]``, the step's exact event probability times the jump's weight),
     so that ``sum over segments of phi(held) (jump * fired[e] - compensator[e])`` has mean zero for any function
-    phi of the held state, and ``record`` (the model's event record). The event driver also gives the clock
-    (``interval``), which the uniformised driver integrates out and so cannot give. The SDE driver gives each
+    phi of the held state, and ``record`` (the model's event record). The drivers with a clock give it as
+    ``interval`` (the Markov event driver, the 2x2 event rule, the network diffusion's Euler scheme); the
+    uniformised driver integrates it out and so cannot give it. The SDE driver gives each
     step's ``martingale``: the increment dM of Z over the step (mean zero given ``held``) times w at the step's
     start, so that ``sum f(held) martingale`` (an Ito sum) has mean zero for any f.
     """
@@ -92,6 +95,19 @@ def viewed(observer: Observer, view: Callable[[Any, Params], Any]) -> Observer:
         return observer.update(s, seg._replace(held=view(seg.held, p), after=view(seg.after, p)), p)
 
     return Observer(observer.init, update, observer.finish)
+
+
+def with_params(observer: Observer, select: Callable[[Params], Any]) -> Observer:
+    """``observer`` run on ``select(params)`` instead of the driver's params (e.g. the model's parameters and the
+    times of :func:`snapshots`). Define the result once (module level): a new one is a new compiled program."""
+    return Observer(lambda p: observer.init(select(p)),
+                    lambda s, seg, p: observer.update(s, seg, select(p)),
+                    lambda s, mass, p: observer.finish(s, mass, select(p)))
+
+
+def per_mass(acc, mass, params):
+    """A ``finish`` that divides every leaf of the state by the mass: averages under the weights' measure."""
+    return jax.tree_util.tree_map(lambda v: v / mass, acc)
 
 
 @lru_cache(maxsize=64)

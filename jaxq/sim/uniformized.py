@@ -132,18 +132,18 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
                 for e, m in enumerate(counts)]
         seg = Segment(s, 0.0, s_new, 0.0, fired=fired, record=rec)
 
-        def weighted(w, w_jump):  # w_jump: the jump's weight; the held state's is w_jump / Lambda
+        def weighted(w_jump):  # w_jump: the jump's weight; the held state's is w_jump / Lambda
             return seg._replace(weight=w_jump / a.big, jump=jnp.where(real, w_jump, 0.0),
                                 compensator=tuple(w_jump * q for q in prob))
 
         out = dict(c, state=s_new, pe=c["pe"] + real.astype(jnp.int32))
         if disc:
             wr = c["w"] * a.r  # r^(k+1)
-            out["disc"] = disc.update(c["disc"], weighted(wr, wr), p)
+            out["disc"] = disc.update(c["disc"], weighted(wr), p)
             out["w"] = wr
         if record:
             one = jnp.float64(1.0) if not masked else ((k >= a.warm) & (k < a.end)).astype(jnp.float64)
-            out["win"] = win.update(c["win"], weighted(one, one), p)
+            out["win"] = win.update(c["win"], weighted(one), p)
         if "over" in c:  # a plain model's rates above the uniformisation rate: the words would wrap
             total = sum(segment(m, a.words[e]).astype(jnp.float64) for e, m in enumerate(counts))
             out["over"] = c["over"] | (total > TWO32 - 1.0)

@@ -183,3 +183,19 @@ def test_two_observers_whose_outputs_share_a_name_are_refused():
         jaxq.simulate(ex.MMCM, reps=8, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS,
                       observers={"full": ex.FULL, "full_time": ex.DEPARTURES})
     assert e.value.key == "observers"
+
+
+def _count_fired(acc, seg, p):
+    return acc + sum(f.astype(jnp.float64) for f in seg.fired)
+
+
+COUNT_FIRED = jaxq.Observer(init=lambda p: jnp.float64(0.0), update=_count_fired, finish=lambda acc, mass, p: acc)
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_fired_events_are_the_real_events_of_the_run(engine):
+    """Counting ``Segment.fired`` without any weight gives the run's events exactly: no observer sees the event
+    past the horizon (event driver) or a self-loop (uniformised)."""
+    r = jaxq.simulate(ex.MMCM, reps=16, horizon=6.0, discount=1.0, params=ex.MMCM_PARAMS, engine=engine, seed=2,
+                      observers={"fired": COUNT_FIRED})
+    assert np.sum(r.samples["fired"]) == r.events > 0

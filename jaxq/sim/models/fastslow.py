@@ -52,7 +52,7 @@ MODEL = MarkovModel(
     rate_bound=lambda p: float(np.asarray(p.lam) + np.asarray(p.mu1)
                                + np.asarray(p.n_thr).shape[0] * np.asarray(p.mu2)),
     transition=_transition,
-    observe=lambda s, p: {"cost": s.x + s.y},  # an integer: summed exactly within a page
+    observe=lambda s, p: {"cost": s.x + s.y},
 )
 
 

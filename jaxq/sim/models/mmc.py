@@ -37,7 +37,7 @@ def _transition(x, fired, p: Params):
 
 
 def _observe(x, p: Params):
-    return {"x": x, "q": jnp.maximum(x - p.c, 0)}  # integers: summed exactly within a page
+    return {"x": x, "q": jnp.maximum(x - p.c, 0)}
 
 
 def _basis(x, p: Params):

@@ -95,7 +95,7 @@ def transition(s: State, fired, p: Params, lay: Layout):
 def observe(s: State, p: Params, lay: Layout, bins: int, deviations: bool):
     """The integrands of the time averages (float64 scalars)."""
     f64 = jnp.float64
-    out = {"q": tuple(s.q), "z": tuple(s.z)}  # integers: summed exactly within a page
+    out = {"q": tuple(s.q), "z": tuple(s.z)}
     x = jobs(s, lay)
     xhat = [(x[i].astype(f64) - p.center[i]) / p.scale for i in range(lay.num_i)]
     total = sum(xhat, f64(0.0))

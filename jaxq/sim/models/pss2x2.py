@@ -9,8 +9,9 @@ Two statements of the same system, for the two drivers:
 
 * :func:`engine`, the event rule for any renewal primitives (:mod:`jaxq.sim.event`). State: the time and
   ``exp(-gamma t)``, jobs per class ``x``, the class each server serves (-1 idle), the absolute times of
-  the next arrival of each class and the next completion of each server, the current mode, the running
-  discounted cost, counters and path recorders. One step is one event: the smallest clock fires, the
+  the next arrival of each class and the next completion of each server, the current mode, counters and the
+  observers' state (:mod:`jaxq.sim.models.pss2x2_paths`: the running discounted cost, the path recorders, the
+  control variates; the diagnostics, a user's). One step is one event: the smallest clock fires, the
   cost ``exp(-gamma s) h.x/sqrt(n)`` is integrated exactly over the elapsed interval, the event updates
   x, the policy decides, and fresh interarrival / service times are drawn (at most two per event).
 * :data:`MARKOV`, the CTMC of exponential primitives (:mod:`jaxq.sim.markov`): events are the arrivals
@@ -431,7 +432,7 @@ def _output(s: State, p: Params, observer=None, cv: bool = False):
     events, switches = unpack2(s.rec)
     o = path_observers(observer, cv).finish(s.obs, (1.0 - s.disc) / p.gamma, p)  # the mass: int_0^T exp(-gamma t) dt
     return {"cost": o["cost"], "events": events.astype(jnp.int64), "switches": switches,
-            "w_rec": jnp.zeros((0,), f64) if o["w_rec"] is None else o["w_rec"],
+            "w_rec": o["w_rec"],
             "x_T": jnp.stack(unpack2(o["x_T"])), "sup_x": jnp.stack(unpack2(o["sup"])),
             "viol": jnp.zeros(len(VIOLATIONS), i32) if s.viol is None else jnp.stack(s.viol),
             "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,

@@ -18,7 +18,7 @@ from functools import lru_cache
 import jax.numpy as jnp
 
 from jaxq.sim.models.pss2x2_diagnostics import View
-from jaxq.sim.observer import Observer, Segment, combine, integral
+from jaxq.sim.observer import Observer, Segment, combine, integral, snapshots, with_params
 
 
 def pack2(a, b):
@@ -57,22 +57,19 @@ def _sup(acc, seg: Segment, p):
 SUPREMUM = Observer(lambda p: jnp.zeros((), jnp.int64), _sup, lambda acc, mass, p: acc)
 
 
-def _w_init(p):
-    return jnp.zeros(p.t_rec.shape, jnp.float64) if p.t_rec.shape[0] else None
+def w_hat(v: View, p):
+    """The scaled workload ``W_hat = (X_1 / alpha_1 + X_2 / alpha_2) / sqrt(n)``."""
+    return (p.policy.alpha_inv[0] * v.x0.astype(jnp.float64)
+            + p.policy.alpha_inv[1] * v.x1.astype(jnp.float64)) * p.inv_sqrt_n
 
 
-def _w_record(acc, seg: Segment, p):
-    """W_hat of the state held at each record time in [t0, t1)."""
-    if acc is None:
-        return None
-    v = seg.held
-    w_hat = (p.policy.alpha_inv[0] * v.x0.astype(jnp.float64)
-             + p.policy.alpha_inv[1] * v.x1.astype(jnp.float64)) * p.inv_sqrt_n
-    t0, t1 = seg.interval
-    return jnp.where((p.t_rec >= t0) & (p.t_rec < t1), w_hat, acc)
+def _empty(p) -> View:
+    zero = jnp.zeros((), jnp.int32)
+    return View(zero, zero, zero, zero, zero)
 
 
-W_AT_RECORD_TIMES = Observer(_w_init, _w_record, lambda acc, mass, p: acc)
+# W_hat of the state held at each record time (Params.t_rec)
+W_AT_RECORD_TIMES = with_params(snapshots(w_hat, _empty), lambda p: (p, p.t_rec))
 
 # the control variates, per variate (renewal) or per event (CTMC): 6 per stream/event V'(W_hat) dW_hat, 2 linear in
 # X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2)
@@ -93,9 +90,17 @@ RENEWAL_CONTROLS = Observer(lambda p: tuple(jnp.zeros((), jnp.float64) for _ in 
 PATH = {"cost": COST, "x_T": X_AT_HORIZON, "sup": SUPREMUM, "w_rec": W_AT_RECORD_TIMES}
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=64)
+def _without_martingale(observer: Observer) -> Observer:
+    """``observer`` shown segments without the rule's own control increments (``Segment.martingale`` None)."""
+    return Observer(observer.init, lambda s, seg, p: observer.update(s, seg._replace(martingale=None), p),
+                    observer.finish)
+
+
+@lru_cache(maxsize=64)
 def path_observers(observer: Observer | None = None, cv: bool = False) -> Observer:
     """The rule's own observers (:data:`PATH`; ``cv``: and :data:`RENEWAL_CONTROLS`, output ``cv``) and ``observer``
-    (the diagnostics, a user's; output ``user``) as one (cached: the same observers give the same rule)."""
+    (the diagnostics, a user's, shown no ``Segment.martingale``; output ``user``) as one (cached: the same observers
+    give the same rule)."""
     return combine({**PATH, **({"cv": RENEWAL_CONTROLS} if cv else {}),
-                    **({"user": observer} if observer is not None else {})})
+                    **({"user": _without_martingale(observer)} if observer is not None else {})})
