@@ -122,7 +122,7 @@ def _step_d(d: DState, p: DParams, spec):
 
 
 def _output_d(d: DState, p: DParams):
-    return {"acc": d.acc, "cls_cost": d.cls_cost, "x_end": d.x_end, "sw_end": d.sw_end, "w_rec": d.s.w_rec}
+    return {"acc": d.acc, "cls_cost": d.cls_cost, "x_end": d.x_end, "sw_end": d.sw_end, "w_rec": d.s.obs["w_rec"]}
 
 
 @lru_cache(maxsize=None)
