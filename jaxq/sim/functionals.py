@@ -9,7 +9,7 @@ Each functional is a group of observers that the drivers fold with that function
 * :func:`records`: the event records of the model's transition, summed over the window's jumps;
 * :func:`martingales`: the model's control variates ``sum phi_e(X) (jump 1{e fired} - compensator_e)`` (mean zero
   exactly, on each driver with its own compensator), in the units of the functional's estimate;
-* a user's observer (discounted functional);
+* a user's observer (under the discounted functional when the run has one, else under the window);
 
 and :func:`snapshots` records ``markov.snapshot`` at fixed times (the event driver's clock). :func:`groups` builds
 the groups of a run once (cached, so a driver's compiled program is reused), :func:`results` turns their outputs
@@ -119,19 +119,20 @@ class Groups(NamedTuple):
 def groups(markov: Markov, functional: Functional, observer: Observer | None = None,
            snapshot: bool = False) -> Groups:
     """The observers a run of ``markov`` folds (cached): per functional the integral of ``observe`` and the
-    controls (window: and the records; discounted: and a user's ``observer``, output ``user``), and the snapshots
-    (``snapshot``: the event driver with snapshot times)."""
-    if observer is not None and not functional.discounted:
-        raise ValueError("an observer runs under the discounted functional")
+    controls (window: and the records), a user's ``observer`` (output ``user``) under the discounted functional if
+    the run has one, else under the window, and the snapshots (``snapshot``: the event driver with snapshot
+    times)."""
     ctl = markov.controls is not None
+    user = {"user": observer} if observer is not None else {}
     disc = win = None
     if functional.discounted:
         parts = {"integral": observed(markov, False), **({"controls": martingales(markov, False)} if ctl else {}),
-                 **({"user": observer} if observer is not None else {})}
+                 **user}
         disc = combine(parts)
     if functional.window:
         win = combine({"integral": observed(markov, True), "records": records(markov),
-                       **({"controls": martingales(markov, True)} if ctl else {})})
+                       **({"controls": martingales(markov, True)} if ctl else {}),
+                       **({} if functional.discounted else user)})
     snaps = snapshots(markov) if snapshot and markov.snapshot is not None else None
     return Groups(disc, win, snaps)
 
@@ -152,6 +153,8 @@ def results(markov: Markov, functional: Functional, out: dict) -> dict:
     if functional.window:
         w = out["win"]
         res["window"], res["records"] = w["integral"], w["records"]
+        if "user" in w:
+            res["observed"] = w["user"]
         if "controls" in w:
             controls["window"] = np.stack([np.asarray(v) for v in w["controls"]], axis=1)
     if markov.controls is not None:

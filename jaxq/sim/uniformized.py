@@ -97,8 +97,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
             observer: Observer | None = None) -> replications.Program:
     """The :class:`~jaxq.sim.replications.Program` of a Markov model under a functional (cached).
 
-    What is estimated are observers (:mod:`jaxq.sim.functionals`; ``observer``: a user's, discounted functional,
-    output ``observed``). Step k is a :class:`~jaxq.sim.observer.Segment` of the model's states with each
+    What is estimated are observers (:mod:`jaxq.sim.functionals`; ``observer``: a user's, under the discounted
+    functional, else the window's, output ``observed``). Step k is a :class:`~jaxq.sim.observer.Segment` of the model's states with each
     functional's weights, the Poisson times integrated out: discounted, ``r^(k+1) / Lambda = E int_{T_k}^{T_{k+1}}
     exp(-gamma t) dt`` for the state held and ``r^(k+1) = E exp(-gamma T_{k+1})`` for a real jump (mass ``(1 -
     r^K) / gamma`` over the K steps run); window, ``1 / Lambda`` (the step's mean time) and 1 for the steps ``Args.warm
@@ -216,8 +216,8 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
       warm_steps: steps before the window starts (``functional.window``); steps: steps in the window (at
         least 1). The discounted sum runs over every step of the whole pages.
       batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`).
-      observer: an :class:`~jaxq.sim.observer.Observer` of the model's states (discounted functionals, see
-        :func:`program`); its per-replication ``finish`` outputs are ``out["observed"]``.
+      observer: an :class:`~jaxq.sim.observer.Observer` of the model's states (under the discounted functional,
+        else the window's, see :func:`program`); its per-replication ``finish`` outputs are ``out["observed"]``.
     Returns:
       ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``
       (the discounted estimate of ``observe``), ``window`` (its average over the window), ``records``

@@ -42,8 +42,9 @@ class MarkovRun(NamedTuple):
       batching: first replication, replications per compiled call, devices, progress
         (:class:`~jaxq.sim.replications.Batching`).
       observers: statistics of the path, a dict of name -> :class:`~jaxq.sim.observer.Observer` of the model's
-        states (with ``discount``: their segments carry the discounted weights); each output is an estimate
-        ``<name>`` or ``<name>_<key>``.
+        states: with ``discount`` their segments carry the discounted weights (the mass ``int_0^T exp(-gamma t)
+        dt``), without it the window's (1 over ``[warmup, T]``, the mass its length: ``acc / mass`` is a time
+        average); each output is an estimate ``<name>`` or ``<name>_<key>``.
     """
 
     horizon: float
@@ -87,8 +88,6 @@ def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]
     if not isinstance(run.batching, Batching):
         raise InputError("batching", f"expected a jaxq.sim.replications.Batching, got {type(run.batching).__name__}")
     observers = check_observers(run.observers)
-    if observers and discount is None:
-        raise InputError("observers", "observers fold the discounted weights of the path: give discount > 0")
     run = run._replace(batching=run.batching.checked(), horizon=horizon, discount=discount, warmup=warmup,
                        engine=engine, observers=observers)
     return run, Functional(discounted=discount is not None, window=warmup is not None)

@@ -166,11 +166,27 @@ def test_bad_observers_are_input_errors_naming_the_key(observers, key):
     assert e.value.key == key
 
 
-def test_observers_need_the_discounted_weights_and_refuse_taken_names():
-    with pytest.raises(jaxq.InputError) as e:
-        jaxq.simulate(ex.MMCM, reps=8, horizon=5.0, warmup=1.0, params=ex.MMCM_PARAMS,
-                      observers={"departures": ex.DEPARTURES})
-    assert e.value.key == "observers"
+# the departures per unit time of the window (the count divided by the window's length, the mass)
+DEPARTURE_RATE = ex.DEPARTURES._replace(finish=lambda acc, mass, p: acc / mass)
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_observers_without_a_discount_fold_the_window_and_give_stationary_values(engine):
+    """Without ``discount`` the observers get the window's weights (1 over [warmup, T]; the mass its length): the
+    share of time with the waiting room full is the stationary probability of the full state, the departures per
+    unit time the stationary throughput, against the exact stationary law (4 standard errors)."""
+    p = ex.MMCM_PARAMS
+    r = jaxq.simulate(ex.MMCM, reps=REPS, horizon=HORIZON, warmup=WARMUP, params=p, engine=engine, seed=13,
+                      observers={"full": ex.FULL, "departures": DEPARTURE_RATE})
+    Q, f, start = ex.mmcm_chain(p)
+    pi = ex.stationary(Q)
+    x = np.arange(len(Q))
+    rate_out = p["mu"] * np.minimum(x, p["c"]) + p["theta"] * np.maximum(x - p["c"], 0)
+    _within(r.estimates["full_share"], pi[-1], "full_share")
+    _within(r.estimates["departures"], float(pi @ rate_out), "departures")
+
+
+def test_observers_refuse_taken_names():
     clash = ex.DEPARTURES._replace(finish=lambda acc, mass, p: {"discounted": acc})  # "x" + "_discounted"
     with pytest.raises(jaxq.InputError) as e:
         jaxq.simulate(ex.MMCM, reps=8, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS, observers={"x": clash})
