@@ -170,7 +170,7 @@ def test_bad_observers_are_input_errors_naming_the_key(observers, key):
 DEPARTURE_RATE = ex.DEPARTURES._replace(finish=lambda acc, mass, p: acc / mass)
 
 
-@pytest.mark.parametrize("engine", ["event", "uniformized"])
+@pytest.mark.parametrize("engine", ["event", pytest.param("uniformized", marks=pytest.mark.slow)])
 def test_observers_without_a_discount_fold_the_window_and_give_stationary_values(engine):
     """Without ``discount`` the observers get the window's weights (1 over [warmup, T]; the mass its length): the
     share of time with the waiting room full is the stationary probability of the full state, the departures per
@@ -208,7 +208,7 @@ def _count_fired(acc, seg, p):
 COUNT_FIRED = jaxq.Observer(init=lambda p: jnp.float64(0.0), update=_count_fired, finish=lambda acc, mass, p: acc)
 
 
-@pytest.mark.parametrize("engine", ["event", "uniformized"])
+@pytest.mark.parametrize("engine", ["event", pytest.param("uniformized", marks=pytest.mark.slow)])
 def test_fired_events_are_the_real_events_of_the_run(engine):
     """Counting ``Segment.fired`` without any weight gives the run's events exactly: no observer sees the event
     past the horizon (event driver) or a self-loop (uniformised)."""
