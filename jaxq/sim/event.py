@@ -132,10 +132,10 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
     discounted, ``int exp(-gamma t) dt`` over the interval (up to the horizon) and ``exp(-gamma t1)`` at a jump
     before the horizon; window, the interval's overlap with ``[T0, T)`` and 1 at a jump inside it. The
     compensator of event e is its rate times the interval's weight. ``observer`` is a user's (under the discounted
-    functional, else the window's), output ``observed``; ``snapshot``: record ``markov.snapshot`` at the times ``MarkovArgs.snap_times``.
+    functional, else the window's), output ``observed``; ``snapshot``: record ``markov.snapshot`` at the times
+    ``MarkovArgs.snap_times``.
     """
-    grp = groups(markov, functional, observer, snapshot)
-    disc, win, snaps = grp
+    disc, win, snaps = groups(markov, functional, observer, snapshot)
 
     def init(key, a: MarkovArgs):
         p = a.params

@@ -67,17 +67,23 @@ def segment(m, w):
     return jnp.floor(m * w.astype(jnp.float64)).astype(jnp.uint32)
 
 
-def fired_events(u, counts, words):
-    """Which event the word ``u`` selects: a tuple of bools, one per event (all False: a self-loop).
+def lengths(counts, words):
+    """The words each event owns in a state, uint32: ``counts[e] W_e`` (``floor(m W_e)`` for a rate ``m`` of the
+    plain form); event e fires with probability ``lengths[e] / 2^32``."""
+    return [words[e] if isinstance(m, int) and m == 1 else segment(m, words[e]) if _is_rate(m)
+            else jnp.asarray(m).astype(jnp.uint32) * words[e] for e, m in enumerate(counts)]
 
-    Event e owns the words ``[lo_e, lo_e + counts[e] W_e)`` with ``lo_e`` the sum of the earlier segments
+
+def fired_events(u, owned):
+    """Which event the word ``u`` selects, given the words each owns (:func:`lengths`): a tuple of bools, one per
+    event (all False: a self-loop), and whether any fired.
+
+    Event e owns the words ``[lo_e, lo_e + owned[e])`` with ``lo_e`` the sum of the earlier segments
     (exact uint32 arithmetic: every sum stays below 2^32); ``u - lo_e < len_e`` tests membership with one
     subtraction (it wraps for ``u < lo_e`` to a large number)."""
     lo = jnp.uint32(0)
     out = []
-    for e, m in enumerate(counts):
-        length = (words[e] if isinstance(m, int) and m == 1 else segment(m, words[e]) if _is_rate(m)
-                  else jnp.asarray(m).astype(jnp.uint32) * words[e])
+    for length in owned:
         out.append((u - lo) < length)
         lo = lo + length
     return tuple(out), u < lo
@@ -98,8 +104,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     """The :class:`~jaxq.sim.replications.Program` of a Markov model under a functional (cached).
 
     What is estimated are observers (:mod:`jaxq.sim.functionals`; ``observer``: a user's, under the discounted
-    functional, else the window's, output ``observed``). Step k is a :class:`~jaxq.sim.observer.Segment` of the model's states with each
-    functional's weights, the Poisson times integrated out: discounted, ``r^(k+1) / Lambda = E int_{T_k}^{T_{k+1}}
+    functional, else the window's, output ``observed``). Step k is a :class:`~jaxq.sim.observer.Segment` of the
+    model's states with each functional's weights, the Poisson times integrated out: discounted, ``r^(k+1) / Lambda = E int_{T_k}^{T_{k+1}}
     exp(-gamma t) dt`` for the state held and ``r^(k+1) = E exp(-gamma T_{k+1})`` for a real jump (mass ``(1 -
     r^K) / gamma`` over the K steps run); window, ``1 / Lambda`` (the step's mean time) and 1 for the steps ``Args.warm
     .. Args.end - 1`` (mass: the window's steps over Lambda). Event e's compensator is the jump's weight times its
@@ -123,13 +129,11 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         u, k = xs if masked else (xs, None)
         p = a.params
         s = c["state"]
-        counts = markov.counts(s, p)
-        fired, real = fired_events(u, counts, a.words)
+        owned = lengths(markov.counts(s, p), a.words)
+        fired, real = fired_events(u, owned)
         s_new, rec = markov.transition(s, fired, p)
-        # the step's exact event probabilities counts[e] W_e / 2^32 (computed only where a control uses them)
-        prob = [(segment(m, a.words[e]).astype(jnp.float64) if _is_rate(m)
-                 else jnp.asarray(m).astype(jnp.float64) * a.words[e].astype(jnp.float64)) * (1.0 / TWO32)
-                for e, m in enumerate(counts)]
+        # the step's exact event probabilities (computed only where a control uses them)
+        prob = [n.astype(jnp.float64) * (1.0 / TWO32) for n in owned]
         seg = Segment(s, 0.0, s_new, 0.0, fired=fired, record=rec)
 
         def weighted(w_jump):  # w_jump: the jump's weight; the held state's is w_jump / Lambda
@@ -145,7 +149,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
             one = jnp.float64(1.0) if not masked else ((k >= a.warm) & (k < a.end)).astype(jnp.float64)
             out["win"] = win.update(c["win"], weighted(one), p)
         if "over" in c:  # a plain model's rates above the uniformisation rate: the words would wrap
-            total = sum(segment(m, a.words[e]).astype(jnp.float64) for e, m in enumerate(counts))
+            total = sum(n.astype(jnp.float64) for n in owned)
             out["over"] = c["over"] | (total > TWO32 - 1.0)
         return out, None
 
