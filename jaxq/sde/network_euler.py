@@ -95,7 +95,8 @@ def _averages_init(p):
 def _averages_update(acc, seg: Segment, p):
     x, w = seg.held, seg.weight
     s = x.sum()
-    return {"x": acc["x"] + w * x, "neg": acc["neg"] + w * jnp.maximum(-s, 0.0), "pos": acc["pos"] + w * jnp.maximum(s, 0.0)}
+    return {"x": acc["x"] + w * x, "neg": acc["neg"] + w * jnp.maximum(-s, 0.0),
+            "pos": acc["pos"] + w * jnp.maximum(s, 0.0)}
 
 
 # the time averages over the window: X, <e, X>^- and <e, X>^+ (each step the Euler state held over dt)

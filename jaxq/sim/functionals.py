@@ -1,4 +1,5 @@
-"""What the CTMC drivers estimate, written as observers (:mod:`jaxq.sim.observer`) of a :class:`~jaxq.sim.markov.Markov`.
+"""What the CTMC drivers estimate, written as observers (:mod:`jaxq.sim.observer`) of a
+:class:`~jaxq.sim.markov.Markov`.
 
 A run of a Markov model estimates up to two functionals of its path (:class:`~jaxq.sim.markov.Functional`): the
 discounted integral ``int_0^T exp(-gamma t) observe(X_t) dt`` and the time average over the window ``[T0, T]``.

@@ -158,10 +158,10 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
     for k, v in per.items():
         c = ctl.get("discounted") if k.endswith("_discounted") else ctl.get("window")
         est[k] = Estimate.with_controls(v, c, index)
+    for kind, c in ctl.items():  # before the observers' outputs: a clash with these names is refused too
+        per[f"controls_{kind}"] = c
     if watch is not None:
         add_observed(out["observed"], est, per, info)
-    for kind, c in ctl.items():
-        per[f"controls_{kind}"] = c
     primary = next(iter(est)) if len(est) == 1 else None
     return SimResult(primary, est, reps, int(np.sum(out["events"])), timing.wall_s, timing.compile_s, run.engine,
                      per, info)

@@ -215,3 +215,12 @@ def test_fired_events_are_the_real_events_of_the_run(engine):
     r = jaxq.simulate(ex.MMCM, reps=16, horizon=6.0, discount=1.0, params=ex.MMCM_PARAMS, engine=engine, seed=2,
                       observers={"fired": COUNT_FIRED})
     assert np.sum(r.samples["fired"]) == r.events > 0
+
+
+def test_an_observer_output_named_as_the_controls_is_refused():
+    """``controls_discounted`` holds the model's controls: an observer whose output takes that name is refused."""
+    clash = ex.DEPARTURES._replace(finish=lambda acc, mass, p: {"discounted": acc})
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.simulate(ex.mmcm_with_controls(), reps=8, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS,
+                      observers={"controls": clash})
+    assert e.value.key == "observers"
