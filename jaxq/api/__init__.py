@@ -297,9 +297,10 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
     """``Delta_n``: the part of ``J_n - V0`` that the threshold of Theorem 2.11's policy costs in the n-th
     system (0 for P and PP; :mod:`jaxq.diffusion.threshold`), with ``Theta_n = ceil(c n^a)`` ((2.29): c = 1),
     ``a`` the simulator's default exponent and c the constant of the simulator's default rule unless given
-    (``theta_rule``: :func:`jaxq.policies.thresholds.theta_rule_constant`); None where the formula does not apply
-    (the held jobs reach the switching level z*). ``J_n - V0 - Delta_n`` is what the diffusion approximation
-    itself leaves; the convergence study reports both."""
+    (``theta_rule``: :func:`jaxq.policies.thresholds.rule_levels`); None where the formula does not apply (the
+    held jobs reach the switching level z*, or the rule moves the switching level away from z*, as ``excursion``
+    may). ``J_n - V0 - Delta_n`` is what the diffusion approximation itself leaves; the convergence study reports
+    both."""
     import math
 
     from jaxq.diffusion.threshold import threshold_term as term
@@ -309,6 +310,8 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
     a = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     rule = DEFAULT_THETA_RULE if theta_rule is None else theta_rule
     st = setup(system, n, analysis=an, levels=Levels(theta_exponent=a, theta_rule=rule))  # validates n, a, the rule
+    if st.switch_at is not None and not math.isclose(st.switch_at, an.z_star, rel_tol=1e-12):
+        return None  # the limit's term is that of the switching level z*
     return term(an, st.policy, (st.theta or 0) / math.sqrt(n))
 
 

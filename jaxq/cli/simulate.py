@@ -27,19 +27,23 @@ def register(sub) -> None:
         "--theta-exponent",
         type=float,
         default=DEFAULT_THETA_EXPONENT,
-        help="a_bar in Theta_n = ceil(c n^a_bar) (2.29); (2.28) asks for (1/3, 1/2); default 0.34",
+        help="a_bar in Theta_n = ceil(c n^a_bar) (2.29); (2.28) asks for (1/3, 1/2); default 0.34 (the "
+             "excursion rule picks Theta_n itself: the exponent does not change it)",
     )
     p.add_argument(
         "--theta-rule",
         choices=THETA_RULES,
         default=DEFAULT_THETA_RULE,
-        help="the constant c of Theta_n = ceil(c n^a_bar): root (default) = sqrt(D)/3, D the expected depth of "
+        help="the threshold Theta_n = ceil(c n^a_bar): excursion (default) = Theta_n and the switching level "
+             "that minimise a model of J_n adding the protected queue's excursions and the idling they cause to "
+             "the workload diffusion (jaxq.policies.excursion); root = sqrt(D)/3, D the expected depth of "
              "the protected queue's excursions below the threshold; paper = 1 (2.29); scv = the rate-weighted "
              "SCV of the protected class's arrivals and dedicated service (1 for exponential primitives); "
              "depth = D; lean = D/8; case = root x 0.4 for T1T2/T2T1, x 1.3 for T2 "
              "(docs/results/random_systems.md)",
     )
-    p.add_argument("--switch-at", type=float, default=None, help="switching level z (scaled workload), default z*")
+    p.add_argument("--switch-at", type=float, default=None,
+                   help="switching level z (scaled workload), default the rule's: z* for every rule but excursion")
     p.add_argument("--horizon", type=float, default=None,
                    help="truncation time T (default: tail bound ~1e-4 of min(V0, no-departure cost), extended until "
                         "it is at most 1e-3 of J_hat)")

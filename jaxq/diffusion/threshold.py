@@ -46,12 +46,14 @@ def _roots(b: float, s: float, gamma: float) -> tuple[float, float]:
     return (d - b) / (s * s), -2.0 * gamma / (d - b)
 
 
-def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.0) -> float:
+def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.0, offsets=None) -> float:
     """``u(z0) = E_z0 int_0^inf e^{-gamma t} f(Z_t) dt`` for Z reflected at 0.
 
     Z has drift ``b[j]`` and standard deviation ``s[j]`` on the j-th interval cut by ``levels`` (ascending,
-    positive; ``len(b) == len(levels) + 1``); f is continuous, ``f(0) = 0``, with slope ``slopes[i]`` on the
-    i-th interval cut by ``kinks`` (``len(slopes) == len(kinks) + 1``). u solves
+    positive; ``len(b) == len(levels) + 1``); f is piecewise linear, ``f(0) = offsets[0]``, with slope
+    ``slopes[i]`` on the i-th interval cut by ``kinks`` (``len(slopes) == len(kinks) + 1``) plus the constant
+    ``offsets[j]`` on the j-th interval cut by ``levels`` (default 0: f continuous; a cost that jumps where the
+    mode changes). u solves
     ``gamma u = b u' + s^2 u'' / 2 + f`` with ``u'(0) = 0`` and linear growth; on each interval between
     consecutive break points it is the linear particular solution ``f / gamma + b f' / gamma^2`` plus
     ``A e^{r_+ (z - x_right)} + B e^{r_- (z - x_left)}`` (both at most 1 on the interval), and u, u' are
@@ -62,16 +64,17 @@ def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.
     b = [float(v) for v in b]
     s = [float(v) for v in s]
     levels = [float(v) for v in levels]
-    if len(slopes) != len(kinks) + 1 or len(b) != len(levels) + 1 or len(s) != len(b):
-        raise ValueError("slopes/kinks or b/s/levels have inconsistent lengths")
+    off = [0.0] * len(b) if offsets is None else [float(v) for v in offsets]
+    if len(slopes) != len(kinks) + 1 or len(b) != len(levels) + 1 or len(s) != len(b) or len(off) != len(b):
+        raise ValueError("slopes/kinks or b/s/levels/offsets have inconsistent lengths")
     xs = sorted({x for x in kinks + levels if x > 0})
     K = len(xs)
     edges = [0.0] + xs  # interval k is [edges[k], edges[k+1]) with edges[K+1] = inf
 
-    def piece(z):  # the coefficients and slope that hold just right of z
+    def piece(z):  # the coefficients, slope and offset that hold just right of z
         j = int(np.searchsorted(levels, z, side="right"))
         i = int(np.searchsorted(kinks, z, side="right"))
-        return b[j], s[j], slopes[i]
+        return b[j], s[j], slopes[i], off[j]
 
     def f(z):  # continuous piecewise linear, f(0) = 0
         val, lo = 0.0, 0.0
@@ -85,13 +88,14 @@ def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.
         return val
 
     coef = [piece(x) for x in edges]
-    roots = [_roots(bk, sk, gamma) for bk, sk, _ in coef]
+    roots = [_roots(bk, sk, gamma) for bk, sk, _, _ in coef]
     # unknowns: A_k (k < K; the growing exponential, anchored at the right end) and B_k (k <= K)
     ia = lambda k: k  # noqa: E731
     ib = lambda k: K + k  # noqa: E731
     M = np.zeros((2 * K + 1, 2 * K + 1))
     rhs = np.zeros(2 * K + 1)
-    part = lambda k: coef[k][0] * coef[k][2] / gamma**2  # noqa: E731  (the constant b m / gamma^2)
+    # the particular solution's constant on interval k: b m / gamma^2 plus the offset / gamma
+    part = lambda k: coef[k][0] * coef[k][2] / gamma**2 + coef[k][3] / gamma  # noqa: E731
     # u'(0) = 0
     rp, rm = roots[0]
     if K:

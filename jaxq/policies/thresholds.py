@@ -5,7 +5,9 @@ family jaxq samples); any constant ``c > 0`` keeps the policy asymptotically opt
 finite n the constant decides how J_n compares with V0: the held jobs cost the limit's threshold term, linear in
 ``Theta_n / sqrt(n)`` (:mod:`jaxq.diffusion.threshold`), while a threshold too small for the primitives' variability
 lets the protected queue run empty and its dedicated server idle (Proposition 5.5 fails at that n). The rules here
-choose c from the system; :func:`theta_rule_constant` states each in closed form.
+choose c from the system; :func:`theta_rule_constant` states each in closed form. One rule, ``excursion``, also moves
+the switching level: it minimises a model of J_n over (z, Theta_n) at each n (:mod:`jaxq.policies.excursion`,
+:func:`rule_levels`).
 """
 
 from __future__ import annotations
@@ -19,23 +21,26 @@ from jaxq.errors import InputError
 # n-th system grows more slowly than n^(1/3) on the random systems (docs/results/random_systems.md), so the smallest
 # exponent (2.28) allows tracks it best.
 DEFAULT_THETA_EXPONENT = 0.34
-THETA_RULES = ("paper", "scv", "depth", "lean", "root", "case")
+THETA_RULES = ("paper", "scv", "depth", "lean", "root", "case", "excursion")
+EXCURSION_RULE = "excursion"  # Theta_n and z_n minimise the excursion model of J_n (jaxq.policies.excursion)
 LEAN_FACTOR = 0.125  # "lean": c = D / 8, about 3 excursion depths at n = 10^4 with a_bar = 0.34 (n^0.34 = 23)
 ROOT_FACTOR = 1.0 / 3.0  # "root": c = sqrt(D) / 3
 # "case": root's constant times a factor per kind of policy: the geometric mean, per kind, of the tuned threshold over
 # root's on the tuned subset of the random systems at n = 10^4 (docs/results/random_systems.md)
 SWITCHED_FACTOR = 0.4  # T1T2, T2T1: one mode holds no threshold; the tuned Theta_n is 0.11-0.95 x root's
 SINGLE_T2_FACTOR = 1.3  # T2 (one mode): the tuned Theta_n is 0.6-2.4 x root's
-DEFAULT_THETA_RULE = "root"
+DEFAULT_THETA_RULE = "excursion"  # the rule that holds best across the random systems (docs/results/random_systems.md)
 ABSOLUTE_RULE = "paper"  # the rule whose constant is 1: with it, theta_constant is c of Theta_n = ceil(c n^a_bar) itself
 
 
 class Levels(NamedTuple):
     """The levels of Theorem 2.11's policy in the n-th system: where it switches modes and how many jobs it holds.
 
-    ``switch_at``: the switching level z in scaled workload (None: z* of the analysis; refused for a policy that
-    never switches). ``theta_exponent``, ``theta_rule``, ``theta_constant``: the threshold Theta_n = ceil(c n^a_bar)
-    (2.28)-(2.29), c = ``theta_constant`` times the rule's constant (:func:`theta_rule_constant`). ``perturb``:
+    ``switch_at``: the switching level z in scaled workload (None: the rule's, z* of the analysis for every rule
+    but ``excursion``; refused for a policy that never switches). ``theta_exponent``, ``theta_rule``,
+    ``theta_constant``: the threshold Theta_n = ceil(c n^a_bar) (2.28)-(2.29), c = ``theta_constant`` times the
+    rule's constant (:func:`rule_levels`; ``excursion`` chooses Theta_n itself and the exponent does not change
+    it). ``perturb``:
     ``(sign, tau_z, tau_c)``, z and c perturbed per replication by Gaussians (the smoothed gradient of
     :mod:`jaxq.tuning.prelimit`; event driver only).
     """
@@ -94,12 +99,14 @@ def theta_rule_constant(rule: str, analysis, resolved) -> float:
       thresholds of the random systems sit below root's where one mode holds none and above it under T2 alone.
 
     Dual-mode policies with a T2 rule in both modes take the larger constant; a policy without a T2 rule
-    (P, PP, the fixed ``P@m``, ``T1@m``) gets c = 1.
+    (P, PP, the fixed ``P@m``, ``T1@m``) gets c = 1. ``excursion`` depends on n: :func:`rule_levels`.
     """
     from jaxq.policies.pss2x2 import RULE_T1, RULE_T2
 
     if rule not in THETA_RULES:
         raise InputError("theta_rule", f"unknown threshold rule {rule!r}; choose one of {', '.join(THETA_RULES)}")
+    if rule == EXCURSION_RULE:
+        raise InputError("theta_rule", "the excursion rule's constant depends on n: use rule_levels")
     if rule == "paper":
         return 1.0
     system, md = analysis.system, analysis.modes
@@ -121,6 +128,23 @@ def theta_rule_constant(rule: str, analysis, resolved) -> float:
                   else SINGLE_T2_FACTOR if not rules.dual else 1.0)
         return factor * ROOT_FACTOR * math.sqrt(d)
     return d
+
+
+def rule_levels(rule: str, analysis, resolved, n: float, exponent: float,
+                switch_at: float | None = None) -> tuple[float, float | None]:
+    """The constant c of ``Theta_n = ceil(c n^a_bar)`` and the switching level (None: the resolved policy's) that a
+    threshold rule gives the n-th system.
+
+    Every rule but ``excursion`` gives :func:`theta_rule_constant` and keeps z. ``excursion`` gives the pair
+    ``(Theta_n, z_n)`` that minimises the excursion model of J_n (:func:`jaxq.policies.excursion.levels`; z fixed
+    at ``switch_at`` when given), written as ``c = Theta_n / n^a_bar`` so that ``ceil(c n^a_bar) = Theta_n``.
+    """
+    if rule != EXCURSION_RULE:
+        return theta_rule_constant(rule, analysis, resolved), None
+    from jaxq.policies import excursion
+
+    found = excursion.levels(analysis, resolved, n, switch_at)
+    return found.theta / float(n) ** exponent, (found.z if switch_at is None else None)
 
 
 def _scv_constant(system, p: int, k1: int) -> float:

@@ -104,7 +104,8 @@ def warning(diag: dict, *, J_hat: float, V0: float, n: float, gamma: float, h, h
     share = float(h[hpc - 1]) * xp / (gamma * J_hat) if J_hat > 0 else 0.0
     if idle[k, i] >= IDLE_NOTABLE:
         why = (f"the threshold Theta_n = {theta} is small for this system's variability: the queue that feeds the "
-               f"server runs empty (raise --theta-exponent or the threshold constant)" if theta is not None else
+               f"server runs empty (a larger threshold: another --theta-rule or --theta-exponent, or the tuned "
+               f"policy)" if theta is not None else
                f"under policy {policy} the queue that feeds the server runs empty at this n")
         return (f"{head}: server {k + 1} idled {100.0 * idle[k, i]:.2g}% of the time while class {i + 1} waited "
                 f"(Proposition 5.5 wants no idling while there is work); {why}{besides}.")

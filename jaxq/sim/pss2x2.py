@@ -164,9 +164,14 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
     rec = np.asarray(record_times, dtype=np.float64).reshape(-1)
     if np.any(rec < 0) or np.any(rec > horizon):
         raise InputError("record_times", f"must lie in [0, horizon = {horizon:g}]")
-    theta_constant = theta_constant * thresholds.theta_rule_constant(theta_rule, an, res)
-    theta = (thresholds.theta_level(n, theta_exponent, theta_constant)
-             if hook is None and pol.uses_threshold(res.rules) else None)
+    held = hook is None and pol.uses_threshold(res.rules)
+    if held:
+        rule_c, rule_z = thresholds.rule_levels(theta_rule, an, res, n, theta_exponent, switch_at)
+        res = res if rule_z is None else res._replace(z=rule_z)
+    else:  # no threshold: the rule's constant is still checked (an unknown rule is refused)
+        rule_c = 1.0 if theta_rule == thresholds.EXCURSION_RULE else thresholds.theta_rule_constant(theta_rule, an, res)
+    theta_constant = theta_constant * rule_c
+    theta = thresholds.theta_level(n, theta_exponent, theta_constant) if held else None
     dists = list(system.interarrival) + [system.service[i][k] for i in range(2) for k in range(2)]
     rn = math.sqrt(n)
     q = None

@@ -29,12 +29,12 @@ from typing import Annotated
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from jaxq.diffusion.threshold import threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
 from jaxq.sim import pss2x2 as sim
+from jaxq.sim.diagnostics import limit_threshold_term
 from jaxq.sim.models.pss2x2 import COARSE_CONTROLS
 from jaxq.stats import controlled_values, mean_stderr
 from jaxq.studies import Study, Unique, figures, register
@@ -169,7 +169,9 @@ def points(exp) -> list[dict]:
                 for key, reps in g.replications_at.items():
                     if float(key) == float(n):
                         pt.update(reps=reps, chunk=min(reps, exp.chunk))
-                pt["horizon"] = st.horizon
+                # the levels the rule gives (computed by the excursion model for "excursion"): in the point's digest,
+                # so that chunks computed under other levels are never reused
+                pt.update(horizon=st.horizon, theta=st.theta, switch_at=st.switch_at)
                 out.append(pt)
         if label in tuned:
             for n in g.tuned_n:
@@ -254,7 +256,7 @@ def _rows(exp, pts, records) -> list[dict]:
         d = drawn[pt["rsystem"]]
         J, se, extra = controlled_estimate(rec, "J", coarse=COARSE_CONTROLS)
         st = _setup(d, pt, rec, g.horizon)
-        dn = threshold_term(d.analysis, st.policy, (st.theta or 0) / math.sqrt(pt["n"]))
+        dn = limit_threshold_term(d.analysis, st.policy, st.theta, float(pt["n"]), st.switch_at)
         base = {"system": pt["rsystem"], "case": d.case, "policy": d.analysis.policy, "n": pt["n"],
                 "seed": pt["seed"], "reps": int(rec["J"].size), "V0": d.analysis.V0, "J_hat": J, "J_hat_stderr": se,
                 "J_over_V0": J / d.analysis.V0, "J_over_V0_stderr": se / d.analysis.V0, "theta": st.theta,
@@ -364,7 +366,9 @@ def aggregate(exp, pts, records) -> dict[str, list[dict]]:
         row = d.describe()
         for spec in g.rules:
             rule, k, _ = parse_rule(spec)
-            row[f"c[{spec}]"] = k * thresholds.theta_rule_constant(rule, d.analysis, pol.resolve(d.analysis, "auto", None))
+            row[f"c[{spec}]"] = (None if rule == thresholds.EXCURSION_RULE  # depends on n: the summary's theta
+                                 else k * thresholds.theta_rule_constant(rule, d.analysis,
+                                                                         pol.resolve(d.analysis, "auto", None)))
         systems.append(row)
     rules = _rules_table(g, by_case, lambda n: [r for r in rows if float(r["n"]) == n])
     tables = {"summary": rows, "systems": systems, "by_case": by_case, "rules": rules, "worst": _worst(g, key, drawn)}

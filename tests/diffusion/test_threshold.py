@@ -102,12 +102,31 @@ def test_beyond_the_switching_level_and_the_public_api():
     an2 = analyze(load(path("pss_T2")))
     assert jaxq.threshold_term("pss_T2", 1e5, theta_rule="paper") == pytest.approx(
         threshold_term(an2, "T2", 51 / math.sqrt(1e5)))
-    # the default rule is "root": Theta_n = ceil(c n^0.34) with c = sqrt(D) / 3, D the excursion depth
+    # the root rule: Theta_n = ceil(c n^0.34) with c = sqrt(D) / 3, D the excursion depth
     from jaxq.sim.pss2x2 import setup
     theta = setup(load(path("pss_T2")), 1e5, levels=PT.Levels(theta_rule="root")).theta
     assert theta != 51
+    assert jaxq.threshold_term("pss_T2", 1e5, theta_rule="root") == pytest.approx(
+        threshold_term(an2, "T2", theta / math.sqrt(1e5)))
+    # the default rule (excursion): its Theta_n; None where it moves the switching level away from z*
+    theta = setup(load(path("pss_T2")), 1e5).theta
     assert jaxq.threshold_term("pss_T2", 1e5) == pytest.approx(threshold_term(an2, "T2", theta / math.sqrt(1e5)))
+    st = setup(load(path("pss_T2T1")), 1e4)
+    assert not math.isclose(st.switch_at, an.z_star) and jaxq.threshold_term("pss_T2T1", 1e4) is None
     with pytest.raises(jaxq.InputError, match="^n: "):
         jaxq.threshold_term("pss_T2", 0.5)
     with pytest.raises(jaxq.InputError, match="^system: this needs a 'pss2x2' system"):
         jaxq.threshold_term("network_N", 100)
+
+
+@pytest.mark.parametrize("c", COEFFS[:2])
+def test_a_cost_that_jumps_at_the_switching_level_matches_finite_differences(c):
+    """``offsets``: f(z) = z + 0.4 above the switching level (a mode that costs a constant more)."""
+    bL, sL, bH, sH, g, z = c
+    got = discounted_cost([1.0], [], g, [bL, bH], [sL, sH], [z], offsets=[0.0, 0.4])
+    f = lambda x: x + np.where(x >= z, 0.4, 0.0)  # noqa: E731
+    fine = fd_value(f, [z], [bL, bH], [sL, sH], g, N=320000)
+    assert got == pytest.approx(fine, rel=5e-5, abs=1e-8)
+    # a constant offset everywhere adds offset / gamma
+    assert discounted_cost([1.0], [], g, [bL, bH], [sL, sH], [z], offsets=[0.4, 0.4]) == pytest.approx(
+        discounted_cost([1.0], [], g, [bL, bH], [sL, sH], [z]) + 0.4 / g, rel=1e-12)

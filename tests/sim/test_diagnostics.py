@@ -147,10 +147,10 @@ def test_warning_fires_on_a_tiny_threshold():
     """Theta_n = ceil(1000^0.1) = 2 lets the queue the threshold protects run empty: its dedicated server idles
     while the other class waits, and the warning says so."""
     r = simulate(_variable_t2t2(), 1000, 48, seed=1,
-                 levels=PT.Levels(theta_exponent=0.1))
+                 levels=PT.Levels(theta_exponent=0.1, theta_rule="paper"))
     assert r.value > 1.5 * r.info["V0"]
     assert len(r.warnings) == 1 and "idled" in r.warnings[0] and "Theta_n = 2 is small" in r.warnings[0]
-    bare = simulate(_variable_t2t2(), 1000, 48, seed=1, levels=PT.Levels(theta_exponent=0.1),
+    bare = simulate(_variable_t2t2(), 1000, 48, seed=1, levels=PT.Levels(theta_exponent=0.1, theta_rule="paper"),
                     outputs=PT.Outputs(diagnostics=False))
     assert bare.value == r.value and "diagnostics" not in bare.info
     assert len(bare.warnings) == 1 and "above the lower bound" in bare.warnings[0]

@@ -150,9 +150,14 @@ def test_setup_uses_the_rule(drawn):
         assert setup(d.system, n, analysis=d.analysis,
                      levels=PT.Levels(theta_exponent=0.4, theta_rule="paper")).theta == math.ceil(
             n**0.4 - 1e-9)
-        root = thresholds.theta_rule_constant("root", d.analysis, res)  # the default rule
+        root = thresholds.theta_rule_constant("root", d.analysis, res)
         assert setup(d.system, n, analysis=d.analysis,
-                     levels=PT.Levels(theta_exponent=0.4)).theta == math.ceil(root * n**0.4 - 1e-9)
+                     levels=PT.Levels(theta_exponent=0.4, theta_rule="root")).theta == math.ceil(root * n**0.4 - 1e-9)
+        # the default rule (excursion) picks Theta_n itself: the exponent does not change it
+        from jaxq.policies import excursion
+        found = excursion.levels(d.analysis, res, n)
+        st = setup(d.system, n, analysis=d.analysis, levels=PT.Levels(theta_exponent=0.4))
+        assert (st.theta, st.switch_at) == (found.theta, pytest.approx(found.z))
 
 
 def test_experiment_files_validate_and_list_their_points():
@@ -245,3 +250,22 @@ def test_convergence_shares_count_j_rising_to_v0_from_below():
     assert not _nonincreasing(pt(1.40), pt(1.60)) and not _gap_nonincreasing(pt(1.40), pt(1.60))
     assert _nonincreasing(pt(1.20), pt(1.21)) and _gap_nonincreasing(pt(1.20), pt(1.21))
     assert not _gap_nonincreasing(pt(0.97), pt(1.10))  # overshoots V0 by more than it was below
+
+
+def test_the_points_carry_the_levels_of_their_rule(tmp_path):
+    """A point's digest sees the threshold and switching level its rule gives (the excursion rule computes them), so
+    chunks computed under other levels are never reused."""
+    from jaxq.policies import excursion
+    from jaxq.studies.experiment import load_experiment
+
+    f = tmp_path / "e.toml"
+    f.write_text('[experiment]\nstudy = "random_systems"\nreplications = 4\n[grid]\nper_case = 1\ncases = ["T2T1"]\n'
+                 'n = [1000]\nrules = ["excursion@0.34", "root@0.34"]\n')
+    exp = load_experiment(f)
+    exc, root = exp.points
+    d = draw_system(0, "T2T1", 0)
+    res = pol.resolve(d.analysis, "auto", None)
+    found = excursion.levels(d.analysis, res, 1000.0)
+    assert (exc["theta"], exc["switch_at"]) == (found.theta, pytest.approx(found.z))
+    assert root["switch_at"] == pytest.approx(d.analysis.z_star) and exc["switch_at"] != root["switch_at"]
+    assert len(set(exp.point_digests())) == 2

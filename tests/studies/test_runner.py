@@ -351,6 +351,7 @@ chunk = 4
 [grid]
 n = [400]
 policies = ["auto", "auto:x2"]
+theta_rule = "root"
 """
     rec = runner.run(ex.from_dict(tomllib.loads(text), Path("/tmp/t.toml")), tmp_path / "t", progress=False)
     rows = {r["policy"]: r for r in rec["tables"]["summary"]}

@@ -1,0 +1,183 @@
+"""The levels (z_n, Theta_n) of Theorem 2.11's policy that minimise an excursion model of the n-th system's cost.
+
+The limit (V0, z*) cannot see what a threshold costs at a finite n. Under a T1 or T2 rule the held class p sits
+near Theta_n jobs with excursions on both sides whose depths do not depend on n; under the T2 rule an excursion
+deeper than Theta_n empties p's queue and idles the server dedicated to p (Proposition 5.5 fails at that n), which
+the limit's workload never pays for. This module writes both effects into the workload diffusion and minimises the
+result over the switching level z and the threshold Theta (a grid, then a local refinement):
+
+* **The held queue** of a mode m (:func:`held_queue`). With rates per unit time divided by n (first order), p's
+  queue below Theta is pushed up at ``d_- > 0`` with variance rate ``v_-``, above it pulled down at ``d_+ > 0``
+  with ``v_+`` (T2 in m: p = i2(m) served by k1(m) below Theta and by both servers above, ``d_- = lambda_p -
+  mu_{p k1}``, ``d_+ = mu_{p k1} + mu_{p k2} - lambda_p``; T1 in m: p = i1(m) served by k2(m) above Theta only,
+  ``d_- = lambda_p``, ``d_+ = mu_{p k2} - lambda_p``). Its stationary law is two-sided exponential around Theta
+  with mean depths ``D_- = v_- / (2 d_-)`` (:func:`jaxq.policies.thresholds.excursion_depth` under T2) and
+  ``D_+ = v_+ / (2 d_+)``, reflected at a floor f: with ``s = Theta - f``, mean ``E x_p = f + (D_-(s - D_-) +
+  D_-^2 e^{-s/D_-} + D_+(s + D_+)) / N`` and, under T2, the dedicated server's lost service (the regulator at the
+  floor) ``d_- D_- e^{-s/D_-} / N`` jobs per unit time per n, ``N = D_-(1 - e^{-s/D_-}) + D_+``. Under T1 the floor
+  is 0. Under T2 the queue is an integer and its dedicated server idles as soon as no job of p *waits*: at one job
+  in the system while the other server holds it (that server took it when p's queue was at Theta, and does not
+  give it back). So the floor is one job (:data:`BARRIER`) and D_- gains half a job (:data:`CONTINUITY`, the
+  continuity correction of an integer walk). This matters where D_- is below a job (primitives of low
+  variability): there the diffusion alone sees no idling at Theta = 2 while the dedicated server idles 5% of
+  the time (measured on the random systems, docs/results/random_systems.md).
+* **The workload** (Definition 2.10, (2.24)): the reflected diffusion of mode m, with drift ``b_m`` raised by the
+  lost service ``sqrt(n) loss_m / alpha_p`` (scaled workload per unit time) and cost ``h_q alpha_q W +
+  (h_p - h_q alpha_q / alpha_p) min(E x_p / sqrt(n), alpha_p W)`` -- the threshold term of
+  :mod:`jaxq.diffusion.threshold` with ``Theta_hat`` replaced by the held queue's mean, mode by mode. A T1 rule in the
+  lower mode (T1T2) lets the workload reflect at the held jobs' workload instead of 0, as there.
+
+The model's cost tends to V0 at its minimiser (at ``(z*, Theta_n)`` of any rule of (2.28) the lost service and the
+held jobs vanish, so the minimum does too). At finite n it moves the levels where the tuned policy moves them
+(docs/results/random_systems.md): where one mode uses T2 and the other T1 (T1T2, T2T1), z moves so that the T2 mode,
+whose dedicated server idles, is used less, and Theta_n shrinks; where T2 rules hold everywhere (T2, T2T2) Theta_n
+balances idling against held jobs. The cost is that of the model, not of the n-th system: the random-systems study
+measures how close the levels come.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from jaxq.diffusion.threshold import discounted_cost
+from jaxq.errors import InputError
+from jaxq.policies import pss2x2 as pol
+
+BARRIER = 1.0  # T2: the dedicated server idles once no job of p waits, at one job while the other server holds it
+CONTINUITY = 0.5  # T2: the depth of an integer queue's excursions, D_- plus half a job
+Z_SPAN = 64.0  # z is searched in [z* / Z_SPAN, z* Z_SPAN] (log grid) when the policy switches modes
+Z_POINTS = 73
+THETA_POINTS = 40  # Theta is searched on a log grid of integers in [1, 4 sqrt(n)], then its neighbours
+
+
+class HeldQueue(NamedTuple):
+    """The held class of a mode under its rule: ``mean`` jobs, ``lost`` service of its dedicated server (jobs per
+    unit time divided by n; 0 under T1), and the class ``p``."""
+
+    mean: float
+    lost: float
+    p: int
+
+
+def held_queue(system, modes, m: int, rule: int, theta: float) -> HeldQueue | None:
+    """The held queue of mode ``m`` under ``rule`` (RULE_T1 or RULE_T2) at threshold ``theta`` (module docstring);
+    None for the P rule, which holds nothing."""
+    if rule not in (pol.RULE_T1, pol.RULE_T2):
+        return None
+    lam, mu, ca2, cs2 = system.lam, system.mu, system.ca2, system.cs2
+    k1 = int(modes.k1[m])
+    k2 = 1 - k1
+    if rule == pol.RULE_T2:
+        p = int(modes.i2[m])
+        d_lo, v_lo = lam[p] - mu[p, k1], lam[p] * ca2[p] + mu[p, k1] * cs2[p, k1]
+        d_hi, v_hi = mu[p, k1] + mu[p, k2] - lam[p], v_lo + mu[p, k2] * cs2[p, k2]
+    else:
+        p = int(modes.i1[m])
+        d_lo, v_lo = lam[p], lam[p] * ca2[p]
+        d_hi, v_hi = mu[p, k2] - lam[p], v_lo + mu[p, k2] * cs2[p, k2]
+    if not (d_lo > 0 and d_hi > 0):
+        raise InputError("theta_rule", f"the excursion rule needs class {p + 1}'s queue pushed back to the threshold "
+                                       f"from both sides in mode {m + 1} (rates {d_lo:.3g}, {d_hi:.3g}): these roles "
+                                       "are not Theorem 2.11's; choose another rule")
+    lo, hi = float(v_lo / (2.0 * d_lo)), float(v_hi / (2.0 * d_hi))
+    base = 0.0
+    if rule == pol.RULE_T2:  # the integer queue (module docstring): its floor is one job, its depth half a job more
+        base, lo = BARRIER, lo + CONTINUITY
+    span = max(theta - base, 0.0)
+    e = math.exp(-span / lo)
+    norm = lo * (1.0 - e) + hi
+    mean = base + (lo * (span - lo) + lo * lo * e + hi * (span + hi)) / norm
+    lost = float(d_lo) * lo * e / norm if rule == pol.RULE_T2 else 0.0
+    return HeldQueue(mean, lost, p)
+
+
+def model_cost(analysis, resolved, n: float, theta: float, z: float | None) -> float:
+    """The excursion model's J_n (units of J_n and V0) of the resolved policy switching at scaled workload ``z``
+    (ignored by a policy that does not switch) with threshold ``theta``; inf where the held jobs' workload reaches
+    z (the model does not describe it)."""
+    an, rules = analysis, resolved.rules
+    s, md, g = an.system, an.modes, float(an.system.gamma)
+    h, alpha = np.asarray(s.h, float), np.asarray(md.alpha, float)
+    rn = math.sqrt(n)
+    lower = held_queue(s, md, resolved.lower, rules.lower, theta)
+    dual = rules.dual and math.isfinite(resolved.z)
+    upper = held_queue(s, md, resolved.higher, rules.higher, theta) if dual else lower
+    p = lower.p
+    q = 1 - p
+    drift = [float(an.b[m]) + rn * held.lost / alpha[p] for m, held in ((resolved.lower, lower),
+                                                                        (resolved.higher, upper))]
+    sd = [float(an.sigma[resolved.lower]), float(an.sigma[resolved.higher])]
+    w = lower.mean / rn / alpha[p]  # the held jobs' workload
+    if not dual:
+        excess = h[p] - h[q] * alpha[q] / alpha[p]
+        return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift[:1], sd[:1])
+                     + excess * discounted_cost([alpha[p], 0.0], [w], g, drift[:1], sd[:1]))
+    if z <= w:
+        return math.inf
+    if rules.lower == pol.RULE_T1:  # (T1T2) the workload reflects at w; the held jobs cost h_p each
+        step = h[p] * (upper.mean - lower.mean) / rn
+        return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift, sd, (z - w,))
+                     + discounted_cost([0.0], [], g, drift, sd, (z - w,), offsets=(0.0, step))
+                     + h[p] * lower.mean / rn / g)
+    excess = h[p] - h[q] * alpha[q] / alpha[p]
+    step = excess * (upper.mean - lower.mean) / rn
+    return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift, sd, (z,))
+                 + discounted_cost([excess * alpha[p], 0.0], [w], g, drift, sd, (z,), offsets=(0.0, step)))
+
+
+class ModelLevels(NamedTuple):
+    """The minimiser of the excursion model: ``theta`` (Theta_n), ``z`` (the switching level; None for a policy that
+    does not switch) and the model's ``cost`` there."""
+
+    theta: int
+    z: float | None
+    cost: float
+
+
+def levels(analysis, resolved, n: float, switch_at: float | None = None) -> ModelLevels:
+    """``(Theta_n, z_n)`` minimising :func:`model_cost` for a threshold policy (T2, T2T2, T1T2, T2T1); z fixed at
+    ``switch_at`` when given. Deterministic; cached per (system, policy, n, switch_at)."""
+    key = (repr(analysis.system.to_dict()), resolved, float(n), None if switch_at is None else float(switch_at))
+    return _levels(key, analysis, resolved, float(n), switch_at)
+
+
+_DONE: dict = {}  # levels already computed (the study and the API set up the same n-th system repeatedly)
+
+
+def _levels(key, analysis, resolved, n, switch_at) -> ModelLevels:
+    if key in _DONE:
+        return _DONE[key]
+    dual = resolved.rules.dual and math.isfinite(resolved.z)
+    thetas = sorted({int(t) for t in np.round(np.geomspace(1.0, max(2.0, 4.0 * math.sqrt(n)), THETA_POINTS))})
+    if not dual:
+        zs = [None]
+    elif switch_at is not None:
+        zs = [float(switch_at)]
+    else:
+        zs = list(analysis.z_star * np.geomspace(1.0 / Z_SPAN, Z_SPAN, Z_POINTS))
+    def cost(t, z):  # finite for the bounded search (inf where the held jobs' workload reaches z)
+        c = model_cost(analysis, resolved, n, float(t), z)
+        return c if math.isfinite(c) else 1e300
+
+    best = min((cost(t, z), t, z) for t in thetas for z in zs)
+    # refine: every integer Theta between the grid neighbours of the best, then z by a bounded search in log z
+    i = thetas.index(best[1])
+    lo_t, hi_t = thetas[max(i - 1, 0)], thetas[min(i + 1, len(thetas) - 1)]
+    best = min([best] + [(cost(t, best[2]), t, best[2]) for t in range(lo_t, hi_t + 1)])
+    if dual and switch_at is None:
+        j = min(range(len(zs)), key=lambda k: abs(math.log(zs[k] / best[2])))
+        a, b = math.log(zs[max(j - 1, 0)]), math.log(zs[min(j + 1, len(zs) - 1)])
+        if b > a:
+            r = minimize_scalar(lambda u: cost(best[1], math.exp(u)), bounds=(a, b), method="bounded",
+                                options={"xatol": 1e-4})
+            if r.fun < best[0]:
+                best = (float(r.fun), best[1], float(math.exp(r.x)))
+    out = ModelLevels(int(best[1]), None if best[2] is None else float(best[2]), float(best[0]))
+    if len(_DONE) > 512:
+        _DONE.clear()
+    _DONE[key] = out
+    return out

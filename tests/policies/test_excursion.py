@@ -1,0 +1,155 @@
+"""The excursion model of the n-th system (jaxq.policies.excursion): the held queue against an exact birth-death
+chain and its own density, the workload cost against the threshold term it generalises, the levels it chooses."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+
+import jaxq
+from jaxq.diffusion.threshold import threshold_term
+from jaxq.diffusion.workload import analyze
+from jaxq.examples import path
+from jaxq.model import load
+from jaxq.policies import excursion
+from jaxq.policies import pss2x2 as pol
+from jaxq.policies import thresholds
+from jaxq.sim import pss2x2 as sim
+
+THRESHOLD_EXAMPLES = ("pss_T2", "pss_T2T2", "pss_T1T2", "pss_T2T1")
+
+
+def _one_class(lam, mu1, mu2, ca2=1.0, cs2=(1.0, 1.0)):
+    """Class 0 is i2 (T2: served by k1 = 0 below Theta and by both servers above) and i1 (T1: served by k2 = 1)."""
+    system = SimpleNamespace(lam=np.array([lam, 0.1]), mu=np.array([[mu1, mu2], [0.1, 0.1]]),
+                             ca2=np.array([ca2, 1.0]), cs2=np.array([list(cs2), [1.0, 1.0]]))
+    modes = SimpleNamespace(i1=np.array([0, 0]), i2=np.array([0, 0]), k1=np.array([0, 0]))
+    return system, modes
+
+
+def _birth_death(lam, death, top=4000):
+    """The exact stationary law of a birth-death chain with birth rate lam and death rate death(x) in state x."""
+    logp = np.zeros(top)
+    for x in range(1, top):
+        logp[x] = logp[x - 1] + math.log(lam / death(x))
+    p = np.exp(logp - logp.max())
+    return p / p.sum()
+
+
+@pytest.mark.parametrize("theta", [10, 40, 80])
+def test_the_t2_held_queue_against_the_exact_birth_death_chain(theta, monkeypatch):
+    """Exponential primitives, the server holding p's jobs idle only at 0: p's queue under the T2 rule is a
+    birth-death chain (deaths mu1 below Theta, mu1 + mu2 from Theta on); its mean and the dedicated server's lost
+    service mu1 P(x = 0) against the model's without its integer corrections (floor 0, no half job). The model is
+    the diffusion approximation: exact as the excursion depth D grows (here D = 39), within a few per cent."""
+    monkeypatch.setattr(excursion, "BARRIER", 0.0)
+    monkeypatch.setattr(excursion, "CONTINUITY", 0.0)
+    lam, mu1, mu2 = 1.0, 0.95, 0.3
+    system, modes = _one_class(lam, mu1, mu2)
+    held = excursion.held_queue(system, modes, 0, pol.RULE_T2, theta)
+    pi = _birth_death(lam, lambda x: mu1 + (mu2 if x > theta else 0.0))
+    mean = float(np.arange(pi.size) @ pi)
+    assert held.p == 0
+    assert held.mean == pytest.approx(mean, rel=0.03)
+    assert held.lost == pytest.approx(mu1 * pi[0], rel=0.15)
+    assert held.lost > 0
+    # T1: no server is dedicated to the held class, nothing is lost
+    t1 = excursion.held_queue(*_one_class(lam, mu1, 1.3), 0, pol.RULE_T1, theta)
+    assert t1.lost == 0.0 and t1.mean > 0
+    assert excursion.held_queue(system, modes, 0, pol.RULE_P, theta) is None
+
+
+@pytest.mark.parametrize("rule", [pol.RULE_T1, pol.RULE_T2])
+def test_the_held_queue_is_the_mean_of_its_two_sided_exponential_law(rule):
+    """The closed forms against quadrature of the density exp(-(Theta - x)/D_-) on [0, Theta], exp(-(x - Theta)/D_+)
+    above, with variable primitives (SCVs 4 and 0.25), and the lost service as the regulator (v_-/2) f(0)."""
+    lam, mu1, mu2, ca2, cs2 = 0.8, 0.5, 1.1, 4.0, (0.25, 2.0)
+    system, modes = _one_class(lam, mu1, mu2, ca2, cs2)
+    theta = 7.0
+    if rule == pol.RULE_T2:
+        d_lo, v_lo = lam - mu1, lam * ca2 + mu1 * cs2[0]
+        d_hi, v_hi = mu1 + mu2 - lam, v_lo + mu2 * cs2[1]
+    else:
+        d_lo, v_lo = lam, lam * ca2
+        d_hi, v_hi = mu2 - lam, v_lo + mu2 * cs2[1]
+    lo, hi = v_lo / (2 * d_lo), v_hi / (2 * d_hi)
+    dens = lambda x: math.exp(-(theta - x) / lo) if x <= theta else math.exp(-(x - theta) / hi)  # noqa: E731
+    top = theta + 80.0 * hi  # the density above is below e^-80 of its peak
+    norm = quad(dens, 0, theta)[0] + quad(dens, theta, top)[0]
+    mean = (quad(lambda x: x * dens(x), 0, theta)[0] + quad(lambda x: x * dens(x), theta, top)[0]) / norm
+    if rule == pol.RULE_T2:  # the integer corrections: the floor at one job, the depth half a job more
+        lo += excursion.CONTINUITY
+        dens = lambda x: (math.exp(-(theta - x) / lo) if x <= theta  # noqa: E731
+                          else math.exp(-(x - theta) / hi)) if x >= excursion.BARRIER else 0.0
+    top = theta + 80.0 * hi
+    norm = quad(dens, 0, theta)[0] + quad(dens, theta, top)[0]
+    mean = (quad(lambda x: x * dens(x), 0, theta)[0] + quad(lambda x: x * dens(x), theta, top)[0]) / norm
+    held = excursion.held_queue(system, modes, 0, rule, theta)
+    assert held.mean == pytest.approx(mean, rel=1e-9)
+    floor = excursion.BARRIER if rule == pol.RULE_T2 else 0.0  # the regulator d_- D_- f(floor) = (v_-/2) f at the
+    # floor, with the corrected depth
+    assert held.lost == pytest.approx(d_lo * lo * dens(floor) / norm if rule == pol.RULE_T2 else 0.0, rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize("name", THRESHOLD_EXAMPLES)
+def test_the_model_with_theta_held_exactly_is_the_threshold_term(name, monkeypatch):
+    """With the held queue at exactly Theta and no lost service, the model's cost at z* is V0 plus the threshold
+    term of jaxq.diffusion.threshold (checked there against finite differences)."""
+    an = analyze(load(path(name)))
+    res = pol.resolve(an, "auto", None)
+    n = 1e4
+    theta = 0.2 * math.sqrt(n) * an.modes.alpha[an.p] * (an.z_star if an.case != "single" else 1.0)
+    monkeypatch.setattr(excursion, "held_queue",
+                        lambda system, modes, m, rule, th: excursion.HeldQueue(th, 0.0, an.p))
+    got = excursion.model_cost(an, res, n, theta, res.z)
+    assert got == pytest.approx(an.V0 + threshold_term(an, an.policy, theta / math.sqrt(n)), rel=1e-10)
+
+
+@pytest.mark.parametrize("name", THRESHOLD_EXAMPLES)
+def test_the_levels_minimise_the_model_and_tend_to_the_limit(name):
+    an = analyze(load(path(name)))
+    res = pol.resolve(an, "auto", None)
+    dual = an.case != "single"
+    for n in (1e3, 1e4):
+        found = excursion.levels(an, res, n)
+        assert (found.z is not None) == dual
+        root = thresholds.theta_level(n, 0.34, thresholds.theta_rule_constant("root", an, res))
+        assert found.cost <= excursion.model_cost(an, res, n, root, res.z) + 1e-12  # the default's levels
+        for theta in (found.theta - 1, found.theta + 1):  # a local minimum in Theta
+            if theta >= 1:
+                assert found.cost <= excursion.model_cost(an, res, n, theta, found.z) + 1e-12
+        assert found.cost == pytest.approx(excursion.model_cost(an, res, n, found.theta, found.z), rel=1e-12)
+    # the model's cost at its minimiser tends to V0 (the lost service and the held jobs vanish)
+    gaps = [excursion.levels(an, res, n).cost / an.V0 - 1.0 for n in (1e4, 1e6, 1e9)]
+    assert gaps[0] > gaps[1] > gaps[2] > -1e-9 and gaps[2] < 0.03
+    if dual:  # a given switching level is kept
+        fixed = excursion.levels(an, res, 1e4, switch_at=0.5 * an.z_star)
+        assert fixed.z == 0.5 * an.z_star
+
+
+def test_the_excursion_rule_in_the_simulators_setup():
+    system = load(path("pss_T2T1"))
+    an = analyze(system)
+    res = pol.resolve(an, "auto", None)
+    found = excursion.levels(an, res, 1e4)
+    st = sim.setup(system, 1e4, analysis=an, levels=sim.Levels(theta_rule="excursion"))
+    assert (st.theta, st.switch_at) == (found.theta, pytest.approx(found.z))
+    # a switching level given by the user is kept; Theta_n is then the model's best at that level
+    st2 = sim.setup(system, 1e4, analysis=an, levels=sim.Levels(switch_at=0.3, theta_rule="excursion"))
+    assert st2.switch_at == 0.3 and st2.theta == excursion.levels(an, res, 1e4, switch_at=0.3).theta
+    # a policy without a threshold keeps z*; the factor of RULE*k scales Theta_n
+    pp = load(path("pss_PP"))
+    assert sim.setup(pp, 1e4, levels=sim.Levels(theta_rule="excursion")).switch_at == pytest.approx(analyze(pp).z_star)
+    st3 = sim.setup(system, 1e4, analysis=an, levels=sim.Levels(theta_rule="excursion", theta_constant=3.0))
+    assert st3.theta == 3 * found.theta
+    with pytest.raises(jaxq.InputError, match="^theta_rule: the excursion rule's constant depends on n"):
+        thresholds.theta_rule_constant("excursion", an, res)
+    assert "excursion" in jaxq.api.THETA_RULES
+    # roles the model cannot describe (the held class's queue would not return to Theta): refused by name
+    bad, modes = _one_class(1.0, 1.2, 0.3)
+    with pytest.raises(jaxq.InputError, match="^theta_rule: "):
+        excursion.held_queue(bad, modes, 0, pol.RULE_T2, 5.0)
