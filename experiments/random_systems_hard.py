@@ -1,5 +1,5 @@
-"""The tuned policy on the random systems where the default rule misses: every T1T2 and T2T1 system of the
-random-systems study (experiments/random_systems.toml) whose J_n / V0 at n = 10^4 under the default rule `root`
+"""The tuned policy on the random systems where the root rule misses: every T1T2 and T2T1 system of the
+random-systems study (experiments/random_systems.toml) whose J_n / V0 at n = 10^4 under the rule `root`
 exceeds 1.3. Is the 1.3 the study asks for out of reach of the policy family itself there, or only of the
 closed-form rule? Each system is tuned at n = 10^3 (from the limit) and 10^4 (from the tuned 10^3 levels) by the
 search of jaxq.tuning.prelimit, then J_n of the tuned and the default policy is estimated on fresh replications

@@ -11,7 +11,7 @@ layer over these functions. Arrays are indexed as the papers index them (class i
 >>> jaxq.exact_cost(system, n=16)["J"]                # J_n exactly (small n; phase-type primitives)
 >>> r.value, r.stderr, r.ci95, r.events_per_s
 >>> s = jaxq.simulate_sde(system, paths=20_000)       # V_WCP(0) by the skew-exact scheme
->>> jaxq.threshold_term("pss_T2T1", n=10**6)          # the threshold's share of J_n - V0 (0 for P, PP)
+>>> jaxq.threshold_term("pss_T2T1", n=10**6, theta_rule="root")  # the threshold's share of J_n - V0 (0: P, PP)
 >>> net = jaxq.load("network_N")
 >>> jaxq.analyze(net).spare_capacity                  # seed 001's rho
 >>> jaxq.simulate(net, n=100, policy="lap")["mean_queue"]

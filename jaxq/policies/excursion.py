@@ -112,18 +112,18 @@ def model_cost(analysis, resolved, n: float, theta: float, z: float | None) -> f
                                                                         (resolved.higher, upper))]
     sd = [float(an.sigma[resolved.lower]), float(an.sigma[resolved.higher])]
     w = lower.mean / rn / alpha[p]  # the held jobs' workload
+    excess = h[p] - h[q] * alpha[q] / alpha[p]  # a held job of p instead of its workload in q
     if not dual:
-        excess = h[p] - h[q] * alpha[q] / alpha[p]
         return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift[:1], sd[:1])
                      + excess * discounted_cost([alpha[p], 0.0], [w], g, drift[:1], sd[:1]))
     if z <= w:
         return math.inf
-    if rules.lower == pol.RULE_T1:  # (T1T2) the workload reflects at w; the held jobs cost h_p each
-        step = h[p] * (upper.mean - lower.mean) / rn
+    if rules.lower == pol.RULE_T1:  # (T1T2) the workload reflects at w; the held jobs cost h_p each, and the upper
+        # mode's further (upper.mean - lower.mean) held jobs are part of the workload above w
+        step = excess * (upper.mean - lower.mean) / rn
         return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift, sd, (z - w,))
                      + discounted_cost([0.0], [], g, drift, sd, (z - w,), offsets=(0.0, step))
                      + h[p] * lower.mean / rn / g)
-    excess = h[p] - h[q] * alpha[q] / alpha[p]
     step = excess * (upper.mean - lower.mean) / rn
     return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift, sd, (z,))
                  + discounted_cost([excess * alpha[p], 0.0], [w], g, drift, sd, (z,), offsets=(0.0, step)))
@@ -138,19 +138,29 @@ class ModelLevels(NamedTuple):
     cost: float
 
 
-def levels(analysis, resolved, n: float, switch_at: float | None = None) -> ModelLevels:
-    """``(Theta_n, z_n)`` minimising :func:`model_cost` for a threshold policy (T2, T2T2, T1T2, T2T1); z fixed at
-    ``switch_at`` when given. Deterministic; cached per (system, policy, n, switch_at)."""
-    key = (repr(analysis.system.to_dict()), resolved, float(n), None if switch_at is None else float(switch_at))
-    return _levels(key, analysis, resolved, float(n), switch_at)
+def levels(analysis, resolved, n: float, switch_at: float | None = None) -> ModelLevels | None:
+    """``(Theta_n, z_n)`` minimising :func:`model_cost` for Theorem 2.11's threshold policy (T2, T2T2, T1T2, T2T1); z
+    fixed at ``switch_at`` when given. None where the held jobs alone reach every level tried (``switch_at``, or the
+    whole search when z* is close to 0 at a small n) at every threshold: the model does not describe that n. Costs within a relative 1e-9 of the minimum count as ties, broken toward
+    the smaller Theta_n (with h_p alpha_p = h_q alpha_q holding costs nothing and the cost is flat in Theta_n).
+    Deterministic; cached per (the numbers the model reads, policy, n, switch_at)."""
+    s, an = analysis.system, analysis
+    numbers = np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in (
+        s.lam, s.mu, s.ca2, s.cs2, s.h, [s.gamma], an.b, an.sigma, an.modes.alpha, [an.z_star or 0.0])])
+    key = (numbers.tobytes(), resolved, float(n), None if switch_at is None else float(switch_at))
+    if key not in _DONE:
+        if len(_DONE) >= CACHE_SIZE:
+            _DONE.pop(next(iter(_DONE)))  # the oldest
+        _DONE[key] = _levels(analysis, resolved, float(n), switch_at)
+    return _DONE[key]
 
 
+CACHE_SIZE = 4096
 _DONE: dict = {}  # levels already computed (the study and the API set up the same n-th system repeatedly)
+TIE = 1e-9
 
 
-def _levels(key, analysis, resolved, n, switch_at) -> ModelLevels:
-    if key in _DONE:
-        return _DONE[key]
+def _levels(analysis, resolved, n, switch_at) -> ModelLevels | None:
     dual = resolved.rules.dual and math.isfinite(resolved.z)
     thetas = sorted({int(t) for t in np.round(np.geomspace(1.0, max(2.0, 4.0 * math.sqrt(n)), THETA_POINTS))})
     if not dual:
@@ -163,21 +173,24 @@ def _levels(key, analysis, resolved, n, switch_at) -> ModelLevels:
         c = model_cost(analysis, resolved, n, float(t), z)
         return c if math.isfinite(c) else 1e300
 
-    best = min((cost(t, z), t, z) for t in thetas for z in zs)
+    def smallest(cands):  # the least cost; ties (TIE) to the smaller Theta, then z nearer z*
+        low = min(c[0] for c in cands)
+        return min((c for c in cands if c[0] <= low + TIE * abs(low)),
+                   key=lambda c: (c[1], 0.0 if c[2] is None else abs(math.log(c[2] / analysis.z_star))))
+
+    best = smallest([(cost(t, z), t, z) for t in thetas for z in zs])
+    if best[0] >= 1e300:  # the held jobs alone reach every level tried: the model does not describe this n
+        return None
     # refine: every integer Theta between the grid neighbours of the best, then z by a bounded search in log z
     i = thetas.index(best[1])
     lo_t, hi_t = thetas[max(i - 1, 0)], thetas[min(i + 1, len(thetas) - 1)]
-    best = min([best] + [(cost(t, best[2]), t, best[2]) for t in range(lo_t, hi_t + 1)])
+    best = smallest([best] + [(cost(t, best[2]), t, best[2]) for t in range(lo_t, hi_t + 1)])
     if dual and switch_at is None:
         j = min(range(len(zs)), key=lambda k: abs(math.log(zs[k] / best[2])))
         a, b = math.log(zs[max(j - 1, 0)]), math.log(zs[min(j + 1, len(zs) - 1)])
         if b > a:
             r = minimize_scalar(lambda u: cost(best[1], math.exp(u)), bounds=(a, b), method="bounded",
                                 options={"xatol": 1e-4})
-            if r.fun < best[0]:
+            if r.fun < best[0] - TIE * abs(best[0]):
                 best = (float(r.fun), best[1], float(math.exp(r.x)))
-    out = ModelLevels(int(best[1]), None if best[2] is None else float(best[2]), float(best[0]))
-    if len(_DONE) > 512:
-        _DONE.clear()
-    _DONE[key] = out
-    return out
+    return ModelLevels(int(best[1]), None if best[2] is None else float(best[2]), float(best[0]))

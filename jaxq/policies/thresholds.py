@@ -137,13 +137,19 @@ def rule_levels(rule: str, analysis, resolved, n: float, exponent: float,
 
     Every rule but ``excursion`` gives :func:`theta_rule_constant` and keeps z. ``excursion`` gives the pair
     ``(Theta_n, z_n)`` that minimises the excursion model of J_n (:func:`jaxq.policies.excursion.levels`; z fixed
-    at ``switch_at`` when given), written as ``c = Theta_n / n^a_bar`` so that ``ceil(c n^a_bar) = Theta_n``.
+    at ``switch_at`` when given), written as ``c = Theta_n / n^a_bar`` so that ``ceil(c n^a_bar) = Theta_n``. The
+    model is that of Theorem 2.11's policy, whose held class is the HPC; for another policy (a baseline such as
+    ``T2`` on a P system, or ``T1@1``), and at an n where the held jobs alone would reach every switching level the
+    model tries or the given ``switch_at`` (it does not describe that n), ``excursion`` gives ``root``'s constant
+    and keeps z.
     """
     if rule != EXCURSION_RULE:
         return theta_rule_constant(rule, analysis, resolved), None
     from jaxq.policies import excursion
 
-    found = excursion.levels(analysis, resolved, n, switch_at)
+    found = excursion.levels(analysis, resolved, n, switch_at) if resolved.name == analysis.policy else None
+    if found is None:
+        return theta_rule_constant("root", analysis, resolved), None
     return found.theta / float(n) ** exponent, (found.z if switch_at is None else None)
 
 

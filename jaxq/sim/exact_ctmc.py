@@ -464,7 +464,7 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     levels = Levels(switch_at, exponent, DEFAULT_THETA_RULE if theta_rule is None else theta_rule, theta_constant)
     st = setup(system, n, policy=policy, levels=levels)
-    res = pol.resolve(st.analysis, policy, switch_at)
+    res = pol.resolve(st.analysis, policy, st.switch_at)  # the level the setup chose (the rule's, or switch_at)
     sampling = {pol.SAMPLE_NEVER: "never", pol.SAMPLE_K1_COMPLETION: "k1", pol.SAMPLE_EVERY_EVENT: "every"}
     kw = dict(theta=st.theta or 0, check=False, switching=Switching(res.higher, pol.RULE_NAMES[res.rules.higher],
                                                                     sampling[res.rules.sampling], res.z))

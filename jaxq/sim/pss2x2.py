@@ -133,8 +133,8 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
     """Parameters of the n-th system under a policy (validated; one-line InputErrors).
 
     ``levels`` (:class:`Levels`): the switching level and the threshold ``Theta_n = ceil(c n^a_bar)``, c its
-    ``theta_constant`` times the constant of its ``theta_rule`` (:func:`jaxq.policies.thresholds.theta_rule_constant`:
-    ``paper`` is (2.29)'s c = 1), and the per-replication perturbation of z and c
+    ``theta_constant`` times the constant of its ``theta_rule`` (:func:`jaxq.policies.thresholds.rule_levels`:
+    ``paper`` is (2.29)'s c = 1; ``excursion``, the default, also sets the switching level), and the per-replication perturbation of z and c
     (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`). A :class:`jaxq.Policy2x2` ``policy`` decides alone: it
     takes no threshold, switching level or perturbation (the control variates use Theorem 2.11's value function).
     ``horizon``: the event driver's truncation time (default :func:`default_horizon`); ``record_times``: the times

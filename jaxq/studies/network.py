@@ -32,7 +32,7 @@ from jaxq.model.network import Network
 from jaxq.policies.network import POLICIES
 from jaxq.studies import Study, Unique, figures, file_keys, register
 from jaxq.studies.engines import control_columns
-from jaxq.studies.stats import controlled_estimate, loglog_rate
+from jaxq.studies.stats import controlled_estimate, groups_by, loglog_rate
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -295,10 +295,7 @@ def figure(exp, pts, records, tables, out):
 
 
 def _groups(rows):
-    out: dict = {}
-    for r in rows:
-        out.setdefault((r["system"], r["policy"]), []).append(r)
-    return {k: sorted(v, key=lambda r: r["n"]) for k, v in out.items()}
+    return {k: sorted(v, key=lambda r: r["n"]) for k, v in groups_by(rows, ("system", "policy")).items()}
 
 
 register(Study("network", "stationary averages of many-server networks across n (tightness, identity (3.6), "

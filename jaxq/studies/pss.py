@@ -30,11 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from jaxq.diffusion.threshold import held_workload, threshold_term
 from jaxq.errors import InputError
 from jaxq.model import validate as v
-from jaxq.policies.thresholds import THETA_RULES
+from jaxq.policies.thresholds import EXCURSION_RULE, THETA_RULES
 from jaxq.sim import pss2x2 as sim
 from jaxq.studies import Study, Unique, engines, figures, register, tuned_policy
 from jaxq.studies.tuned_policy import TUNED
-from jaxq.studies.stats import controlled_estimate, ks_distance, ks_noise_level, limit_fit, loglog_rate, mean_stderr
+from jaxq.studies.stats import (controlled_estimate, groups_by, ks_distance, ks_noise_level, limit_fit, loglog_rate,
+                                mean_stderr, threshold_rate)
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
@@ -48,7 +49,7 @@ class Grid(BaseModel):
     policies: Annotated[list[str], Field(min_length=1), Unique] = ["auto"]
     horizon: PosFloat | None = None  # default: the simulator's tail-bound horizon (cost) or the study's
     theta_exponent: Annotated[float, Field(ge=0, le=1)] = sim.DEFAULT_THETA_EXPONENT
-    # the rule for the constant c of Theta_n = ceil(c n^a_bar) (jaxq.policies.thresholds.theta_rule_constant)
+    # the threshold rule (jaxq.policies.thresholds.rule_levels; excursion also sets the switching level)
     theta_rule: Literal[THETA_RULES] = sim.DEFAULT_THETA_RULE
     # a sweep of a_bar (overrides theta_exponent)
     theta_exponents: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Unique] = []
@@ -134,6 +135,9 @@ def points(exp) -> list[dict]:
     out = []
     policies = ["auto"] if isinstance(g, WeakGrid) else g.policies
     sweep = list(g.theta_exponents)
+    if sweep and g.theta_rule == EXCURSION_RULE:  # its Theta_n does not depend on the exponent
+        raise InputError("grid.theta_exponents", "the excursion rule gives the same points for every exponent; "
+                                                 "set theta_rule to a closed-form rule (root, paper)")
     lockstep = g.engine == "auto" and not g.times and exp.study.name in ("convergence", "policies")
     for s in exp.systems:
         system, an = _system(exp, s.label)
@@ -266,18 +270,11 @@ def _threshold_term(exp, an, st, n):
     return threshold_term(an, st.policy, (st.theta or 0) / math.sqrt(n))
 
 
-def _groups(rows, keys):
-    out: dict[tuple, list[dict]] = {}
-    for r in rows:
-        out.setdefault(tuple(r[k] for k in keys), []).append(r)
-    return out
-
-
 # ------------------------------------------------------------------------------------ convergence
 def aggregate_convergence(exp, pts, records):
     rows = _point_rows(exp, pts, records)
     fits = []
-    for (system, policy, a, seed), rs in _groups(rows, ("system", "policy", "theta_exponent", "seed")).items():
+    for (system, policy, a, seed), rs in groups_by(rows, ("system", "policy", "theta_exponent", "seed")).items():
         rs = sorted(rs, key=lambda r: r["n"])
         n = [r["n"] for r in rs]
         rate, rate_se, C = loglog_rate(n, [abs(r["gap"]) for r in rs], [r["J_hat_stderr"] for r in rs])
@@ -287,7 +284,8 @@ def aggregate_convergence(exp, pts, records):
                "gap_at_n_max": rs[-1]["gap"], "gap_stderr_at_n_max": rs[-1]["J_hat_stderr"],
                "V0": rs[0]["V0"], "V0_fit": fit["L"], "V0_fit_stderr": fit["L_stderr"], "fit_C": fit["C"],
                "fit_rate": -fit["r"], "fit_rate_stderr": fit["r_stderr"], "fit_chi2": fit["chi2"], "fit_dof": fit["dof"]}
-        row["threshold_rate"] = a - 0.5 if rs[0]["theta"] is not None else None  # Theta_n/sqrt(n) = n^(a - 1/2)
+        row["threshold_rate"] = threshold_rate(exp.grid.theta_rule == EXCURSION_RULE, a, [r["n"] for r in rs],
+                                               [r["theta"] for r in rs])
         # the residual after the threshold term, where the limit defines the term (Theta_hat below z*)
         held = [r for r in rs if r["threshold_term"] is not None and r["threshold_term"] != 0]
         if rs[0]["theta"] is not None and len(held) >= 3 and held[-1] is rs[-1]:
@@ -362,8 +360,8 @@ def figure_convergence(exp, pts, records, tables, out):
     rows, fits = tables["summary"], tables["fits"]
     keys = ("system", "policy", "theta_exponent", "seed")
     sweep = bool(exp.grid.theta_exponents)
-    groups = _groups(rows, keys)
-    panels = _groups(rows, ("system", "policy", "seed"))
+    groups = groups_by(rows, keys)
+    panels = groups_by(rows, ("system", "policy", "seed"))
 
     def label(rs, a):
         return rs[0]["policy_used"] + (f", a = {a:.3g}" if sweep else "")
@@ -439,7 +437,7 @@ def aggregate_weak(exp, pts, records):
                            mean_Z_shifted=mean_stderr(zs)[0])
             rows.append(row)
     fits = []
-    for (system, t, seed), rs in _groups(rows, ("system", "t", "seed")).items():
+    for (system, t, seed), rs in groups_by(rows, ("system", "t", "seed")).items():
         rate, rate_se, C = loglog_rate([r["n"] for r in rs], [r["ks"] for r in rs])
         fit = {"system": system, "t": t, "seed": seed, "ks_rate": rate, "ks_rate_stderr": rate_se}
         sh = [r for r in rs if "ks_shifted" in r]
@@ -471,7 +469,7 @@ def figure_weak(exp, pts, records, tables, out):
         ax.legend(fontsize=7)
     paths = [figures.save(fig, out, "qq.png")]
     fig, ax = figures.single_figure()
-    for (system, tt, s), rs in _groups(rows, ("system", "t", "seed")).items():
+    for (system, tt, s), rs in groups_by(rows, ("system", "t", "seed")).items():
         if tt != t or s != seed:
             continue
         line = ax.plot([r["n"] for r in rs], [r["ks"] for r in rs], "o-", ms=4, label=system)
@@ -500,7 +498,7 @@ def aggregate_collapse(exp, pts, records):
     for r in rows:
         r["theta_over_sqrt_n"] = None if r["theta"] is None else r["theta"] / math.sqrt(r["n"])
     fits = []
-    for (system, policy, seed), rs in _groups(rows, ("system", "policy", "seed")).items():
+    for (system, policy, seed), rs in groups_by(rows, ("system", "policy", "seed")).items():
         rate, rate_se, C = loglog_rate([r["n"] for r in rs], [r["sup_X_hat_p"] for r in rs],
                                        [r["sup_X_hat_p_stderr"] for r in rs])
         fits.append({"system": system, "policy": policy, "policy_used": rs[0]["policy_used"], "seed": seed,
@@ -510,7 +508,7 @@ def aggregate_collapse(exp, pts, records):
 
 def figure_collapse(exp, pts, records, tables, out):
     fig, ax = figures.single_figure()
-    for (system, policy, seed), rs in _groups(tables["summary"], ("system", "policy", "seed")).items():
+    for (system, policy, seed), rs in groups_by(tables["summary"], ("system", "policy", "seed")).items():
         n = np.array([r["n"] for r in rs], dtype=float)
         y = np.array([r["sup_X_hat_p"] for r in rs])
         se = np.array([r["sup_X_hat_p_stderr"] for r in rs])
@@ -532,7 +530,7 @@ def figure_collapse(exp, pts, records, tables, out):
 def aggregate_policies(exp, pts, records):
     rows = _point_rows(exp, pts, records)
     by_point = dict(zip(range(len(pts)), records))
-    for (system, n, seed), rs in _groups(rows, ("system", "n", "seed")).items():
+    for (system, n, seed), rs in groups_by(rows, ("system", "n", "seed")).items():
         base = next((r for r in rs if r["policy"] == "auto"), rs[0])
         Jb = by_point[base["point"]]["J"]
         for r in rs:
@@ -570,7 +568,7 @@ def _policy_label(r):
 
 
 def figure_policies(exp, pts, records, tables, out):
-    groups = _groups(tables["summary"], ("system", "n", "seed"))
+    groups = groups_by(tables["summary"], ("system", "n", "seed"))
     fig, axes = figures.grid_figure(len(groups), width=4.6, height=0.35 * max(len(g) for g in groups.values()) + 1.2,
                                     max_cols=2)
     for ax, ((system, n, seed), rs) in zip(axes, groups.items()):

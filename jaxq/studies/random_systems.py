@@ -4,7 +4,8 @@ The systems are drawn (:mod:`jaxq.studies.random_draw`) from ``grid.draw_seed``,
 the six cases; the experiment names no system files. For each system, each n of ``grid.n`` (and of
 ``grid.subset_n`` for a random subset of ``grid.subset_size`` systems, stratified by case) and each threshold
 rule of ``grid.rules`` (``RULE@a``: ``Theta_n = ceil(c n^a)`` with c the rule's constant,
-:func:`jaxq.policies.thresholds.theta_rule_constant`; ``RULE*k@a``: k times it), the event engine estimates J_n
+:func:`jaxq.policies.thresholds.rule_levels`, and for ``excursion`` its switching level; ``RULE*k@a``: k times
+the constant), the event engine estimates J_n
 under the theory's policy (``auto``) with the control variates. All rules of a system and n use the same seed,
 hence common random numbers: their differences are paired. A policy without a threshold (P, PP) runs once per n
 (the first rule), and its row is repeated for the other rules.
@@ -192,7 +193,7 @@ def _tuned(label: str, draw_seed: int, per_case: int, cases: tuple, n: float, se
            reps: int | None = None):
     """The tuned (z, c, info) of a tuned point: a deterministic search on a seed derived from the point's (never the
     point's own, so its replications are fresh), the same for every chunk; cached per process. At the smallest of
-    ``ns`` (the grid's ``tuned_n``) the search starts from the limit (z*, the default Theta_n) on its wide grids; at a
+    ``ns`` (the grid's ``tuned_n``) the search starts from the default levels on its wide grids; at a
     larger n from the tuned (z, c) of the next smaller n, on the local grids (``span="local"``)."""
     from jaxq.tuning.prelimit import Evaluation, Procedure, Start, tune_prelimit, tuned_info
 

@@ -102,3 +102,26 @@ def limit_fit(n, y, y_stderr) -> dict:
     perr = np.sqrt(np.clip(np.diag(pcov), 0.0, np.inf))
     return {"L": float(popt[0]), "L_stderr": float(perr[0]), "C": float(popt[1]), "r": float(popt[2]),
             "r_stderr": float(perr[2]), "chi2": float(np.sum(resid**2)), "dof": int(n.size - 3)}
+
+
+def threshold_rate(picked: bool, a: float, n, theta) -> float | None:
+    """The rate at which ``Theta_n / sqrt(n)`` vanishes along a study's n: ``a - 1/2`` for a closed-form rule
+    (``Theta_n = ceil(c n^a)``, (2.29)); for a rule that picks Theta_n at each n (``picked``: the excursion rule)
+    the least-squares slope of ``log(Theta_n / sqrt(n))`` on ``log n``; None without a threshold or, when picked,
+    with fewer than two n."""
+    if theta[0] is None:
+        return None
+    if not picked:
+        return a - 0.5
+    if len(n) < 2:
+        return None
+    x = np.log(np.asarray(n, dtype=np.float64))
+    return float(np.polyfit(x, np.log(np.asarray(theta, dtype=np.float64)) - 0.5 * x, 1)[0])
+
+
+def groups_by(rows, keys) -> dict[tuple, list[dict]]:
+    """Rows (dicts) grouped by the values of ``keys``, in order of first appearance."""
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return out

@@ -9,9 +9,9 @@ Two methods minimise J_n(z, c), the discounted cost of the prelimit policy that 
   standard error about tenfold. The threshold is an integer, so it is searched on the integers directly:
   a geometric grid around the default Theta_n (ratios 1/2, 1, 2, 4, 8), widened while the best point lies
   on its edge, then refined at the geometric midpoints between the best point and its neighbours. For a
-  dual-mode policy the switching level follows: the default rule's level (the warm start: z_n of the excursion
-  rule, z* of the others) times 0.6, 1 and 1.6, widened and refined the same way, then the threshold's
-  neighbours are checked again at the new level. About 13 candidates in all; the cost is flat near its minimum, so a coarse grid loses little.
+  dual-mode policy the switching level follows: z* (the limit's smooth-fit level, the warm start) times 0.6,
+  1 and 1.6, widened and refined the same way, then the threshold's neighbours are checked again at the new
+  level. About 13 candidates in all; the cost is flat near its minimum, so a coarse grid loses little.
 * ``gradient``: Adam on antithetic Gaussian-smoothing gradients. J_n is piecewise constant along a sample
   path, so jaxq differentiates the smoothed cost ``J_tau(theta) = E J_n(theta + tau eps)``, whose gradient
   is ``E[J_n(theta + tau eps) eps] / tau``; each replication is run at ``theta + tau eps`` and
@@ -78,8 +78,8 @@ class Procedure(NamedTuple):
 
 
 class Start(NamedTuple):
-    """Where :func:`tune_prelimit` starts: ``z_init``, ``c_init`` (default: the simulator's default levels, the
-    theory's policy; for a warm start, e.g. the z and c tuned at a smaller n: the threshold constant
+    """Where :func:`tune_prelimit` starts: ``z_init``, ``c_init`` (default: z* and the simulator's default
+    Theta_n, the theory's policy; for a warm start, e.g. the z and c tuned at a smaller n: the threshold constant
     carries over, Theta_n grows like n^a_bar) and ``theta_exponent``, a_bar of Theta_n = ceil(c n^a_bar) (default:
     the simulator's)."""
 
@@ -145,14 +145,10 @@ def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
     return name, tune_z, tune_c, z_star
 
 
-def default_levels(system: PSS2x2, n: float, policy: str, theta_exponent: float | None,
-                   analysis: Analysis) -> tuple[int | None, float | None]:
-    """The simulator's default threshold Theta_n of the policy (None: the policy has none) and its switching level
-    (the default rule's, :func:`jaxq.policies.thresholds.rule_levels`; None: the policy does not switch)."""
+def default_theta(system: PSS2x2, n: float, policy: str, theta_exponent: float | None, analysis: Analysis) -> int | None:
+    """The simulator's default threshold Theta_n of the policy (None: the policy has none)."""
     levels = Levels(theta_exponent=DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent)
-    st = setup(system, n, policy=policy, analysis=analysis, levels=levels)
-    return st.theta, st.switch_at
-
+    return setup(system, n, policy=policy, analysis=analysis, levels=levels).theta
 
 
 def theta_constant(theta: int | None, n: float, exponent: float) -> float:
@@ -192,7 +188,7 @@ def smoothed_gradient(system, n, levels: Levels, reps, seed, tau, policy, analys
 def evaluate(system: PSS2x2, n: float, z: float | None, theta: int | None, *, policy: str = "auto",
              theta_exponent: float | None = None, reps: int = EVAL_FACTOR * SEARCH_REPS, seed: int = 0,
              analysis: Analysis | None = None, chunk: int | None = None) -> dict:
-    """J_n of the policy at (z, Theta) and of the default policy (z*, default Theta_n) on the same ``reps``
+    """J_n of the policy at (z, Theta) and of the default policy (its default z and Theta_n) on the same ``reps``
     replications of ``seed`` (common random numbers; use a seed no search has seen), controlled by the
     control variates, with 95% intervals, their paired difference and V0.
 
@@ -341,8 +337,8 @@ def tune_prelimit(system: PSS2x2, n: float, *, policy: str = "auto", seed: int =
     reps = reps if reps is not None else (SEARCH_REPS if method == "search" else GRADIENT_REPS)
     if reps < 2:
         raise InputError("reps", f"need at least 2 replications, got {reps}")
-    theta_d, z_d = default_levels(system, n, name, exponent, a)
-    z0 = ((z_star if z_d is None else z_d) if z_init is None else float(z_init)) if tune_z else None
+    theta_d = default_theta(system, n, name, exponent, a)
+    z0 = (z_star if z_init is None else float(z_init)) if tune_z else None  # the limit's, not the default rule's
     theta0 = (theta_d if c_init is None else thresholds.theta_level(n, exponent, c_init)) if tune_c else theta_d
     ev_reps = evaluate_reps or eval_reps or EVAL_FACTOR * reps
     eval_seed = derived_seed(seed, EVALUATION)

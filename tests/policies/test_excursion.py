@@ -77,21 +77,17 @@ def test_the_held_queue_is_the_mean_of_its_two_sided_exponential_law(rule):
         d_lo, v_lo = lam, lam * ca2
         d_hi, v_hi = mu2 - lam, v_lo + mu2 * cs2[1]
     lo, hi = v_lo / (2 * d_lo), v_hi / (2 * d_hi)
-    dens = lambda x: math.exp(-(theta - x) / lo) if x <= theta else math.exp(-(x - theta) / hi)  # noqa: E731
-    top = theta + 80.0 * hi  # the density above is below e^-80 of its peak
-    norm = quad(dens, 0, theta)[0] + quad(dens, theta, top)[0]
-    mean = (quad(lambda x: x * dens(x), 0, theta)[0] + quad(lambda x: x * dens(x), theta, top)[0]) / norm
+    floor = 0.0
     if rule == pol.RULE_T2:  # the integer corrections: the floor at one job, the depth half a job more
-        lo += excursion.CONTINUITY
-        dens = lambda x: (math.exp(-(theta - x) / lo) if x <= theta  # noqa: E731
-                          else math.exp(-(x - theta) / hi)) if x >= excursion.BARRIER else 0.0
-    top = theta + 80.0 * hi
+        lo, floor = lo + excursion.CONTINUITY, excursion.BARRIER
+    dens = lambda x: (math.exp(-(theta - x) / lo) if x <= theta  # noqa: E731
+                      else math.exp(-(x - theta) / hi)) if x >= floor else 0.0
+    top = theta + 80.0 * hi  # the density above is below e^-80 of its peak
     norm = quad(dens, 0, theta)[0] + quad(dens, theta, top)[0]
     mean = (quad(lambda x: x * dens(x), 0, theta)[0] + quad(lambda x: x * dens(x), theta, top)[0]) / norm
     held = excursion.held_queue(system, modes, 0, rule, theta)
     assert held.mean == pytest.approx(mean, rel=1e-9)
-    floor = excursion.BARRIER if rule == pol.RULE_T2 else 0.0  # the regulator d_- D_- f(floor) = (v_-/2) f at the
-    # floor, with the corrected depth
+    # the regulator at the floor, d_- D_- f(floor) (= (v_-/2) f(floor) with the uncorrected depth)
     assert held.lost == pytest.approx(d_lo * lo * dens(floor) / norm if rule == pol.RULE_T2 else 0.0, rel=1e-9, abs=0)
 
 
@@ -121,11 +117,12 @@ def test_the_levels_minimise_the_model_and_tend_to_the_limit(name):
         assert found.cost <= excursion.model_cost(an, res, n, root, res.z) + 1e-12  # the default's levels
         for theta in (found.theta - 1, found.theta + 1):  # a local minimum in Theta
             if theta >= 1:
-                assert found.cost <= excursion.model_cost(an, res, n, theta, found.z) + 1e-12
+                assert found.cost <= excursion.model_cost(an, res, n, theta, found.z) * (1 + excursion.TIE)
         assert found.cost == pytest.approx(excursion.model_cost(an, res, n, found.theta, found.z), rel=1e-12)
     # the model's cost at its minimiser tends to V0 (the lost service and the held jobs vanish)
     gaps = [excursion.levels(an, res, n).cost / an.V0 - 1.0 for n in (1e4, 1e6, 1e9)]
-    assert gaps[0] > gaps[1] > gaps[2] > -1e-9 and gaps[2] < 0.03
+    assert all(b <= a + 2 * excursion.TIE for a, b in zip(gaps, gaps[1:])) and min(gaps) > -1e-9 and gaps[2] < 0.03
+    assert gaps[0] > gaps[2] or gaps[0] < 1e-8  # falling, unless flat from the start (pss_T2T2: holding is free)
     if dual:  # a given switching level is kept
         fixed = excursion.levels(an, res, 1e4, switch_at=0.5 * an.z_star)
         assert fixed.z == 0.5 * an.z_star
@@ -153,3 +150,61 @@ def test_the_excursion_rule_in_the_simulators_setup():
     bad, modes = _one_class(1.0, 1.2, 0.3)
     with pytest.raises(jaxq.InputError, match="^theta_rule: "):
         excursion.held_queue(bad, modes, 0, pol.RULE_T2, 5.0)
+
+
+def test_another_policy_than_the_theorems_takes_the_root_rule():
+    """The model's held class is the HPC of Theorem 2.11's policy: a baseline policy gets root's threshold and z."""
+    for name, policy in (("pss_P", "T2"), ("pss_PP", "T2T2"), ("pss_T2", "T1@1"), ("pss_T1T2", "T2T1")):
+        system = load(path(name))
+        exc = sim.setup(system, 1e4, policy=policy)
+        root = sim.setup(system, 1e4, policy=policy, levels=sim.Levels(theta_rule="root"))
+        assert (exc.theta, exc.switch_at) == (root.theta, root.switch_at), (name, policy)
+
+
+def test_the_upper_modes_held_jobs_cost_their_excess_over_the_workload(monkeypatch):
+    """T1T2: the upper mode's held queue differs from the lower mode's by a constant k; the model's cost then
+    moves by (h_p - h_q alpha_q / alpha_p) k / sqrt(n) times the discounted time above the level (a held job of p
+    instead of its workload in q), checked against the same cost with the constant put in by hand."""
+    an = analyze(load(path("pss_T1T2")))
+    res = pol.resolve(an, "auto", None)
+    n, theta, k = 1e4, 5.0, 7.0
+    h, alpha, p, q, g = an.system.h, an.modes.alpha, an.p, an.q, an.system.gamma
+    monkeypatch.setattr(excursion, "held_queue", lambda system, modes, m, rule, th: excursion.HeldQueue(
+        th + (k if m == res.higher else 0.0), 0.0, an.p))
+    got = excursion.model_cost(an, res, n, theta, an.z_star)
+    w = theta / math.sqrt(n) / alpha[p]
+    bL, sL, bH, sH = an.mode_coefficients()
+    from jaxq.diffusion.threshold import discounted_cost
+    excess = h[p] - h[q] * alpha[q] / alpha[p]
+    above = discounted_cost([0.0], [], g, [bL, bH], [sL, sH], (an.z_star - w,), offsets=(0.0, 1.0))  # E int 1{above}
+    base = an.V0 + threshold_term(an, "T1T2", theta / math.sqrt(n))
+    assert got == pytest.approx(base + excess * k / math.sqrt(n) * above, rel=1e-10)
+    assert excess != h[p]  # the coefficient differs from h_p: the test tells them apart
+
+
+def test_ties_go_to_the_smaller_threshold_and_an_unreachable_level_takes_root():
+    an = analyze(load(path("pss_T2T2")))  # h_1 alpha_1 = h_2 alpha_2: holding costs nothing, the cost is flat
+    res = pol.resolve(an, "auto", None)
+    thetas = [excursion.levels(an, res, n).theta for n in (1e4, 1e6, 1e8)]
+    assert thetas == sorted(thetas)  # no noise-driven jumps
+    # a given level below the held jobs' workload at every threshold: the model does not apply, root stands in
+    system = load(path("pss_T2T1"))
+    t2t1 = analyze(system)
+    assert excursion.levels(t2t1, pol.resolve(t2t1, "auto", None), 1e4, switch_at=1e-9) is None
+    st = sim.setup(system, 1e4, levels=sim.Levels(switch_at=1e-9))
+    root = sim.setup(system, 1e4, levels=sim.Levels(switch_at=1e-9, theta_rule="root"))
+    assert (st.theta, st.switch_at) == (root.theta, 1e-9)
+
+
+def test_where_the_model_does_not_describe_n_the_root_rule_stands_in():
+    """T2T1_019 of the random systems (z* = 0.007) at n = 100: one held job's workload exceeds every switching level
+    the model tries, so the rule gives root's levels (z*)."""
+    from jaxq.studies.random_draw import draw_system
+
+    d = draw_system(0, "T2T1", 19)
+    res = pol.resolve(d.analysis, "auto", None)
+    assert excursion.levels(d.analysis, res, 100.0) is None
+    exc = sim.setup(d.system, 100.0, analysis=d.analysis)
+    root = sim.setup(d.system, 100.0, analysis=d.analysis, levels=sim.Levels(theta_rule="root"))
+    assert (exc.theta, exc.switch_at) == (root.theta, root.switch_at)
+    assert excursion.levels(d.analysis, res, 1e4) is not None

@@ -30,8 +30,9 @@ KEYS = ("idle_waiting", "X_hat_p", "mode_fraction", "switch_rate")
 
 
 def _exact(system, policy, switch_at, cap):
-    res = pol.resolve(analyze(system), policy, switch_at)
-    theta = setup(system, N, policy=policy, levels=PT.Levels(switch_at=switch_at)).theta or 0  # the default rule's Theta_n
+    st = setup(system, N, policy=policy, levels=PT.Levels(switch_at=switch_at))  # the default rule's levels
+    res = pol.resolve(analyze(system), policy, st.switch_at)
+    theta = st.theta or 0
     return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=cap,
                                       switching=exact_ctmc.Switching(res.higher, RULES[res.rules.higher],
                                       SAMPLING[res.rules.sampling], res.z), diagnostics=True)

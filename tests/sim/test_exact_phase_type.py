@@ -25,8 +25,9 @@ RULES = ("P", "T1", "T2")
 
 
 def _exact(system, policy="auto", switch_at=None, cap=45, **kw):
-    res = pol.resolve(analyze(system), policy, switch_at)
-    theta = setup(system, N, policy=policy, levels=PT.Levels(switch_at=switch_at)).theta or 0  # the default rule's Theta_n
+    st = setup(system, N, policy=policy, levels=PT.Levels(switch_at=switch_at))  # the default rule's levels
+    res = pol.resolve(analyze(system), policy, st.switch_at)
+    theta = st.theta or 0
     return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=cap,
                                       switching=exact_ctmc.Switching(res.higher, RULES[res.rules.higher],
                                       SAMPLING[res.rules.sampling], res.z), **kw)
@@ -148,7 +149,7 @@ def test_exact_cost_runs_the_policy_simulate_runs_and_picks_its_cap(name, policy
     st = setup(s, N, policy=policy, levels=PT.Levels(switch_at=0.5 if policy == "T2T2" else None))
     assert (got["policy"], got["theta"], got["switch_at"]) == (st.policy, st.theta, st.switch_at)
     assert got["truncation_change"] <= 1e-4 * got["J"] and got["cap"] >= 40
-    res = pol.resolve(analyze(s), policy, 0.5 if policy == "T2T2" else None)
+    res = pol.resolve(analyze(s), policy, got["switch_at"])
     fixed = exact_ctmc.discounted_cost(s, N, res.lower, RULES[res.rules.lower], theta=got["theta"] or 0,
                                        cap=got["cap"], check=False,
                                        switching=exact_ctmc.Switching(res.higher, RULES[res.rules.higher],

@@ -132,13 +132,15 @@ def test_default_horizon_makes_tail_negligible(systems):
 
 
 # every policy on every bundled case (about 10 s of programs): the three tests that read the grid run with the slow
-# checks; the fast set runs each policy through the exact-chain comparisons below
+# checks; the fast set runs each policy through the exact-chain comparisons below. The root rule keeps z* (the
+# default rule's own levels: tests/policies/test_excursion.py)
 @pytest.fixture(scope="module")
 def six_by_six(systems):
     out = {}
     for name in CASES:
         for policy in ("auto",) + tuple(pol.POLICIES):
-            out[name, policy] = simulate(systems[name], N, 5, policy=policy, seed=3, outputs=PT.Outputs(debug=True))
+            out[name, policy] = simulate(systems[name], N, 5, policy=policy, seed=3, outputs=PT.Outputs(debug=True),
+                                         levels=PT.Levels(theta_rule="root"))
     return out
 
 
@@ -171,7 +173,7 @@ def test_mode_sampling_times(systems, six_by_six):
 def test_identical_for_any_chunk_size(systems, six_by_six):
     a = six_by_six["pss_T2T2", "auto"]
     b = simulate(systems["pss_T2T2"], N, 5, seed=3, outputs=PT.Outputs(debug=True),
-                 batching=PT.Batching(chunk=2))
+                 batching=PT.Batching(chunk=2), levels=PT.Levels(theta_rule="root"))
     for k in ("J", "sup_X_hat", "X_hat_T", "switches"):
         np.testing.assert_array_equal(a[k], b[k])
     assert a.events == b.events
@@ -232,8 +234,9 @@ RULES = ("P", "T1", "T2")
 
 
 def exact_of(system, policy, switch_at=None):
-    res = pol.resolve(analyze(system), policy, switch_at)
-    theta = _theta(system, policy, switch_at)
+    st = setup(system, N, policy=policy, levels=PT.Levels(switch_at=switch_at))  # the default rule's levels
+    res = pol.resolve(analyze(system), policy, st.switch_at)
+    theta = st.theta or 0
     return exact_ctmc.discounted_cost(system, N, res.lower, RULES[res.rules.lower], theta=theta, cap=50,
                                       switching=exact_ctmc.Switching(res.higher, RULES[res.rules.higher],
                                       SAMPLING[res.rules.sampling], res.z))["J"]

@@ -252,7 +252,7 @@ def test_convergence_shares_count_j_rising_to_v0_from_below():
     assert not _gap_nonincreasing(pt(0.97), pt(1.10))  # overshoots V0 by more than it was below
 
 
-def test_the_points_carry_the_levels_of_their_rule(tmp_path):
+def test_the_points_carry_the_levels_of_their_rule(tmp_path, monkeypatch):
     """A point's digest sees the threshold and switching level its rule gives (the excursion rule computes them), so
     chunks computed under other levels are never reused."""
     from jaxq.policies import excursion
@@ -268,4 +268,8 @@ def test_the_points_carry_the_levels_of_their_rule(tmp_path):
     found = excursion.levels(d.analysis, res, 1000.0)
     assert (exc["theta"], exc["switch_at"]) == (found.theta, pytest.approx(found.z))
     assert root["switch_at"] == pytest.approx(d.analysis.z_star) and exc["switch_at"] != root["switch_at"]
-    assert len(set(exp.point_digests())) == 2
+    before = exp.point_digests()
+    # other levels from the model (as after a change to it): the excursion point's digest changes, root's does not
+    monkeypatch.setattr(excursion, "levels", lambda *a, **k: found._replace(theta=found.theta + 1))
+    after = load_experiment(f).point_digests()
+    assert after[0] != before[0] and after[1] == before[1]

@@ -157,6 +157,7 @@ def test_a_short_but_meaningful_horizon_still_runs_validation(tmp_path):
     (CONV + 'policies = ["PP:x-1"]\n', "grid.policies"),
     (CONV + "horizon = 2.0\ntimes = [5.0]\n", "grid.times"),
     (CONV + 'horizon = 2.0\nreplications_at = {"9" = 10000000000}\n', "grid.replications_at"),  # not sde_paths
+    (CONV + 'theta_exponents = [0.34, 0.4]\ntheta_rule = "excursion"\n', "grid.theta_exponents"),  # one Theta_n
     (WEAK.replace("sde_paths = 8", "sde_paths = 10000000000") + "times = [0.5]\n", "grid.sde_paths"),
 ], ids=_key_id)
 def test_2x2_errors_name_the_files_keys(tmp_path, text, key):

@@ -363,3 +363,14 @@ theta_rule = "root"
     rec = runner.run(ex.from_dict(tomllib.loads(text + "horizon = 3.0\n"), Path("/tmp/t.toml")), tmp_path / "h",
                      progress=False)
     assert all(r["threshold_term"] is None for r in rec["tables"]["summary"])
+
+
+def test_threshold_rate_of_a_rule_that_picks_theta():
+    """The convergence study's rate of Theta_n / sqrt(n): a - 1/2 for a closed-form rule, the fitted slope of the
+    thresholds used for the excursion rule (which picks Theta_n at each n)."""
+    from jaxq.studies.stats import threshold_rate
+
+    n = [1e2, 1e3, 1e4, 1e5]
+    assert threshold_rate(False, 0.34, n, [3, 7, 16, 35]) == pytest.approx(-0.16)
+    assert threshold_rate(True, 0.34, n, [10.0 * x**0.25 for x in n]) == pytest.approx(-0.25, abs=1e-12)
+    assert threshold_rate(True, 0.34, n, [None] * 4) is None and threshold_rate(True, 0.34, [1e2], [3]) is None
