@@ -310,9 +310,7 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
     a = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     rule = DEFAULT_THETA_RULE if theta_rule is None else theta_rule
     st = setup(system, n, analysis=an, levels=Levels(theta_exponent=a, theta_rule=rule))  # validates n, a, the rule
-    if st.switch_at is not None and not math.isclose(st.switch_at, an.z_star, rel_tol=1e-12):
-        return None  # the limit's term is that of the switching level z*
-    return term(an, st.policy, (st.theta or 0) / math.sqrt(n))
+    return term(an, st.policy, (st.theta or 0) / math.sqrt(n), st.switch_at)
 
 
 @_checked(system=None)

@@ -135,12 +135,15 @@ def held_workload(analysis, theta_hat: float) -> float | None:
     return None if analysis.case != "single" and w >= analysis.z_star else w
 
 
-def threshold_term(analysis, policy: str, theta_hat: float) -> float | None:
+def threshold_term(analysis, policy: str, theta_hat: float, switch_at: float | None = None) -> float | None:
     """``Delta_n`` of the module docstring for the theorem's threshold policy at ``Theta_hat = Theta_n /
-    sqrt(n)``; 0 for P and PP; None for a policy other than the one Theorem 2.11 picks for the system, and
-    for a dual-mode policy whose held jobs reach the switching level (``Theta_hat / alpha_p >= z*``)."""
+    sqrt(n)``; 0 for P and PP; None for a policy other than the one Theorem 2.11 picks for the system, for a
+    run that switches at a level ``switch_at`` other than z* (the term is that of z*), and for a dual-mode policy
+    whose held jobs reach the switching level (``Theta_hat / alpha_p >= z*``)."""
     an = analysis
     if policy != an.policy:
+        return None
+    if switch_at is not None and (an.z_star is None or not math.isclose(switch_at, an.z_star, rel_tol=1e-12)):
         return None
     if policy not in THRESHOLD_POLICIES:
         return 0.0

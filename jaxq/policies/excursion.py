@@ -104,7 +104,7 @@ def model_cost(analysis, resolved, n: float, theta: float, z: float | None) -> f
     h, alpha = np.asarray(s.h, float), np.asarray(md.alpha, float)
     rn = math.sqrt(n)
     lower = held_queue(s, md, resolved.lower, rules.lower, theta)
-    dual = rules.dual and math.isfinite(resolved.z)
+    dual = _switches(resolved)
     upper = held_queue(s, md, resolved.higher, rules.higher, theta) if dual else lower
     p = lower.p
     q = 1 - p
@@ -141,8 +141,9 @@ class ModelLevels(NamedTuple):
 def levels(analysis, resolved, n: float, switch_at: float | None = None) -> ModelLevels | None:
     """``(Theta_n, z_n)`` minimising :func:`model_cost` for Theorem 2.11's threshold policy (T2, T2T2, T1T2, T2T1); z
     fixed at ``switch_at`` when given. None where the held jobs alone reach every level tried (``switch_at``, or the
-    whole search when z* is close to 0 at a small n) at every threshold: the model does not describe that n. Costs within a relative 1e-9 of the minimum count as ties, broken toward
-    the smaller Theta_n (with h_p alpha_p = h_q alpha_q holding costs nothing and the cost is flat in Theta_n).
+    whole search when z* is close to 0 at a small n) at every threshold: the model does not describe that n. Costs
+    within a relative 1e-9 of the minimum count as ties, broken toward the smaller Theta_n (with h_p alpha_p =
+    h_q alpha_q holding costs nothing and the cost is flat in Theta_n).
     Deterministic; cached per (the numbers the model reads, policy, n, switch_at)."""
     s, an = analysis.system, analysis
     numbers = np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in (
@@ -160,8 +161,13 @@ _DONE: dict = {}  # levels already computed (the study and the API set up the sa
 TIE = 1e-9
 
 
+def _switches(resolved) -> bool:
+    """Whether the resolved policy switches modes (a dual-mode policy on a dual-mode system)."""
+    return resolved.rules.dual and math.isfinite(resolved.z)
+
+
 def _levels(analysis, resolved, n, switch_at) -> ModelLevels | None:
-    dual = resolved.rules.dual and math.isfinite(resolved.z)
+    dual = _switches(resolved)
     thetas = sorted({int(t) for t in np.round(np.geomspace(1.0, max(2.0, 4.0 * math.sqrt(n)), THETA_POINTS))})
     if not dual:
         zs = [None]
@@ -169,6 +175,7 @@ def _levels(analysis, resolved, n, switch_at) -> ModelLevels | None:
         zs = [float(switch_at)]
     else:
         zs = list(analysis.z_star * np.geomspace(1.0 / Z_SPAN, Z_SPAN, Z_POINTS))
+
     def cost(t, z):  # finite for the bounded search (inf where the held jobs' workload reaches z)
         c = model_cost(analysis, resolved, n, float(t), z)
         return c if math.isfinite(c) else 1e300

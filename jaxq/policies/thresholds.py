@@ -103,8 +103,7 @@ def theta_rule_constant(rule: str, analysis, resolved) -> float:
     """
     from jaxq.policies.pss2x2 import RULE_T1, RULE_T2
 
-    if rule not in THETA_RULES:
-        raise InputError("theta_rule", f"unknown threshold rule {rule!r}; choose one of {', '.join(THETA_RULES)}")
+    check_rule(rule)
     if rule == EXCURSION_RULE:
         raise InputError("theta_rule", "the excursion rule's constant depends on n: use rule_levels")
     if rule == "paper":
@@ -130,6 +129,12 @@ def theta_rule_constant(rule: str, analysis, resolved) -> float:
     return d
 
 
+def check_rule(rule: str) -> None:
+    """Refuse a threshold rule that is not one of :data:`THETA_RULES` (naming ``theta_rule``)."""
+    if rule not in THETA_RULES:
+        raise InputError("theta_rule", f"unknown threshold rule {rule!r}; choose one of {', '.join(THETA_RULES)}")
+
+
 def rule_levels(rule: str, analysis, resolved, n: float, exponent: float,
                 switch_at: float | None = None) -> tuple[float, float | None]:
     """The constant c of ``Theta_n = ceil(c n^a_bar)`` and the switching level (None: the resolved policy's) that a
@@ -141,11 +146,16 @@ def rule_levels(rule: str, analysis, resolved, n: float, exponent: float,
     model is that of Theorem 2.11's policy, whose held class is the HPC; for another policy (a baseline such as
     ``T2`` on a P system, or ``T1@1``), and at an n where the held jobs alone would reach every switching level the
     model tries or the given ``switch_at`` (it does not describe that n), ``excursion`` gives ``root``'s constant
-    and keeps z.
+    and keeps z. A policy without a threshold (P, PP) gets c = 1 and keeps z under every rule.
     """
+    from jaxq.policies import excursion
+    from jaxq.policies.pss2x2 import uses_threshold
+
+    check_rule(rule)
+    if not uses_threshold(resolved.rules):
+        return 1.0, None
     if rule != EXCURSION_RULE:
         return theta_rule_constant(rule, analysis, resolved), None
-    from jaxq.policies import excursion
 
     found = excursion.levels(analysis, resolved, n, switch_at) if resolved.name == analysis.policy else None
     if found is None:

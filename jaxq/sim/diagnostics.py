@@ -69,11 +69,7 @@ def _listed(v):
 def limit_threshold_term(analysis, policy: str, theta: int | None, n: float, switch_at: float | None):
     """Delta_n of :func:`jaxq.diffusion.threshold.threshold_term` for a run (None where the limit does not define
     it: no threshold, another policy than the theorem's, or a switching level other than z*)."""
-    z_star = analysis.z_star if analysis.case == "dual" else None
-    if theta is None or (switch_at is not None and (z_star is None or not math.isclose(switch_at, z_star,
-                                                                                        rel_tol=1e-12))):
-        return None
-    return thr.threshold_term(analysis, policy, theta / math.sqrt(n))
+    return None if theta is None else thr.threshold_term(analysis, policy, theta / math.sqrt(n), switch_at)
 
 
 def warning(diag: dict, *, J_hat: float, V0: float, n: float, gamma: float, h, hpc: int, theta: int | None,

@@ -134,7 +134,8 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
 
     ``levels`` (:class:`Levels`): the switching level and the threshold ``Theta_n = ceil(c n^a_bar)``, c its
     ``theta_constant`` times the constant of its ``theta_rule`` (:func:`jaxq.policies.thresholds.rule_levels`:
-    ``paper`` is (2.29)'s c = 1; ``excursion``, the default, also sets the switching level), and the per-replication perturbation of z and c
+    ``paper`` is (2.29)'s c = 1; ``excursion``, the default, also sets the switching level), and the
+    per-replication perturbation of z and c
     (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`). A :class:`jaxq.Policy2x2` ``policy`` decides alone: it
     takes no threshold, switching level or perturbation (the control variates use Theorem 2.11's value function).
     ``horizon``: the event driver's truncation time (default :func:`default_horizon`); ``record_times``: the times
@@ -164,14 +165,15 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
     rec = np.asarray(record_times, dtype=np.float64).reshape(-1)
     if np.any(rec < 0) or np.any(rec > horizon):
         raise InputError("record_times", f"must lie in [0, horizon = {horizon:g}]")
-    held = hook is None and pol.uses_threshold(res.rules)
-    if held:
+    if hook is None:
         rule_c, rule_z = thresholds.rule_levels(theta_rule, an, res, n, theta_exponent, switch_at)
         res = res if rule_z is None else res._replace(z=rule_z)
-    else:  # no threshold: the rule's constant is still checked (an unknown rule is refused)
-        rule_c = 1.0 if theta_rule == thresholds.EXCURSION_RULE else thresholds.theta_rule_constant(theta_rule, an, res)
+    else:  # the user's policy decides alone: the rule is only checked
+        thresholds.check_rule(theta_rule)
+        rule_c = 1.0
     theta_constant = theta_constant * rule_c
-    theta = thresholds.theta_level(n, theta_exponent, theta_constant) if held else None
+    theta = thresholds.theta_level(n, theta_exponent, theta_constant) if hook is None and pol.uses_threshold(
+        res.rules) else None
     dists = list(system.interarrival) + [system.service[i][k] for i in range(2) for k in range(2)]
     rn = math.sqrt(n)
     q = None

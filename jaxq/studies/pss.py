@@ -265,9 +265,7 @@ def _threshold_term(exp, an, st, n):
     level other than z* (``auto:x2``, ``T2T1:0.1``: that policy's limit is not V0)."""
     if exp.grid.horizon is not None:
         return None
-    if st.switch_at is not None and not math.isclose(st.switch_at, an.z_star, rel_tol=1e-12):
-        return None
-    return threshold_term(an, st.policy, (st.theta or 0) / math.sqrt(n))
+    return threshold_term(an, st.policy, (st.theta or 0) / math.sqrt(n), st.switch_at)
 
 
 # ------------------------------------------------------------------------------------ convergence

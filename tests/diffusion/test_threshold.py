@@ -95,6 +95,9 @@ def test_beyond_the_switching_level_and_the_public_api():
     an = analyze(load(path("pss_T2T1")))
     assert threshold_term(an, "T2T1", 0.99 * an.z_star) is not None
     assert threshold_term(an, "T2T1", an.z_star) is None  # the held jobs alone reach z*: not modelled
+    # the term is that of z*: a run switching elsewhere has none
+    assert threshold_term(an, "T2T1", 0.1, switch_at=an.z_star) == threshold_term(an, "T2T1", 0.1) is not None
+    assert threshold_term(an, "T2T1", 0.1, switch_at=2.0 * an.z_star) is None
     assert jaxq.threshold_term("pss_T2T1", 10**6, theta_exponent=5 / 12, theta_rule="paper") == pytest.approx(
         0.2795, abs=1e-4)
     assert jaxq.threshold_term("pss_P", 100) == 0.0
