@@ -16,11 +16,15 @@ result over the switching level z and the threshold Theta (a grid, then a local 
   D_-^2 e^{-s/D_-} + D_+(s + D_+)) / N`` and, under T2, the dedicated server's lost service (the regulator at the
   floor) ``d_- D_- e^{-s/D_-} / N`` jobs per unit time per n, ``N = D_-(1 - e^{-s/D_-}) + D_+``. Under T1 the floor
   is 0. Under T2 the queue is an integer and its dedicated server idles as soon as no job of p *waits*: at one job
-  in the system while the other server holds it (that server took it when p's queue was at Theta, and does not
-  give it back). So the floor is one job (:data:`BARRIER`) and D_- gains half a job (:data:`CONTINUITY`, the
-  continuity correction of an integer walk). This matters where D_- is below a job (primitives of low
-  variability): there the diffusion alone sees no idling at Theta = 2 while the dedicated server idles 5% of
-  the time (measured on the random systems, docs/results/random_systems.md).
+  in the system while the other server holds it (that server took it when p's queue was above Theta, and does
+  not give it back); and an integer queue's first step below Theta is a whole job whatever the primitives'
+  variability (a completion before the next arrival), where the diffusion's excursion of depth D_- < 1 would
+  hardly move. So the law is reflected two jobs up (:data:`BARRIER`: the job the other server holds and that
+  first step) with the diffusion's depth D_-. A threshold below that floor is the floor to the model: where
+  every mode uses T2 the search starts at Theta = 2 (a T1 mode still tells Theta = 1 apart). The lost service is
+  that of the excursions in the bulk of the workload (the other class waits and the other server serves it);
+  near the workload's bottom the dedicated server idles more, which the limit's reflection at 0 largely pays
+  (measured by an observer of the path: experiments/excursion_idle_check.py, docs/results/random_systems.md).
 * **The workload** (Definition 2.10, (2.24)): the reflected diffusion of mode m, with drift ``b_m`` raised by the
   lost service ``sqrt(n) loss_m / alpha_p`` (scaled workload per unit time) and cost ``h_q alpha_q W +
   (h_p - h_q alpha_q / alpha_p) min(E x_p / sqrt(n), alpha_p W)`` -- the threshold term of
@@ -47,8 +51,7 @@ from jaxq.diffusion.threshold import discounted_cost
 from jaxq.errors import InputError
 from jaxq.policies import pss2x2 as pol
 
-BARRIER = 1.0  # T2: the dedicated server idles once no job of p waits, at one job while the other server holds it
-CONTINUITY = 0.5  # T2: the depth of an integer queue's excursions, D_- plus half a job
+BARRIER = 2.0  # T2: the floor of the held queue's law: the job the other server holds and the first whole step
 Z_SPAN = 64.0  # z is searched in [z* / Z_SPAN, z* Z_SPAN] (log grid) when the policy switches modes
 Z_POINTS = 73
 THETA_POINTS = 40  # Theta is searched on a log grid of integers in [1, 4 sqrt(n)], then its neighbours
@@ -85,8 +88,8 @@ def held_queue(system, modes, m: int, rule: int, theta: float) -> HeldQueue | No
                                        "are not Theorem 2.11's; choose another rule")
     lo, hi = float(v_lo / (2.0 * d_lo)), float(v_hi / (2.0 * d_hi))
     base = 0.0
-    if rule == pol.RULE_T2:  # the integer queue (module docstring): its floor is one job, its depth half a job more
-        base, lo = BARRIER, lo + CONTINUITY
+    if rule == pol.RULE_T2:  # the integer queue (module docstring): its law is reflected two jobs up
+        base = BARRIER
     span = max(theta - base, 0.0)
     e = math.exp(-span / lo)
     norm = lo * (1.0 - e) + hi
@@ -169,6 +172,9 @@ def _switches(resolved) -> bool:
 def _levels(analysis, resolved, n, switch_at) -> ModelLevels | None:
     dual = _switches(resolved)
     thetas = sorted({int(t) for t in np.round(np.geomspace(1.0, max(2.0, 4.0 * math.sqrt(n)), THETA_POINTS))})
+    used = (resolved.rules.lower, resolved.rules.higher) if dual else (resolved.rules.lower,)
+    if all(rule == pol.RULE_T2 for rule in used):  # a T2 law cannot tell thresholds below its floor apart
+        thetas = [t for t in thetas if t >= BARRIER]
     if not dual:
         zs = [None]
     elif switch_at is not None:

@@ -44,10 +44,9 @@ def _birth_death(lam, death, top=4000):
 def test_the_t2_held_queue_against_the_exact_birth_death_chain(theta, monkeypatch):
     """Exponential primitives, the server holding p's jobs idle only at 0: p's queue under the T2 rule is a
     birth-death chain (deaths mu1 below Theta, mu1 + mu2 from Theta on); its mean and the dedicated server's lost
-    service mu1 P(x = 0) against the model's without its integer corrections (floor 0, no half job). The model is
+    service mu1 P(x = 0) against the model's without its integer correction (floor 0). The model is
     the diffusion approximation: exact as the excursion depth D grows (here D = 39), within a few per cent."""
     monkeypatch.setattr(excursion, "BARRIER", 0.0)
-    monkeypatch.setattr(excursion, "CONTINUITY", 0.0)
     lam, mu1, mu2 = 1.0, 0.95, 0.3
     system, modes = _one_class(lam, mu1, mu2)
     held = excursion.held_queue(system, modes, 0, pol.RULE_T2, theta)
@@ -78,8 +77,8 @@ def test_the_held_queue_is_the_mean_of_its_two_sided_exponential_law(rule):
         d_hi, v_hi = mu2 - lam, v_lo + mu2 * cs2[1]
     lo, hi = v_lo / (2 * d_lo), v_hi / (2 * d_hi)
     floor = 0.0
-    if rule == pol.RULE_T2:  # the integer corrections: the floor at one job, the depth half a job more
-        lo, floor = lo + excursion.CONTINUITY, excursion.BARRIER
+    if rule == pol.RULE_T2:  # the integer correction: the law reflected two jobs up
+        floor = excursion.BARRIER
     dens = lambda x: (math.exp(-(theta - x) / lo) if x <= theta  # noqa: E731
                       else math.exp(-(x - theta) / hi)) if x >= floor else 0.0
     top = theta + 80.0 * hi  # the density above is below e^-80 of its peak
@@ -89,6 +88,40 @@ def test_the_held_queue_is_the_mean_of_its_two_sided_exponential_law(rule):
     assert held.mean == pytest.approx(mean, rel=1e-9)
     # the regulator at the floor, d_- D_- f(floor) (= (v_-/2) f(floor) with the uncorrected depth)
     assert held.lost == pytest.approx(d_lo * lo * dens(floor) / norm if rule == pol.RULE_T2 else 0.0, rel=1e-9, abs=0)
+
+
+def test_the_t2_law_is_reflected_two_jobs_up():
+    """Under T2 the held queue's law starts two jobs up (the job the other server holds and the queue's first
+    whole step) with the diffusion's depth D_-: at Theta <= 2 the lower law is empty (N = D_+), the mean is
+    2 + D_+ and the dedicated server loses the regulator d_- D_- / D_+; one job higher it loses less."""
+    lam, mu1, mu2, ca2, cs2 = 0.8, 0.5, 1.1, 0.2, (0.3, 2.0)
+    system, modes = _one_class(lam, mu1, mu2, ca2, cs2)
+    d_lo, v_lo = lam - mu1, lam * ca2 + mu1 * cs2[0]
+    lo, hi = v_lo / (2 * d_lo), (v_lo + mu2 * cs2[1]) / (2 * (mu1 + mu2 - lam))
+    assert excursion.BARRIER == 2.0
+    for theta in (1.0, 2.0):  # a threshold at or below the floor: the law is the upper exponential from the floor
+        held = excursion.held_queue(system, modes, 0, pol.RULE_T2, theta)
+        assert held.mean == pytest.approx(2.0 + hi, rel=1e-12)
+        assert held.lost == pytest.approx(d_lo * lo / hi, rel=1e-12)
+    # one job more above the floor: the lower law's mass 1 - e^{-1/D_-} moves off the floor
+    held3 = excursion.held_queue(system, modes, 0, pol.RULE_T2, 3.0)
+    e = math.exp(-1.0 / lo)
+    assert held3.lost == pytest.approx(d_lo * lo * e / (lo * (1 - e) + hi), rel=1e-12)
+    assert held3.lost < held.lost
+
+
+@pytest.mark.parametrize("name", ["pss_T2", "pss_T2T2"])
+def test_where_every_mode_uses_t2_the_search_starts_at_the_floor(name, monkeypatch):
+    """Theta = 1 and Theta = 2 are the same to a T2 law (both at its floor): where every mode uses T2 the levels
+    are searched from Theta = 2, so a tie is never broken toward a threshold the model cannot see; with the
+    cost made flat in Theta (no holding cost, no idling) the search returns 2, not 1."""
+    an = analyze(load(path(name)))
+    res = pol.resolve(an, "auto", None)
+    z = res.z if math.isfinite(res.z) else None
+    assert excursion.model_cost(an, res, 1e4, 1.0, z) == excursion.model_cost(an, res, 1e4, 2.0, z)
+    monkeypatch.setattr(excursion, "held_queue", lambda system, modes, m, rule, th: excursion.HeldQueue(0.0, 0.0, an.p))
+    monkeypatch.setattr(excursion, "_DONE", {})
+    assert excursion.levels(an, res, 1e4).theta == 2
 
 
 @pytest.mark.parametrize("name", THRESHOLD_EXAMPLES)
