@@ -30,6 +30,7 @@ import jaxq  # noqa: E402,F401  (its XLA flags before the backend starts)
 # Tests call jaxq's internals directly; the public API and the CLI turn float64 on themselves (the API per call,
 # the CLI for its process), the internals expect it on, as a script that uses them must turn it on.
 jax.config.update("jax_enable_x64", True)
+import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 from jaxq.cli import enable_compile_cache  # noqa: E402
@@ -69,3 +70,22 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+
+
+@pytest.fixture
+def experiment_script():
+    """A loader of ``experiments/<name>.py`` as a module (the experiment scripts are not a package); registered in
+    ``sys.modules`` under ``name`` so that its dataclasses and pickles resolve."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "experiments"
+                                                      / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

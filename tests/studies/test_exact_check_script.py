@@ -2,25 +2,13 @@
 
 import csv
 import functools
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
 import jaxq
 
-ROOT = Path(__file__).resolve().parents[2]
 FIELDS = ["system", "policy_used", "theta", "theta_exponent", "switch_at", "n", "J_hat", "J_hat_stderr",
           "truncation_bound"]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("exact_check", ROOT / "experiments/exact_check.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["exact_check"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @functools.cache
@@ -43,8 +31,8 @@ def _study(tmp_path, offset_in_se):
 
 
 @pytest.mark.slow
-def test_points_near_the_exact_value_pass_and_far_ones_fail(tmp_path, capsys):
-    mod = _script()
+def test_points_near_the_exact_value_pass_and_far_ones_fail(tmp_path, capsys, experiment_script):
+    mod = experiment_script("exact_check")
     assert mod.main([str(_study(tmp_path, 1.0)), "--n-max", "10"]) == 0
     out = capsys.readouterr().out
     assert "pss_PP" in out and "pss_P " not in out and "largest |z|: 1.00" in out

@@ -16,21 +16,11 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.precision import in_float64
 from jaxq.studies.random_draw import draw_system
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def _script(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_family_best_runs_the_levels_it_reports_on_common_random_numbers():
+def test_family_best_runs_the_levels_it_reports_on_common_random_numbers(experiment_script):
     """Every grid point runs at the Theta_n and z asked for (Theta_n = c exactly, z as given); the best is the
     least of the surface, and running its levels again on the search's replications gives the same number."""
-    fb = _script("family_best")
+    fb = experiment_script("family_best")
     d = draw_system(0, "T2T2", 3)
     row, surface = fb.best_levels(d.label, d.system, 100, theta_points=3, z_grid=(0.5, 2.0), search_reps=4,
                                   eval_reps=4, log=lambda *a: None)
@@ -49,12 +39,12 @@ def test_family_best_runs_the_levels_it_reports_on_common_random_numbers():
     assert math.isfinite(row["excursion_fresh"])
 
 
-def test_idle_observer_reads_the_workload_and_the_waiting_jobs():
+def test_idle_observer_reads_the_workload_and_the_waiting_jobs(experiment_script):
     """The observer on hand-made states: class 0 held, server 0 dedicated to it, alpha = (0.5, 2): the workload is
     x_0 / 0.5 + x_1 / 2 (not alpha . x), a job of class 1 waits only beyond those in service."""
     import jax.numpy as jnp
 
-    chk = _script("excursion_idle_check")
+    chk = experiment_script("excursion_idle_check")
     obs = chk.idle_observer(0, 0, (0.5, 2.0), 1.0, 3.0)
 
     def seg(x0, x1, s0, s1):
@@ -74,11 +64,11 @@ def test_idle_observer_reads_the_workload_and_the_waiting_jobs():
         chk.check(d.label, d.system, d.analysis, 1000, reps=2)
 
 
-def test_idle_check_observer_against_the_run_and_the_model():
+def test_idle_check_observer_against_the_run_and_the_model(experiment_script):
     """The observer's idle shares are ordered (bulk <= while q waits <= at all), the share while a job waits
     equals the built-in diagnostics' idle_while_waiting of that server on the same replications, and the
     prediction is the excursion model's lost service over the dedicated server's rate."""
-    chk = _script("excursion_idle_check")
+    chk = experiment_script("excursion_idle_check")
     d = draw_system(0, "T2", 25)
     row = chk.check(d.label, d.system, d.analysis, 1000, reps=8)
     assert 0.0 < row["idle"] <= 1.0 and row["theta"] == excursion.levels(d.analysis, pol.resolve(

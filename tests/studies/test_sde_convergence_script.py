@@ -1,26 +1,13 @@
 """The SDE convergence study (--small) and the SDE benchmark run and produce sane output."""
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_fit_order_recovers_a_known_slope():
-    mod = _load("experiments/sde_convergence.py", "sde_convergence")
+def test_fit_order_recovers_a_known_slope(experiment_script):
+    mod = experiment_script("sde_convergence")
     dts = np.array([0.1, 0.05, 0.025, 0.0125])
     err = 0.3 * dts**0.5
     slope, sd, n = mod.fit_order(dts, err, 1e-4 * np.ones(4))
@@ -29,8 +16,8 @@ def test_fit_order_recovers_a_known_slope():
 
 
 @pytest.mark.slow
-def test_small_study_writes_csv_and_png(tmp_path):
-    mod = _load("experiments/sde_convergence.py", "sde_convergence")
+def test_small_study_writes_csv_and_png(tmp_path, experiment_script):
+    mod = experiment_script("sde_convergence")
     res = mod.main(["--small", "--out", str(tmp_path)])
     assert (tmp_path / "errors.csv").exists() and (tmp_path / "orders.csv").exists()
     assert (tmp_path / "sde_convergence.png").stat().st_size < 200_000

@@ -116,30 +116,18 @@ def test_sde_tuning_close_to_z_star():
     assert abs(r.smoothing_bias_at_z_star) < 0.1 * a.V_wcp0
 
 
-def test_tune_experiment_small(tmp_path):
-    import importlib.util
-    import os
-
-    file = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "experiments", "tune_prelimit.py")
-    spec = importlib.util.spec_from_file_location("tune_prelimit", file)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def test_tune_experiment_small(tmp_path, experiment_script):
+    mod = experiment_script("tune_prelimit")
     rows = mod.run(small=True, out=str(tmp_path))
     assert len(rows) == 2 and (tmp_path / "tune_prelimit.png").exists()
     assert all(math.isfinite(r["J_tuned"]) and math.isfinite(r["difference"]) for r in rows)
 
 
 @pytest.mark.slow
-def test_t1t2_diagnosis_small(tmp_path):
+def test_t1t2_diagnosis_small(tmp_path, experiment_script):
     """The workload split W = M + D + U runs, the engine's Definition 2.7 counters stay 0, and under T1T2 with
     c = 1 the idleness push happens in the lower mode (none in the upper mode), as the README explains."""
-    import importlib.util
-    import os
-
-    file = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "experiments", "t1t2_diagnosis.py")
-    spec = importlib.util.spec_from_file_location("t1t2_diagnosis", file)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = experiment_script("t1t2_diagnosis")
     rows, sde = mod.main(["--small", "--out", str(tmp_path)])
     viol = (tmp_path / "violations.csv").read_text().splitlines()[1].split(",")[2:]
     assert all(v == "0" for v in viol)
