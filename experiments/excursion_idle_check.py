@@ -3,9 +3,9 @@
 The excursion rule (jaxq.policies.excursion) weighs the held jobs against the service that the T2 rule's dedicated
 server k1 loses when the protected queue p runs empty *in the bulk*: the other class q waits, so the other server
 serves q and p's queue makes excursions below Theta_n. Near the bottom of the workload the picture differs: q's
-queue empties, the other server turns to p, p's queue drains with the workload, and k1 idles there too -- but that
-idling is the limit's own (the workload's reflection at 0 in Definition 2.10), not an excess the rule should pay
-Theta_n to avoid. This script measures both with an observer of the path (docs/guides/observers.md) on the random
+queue empties, the other server turns to p, p's queue drains with the workload, and k1 idles there too, where the
+limit idles as well (the workload's reflection at 0 in Definition 2.10) and a larger Theta_n does not help. This
+script measures both with an observer of the path (docs/guides/observers.md) on the random
 systems of case T2 at the rule's levels, beside the model's prediction ``lost / mu_{p k1}``:
 
 * ``idle_bulk``: k1 idle while a job of q waits and the scaled workload ``W = (x_1 / alpha_1 + x_2 / alpha_2) /
