@@ -6,6 +6,7 @@ The public API (``import jaxq``; see :mod:`jaxq.api` and docs/reference/api.md):
     analyze                        the exact limit objects (2x2 system or network)
     simulate                       Monte Carlo of the n-th system (2x2: J_n; network: stationary averages)
     exact_cost                     J_n of a 2x2 system exactly at small n (exponential or phase-type primitives)
+    optimal                        J*_n, the optimum of the n-th 2x2 system, by dynamic programming; its policy
     simulate_sde                   the workload diffusion of a 2x2 system and V_WCP
     simulate_network_sde           the network diffusion (2.27)
     tune                           switching level / threshold by gradients (exact, sde, prelimit)
@@ -35,7 +36,7 @@ from jaxq.errors import InputError  # noqa: E402
 
 __version__ = "0.2.0"
 
-_API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simulate", "exact_cost", "simulate_sde",
+_API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simulate", "exact_cost", "optimal", "simulate_sde",
                                        "simulate_network_sde", "tune", "solve_fastslow", "simulate_fastslow",
                                        "run_experiment", "read_run", "threshold_term")}
 _API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result", MarkovModel="jaxq.sim.markov",

@@ -429,6 +429,31 @@ def exact_cost(system, n: float, **options) -> dict:
 
 
 @_checked(system="pss2x2")
+def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: bool = True, rtol: float = 1e-6,
+            max_states: int = 3_000_000, max_gib: float = 8.0):
+    """The optimal discounted cost J*_n of the n-th 2x2 system from empty, by policy iteration on its truncated
+    Markov decision process, with the optimal policy as a :class:`jaxq.Policy2x2` (:func:`jaxq.mdp.optimum.optimal`).
+
+    The model is :func:`simulate`'s (the n-th rates, non-preemptive service, cost h.X/sqrt(n), discount gamma);
+    after every event each idle server may start a waiting job of either class or stay idle. Exponential and
+    phase-type primitives (Erlang, hyperexponential, gamma with an integer shape); with phases the controller
+    sees them, so J*_n is a lower bound for every non-anticipating policy and ``J_table`` is the exact cost of the
+    phase-blind ``result.policy``. ``queue_cap``: the cap of both queues (default: doubled from
+    ``max(6, 4 sqrt(n))`` until J*_n changes by at most ``rtol`` relative, ``truncation_change``). Beside J*_n:
+    V0 and, with ``exact_policy``, the exact J_n of Theorem 2.11's policy (``exact_cost``) and the ratios.
+    A chain of more than ``max_states`` states or ``max_gib`` GiB is refused before it is built.
+
+    Returns:
+      :class:`jaxq.mdp.optimum.Optimal` (``to_dict()``: the command line's JSON).
+    """
+    from jaxq.mdp.optimum import optimal as solve
+
+    v.check_bool(exact_policy, "exact_policy")
+    return solve(system, n, queue_cap, exact_policy=exact_policy, rtol=rtol, max_states=max_states,
+                 max_gib=max_gib)
+
+
+@_checked(system="pss2x2")
 def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme: str = "skew", z0: float = 0.0,
                  switch_at: float | None = None, horizon: float | None = None, seed: int = 0, **options):
     """The workload diffusion (2.23)/(2.24) of a 2x2 system, ``dZ = b(Z)dt + sigma(Z)dB + dL``, switching modes

@@ -35,7 +35,7 @@ from jaxq.api import InputError, catch_interrupts
 from jaxq.cli.output import emit
 
 # Subcommand modules, in the order ``jaxq --help`` lists them.
-COMMANDS = ("demo", "analyze", "simulate", "sde", "tune", "fastslow", "network", "run", "bench")
+COMMANDS = ("demo", "analyze", "simulate", "optimal", "sde", "tune", "fastslow", "network", "run", "bench")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,50 @@
+"""``jaxq optimal SYSTEM --n N``: the optimal discounted cost J*_n of the n-th 2x2 system by dynamic programming."""
+
+from __future__ import annotations
+
+from jaxq.cli import add_common
+from jaxq.cli.analyze import load_pss2x2
+from jaxq.cli.output import progress, to_jsonable
+
+
+def register(sub) -> None:
+    from jaxq.api import arg_type
+
+    p = sub.add_parser("optimal", help="the optimum J*_n of the n-th 2x2 system (policy iteration), beside V0 "
+                                       "and the exact J_n of Theorem 2.11's policy")
+    p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2') or a bundled example name")
+    p.add_argument("--n", type=arg_type("number"), required=True, help="index n of the system")
+    p.add_argument("--queue-cap", type=arg_type("int"), default=None,
+                   help="cap Q of both queues, checked by doubling (default: doubled from max(6, 4 sqrt(n)) until "
+                        "J*_n changes by at most 1e-6 relative)")
+    p.add_argument("--no-exact-policy", action="store_true",
+                   help="skip the exact J_n of Theorem 2.11's policy")
+    p.add_argument("--max-states", type=arg_type("int"), default=3_000_000,
+                   help="refuse a truncated chain with more states (default 3000000)")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> dict:
+    from jaxq.api import optimal
+
+    system = load_pss2x2(args.system)
+    with progress(None, "optimal: policy iteration"):
+        res = optimal(system, args.n, args.queue_cap, exact_policy=not args.no_exact_policy,
+                      max_states=args.max_states)
+    return res.to_dict()
+
+
+def render(r: dict) -> str:
+    r = to_jsonable(r)
+    g = (lambda x, f=".6g": "-" if x is None else format(x, f))  # noqa: E731
+    lines = [f"n = {r['n']:g}: J*_n = {r['J_star']:.8g}   (queue cap {r['queue_cap']}, {r['states']:,} states, "
+             f"truncation change {r['truncation_change']:.1e}, {r['iterations']} improvements, {r['wall_s']:.1f} s)"]
+    if r["exact_cost"] is not None:
+        lines.append(f"Theorem 2.11's policy {r['policy']}: exact J_n = {r['exact_cost']:.8g}")
+    lines.append(f"V0 = {r['V0']:.8g}   J*_n / V0 = {g(r['J_star_over_V0'], '.4f')}   "
+                 f"J_n / V0 = {g(r['exact_cost_over_V0'], '.4f')}   J*_n / J_n = {g(r['J_star_over_exact_cost'], '.4f')}")
+    if r["phases_observed"]:
+        lines.append(f"phase-blind table policy: exact J = {r['J_table']:.8g}")
+        lines.append("note: " + r["note"])
+    return "\n".join(lines)

@@ -1,0 +1,650 @@
+"""The optimal control of the n-th 2x2 system: its optimal discounted cost J*_n by policy iteration.
+
+The model is the one the simulators run (the switched-policies paper, Section 2): the n-th rates, one server per
+pool, non-preemptive service, cost ``h.X(t)/sqrt(n)`` with X the jobs in the system, discount rate gamma, the
+system empty at time 0. With exponential primitives it is a continuous-time Markov decision process on the
+states ``(x_1, x_2, s_1, s_2)``: jobs of each class in the system and the class each server serves (idle or
+class 1 or 2). After every transition each idle server may start a waiting job of either class (both servers
+can serve both classes) or stay idle: idling is an action, so every non-anticipating policy is one of these.
+
+With phase-type primitives (:func:`jaxq.sim.exact_ctmc.phase_type`) the phase of each class's interarrival time
+and of each job in service are part of the state, and the controller sees them and may act at every phase
+change too. Its optimum is then a lower bound on the cost of every non-anticipating policy (which sees only the
+history of arrivals and completions), and J*_n of the phase-blind policies lies between the two.
+
+The queues are truncated at a cap Q per class (an arrival to a full class is lost). For one cap the solver is
+Howard's policy iteration on the post-decision states: evaluate the policy by a sparse linear solve of
+``(gamma + r(y)) v(y) - sum_e r_e(y) v(pi(e(y))) = c(y)`` (BiCGSTAB with a diagonal preconditioner, warm
+started, to an error bound proven from the M-matrix structure), improve it greedily (ties keep the current
+action), until no action changes. The value is exact for the truncated chain to the solver's tolerance
+(1e-9 relative); the truncation error is measured by solving again at cap 2Q.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from jaxq.errors import InputError
+from jaxq.model.pss2x2 import PSS2x2
+from jaxq.sim.exact_ctmc import system_phase_types
+
+IDLE = -1
+SOLVE_RTOL = 1e-9  # error bound of the final policy evaluations, relative to the largest value
+LOOSE_RTOL = 1e-6  # error bound while the policy still changes (modified policy iteration)
+MAX_ROUNDS = 20  # restarts of BiCGSTAB on the true residual
+ROUND_ITERATIONS = 3000
+TIE_RTOL = 1e-9  # an action is changed only when it improves the value by more than this (relative)
+BYTES_PER_ENTRY = 40  # the sparse matrix in construction (COO -> CSR) per stored transition
+BYTES_PER_STATE = 160  # the solver's vectors per state (BiCGSTAB's work vectors, values, policy, tables)
+
+
+class Layout(NamedTuple):
+    """The truncated state space: axes ``(x_1, x_2, a_1, a_2, sigma_1, sigma_2)``.
+
+    ``a_i`` is the phase of class i's interarrival time; ``sigma_k`` the code of server k: 0 idle, then one
+    code per (class, phase) it may serve (``cls[k][sigma]``, ``phase[k][sigma]``). With exponential primitives
+    every law has one phase and ``sigma_k`` is 0 idle, 1 class 1, 2 class 2.
+    """
+
+    cap: tuple[int, int]
+    shape: tuple[int, ...]
+    cls: tuple[np.ndarray, np.ndarray]  # (M_k,) the class of each server code, -1 idle
+    phase: tuple[np.ndarray, np.ndarray]  # (M_k,) the phase of each server code
+    code: tuple[tuple[int, int], tuple[int, int]]  # first code of (class i at server k): code[k][i]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+
+def layout(cap: tuple[int, int], arrival_phases: tuple[int, int], service_phases) -> Layout:
+    """The state space for caps ``cap`` and the number of phases of each law (``service_phases[i][k]``)."""
+    cls, phase, code = [], [], []
+    for k in (0, 1):
+        c, p, first = [IDLE], [0], []
+        for i in (0, 1):
+            first.append(len(c))
+            c += [i] * service_phases[i][k]
+            p += list(range(service_phases[i][k]))
+        cls.append(np.array(c))
+        phase.append(np.array(p))
+        code.append(tuple(first))
+    shape = (cap[0] + 1, cap[1] + 1, arrival_phases[0], arrival_phases[1], len(cls[0]), len(cls[1]))
+    return Layout(tuple(cap), shape, tuple(cls), tuple(phase), tuple(code))
+
+
+def states_and_bytes(lay: Layout) -> tuple[int, int]:
+    """The number of states and an estimate of the memory a solve at this layout takes."""
+    per_row = 1 + sum(lay.shape[2:4]) + 2 * max(lay.shape[4:]) * 4  # phase moves and events, phase draws
+    return lay.size, lay.size * (BYTES_PER_STATE + BYTES_PER_ENTRY * per_row)
+
+
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """The n-th system's data on a layout: rates, laws, the grids of the state variables."""
+
+    lay: Layout
+    lam: np.ndarray  # (2,) n-th arrival rates
+    mu: np.ndarray  # (2, 2) n-th service rates
+    arrivals: list  # [(alpha, S)] unit-mean laws per class
+    services: list  # [[(alpha, S)]] per activity (i, k)
+    h_hat: np.ndarray  # h / sqrt(n)
+    gamma: float
+    grids: tuple = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "grids", tuple(g.ravel() for g in np.indices(self.lay.shape)))
+
+    @property
+    def x(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.grids[0], self.grids[1]
+
+    def cost(self) -> np.ndarray:
+        return self.h_hat[0] * self.grids[0] + self.h_hat[1] * self.grids[1]
+
+    def in_service(self, i: int) -> np.ndarray:
+        """Jobs of class i in service, per state."""
+        return sum((self.lay.cls[k][self.grids[4 + k]] == i).astype(np.int64) for k in (0, 1))
+
+    def valid(self) -> np.ndarray:
+        return (self.in_service(0) <= self.grids[0]) & (self.in_service(1) <= self.grids[1])
+
+
+def _strides(shape) -> np.ndarray:
+    return np.array([int(np.prod(shape[a + 1:])) for a in range(len(shape))])
+
+
+def transitions(ch: Chain):
+    """Every transition out of every post-decision state: ``(src, pre, rate, real)`` arrays, ``pre`` the state
+    just after it (before the idle servers decide), ``real`` whether it is an arrival or a completion (not a phase
+    change inside a law). Arrivals to a full class are lost (the interarrival phase restarts)."""
+    lay, g = ch.lay, ch.grids
+    st = _strides(lay.shape)
+    idx = np.arange(lay.size)
+    valid = ch.valid()
+    src, pre, rate, real = [], [], [], []
+
+    def add(mask, to, r, event=True):
+        m = mask & valid & (r > 0)
+        src.append(idx[m])
+        pre.append(to[m])
+        rate.append(np.broadcast_to(r, idx.shape)[m])
+        real.append(np.full(int(m.sum()), event))
+
+    for c in (0, 1):  # class c's interarrival phase a_c (axis 2 + c)
+        al, S = ch.arrivals[c]
+        a = g[2 + c]
+        exit_ = -S.sum(axis=1)
+        for j in range(S.shape[0]):
+            for jj in range(S.shape[0]):
+                if jj != j and S[j, jj] > 0:
+                    add(a == j, idx + (jj - j) * st[2 + c], np.full(lay.size, ch.lam[c] * S[j, jj]), False)
+            for jj, p in enumerate(al):
+                if p > 0 and exit_[j] > 0:
+                    full = g[c] >= lay.cap[c]
+                    to = idx + (jj - j) * st[2 + c] + np.where(full, 0, st[c])
+                    add(a == j, to, np.full(lay.size, ch.lam[c] * exit_[j] * p))
+    for k in (0, 1):  # server k's job: phase moves and completions (axis 4 + k)
+        sig = g[4 + k]
+        for i in (0, 1):
+            al, S = ch.services[i][k]
+            r = ch.mu[i, k]
+            first = lay.code[k][i]
+            exit_ = -S.sum(axis=1)
+            for j in range(S.shape[0]):
+                here = sig == first + j
+                for jj in range(S.shape[0]):
+                    if jj != j and S[j, jj] > 0:
+                        add(here, idx + (jj - j) * st[4 + k], np.full(lay.size, r * S[j, jj]), False)
+                if exit_[j] > 0:
+                    add(here, idx - st[i] - sig * st[4 + k], np.full(lay.size, r * exit_[j]))
+    return np.concatenate(src), np.concatenate(pre), np.concatenate(rate), np.concatenate(real)
+
+
+class Actions(NamedTuple):
+    """The decisions at a pre-decision state: per server the option ``o_k``: ``< M_k`` keep code o_k (idle stays
+    idle, a busy server goes on), ``M_k + i`` start a job of class i (its phase drawn from the law's alpha)."""
+
+    options: np.ndarray  # (P, 2): the option pairs
+    starts: np.ndarray  # (P, 2): jobs of class i started by the pair
+    per_config: list  # per (sigma_1, sigma_2) pre-decision configuration: the indices of its feasible pairs
+
+
+def actions(lay: Layout) -> Actions:
+    m = lay.shape[4:]
+    pairs, index = [], {}
+    per_config = []
+    for s1 in range(m[0]):
+        for s2 in range(m[1]):
+            own = []
+            for o1 in ([s1] if s1 != 0 else [0, m[0], m[0] + 1]):
+                for o2 in ([s2] if s2 != 0 else [0, m[1], m[1] + 1]):
+                    if (o1, o2) not in index:
+                        index[(o1, o2)] = len(pairs)
+                        pairs.append((o1, o2))
+                    own.append(index[(o1, o2)])
+            per_config.append(np.array(own))
+    options = np.array(pairs)
+    starts = np.zeros((len(pairs), 2), dtype=np.int64)
+    for p, (o1, o2) in enumerate(pairs):
+        for k, o in enumerate((o1, o2)):
+            if o >= m[k]:
+                starts[p, o - m[k]] += 1
+    return Actions(options, starts, per_config)
+
+
+def _option_values(ch: Chain, v: np.ndarray) -> np.ndarray:
+    """``U[x, a, o_1, o_2]``: the expected value after options (o_1, o_2) (a start averages the value over the
+    started job's first phase)."""
+    lay = ch.lay
+    u = v.reshape(lay.shape)
+    for k in (0, 1):
+        axis = 4 + k
+        extra = []
+        for i in (0, 1):
+            al = ch.services[i][k][0]
+            first = lay.code[k][i]
+            block = np.take(u, np.arange(first, first + al.size), axis=axis)
+            extra.append(np.tensordot(block, al, axes=([axis], [0])))
+        u = np.concatenate([u] + [np.expand_dims(e, axis) for e in extra], axis=axis)
+    return u
+
+
+def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None = None):
+    """The greedy decision at every pre-decision state: ``(policy, W)``, policy the index of the option pair
+    (into ``acts.options``) and W its value; where ``current`` is given it is kept unless another pair is better
+    by more than ``TIE_RTOL`` of the largest value."""
+    lay = ch.lay
+    u = _option_values(ch, v)
+    base = u.shape[:4]
+    m1, m2 = lay.shape[4:]
+    x1 = np.arange(lay.shape[0]).reshape(-1, 1, 1, 1)
+    x2 = np.arange(lay.shape[1]).reshape(1, -1, 1, 1)
+    in_srv = [[lay.cls[k] == i for k in (0, 1)] for i in (0, 1)]
+    cnt = np.zeros((len(acts.options), 2), dtype=np.int64)
+    for p, (o1, o2) in enumerate(acts.options):
+        for i in (0, 1):
+            cnt[p, i] = acts.starts[p, i] + sum(int(o < m and in_srv[i][k][o]) for k, (o, m) in
+                                                enumerate(((o1, m1), (o2, m2))))
+    policy = np.zeros(lay.shape, dtype=np.int16)
+    w = np.empty(lay.shape)
+    tol = TIE_RTOL * max(float(np.abs(v).max()), 1e-300)
+    cur = None if current is None else current.reshape(lay.shape)
+    for s1 in range(m1):
+        for s2 in range(m2):
+            own = acts.per_config[s1 * m2 + s2]
+            vals = np.stack([np.where((cnt[p, 0] <= x1) & (cnt[p, 1] <= x2),
+                                      u[..., acts.options[p, 0], acts.options[p, 1]], np.inf) for p in own], axis=-1)
+            best = np.argmin(vals, axis=-1)
+            bv = np.take_along_axis(vals, best[..., None], -1)[..., 0]
+            if cur is not None:
+                c = cur[..., s1, s2]
+                hit = own[None, None, None, None, :] == c[..., None]
+                pos = np.argmax(hit, axis=-1)
+                cv = np.take_along_axis(vals, pos[..., None], -1)[..., 0]
+                keep = hit.any(axis=-1) & np.isfinite(cv) & (cv <= bv + tol)
+                best = np.where(keep, pos, best)
+                bv = np.where(keep, cv, bv)
+            policy[..., s1, s2] = own[best]
+            w[..., s1, s2] = bv
+    del base
+    return policy.ravel(), w.ravel()
+
+
+def _post(ch: Chain, acts: Actions, pre: np.ndarray, pair: np.ndarray):
+    """The post-decision states of pre-decision states ``pre`` under option pairs ``pair``, with probabilities:
+    ``(states (B, len), probs (B, len))``, B the most phase draws of a pair of starts (0-probability padding)."""
+    lay = ch.lay
+    st = _strides(lay.shape)
+    m = lay.shape[4:]
+    outs = [(pre, np.ones(pre.size))]
+    for k in (0, 1):
+        sig = ch.grids[4 + k][pre]
+        o = acts.options[pair, k]
+        keep = o < m[k]
+        laws = [ch.services[i][k][0] for i in (0, 1)]
+        new = []
+        for j in range(max(al.size for al in laws)):
+            code = np.where(keep, o, 0)
+            prob = np.where(keep, 1.0 if j == 0 else 0.0, 0.0)
+            for i, al in enumerate(laws):
+                if j < al.size:
+                    start = o == m[k] + i
+                    code = np.where(start, lay.code[k][i] + j, code)
+                    prob = np.where(start, al[j], prob)
+            for states, probs in outs:
+                new.append((states + (code - sig) * st[4 + k], probs * prob))
+        outs = new
+    return np.stack([s for s, _ in outs]), np.stack([p for _, p in outs])
+
+
+def policy_matrix(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> sp.csr_matrix:
+    """``gamma + r(y)`` on the diagonal, ``-rate x probability`` to each post-decision state off it."""
+    src, pre, rate, _ = trans
+    posts, probs = _post(ch, acts, pre, policy[pre])
+    n = ch.lay.size
+    rows = np.concatenate([np.tile(src, posts.shape[0]), np.arange(n)])
+    cols = np.concatenate([posts.ravel(), np.arange(n)])
+    out = np.bincount(src, weights=rate, minlength=n)
+    vals = np.concatenate([-(probs * rate).ravel(), ch.gamma + out])
+    keep = vals != 0
+    return sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, n))
+
+
+def _bicgstab(a, b, dinv, tol, maxiter):
+    """Jacobi-preconditioned BiCGSTAB from 0 until the recursive residual's largest entry is at most ``tol``.
+
+    Written out (not scipy's) to keep the inner products off BLAS: a threaded ``ddot`` costs milliseconds a call
+    on small shared machines, a hundred times the sparse product. Returns ``(x, matvecs)``.
+    """
+    x = np.zeros_like(b)
+    r = b.copy()
+    rhat = r.copy()
+    rho = alpha = omega = 1.0
+    v = np.zeros_like(b)
+    p = np.zeros_like(b)
+    for it in range(1, maxiter + 1):
+        rho1 = np.sum(rhat * r)
+        if rho1 == 0.0 or omega == 0.0:
+            return x, 2 * it
+        p = r + (rho1 / rho) * (alpha / omega) * (p - omega * v)
+        ph = dinv * p
+        v = a @ ph
+        alpha = rho1 / np.sum(rhat * v)
+        s = r - alpha * v
+        x += alpha * ph
+        if np.abs(s).max() <= tol:
+            return x, 2 * it
+        sh = dinv * s
+        t = a @ sh
+        omega = np.sum(t * s) / np.sum(t * t)
+        x += omega * sh
+        r = s - omega * t
+        rho = rho1
+        if np.abs(r).max() <= tol:
+            return x, 2 * it
+    return x, 2 * maxiter
+
+
+def solve(a: sp.csr_matrix, b: np.ndarray, v0: np.ndarray, gamma: float, rtol: float = SOLVE_RTOL):
+    """``a v = b`` (rows of ``a`` summing to gamma, an M-matrix: ``|a^-1|_inf <= 1/gamma``) from ``v0``:
+    BiCGSTAB rounds on the true residual until ``|a v - b|_inf / gamma`` (a bound on the error in every
+    state) is below ``rtol`` of the largest value. Returns ``(v, matvecs)``."""
+    dinv = 1.0 / a.diagonal()
+    floor = max(rtol, 64.0 * np.finfo(float).eps * float(a.diagonal().max()) / gamma)
+    v, its = v0.copy(), 0
+    for _ in range(MAX_ROUNDS):
+        r = b - a @ v
+        bound = floor * max(np.abs(v).max(), np.abs(b).max() / gamma, 1e-300) * gamma
+        if np.abs(r).max() <= bound:
+            return v, its
+        dv, k = _bicgstab(a, r, dinv, 0.25 * bound, ROUND_ITERATIONS)
+        its += k
+        if not np.all(np.isfinite(dv)):
+            break
+        v = v + dv
+    raise InputError("n", f"the policy evaluation of {a.shape[0]:,} states did not reach its error bound in "
+                          f"{its} products")
+
+
+class CapSolution(NamedTuple):
+    """Policy iteration's answer on one truncation."""
+
+    chain: Chain
+    value: np.ndarray  # v*(y) on the post-decision states
+    policy: np.ndarray  # option pair per pre-decision state
+    start: float  # J*_n from the empty system
+    iterations: int  # policy improvements
+    matvecs: int
+
+
+def start_value(ch: Chain, v: np.ndarray) -> float:
+    """The value from the empty system: both interarrival phases drawn from their laws' alpha."""
+    lay = ch.lay
+    u = v.reshape(lay.shape)[0, 0, :, :, 0, 0]
+    return float(ch.arrivals[0][0] @ u @ ch.arrivals[1][0])
+
+
+def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarray | None = None,
+                     max_iterations: int = 200) -> CapSolution:
+    """Howard's policy iteration on one truncation, from ``policy0`` (default: greedy on ``v0``, or
+    work-conserving)."""
+    acts = actions(ch.lay)
+    trans = transitions(ch)
+    cost = ch.cost()
+    if v0 is None:  # start work-conserving: the greedy policy of "fewer jobs waiting is better"
+        v0 = cost / ch.gamma - sum(ch.in_service(i) for i in (0, 1)) * float(ch.h_hat.min()) / ch.gamma
+    policy = greedy(ch, acts, v0)[0] if policy0 is None else policy0
+    v, total, rtol = v0, 0, LOOSE_RTOL
+    for it in range(1, max_iterations + 1):
+        v, mv = solve(policy_matrix(ch, acts, trans, policy), cost, v, ch.gamma, rtol)
+        total += mv
+        new, _ = greedy(ch, acts, v, policy)
+        if np.array_equal(new, policy):
+            if rtol == SOLVE_RTOL:
+                return CapSolution(ch, v, policy, start_value(ch, v), it, total)
+            rtol = SOLVE_RTOL  # the policy has settled on loose values: confirm it on exact ones
+        policy = new
+    raise InputError("n", f"policy iteration did not settle in {max_iterations} improvements")
+
+
+def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
+    """A solution on a smaller cap as the start of a larger one: values and decisions of the nearest state
+    inside the old cap (the decision re-checked for feasibility by the first improvement)."""
+    lo, hi = old.lay, new.lay
+    g = new.grids
+    x1 = np.minimum(g[0], lo.cap[0])
+    x2 = np.minimum(g[1], lo.cap[1])
+    st = _strides(lo.shape)
+    j = x1 * st[0] + x2 * st[1] + g[2] * st[2] + g[3] * st[3] + g[4] * st[4] + g[5] * st[5]
+    h = new.h_hat
+    v = values[j] + (h[0] * (g[0] - x1) + h[1] * (g[1] - x2)) / new.gamma
+    return v, policy[j]
+
+
+def _laws(phase_types):
+    if phase_types is None:
+        one = (np.ones(1), -np.ones((1, 1)))
+        return [one, one], [[one, one], [one, one]]
+    return phase_types
+
+
+def layout_of(phase_types, cap: tuple[int, int]) -> Layout:
+    """The layout at caps ``cap`` for the laws ``phase_types`` (None: exponential), without building anything."""
+    arrivals, services = _laws(phase_types)
+    return layout(cap, (arrivals[0][0].size, arrivals[1][0].size),
+                  [[services[i][k][0].size for k in (0, 1)] for i in (0, 1)])
+
+
+def chain(system: PSS2x2, n: float, cap: tuple[int, int], phase_types=None) -> Chain:
+    lam_n, mu_n = system.rates(n)
+    arrivals, services = _laws(phase_types)
+    return Chain(layout_of(phase_types, cap), lam_n, mu_n, arrivals, services, system.h / math.sqrt(n),
+                 float(system.gamma))
+
+
+MAX_STATES = 3_000_000
+MAX_BYTES = 8 * 2**30
+
+
+def check_size(lay: Layout, max_states: int, max_bytes: float, key: str) -> None:
+    """Refuse a truncation whose chain is larger than ``max_states`` or would take more than ``max_bytes``."""
+    size, nbytes = states_and_bytes(lay)
+    if size > max_states or nbytes > max_bytes:
+        raise InputError(key, f"the optimum at queue cap {lay.cap[0]} needs {size:,} states and about "
+                              f"{nbytes / 2**30:.1f} GiB (limits: max_states = {max_states:,}, "
+                              f"{max_bytes / 2**30:.0f} GiB); take a smaller n or queue_cap")
+
+
+class Optimum(NamedTuple):
+    """J*_n and how it was found (see :func:`optimal_cost`)."""
+
+    J_star: float
+    truncation_change: float
+    cap: int
+    states: int
+    iterations: int
+    matvecs: int
+    wall_s: float
+    solution: CapSolution
+    phases_observed: bool
+
+
+FIRST_CAP_PER_ROOT_N = 4  # queue lengths live on the sqrt(n) scale
+MIN_CAP = 6
+TRUNCATION_RTOL = 1e-6
+
+
+def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol: float = TRUNCATION_RTOL,
+                 max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES) -> Optimum:
+    """J*_n of the n-th system from empty, with a truncation checked by doubling.
+
+    The cap Q of both queues: ``queue_cap``, or from ``max(6, 4 sqrt(n))`` doubled until J* changes by at most
+    ``rtol`` relative. J* is reported at the larger cap 2Q of the last pair, with
+    ``truncation_change = |J*(2Q) - J*(Q)|`` (relative to J*). Every solve starts from the last one's values and
+    decisions (:func:`extend`).
+
+    Refuses (:class:`~jaxq.errors.InputError` naming ``queue_cap`` or ``n``) a truncation whose states or memory
+    exceed the limits, before building it.
+    """
+    t0 = time.perf_counter()
+    phase_types = system_phase_types(system)
+    key = "n" if queue_cap is None else "queue_cap"
+    c = max(MIN_CAP, math.ceil(FIRST_CAP_PER_ROOT_N * math.sqrt(n))) if queue_cap is None else int(queue_cap)
+    counts = [0, 0]
+
+    def run(cap, last):
+        check_size(layout_of(phase_types, (cap, cap)), max_states, max_bytes, key)
+        ch = chain(system, n, (cap, cap), phase_types)
+        if last is None:
+            out = policy_iteration(ch)
+        else:
+            v0, p0 = extend(last.chain, ch, last.value, last.policy)
+            acts = actions(ch.lay)
+            p0, _ = greedy(ch, acts, v0, np.where(_feasible(ch, acts, p0), p0, -1))
+            out = policy_iteration(ch, v0, p0)
+        counts[0] += out.iterations
+        counts[1] += out.matvecs
+        return out
+
+    check_size(layout_of(phase_types, (2 * c, 2 * c)), max_states, max_bytes, key)
+    sol = run(c, None)
+    while True:
+        big = run(2 * c, sol)
+        change = abs(big.start - sol.start)
+        c, sol = 2 * c, big
+        if queue_cap is not None or change <= rtol * abs(big.start):
+            break
+    return Optimum(sol.start, change / abs(sol.start), c, sol.chain.lay.size, counts[0], counts[1],
+                   time.perf_counter() - t0, sol, phase_types is not None)
+
+
+def _feasible(ch: Chain, acts: Actions, policy: np.ndarray) -> np.ndarray:
+    """Whether each state's option pair is allowed there (busy servers keep their code; starts need jobs)."""
+    lay = ch.lay
+    g = ch.grids
+    m = lay.shape[4:]
+    o = acts.options[np.maximum(policy, 0)]
+    ok = policy >= 0
+    cnt = [acts.starts[np.maximum(policy, 0), i].copy() for i in (0, 1)]
+    for k in (0, 1):
+        sig = g[4 + k]
+        ok &= np.where(sig != 0, o[:, k] == sig, (o[:, k] == 0) | (o[:, k] >= m[k]))
+        keepc = lay.cls[k][np.minimum(o[:, k], m[k] - 1)]
+        for i in (0, 1):
+            cnt[i] = cnt[i] + ((o[:, k] < m[k]) & (keepc == i))
+    return ok & (cnt[0] <= g[0]) & (cnt[1] <= g[1])
+
+
+# --- the optimal decisions as a table the simulators run -----------------------------------------------------
+
+
+def _start_distribution(ch: Chain) -> np.ndarray:
+    """The law of the first post-decision state: the empty system, interarrival phases drawn from alpha."""
+    lay = ch.lay
+    p = np.zeros(lay.shape)
+    p[0, 0, :, :, 0, 0] = np.outer(ch.arrivals[0][0], ch.arrivals[1][0])
+    return p.ravel()
+
+
+def occupation(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> np.ndarray:
+    """The discounted rate of decisions at each pre-decision state under ``policy`` from the start:
+    ``f(y') = sum_y d(y) r(y -> y')`` with ``d`` the discounted occupation ``d^T (gamma + r - R P) = p0^T``."""
+    a = policy_matrix(ch, acts, trans, policy)
+    d, _ = solve(a.T.tocsr(), _start_distribution(ch), np.zeros(ch.lay.size), ch.gamma)
+    src, pre, rate, _ = trans
+    return np.bincount(pre, weights=d[src] * rate, minlength=ch.lay.size)
+
+
+def observable_table(ch: Chain, acts: Actions, trans, value: np.ndarray, policy: np.ndarray) -> np.ndarray:
+    """The decisions as a function of what a :class:`jaxq.Policy2x2` sees: ``table[x_1, x_2, s_1 + 1, s_2 + 1, k]``,
+    the class idle server k starts (-1: stays idle) when the jobs in the system are x and the servers serve s
+    (-1 idle) after an event.
+
+    Without phases this is the optimal policy itself. With phases, for each observable state the decision that
+    minimises the optimal value averaged over the phases, weighted by how often the optimal policy decides there
+    (:func:`occupation`; equal weights where it never does): the phase-blind policy nearest the optimum.
+    """
+    lay = ch.lay
+    m = lay.shape[4:]
+    u = _option_values(ch, value)
+    weight = occupation(ch, acts, trans, policy).reshape(lay.shape) if lay.size > np.prod(
+        lay.shape[:2]) * 9 else None
+    # semantic decisions per server: 0 keep, 1 start class 1, 2 start class 2
+    table = np.full(lay.shape[:2] + (3, 3, 2), IDLE, dtype=np.int8)
+    x1 = np.arange(lay.shape[0]).reshape(-1, 1)
+    x2 = np.arange(lay.shape[1]).reshape(1, -1)
+    if weight is None:  # one phase everywhere: read the policy's own decisions
+        pol = policy.reshape(lay.shape)[:, :, 0, 0]
+        for s1 in range(3):
+            for s2 in range(3):
+                opts = acts.options[pol[:, :, s1, s2]]
+                for k, (o, mk) in enumerate(((opts[..., 0], m[0]), (opts[..., 1], m[1]))):
+                    table[:, :, s1, s2, k] = np.where(o >= mk, o - mk, IDLE)
+        return table
+    for c1 in range(3):  # observable server classes: 0 idle, 1 class 1, 2 class 2
+        for c2 in range(3):
+            codes = [np.nonzero(lay.cls[k] == (c - 1))[0] for k, c in enumerate((c1, c2))]
+            best, best_score = None, None
+            for d1 in ([0] if c1 else [0, 1, 2]):
+                for d2 in ([0] if c2 else [0, 1, 2]):
+                    need = [(c1 == i + 1) + (c2 == i + 1) + (d1 == i + 1) + (d2 == i + 1) for i in (0, 1)]
+                    ok = (need[0] <= x1) & (need[1] <= x2)
+                    score = np.zeros(lay.shape[:2])
+                    mass = np.zeros(lay.shape[:2])
+                    plain = np.zeros(lay.shape[:2])
+                    for s1 in codes[0]:
+                        for s2 in codes[1]:
+                            o1 = s1 if d1 == 0 else m[0] + d1 - 1
+                            o2 = s2 if d2 == 0 else m[1] + d2 - 1
+                            val = u[:, :, :, :, o1, o2]
+                            w = weight[:, :, :, :, s1, s2]
+                            fin = np.where(np.isfinite(val), val, 0.0)
+                            score += (w * fin).sum(axis=(2, 3))
+                            mass += w.sum(axis=(2, 3))
+                            plain += fin.mean(axis=(2, 3))
+                    score = np.where(mass > 0, score / np.where(mass > 0, mass, 1.0), plain)
+                    score = np.where(ok & np.isfinite(score), score, np.inf)
+                    if best is None:
+                        best, best_score = np.zeros(lay.shape[:2] + (2,), dtype=np.int8), score
+                        best[..., 0], best[..., 1] = d1 - 1 if d1 else IDLE, d2 - 1 if d2 else IDLE
+                    else:
+                        with np.errstate(invalid="ignore"):
+                            better = score < best_score - TIE_RTOL * np.abs(best_score)
+                        best_score = np.where(better, score, best_score)
+                        best[..., 0] = np.where(better, d1 - 1 if d1 else IDLE, best[..., 0])
+                        best[..., 1] = np.where(better, d2 - 1 if d2 else IDLE, best[..., 1])
+            table[:, :, c1, c2] = best
+    return table
+
+
+def table_policy(ch: Chain, acts: Actions, table: np.ndarray) -> np.ndarray:
+    """The option pair of :func:`actions` that the observable ``table`` takes at every pre-decision state."""
+    lay = ch.lay
+    g = ch.grids
+    m = lay.shape[4:]
+    cls = [lay.cls[k][g[4 + k]] for k in (0, 1)]
+    dec = table[g[0], g[1], cls[0] + 1, cls[1] + 1]
+    opts = [np.where(cls[k] != IDLE, g[4 + k], np.where(dec[:, k] >= 0, m[k] + dec[:, k], 0)) for k in (0, 1)]
+    index = {tuple(p): j for j, p in enumerate(acts.options)}
+    lookup = np.full((max(m) + 2, max(m) + 2), -1, dtype=np.int64)
+    for (o1, o2), j in index.items():
+        lookup[o1, o2] = j
+    out = lookup[opts[0], opts[1]]
+    return np.where(out >= 0, out, 0)
+
+
+def table_cost(ch: Chain, table: np.ndarray) -> float:
+    """The exact discounted cost from the start of the phase-blind ``table`` on the chain: it decides after
+    arrivals and completions only (what a :class:`jaxq.Policy2x2` sees); a phase change inside a law keeps the
+    servers as they are."""
+    acts = actions(ch.lay)
+    src, pre, rate, real = transitions(ch)
+    pol = table_policy(ch, acts, table)
+    keep = _keep_option(ch, acts)
+    decided = np.where(real, pol[pre], keep[pre])
+    posts, probs = _post(ch, acts, pre, decided)
+    n = ch.lay.size
+    rows = np.concatenate([np.tile(src, posts.shape[0]), np.arange(n)])
+    cols = np.concatenate([posts.ravel(), np.arange(n)])
+    vals = np.concatenate([-(probs * rate).ravel(), ch.gamma + np.bincount(src, weights=rate, minlength=n)])
+    a = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    v, _ = solve(a, ch.cost(), ch.cost() / ch.gamma, ch.gamma)
+    return start_value(ch, v)
+
+
+def _keep_option(ch: Chain, acts: Actions) -> np.ndarray:
+    """The option pair 'every server keeps its code' at each state."""
+    g = ch.grids
+    lookup = {tuple(p): j for j, p in enumerate(acts.options)}
+    arr = np.full((ch.lay.shape[4], ch.lay.shape[5]), 0, dtype=np.int64)
+    for s1 in range(ch.lay.shape[4]):
+        for s2 in range(ch.lay.shape[5]):
+            arr[s1, s2] = lookup[(s1, s2)]
+    return arr[g[4], g[5]]
