@@ -13,6 +13,7 @@ CASES = {
     "tune_sde": (lambda: jaxq.tune("pss_T2T1", target="sde", pahts=10), "pahts", "paths"),
     "tune_prelimit": (lambda: jaxq.tune("pss_T2T1", target="prelimit", n=100, iteratons=2), "iteratons", "iterations"),
     "exact_cost": (lambda: jaxq.exact_cost("pss_PP", 4, max_state=10), "max_state", "max_states"),
+    "optimal": (lambda: jaxq.optimal("pss_P", 4, queue_caps=10), "queue_caps", "queue_cap"),
     "simulate_sde": (lambda: jaxq.simulate_sde("pss_PP", pats=10), "pats", "paths"),
     "simulate_sde_internal_name": (lambda: jaxq.simulate_sde("pss_PP", scheme_name="euler"), "scheme_name", "scheme"),
     "simulate_network_sde": (lambda: jaxq.simulate_network_sde("network_N", snap=3), "snap", "snaps"),

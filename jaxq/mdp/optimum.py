@@ -60,6 +60,9 @@ class Optimal:
       policy: the optimal decisions as a :class:`jaxq.Policy2x2` (``jaxq.simulate(system, n, policy=...)``).
       table: its table, ``table[x_1, x_2, s_1 + 1, s_2 + 1, k]``.
       phases_observed: whether the primitives have phases (then J_star is a lower bound, see ``note``).
+      serving: ``serving[i][k]``, the share of the discounted time ``gamma exp(-gamma t) dt`` that server k spends
+        on class i under the optimal policy (Theorem 2.11's policies never use the active mode's non-basic
+        activity (i1, k1)); idle_waiting: ``[k]``, the share server k idles while a job waits.
     """
 
     n: float
@@ -78,6 +81,8 @@ class Optimal:
     policy: Policy2x2
     table: np.ndarray
     phases_observed: bool
+    serving: list
+    idle_waiting: list
     solution: Any = None
 
     @property
@@ -93,6 +98,7 @@ class Optimal:
                 "theta": self.theta, "switch_at": self.switch_at, "J_table": self.J_table,
                 "J_star_over_V0": ratio(self.J_star, self.V0), "exact_cost_over_V0": ratio(self.exact_cost, self.V0),
                 "J_star_over_exact_cost": ratio(self.J_star, self.exact_cost),
+                "serving": self.serving, "idle_waiting": self.idle_waiting,
                 "phases_observed": self.phases_observed, "note": self.note}
 
 
@@ -124,6 +130,7 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
     trans = dp.transitions(ch)
     table = dp.observable_table(ch, acts, trans, sol.value, sol.policy)
     j_table = dp.table_cost(ch, table) if opt.phases_observed else opt.J_star
+    shares = dp.activity_shares(ch, acts, trans, sol.policy)
     exact = name = theta = switch_at = None
     if exact_policy:
         from jaxq.sim.exact_ctmc import policy_cost
@@ -137,6 +144,7 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
     return Optimal(n=n, J_star=opt.J_star, truncation_change=opt.truncation_change, queue_cap=opt.cap,
                    states=opt.states, iterations=opt.iterations, wall_s=opt.wall_s, V0=float(analyze(system).V0),
                    exact_cost=exact, policy_name=name, theta=theta, switch_at=switch_at, J_table=j_table,
-                   policy=table_policy(table), table=table, phases_observed=opt.phases_observed, solution=sol)
+                   policy=table_policy(table), table=table, phases_observed=opt.phases_observed,
+                   serving=shares["serving"], idle_waiting=shares["idle_waiting"], solution=sol)
 
 

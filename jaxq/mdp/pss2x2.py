@@ -533,13 +533,31 @@ def _start_distribution(ch: Chain) -> np.ndarray:
     return p.ravel()
 
 
-def occupation(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> np.ndarray:
-    """The discounted rate of decisions at each pre-decision state under ``policy`` from the start:
-    ``f(y') = sum_y d(y) r(y -> y')`` with ``d`` the discounted occupation ``d^T (gamma + r - R P) = p0^T``."""
+def discounted_occupation(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> np.ndarray:
+    """``d(y) = E int exp(-gamma t) 1{Y_t = y} dt`` from the start under ``policy``: ``d^T A_pi = p0^T``."""
     a = policy_matrix(ch, acts, trans, policy)
     d, _ = solve(a.T.tocsr(), _start_distribution(ch), np.zeros(ch.lay.size), ch.gamma)
+    return d
+
+
+def occupation(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> np.ndarray:
+    """The discounted rate of decisions at each pre-decision state under ``policy`` from the start:
+    ``f(y') = sum_y d(y) r(y -> y')`` with d the :func:`discounted_occupation`."""
+    d = discounted_occupation(ch, acts, trans, policy)
     src, pre, rate, _ = trans
     return np.bincount(pre, weights=d[src] * rate, minlength=ch.lay.size)
+
+
+def activity_shares(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> dict:
+    """What the policy does, as shares of the discounted time ``gamma exp(-gamma t) dt``: ``serving[i][k]``, server
+    k serving class i; ``idle_waiting[k]``, server k idle while a job waits (which it could serve: every server
+    serves both classes)."""
+    d = ch.gamma * discounted_occupation(ch, acts, trans, policy)
+    g = ch.grids
+    cls = [ch.lay.cls[k][g[4 + k]] for k in (0, 1)]
+    waiting = (g[0] - ch.in_service(0) > 0) | (g[1] - ch.in_service(1) > 0)
+    return {"serving": [[float(d[cls[k] == i].sum()) for k in (0, 1)] for i in (0, 1)],
+            "idle_waiting": [float(d[(cls[k] == IDLE) & waiting].sum()) for k in (0, 1)]}
 
 
 def observable_table(ch: Chain, acts: Actions, trans, value: np.ndarray, policy: np.ndarray) -> np.ndarray:

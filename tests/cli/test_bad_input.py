@@ -139,11 +139,17 @@ def _cases():
         "tune": [],
         "simulate": ["--n", "4", "--reps", "2"],
         "sde": ["--paths", "2", "--dt", "0.1"],
+        "optimal": ["--n", "4"],
     }
     for cmd, extra in pss_cmds.items():
         for name in PSS_FILES:
             add(f"{cmd}-file-{name}", [cmd, f"{{d}}/pss_{name}.toml", *extra])
         add(f"{cmd}-file-missing", [cmd, "{d}/nowhere.toml", *extra])
+    add("optimal-too-large", ["optimal", "pss_P", "--n", "1e6"])
+    add("optimal-cap-too-large", ["optimal", "pss_P", "--n", "4", "--queue-cap", "5000"])
+    add("optimal-not-phase-type", ["optimal", "pss_PP_lognormal", "--n", "4"])
+    add("optimal-cap-zero", ["optimal", "pss_P", "--n", "4", "--queue-cap", "0"])
+    add("optimal-network", ["optimal", "network_N", "--n", "4"])
     for action, extra in {"analyze": [], "simulate": ["--n", "4", "--reps", "2"],
                           "sde": ["--paths", "2"]}.items():
         for name in NET_FILES:

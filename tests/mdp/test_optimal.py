@@ -1,0 +1,199 @@
+"""The optimum of the n-th 2x2 system (jaxq.optimal, jaxq.mdp.pss2x2) against independent values: a brute-force
+value iteration written here, the exact cost of every built-in policy on the same truncation (none may beat the
+optimum), truncation doubling, and the optimal table run through both simulators."""
+
+import math
+
+import numpy as np
+import pytest
+
+import jaxq
+from jaxq.diffusion.workload import analyze
+from jaxq.errors import InputError
+from jaxq.mdp import pss2x2 as dp
+from jaxq.model.pss2x2 import PSS2x2
+from jaxq.policies import pss2x2 as pol
+from jaxq.sim import exact_ctmc
+from jaxq.sim.pss2x2 import setup
+
+SAMPLING = {pol.SAMPLE_NEVER: "never", pol.SAMPLE_K1_COMPLETION: "k1", pol.SAMPLE_EVERY_EVENT: "every"}
+
+
+def brute_force(lam, mu, h, gamma, cap, tol=1e-12):
+    """J* by plain value iteration over the states (x_1, x_2, s_1, s_2), s_k in {-1, 0, 1}: uniformised, every idle
+    server may start any waiting job or idle after every event, arrivals to a full class lost."""
+    states = [(x1, x2, s1, s2) for x1 in range(cap + 1) for x2 in range(cap + 1) for s1 in (-1, 0, 1)
+              for s2 in (-1, 0, 1) if (s1 == 0) + (s2 == 0) <= x1 and (s1 == 1) + (s2 == 1) <= x2]
+    rate = lam[0] + lam[1] + max(mu[0][0], mu[1][0]) + max(mu[0][1], mu[1][1])
+
+    def decisions(x1, x2, s1, s2):
+        for a1 in ((s1,) if s1 != -1 else (-1, 0, 1)):
+            for a2 in ((s2,) if s2 != -1 else (-1, 0, 1)):
+                if (a1 == 0) + (a2 == 0) <= x1 and (a1 == 1) + (a2 == 1) <= x2:
+                    yield x1, x2, a1, a2
+
+    v = dict.fromkeys(states, 0.0)
+    while True:
+        w = {y: min(v[z] for z in decisions(*y)) for y in states}
+        new = {}
+        for y in states:
+            x1, x2, s1, s2 = y
+            out, acc = 0.0, 0.0
+            if x1 < cap:
+                acc, out = acc + lam[0] * w[(x1 + 1, x2, s1, s2)], out + lam[0]
+            if x2 < cap:
+                acc, out = acc + lam[1] * w[(x1, x2 + 1, s1, s2)], out + lam[1]
+            for k, s in ((0, s1), (1, s2)):
+                if s != -1:
+                    nxt = (x1 - (s == 0), x2 - (s == 1)) + ((-1, s2) if k == 0 else (s1, -1))
+                    acc, out = acc + mu[s][k] * w[nxt], out + mu[s][k]
+            new[y] = (h[0] * x1 + h[1] * x2 + acc + (rate - out) * v[y]) / (gamma + rate)
+        change = max(abs(new[y] - v[y]) for y in states)
+        v = new
+        if change * rate / gamma < tol:
+            return v[(0, 0, -1, -1)]
+
+
+def random_system(seed: int) -> PSS2x2:
+    """An exponential product-form system on the heavy-traffic line (rho* = 1), its cost and second-order terms
+    drawn at random."""
+    rng = np.random.default_rng(seed)
+    alpha = rng.uniform(0.5, 2.0, 2)
+    beta1 = rng.uniform(0.2, 0.8)
+    c1 = rng.uniform(0.2, 0.8)
+    while min(abs(c1 - beta1), abs(c1 - (1 - beta1))) < 0.05:
+        c1 = rng.uniform(0.2, 0.8)
+    lam = np.array([c1, 1 - c1]) * alpha
+    mu = np.outer(alpha, [beta1, 1 - beta1])
+    return PSS2x2(lam=lam, mu=mu, lambda_hat=rng.uniform(-0.5, 0.5, 2) * lam,
+                  mu_hat=rng.uniform(-0.5, 0.5, (2, 2)) * mu, h=rng.uniform(0.5, 2.0, 2),
+                  gamma=float(rng.uniform(0.5, 2.0)))
+
+
+def optimum_at(system, n, cap):
+    """J*_n on the truncation at ``cap`` (no doubling)."""
+    return dp.policy_iteration(dp.chain(system, n, (cap, cap), exact_ctmc.system_phase_types(system))).start
+
+
+def policy_at(system, n, cap, policy, switch_at=None):
+    """The exact J_n of a built-in policy on the same truncation (arrivals to a full class lost)."""
+    st = setup(system, n, policy=policy, levels=jaxq.sim.pss2x2.Levels(switch_at=switch_at))
+    res = pol.resolve(st.analysis, policy, st.switch_at)
+    sw = exact_ctmc.Switching(res.higher, pol.RULE_NAMES[res.rules.higher], SAMPLING[res.rules.sampling], res.z)
+    return exact_ctmc.discounted_cost(system, n, res.lower, pol.RULE_NAMES[res.rules.lower], theta=st.theta or 0,
+                                      cap=cap, check=False, switching=sw)["J"]
+
+
+@pytest.mark.parametrize("seed,n,cap", [(1, 1.0, 3), (2, 2.0, 4), (3, 4.0, 4), (4, 3.0, 5)])
+def test_policy_iteration_equals_a_brute_force_value_iteration(seed, n, cap):
+    system = random_system(seed)
+    lam, mu = system.rates(n)
+    expected = brute_force(lam, mu.tolist(), system.h / math.sqrt(n), system.gamma, cap)
+    assert optimum_at(system, n, cap) == pytest.approx(expected, rel=1e-8)
+
+
+POLICIES = ("P", "T2", "PP", "T2T2", "T1T2", "T2T1", *pol.FIXED)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_no_built_in_policy_beats_the_optimum(seed):
+    """Every built-in policy (the six of Theorem 2.11, dual ones switching at a finite level, and the fixed-mode
+    baselines) is a policy of the same truncated decision process: its exact cost is at least J*."""
+    system, n, cap = random_system(100 + seed), 4.0, 14
+    best = optimum_at(system, n, cap)
+    costs = {p: policy_at(system, n, cap, p, switch_at=0.7 if pol.POLICIES.get(p, pol.POLICIES["P"]).dual else None)
+             for p in POLICIES}
+    assert all(c >= best * (1 - 1e-8) for c in costs.values()), (best, costs)
+    assert min(costs.values()) > best * (1 + 1e-6)  # the optimum idles and crosses roles where they do not
+
+
+@pytest.mark.parametrize("name", ["pss_T2T2", "pss_T1T2"])
+def test_phase_type_optimum_is_below_every_policy_and_its_table(name):
+    """With phases in the state the optimum sees them: below Theorem 2.11's policy and below the exact cost of
+    the phase-blind table read off it."""
+    system, n, cap = jaxq.load(name), 9.0, 8
+    ch = dp.chain(system, n, (cap, cap), exact_ctmc.system_phase_types(system))
+    sol = dp.policy_iteration(ch)
+    acts, trans = dp.actions(ch.lay), dp.transitions(ch)
+    table = dp.observable_table(ch, acts, trans, sol.value, sol.policy)
+    j_table = dp.table_cost(ch, table)
+    assert sol.start <= j_table * (1 + 1e-9)
+    for p in ("auto", "P@1", "P@2"):
+        assert sol.start <= policy_at(system, n, cap, p) * (1 + 1e-9)
+
+
+def test_the_truncation_is_checked_by_doubling():
+    res = jaxq.optimal("pss_P", 4, exact_policy=False)
+    assert res.truncation_change <= 1e-6
+    again = jaxq.optimal("pss_P", 4, queue_cap=res.queue_cap, exact_policy=False)  # solves at Q and 2Q
+    assert again.queue_cap == 2 * res.queue_cap
+    assert abs(again.J_star - res.J_star) <= 1e-6 * res.J_star
+    small = jaxq.optimal("pss_P", 4, queue_cap=3, exact_policy=False)
+    assert small.truncation_change > 1e-3  # a cap far too small shows in the change it reports
+
+
+def test_result_reports_the_policy_the_bound_and_the_ratios():
+    res = jaxq.optimal("pss_P", 9)
+    d = res.to_dict()
+    assert d["V0"] == pytest.approx(analyze(jaxq.load("pss_P")).V0)
+    assert d["exact_cost"] == pytest.approx(jaxq.exact_cost("pss_P", 9)["J"], rel=1e-5)
+    assert d["J_star"] < d["exact_cost"]
+    assert d["J_star_over_V0"] == pytest.approx(d["J_star"] / d["V0"])
+    assert d["J_star_over_exact_cost"] == pytest.approx(d["J_star"] / d["exact_cost"])
+    assert d["J_table"] == d["J_star"] and d["phases_observed"] is False and d["note"] is None
+    for key in ("J_star", "truncation_change", "states", "iterations", "wall_s", "queue_cap"):
+        assert key in d
+
+
+@pytest.mark.parametrize("engine", ["uniformized", pytest.param("event", marks=pytest.mark.slow)])
+def test_the_table_runs_in_both_simulators_and_gives_the_optimum(engine):
+    """The table policy simulated (controlled estimates) agrees with J*_n within 4 standard errors, on the
+    uniformised and the event driver."""
+    res = jaxq.optimal("pss_P", 9, exact_policy=False)
+    r = jaxq.simulate("pss_P", n=9, reps=2000, policy=res.policy, engine=engine, seed=3)
+    assert abs(r.value - res.J_star) <= 4 * r.stderr, (engine, r.value, r.stderr, res.J_star)
+
+
+@pytest.mark.slow
+def test_the_phase_blind_table_runs_in_the_event_simulator_and_gives_its_exact_cost():
+    res = jaxq.optimal("pss_T2T2", 9, exact_policy=False, rtol=1e-4)
+    assert res.phases_observed and "lower bound" in res.note
+    assert res.J_star <= res.J_table
+    r = jaxq.simulate("pss_T2T2", n=9, reps=2000, policy=res.policy, seed=5)
+    assert abs(r.value - res.J_table) <= 4 * r.stderr, (r.value, r.stderr, res.J_table)
+
+
+def test_the_table_decides_beyond_the_cap_as_at_the_cap():
+    res = jaxq.optimal("pss_P", 4, queue_cap=4, exact_policy=False)
+    import jax.numpy as jnp
+
+    from jaxq.mdp.optimum import TABLE
+
+    far = TABLE.decide(jnp.array([50, 60]), jnp.array([-1, -1]), (), 0, res.policy.params)[0]
+    cap = res.table.shape[0] - 1
+    assert np.array_equal(np.asarray(far), res.table[cap, cap, 0, 0])
+
+
+def test_bad_input_is_refused_in_one_line():
+    with pytest.raises(InputError, match=r"^n: .*states and about .* GiB"):
+        jaxq.optimal("pss_P", 1e6)
+    with pytest.raises(InputError, match=r"^queue_cap: .*states"):
+        jaxq.optimal("pss_P", 4, queue_cap=5000)
+    with pytest.raises(InputError, match=r"lognormal"):
+        jaxq.optimal("pss_PP_lognormal", 4)
+    with pytest.raises(InputError, match=r"^queue_cap"):
+        jaxq.optimal("pss_P", 4, queue_cap=0)
+    with pytest.raises(InputError, match=r"^n"):
+        jaxq.optimal("pss_P", -1)
+
+
+def test_the_activity_shares_satisfy_the_discounted_flow_balance():
+    """``gamma^2 E int exp(-gamma t) X_i dt = lambda_i - sum_k mu_ik serving[i][k]`` (X_i(0) = 0): the shares give
+    J*_n back through the cost, a check independent of the value function."""
+    system, n = jaxq.load("pss_P"), 9.0
+    res = jaxq.optimal(system, n, exact_policy=False)
+    lam, mu = system.rates(n)
+    q = [(lam[i] - sum(mu[i, k] * res.serving[i][k] for k in (0, 1))) / system.gamma**2 for i in (0, 1)]
+    assert sum(system.h[i] * q[i] for i in (0, 1)) / math.sqrt(n) == pytest.approx(res.J_star, rel=1e-5)
+    assert all(0.0 <= s <= 1.0 for row in res.serving for s in row)
+    assert res.idle_waiting[0] >= 0.0 and res.idle_waiting[1] >= 0.0
