@@ -444,7 +444,7 @@ def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: boo
     A chain of more than ``max_states`` states or ``max_gib`` GiB is refused before it is built.
 
     Returns:
-      :class:`jaxq.mdp.optimum.Optimal` (``to_dict()``: the command line's JSON).
+      jaxq.mdp.optimum.Optimal: J*_n and the rest; ``to_dict()`` is the command line's JSON.
     """
     from jaxq.mdp.optimum import optimal as solve
 

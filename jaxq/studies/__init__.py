@@ -77,7 +77,7 @@ class Study(NamedTuple):
 
 REGISTRY: dict[str, Study] = {}
 _BUILTIN = ("jaxq.studies.pss", "jaxq.studies.sde", "jaxq.studies.network", "jaxq.studies.fastslow",
-            "jaxq.studies.random_systems", "jaxq.studies.markov")
+            "jaxq.studies.random_systems", "jaxq.studies.markov", "jaxq.studies.optimal")
 
 
 def register(study: Study) -> Study:
