@@ -19,7 +19,9 @@
 # effective rate, the event and uniformised engines at n = 100 and 10^4), merged into one section. The
 # defaults add up to 9.3 minutes (call the device with timeout_s 600); sizes follow
 # jax.default_backend() (jaxq/bench/sizes.py: 10^4-10^6 replications for the lockstep engines and the event
-# engine's families on an accelerator); the default is the --quick grid, --full the larger one.
+# engine's families on an accelerator); the default is the --quick grid, --full the larger one. The section
+# "optimal" (policy iteration in numpy against scipy's SuperLU) is CPU-only and not run here: both solvers run on
+# the host, so benchmarks/run_cpu.sh measures it.
 # Dry run on a CPU (about a minute):  JAX_PLATFORMS=cpu JAXQ_BENCH_TINY=1 OUT=/tmp/gpu bash benchmarks/run_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."

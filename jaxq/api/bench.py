@@ -1,5 +1,6 @@
 """Throughput on this machine (``jaxq bench``): each simulator's events per second beside its baselines (numba,
-Ciw; loaded from ``benchmarks/baselines/`` of a checkout, or ``$JAXQ_BASELINES``, when present)."""
+Ciw; loaded from ``benchmarks/baselines/`` of a checkout, or ``$JAXQ_BASELINES``, when present), and the optimum
+J*_n of the 2x2 system by policy iteration beside the same iteration with scipy's sparse LU."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ __all__ = ["bench_parts", "bench_sections", "run_bench"]
 
 
 def bench_sections() -> list[str]:
-    """The sections this installation can measure (``pss2x2``, ``mmc``, ``network``, ``sde``, ``fastslow``: those
-    whose module is present; each runs without its baseline)."""
+    """The sections this installation can measure (``pss2x2``, ``mmc``, ``network``, ``sde``, ``fastslow``,
+    ``optimal``: those whose module is present; each runs without its baseline)."""
     from jaxq import bench
 
     return bench.available()

@@ -5,9 +5,10 @@ throughput of a jaxq engine (events, path-steps or state-updates per second, the
 compile time separately, its estimates, and, where the section has one, a baseline measured in the same
 run on the same model (its rate, its estimates and the ratio).
 
-The baselines (numba loops, Ciw) are not part of this package: they live in ``benchmarks/baselines/`` of
-the repository checkout and are loaded by :func:`baseline`; without them (an installed wheel, no numba or
-Ciw) every jaxq row is still measured, the baseline columns stay empty and a ``note`` says why.
+The baselines (numba loops, Ciw, scipy's SuperLU for the optimum) are not part of this package: they live in
+``benchmarks/baselines/`` of the repository checkout and are loaded by :func:`baseline`; without them (an
+installed wheel, no numba or Ciw) every jaxq row is still measured, the baseline columns stay empty and a
+``note`` says why.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import jax
 
 import jaxq
 
-SECTIONS = ("pss2x2", "mmc", "network", "sde", "fastslow")
+SECTIONS = ("pss2x2", "mmc", "network", "sde", "fastslow", "optimal")
 BASELINES_ENV = "JAXQ_BASELINES"  # a folder holding ``baselines/`` (default: ``benchmarks/`` of the checkout)
 REQUIRES = ("numba", "ciw")  # what the baselines import (pip install -e ".[bench]")
 

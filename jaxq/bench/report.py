@@ -82,6 +82,9 @@ def _label(section: str, row: dict) -> str:
     if section == "fastslow":
         what = "value iteration" if row["engine"] == "fastslow_vi" else "CTMC"
         return f"fast/slow {what}, {row['size']} {'states' if what == 'value iteration' else 'steps'}, {reps} reps"
+    if section == "optimal":
+        return (f"optimum J*_n of the 2x2 system ({row['system']}), n = {row['n']}, policy iteration, "
+                f"{row['states']:,} states")
     return f"{section}: {row.get('engine', '')}"
 
 
@@ -108,7 +111,8 @@ def headline(result: dict) -> list[dict]:
                             "ratio": r.get("effective_ratio") if effective else r.get("ratio")})
             continue
         group = {"network": lambda r: (r["engine"], r["n"]), "mmc": lambda r: (r["engine"], r["n"]),
-                 "sde": lambda r: (r["scheme"],)}.get(section, lambda r: (r.get("engine"),))
+                 "sde": lambda r: (r["scheme"],), "optimal": lambda r: (r["engine"], r["n"])}.get(
+            section, lambda r: (r.get("engine"),))
         rows = _largest(rows, lambda r: group(r) + (r.get("impl"),))
         ours = [r for r in rows if r.get("impl", "jaxq").startswith("jaxq")]
         paired = set()

@@ -16,6 +16,10 @@ size there is 10^6 alone: on an H200 the nine families' interleaved rounds at 10
 events each did not finish in 170 s), run to ``jaxq simulate``'s default horizon or for
 about ``family_target_events`` events each, whichever is shorter (the full CPU size: the default horizon);
 ``pss2x2_mixed_reps`` the same for the mixed-primitive systems (the largest size only on an accelerator).
+``optimal_n``: the indices n of the optimum's rows (policy iteration in numpy and scipy on the host CPU whatever
+the backend, so an accelerator run takes the quick size only). n = 1000 is left out: on the 2-core CPU of
+2026-12-05 its jaxq solve alone ran 39 minutes without finishing (cap 508, 2.3 million states, about 2 minutes per
+improvement), so a full run would take hours.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ def grid(quick: bool) -> dict:
                 "pss2x2_ctmc_reps": (2, 1000), "pss2x2_numba_reps": (1, 2, 100, 1000),
                 "mmc_reps": 1000, "mmc_horizon": 5.0, "ciw_horizon": 0.5, "rep_events": None,
                 "lockstep_chunk": 1 << 16, "event_chunk": 10_000,
-                "sde_paths": (256,), "sde_chunk": 256, "fastslow_ctmc": ((32, 2_000),), "network_reps": (64, 256), "mmc_scale": ()}
+                "sde_paths": (256,), "sde_chunk": 256, "fastslow_ctmc": ((32, 2_000),), "network_reps": (64, 256), "mmc_scale": (),
+                "optimal_n": (16,)}
     if accel:
         return {"target_events": 2e7 if quick else 1e8, "lockstep_target_events": 1e9 if quick else 4e9,
                 "pss2x2_event_reps": (1, 100, 10_000) if quick else (1, 100, 10_000, 100_000),
@@ -52,7 +57,8 @@ def grid(quick: bool) -> dict:
                 "rep_events": 2e4 if quick else 1e5, "lockstep_chunk": 1 << 20, "event_chunk": 100_000,
                 "sde_paths": (10_000, 1_000_000), "sde_chunk": 1 << 20,
                 "fastslow_ctmc": ((10_000, 2_000), (100_000, 2_000)),
-                "network_reps": (256, 100_000), "mmc_scale": ((100, 1_000_000), (10_000, 100_000))}
+                "network_reps": (256, 100_000), "mmc_scale": ((100, 1_000_000), (10_000, 100_000)),
+                "optimal_n": (16,)}
     return {"target_events": 2e6 if quick else 2e7, "lockstep_target_events": 2e6 if quick else 2e8,
             "pss2x2_event_reps": (1, 100) if quick else (1, 100, 10_000),
             "pss2x2_family_reps": (1_000,) if quick else (10_000,),
@@ -65,4 +71,5 @@ def grid(quick: bool) -> dict:
             "sde_paths": (256, 1024) if quick else (10_000, 1_000_000), "sde_chunk": 256 if quick else 1 << 16,
             "fastslow_ctmc": ((32, 2_000),) if quick else ((256, 20_000), (10_000, 2_000)),
             "network_reps": (64, 256) if quick else (256, 4096),
-            "mmc_scale": () if quick else ((100, 100), (10_000, 100), (10_000, 10_000))}
+            "mmc_scale": () if quick else ((100, 100), (10_000, 100), (10_000, 10_000)),
+            "optimal_n": (16,) if quick else (16, 100)}
