@@ -216,7 +216,7 @@ def _option_values(ch: Chain, v: np.ndarray) -> np.ndarray:
     return u
 
 
-def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None = None):
+def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None = None, tie_rtol: float = 1e-9):
     """The greedy decision at every pre-decision state: ``(policy, W)``, policy the index of the option pair
     (into ``acts.options``) and W its value; where ``current`` is given it is kept unless another pair is better
     by more than ``TIE_RTOL`` of the largest value."""
@@ -234,7 +234,7 @@ def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None =
                                                 enumerate(((o1, m1), (o2, m2))))
     policy = np.zeros(lay.shape, dtype=np.int16)
     w = np.empty(lay.shape)
-    tol = TIE_RTOL * max(float(np.abs(v).max()), 1e-300)
+    tol = tie_rtol * max(float(np.abs(v).max()), 1e-300)
     cur = None if current is None else current.reshape(lay.shape)
     for s1 in range(m1):
         for s2 in range(m2):
@@ -385,7 +385,7 @@ def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarra
     for it in range(1, max_iterations + 1):
         v, mv = solve(policy_matrix(ch, acts, trans, policy), cost, v, ch.gamma, rtol)
         total += mv
-        new, _ = greedy(ch, acts, v, policy)
+        new, _ = greedy(ch, acts, v, policy, max(TIE_RTOL, 2.0 * rtol))  # a change beyond the values' error
         if np.array_equal(new, policy):
             if rtol == SOLVE_RTOL:
                 return CapSolution(ch, v, policy, start_value(ch, v), it, total)
