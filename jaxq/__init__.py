@@ -9,7 +9,7 @@ The public API (``import jaxq``; see :mod:`jaxq.api` and docs/reference/api.md):
     optimal                        J*_n, the optimum of the n-th 2x2 system, by dynamic programming; its policy
     simulate_sde                   the workload diffusion of a 2x2 system and V_WCP
     simulate_network_sde           the network diffusion (2.27)
-    tune                           switching level / threshold by gradients (exact, sde, prelimit)
+    tune                           switching level z (L-BFGS); prelimit: z and threshold (a search)
     solve_fastslow                 the fast/slow server MDP (thresholds, structure, (K1)-(K6))
     simulate_fastslow              a threshold policy of the fast/slow system
     run_experiment, read_run       a study from an experiment file, resumable; its per-replication records

@@ -441,10 +441,8 @@ def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: boo
     phase-blind ``result.policy``. ``queue_cap``: the cap of both queues (default: doubled from
     ``max(6, 4 sqrt(n))`` until J*_n changes by at most ``rtol`` relative, ``truncation_change``). Beside J*_n:
     V0 and, with ``exact_policy``, the exact J_n of Theorem 2.11's policy (``exact_cost``) and the ratios.
-    A chain of more than ``max_states`` states or ``max_gib`` GiB is refused before it is built.
-
-    Returns:
-      jaxq.mdp.optimum.Optimal: J*_n and the rest; ``to_dict()`` is the command line's JSON.
+    A chain of more than ``max_states`` states or ``max_gib`` GiB is refused before it is built. Returns a
+    :class:`jaxq.mdp.optimum.Optimal`: J*_n and the rest; ``to_dict()`` is the command line's JSON.
     """
     from jaxq.mdp.optimum import optimal as solve
 

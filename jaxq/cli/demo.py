@@ -34,7 +34,8 @@ def demo_experiment(seed: int, small: bool) -> str:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="a small default study of the six cases of Theorem 2.11 (about a minute)")
+    p = sub.add_parser("demo", help="the six cases of Theorem 2.11 analysed, then a small convergence study of "
+                                    "three (P, PP, T2T1; about a minute)")
     p.add_argument("--out", default="jaxq-demo", help="output directory (default: ./jaxq-demo)")
     p.add_argument("--small", action="store_true", help="a seconds-long smoke run (tiny n and replications)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")

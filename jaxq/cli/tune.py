@@ -14,9 +14,20 @@ TARGETS = ("exact", "sde", "prelimit")
 def register(sub) -> None:
     from jaxq.api import MAX_MAGNITUDE, arg_type
 
-    p = sub.add_parser("tune", help="tune the switching level z (and threshold constant c) by gradients (optax)")
+    p = sub.add_parser(
+        "tune",
+        help="tune the switching level z (by default L-BFGS on the limit's exact cost) or, on the n-th system, "
+             "z and the threshold constant c (by default a search)",
+        description="Tune the switching level z of Theorem 2.11's policy and compare it with z* and V0. By default "
+                    "(--target exact) L-BFGS (optax) minimises the limit's closed-form cost J(0; z); --target sde "
+                    "minimises the workload SDE's Monte Carlo cost by L-BFGS on pathwise gradients; --target "
+                    "prelimit tunes z and, for a policy with a threshold, the constant c of Theta_n = ceil(c n^a) "
+                    "on J_n of the n-th system, by one-dimensional searches on common random numbers (--method "
+                    "search, the default) or Adam on smoothed gradients (--method gradient).",
+    )
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2', dual-mode case)")
-    p.add_argument("--target", choices=TARGETS, default="exact", help="cost to minimise (default: exact)")
+    p.add_argument("--target", choices=TARGETS, default="exact", help="cost to minimise: exact (default: the limit's closed-form cost, L-BFGS), "
+                        "sde (the workload SDE's Monte Carlo cost, pathwise gradients) or prelimit (J_n, --method)")
     p.add_argument("--z-init", type=arg_type("float", gt=0, le=MAX_MAGNITUDE), default=None,
                    help="starting switching level (workload units)")
     p.add_argument("--max-iter", type=arg_type("int", lo=1, hi=100_000), default=200,
