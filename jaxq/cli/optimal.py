@@ -43,7 +43,8 @@ def render(r: dict) -> str:
     if r["exact_cost"] is not None:
         lines.append(f"Theorem 2.11's policy {r['policy']}: exact J_n = {r['exact_cost']:.8g}")
     lines.append(f"V0 = {r['V0']:.8g}   J*_n / V0 = {g(r['J_star_over_V0'], '.4f')}   "
-                 f"J_n / V0 = {g(r['exact_cost_over_V0'], '.4f')}   J*_n / J_n = {g(r['J_star_over_exact_cost'], '.4f')}")
+                 f"J_n / V0 = {g(r['exact_cost_over_V0'], '.4f')}   "
+                 f"J*_n / J_n = {g(r['J_star_over_exact_cost'], '.4f')}")
     sv = r["serving"]
     lines.append("optimal policy, share of discounted time: " + "   ".join(
         f"server {k + 1}: class 1 {sv[0][k]:.3f}, class 2 {sv[1][k]:.3f}, idle while a job waits "

@@ -216,13 +216,13 @@ def _option_values(ch: Chain, v: np.ndarray) -> np.ndarray:
     return u
 
 
-def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None = None, tie_rtol: float = 1e-9):
+def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None = None,
+           tie_rtol: float = TIE_RTOL):
     """The greedy decision at every pre-decision state: ``(policy, W)``, policy the index of the option pair
     (into ``acts.options``) and W its value; where ``current`` is given it is kept unless another pair is better
-    by more than ``TIE_RTOL`` of the largest value."""
+    by more than ``tie_rtol`` of the largest value."""
     lay = ch.lay
     u = _option_values(ch, v)
-    base = u.shape[:4]
     m1, m2 = lay.shape[4:]
     x1 = np.arange(lay.shape[0]).reshape(-1, 1, 1, 1)
     x2 = np.arange(lay.shape[1]).reshape(1, -1, 1, 1)
@@ -253,7 +253,6 @@ def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None =
                 bv = np.where(keep, cv, bv)
             policy[..., s1, s2] = own[best]
             w[..., s1, s2] = bv
-    del base
     return policy.ravel(), w.ravel()
 
 
@@ -572,8 +571,8 @@ def observable_table(ch: Chain, acts: Actions, trans, value: np.ndarray, policy:
     lay = ch.lay
     m = lay.shape[4:]
     u = _option_values(ch, value)
-    weight = occupation(ch, acts, trans, policy).reshape(lay.shape) if lay.size > np.prod(
-        lay.shape[:2]) * 9 else None
+    phases = lay.shape[2:] != (1, 1, 3, 3)
+    weight = occupation(ch, acts, trans, policy).reshape(lay.shape) if phases else None
     # semantic decisions per server: 0 keep, 1 start class 1, 2 start class 2
     table = np.full(lay.shape[:2] + (3, 3, 2), IDLE, dtype=np.int8)
     x1 = np.arange(lay.shape[0]).reshape(-1, 1)
@@ -622,7 +621,7 @@ def observable_table(ch: Chain, acts: Actions, trans, value: np.ndarray, policy:
     return table
 
 
-def table_policy(ch: Chain, acts: Actions, table: np.ndarray) -> np.ndarray:
+def table_options(ch: Chain, acts: Actions, table: np.ndarray) -> np.ndarray:
     """The option pair of :func:`actions` that the observable ``table`` takes at every pre-decision state."""
     lay = ch.lay
     g = ch.grids
@@ -644,7 +643,7 @@ def table_cost(ch: Chain, table: np.ndarray) -> float:
     servers as they are."""
     acts = actions(ch.lay)
     src, pre, rate, real = transitions(ch)
-    pol = table_policy(ch, acts, table)
+    pol = table_options(ch, acts, table)
     keep = _keep_option(ch, acts)
     decided = np.where(real, pol[pre], keep[pre])
     posts, probs = _post(ch, acts, pre, decided)
