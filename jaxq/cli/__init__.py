@@ -183,6 +183,11 @@ def _resume_hint(argv: list[str]) -> str:
     return f"; resume with {shlex.join(['jaxq', 'run', *rest, '--resume'])}"
 
 
+def _backend_unavailable(e: BaseException) -> bool:
+    """Whether JAX could not start the platform that ``JAX_PLATFORMS`` (or the default) asks for."""
+    return isinstance(e, RuntimeError) and "Unable to initialize backend" in str(e)
+
+
 def _main(argv: list[str]) -> int:
     import jax
 
@@ -223,6 +228,9 @@ def _main(argv: list[str]) -> int:
             sys.stderr.write(f"jaxq: error: input: too large or too deeply nested ({type(e).__name__})\n")
             return 2
         except Exception as e:  # a bug of ours: one line, not a traceback (JAXQ_DEBUG=1 shows it)
+            if _backend_unavailable(e):  # the environment names a platform this install cannot start: bad input
+                sys.stderr.write(f"jaxq: error: JAX_PLATFORMS: {_one_line(e)[:300]}\n")
+                return 2
             if debug_enabled():
                 raise
             sys.stderr.write(f"jaxq: internal error: {type(e).__name__}: {_one_line(e)[:300]} "

@@ -161,7 +161,6 @@ def real_events(s: State):
 # The coarse set where the replications do not afford all eleven (jaxq.stats.controlled_mean): the value function's
 # martingale summed over the six streams (its coefficient is 1 in the limit) and the two linear controls.
 COARSE_CONTROLS = (tuple(range(6)), (6,), (7,))
-STREAM_JUMPS = jnp.array([[-1.0, 0.0, 1.0, 1.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0, 1.0, 1.0]])  # effect on X_i, (2, 6)
 VOID_PROPOSALS = 1  # Marsaglia-Tsang proposals per gamma variate in an event (the void protocol redoes the rest)
 
 
