@@ -146,11 +146,21 @@ _CHECKS = {
     "dt": _optional(_number(gt=0)),
     "z0": _number(ge=0),
     "switch_at": _optional(_number(ge=0)),
-    "source": lambda x, k: v.check_path(x, k, _SYSTEM_FILE),
+    "source": lambda x, k: _file_name(x, k, _SYSTEM_FILE),
     "experiment": lambda x, k: v.check_path(x, k, "an experiment file (or give its TOML text)"),
     "out": lambda x, k: v.check_path(x, k, "an output folder"),
 }
 _KINDS = {"pss2x2": "a 'pss2x2' system (e.g. pss_PP)", "network": "a 'network' system (e.g. network_N)"}
+
+
+def _file_name(value, key: str, what: str):
+    """A file name (:func:`jaxq.model.validate.check_path`) that is not TOML text pasted in its place."""
+    name = v.check_path(value, key, what)
+    text = str(os.fspath(name))
+    if "\n" in text:
+        raise InputError(key, f"got {text.count(chr(10)) + 1} lines of text, not a name: give {what} by its path "
+                              "(write the text to a .toml file)")
+    return name
 
 
 def _system(value, key: str, kind: str | None):
@@ -163,7 +173,7 @@ def _system(value, key: str, kind: str | None):
     if kind is None and isinstance(value, MarkovModel):
         return value
     if isinstance(value, (str, os.PathLike)):
-        value = load(v.check_path(value, key, _SYSTEM_FILE))
+        value = load(_file_name(value, key, _SYSTEM_FILE))
     if not isinstance(value, (PSS2x2, Network)):
         raise InputError(key, f"expected a bundled example name, a TOML file or a loaded system, got an "
                               f"object of type {type(value).__name__}")
@@ -171,6 +181,24 @@ def _system(value, key: str, kind: str | None):
     if kind is not None and got != kind:
         raise InputError(key, f"this needs {_KINDS[kind]}, got a '{got}' system")
     return value
+
+
+def _bind(fn, sig: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
+    """``sig.bind``, a missing or extra positional argument refused as an InputError naming it (not Python's
+    TypeError)."""
+    try:
+        return sig.bind(*args, **kwargs)
+    except TypeError as e:
+        text = str(e)
+        missing = text.split("'")[1] if "missing a required argument" in text else None
+        if missing is not None:
+            needed = [p.name for p in sig.parameters.values() if p.default is p.empty
+                      and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            raise InputError(missing, f"missing: jaxq.{fn.__name__} needs {', '.join(needed)}") from None
+        positional = [p for p in sig.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        raise InputError("arguments", f"jaxq.{fn.__name__} takes at most {len(positional)} positional arguments "
+                                      f"({', '.join(p.name for p in positional)}), got {len(args)}") from None
 
 
 def _checked(**systems):
@@ -184,7 +212,7 @@ def _checked(**systems):
         def checked(*args, **kwargs):
             _check_keywords(fn, sig, kwargs)
             with in_float64():  # jaxq computes in float64 whatever the caller's JAX configuration
-                bound = sig.bind(*args, **kwargs)
+                bound = _bind(fn, sig, args, kwargs)
                 for name, value in bound.arguments.items():
                     if sig.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
                         bound.arguments[name] = {k: _CHECKS[k](x, k) if k in _CHECKS else x for k, x in value.items()}
@@ -251,6 +279,7 @@ def _own(fn) -> set[str]:
                             if p.kind is inspect.Parameter.VAR_KEYWORD}
 
 
+@_checked()
 def example_names() -> list[str]:
     """Names of the bundled example systems (``pss_P``, ..., ``network_N``, ...)."""
     from jaxq.examples import names
