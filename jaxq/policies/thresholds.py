@@ -58,9 +58,16 @@ class Levels(NamedTuple):
         return cls(switch_at, theta_exponent, ABSOLUTE_RULE, 1.0 if theta_constant is None else theta_constant)
 
 
+THETA_MAX = 2**31 - 1  # the simulators hold Theta_n in an int32
+
+
 def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:
-    """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1)."""
-    return int(math.ceil(round(constant * n**exponent, 9)))
+    """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1); refused beyond the simulators' int32."""
+    level = constant * n**exponent
+    if not level <= THETA_MAX:
+        raise InputError("theta_constant", f"Theta_n = c n^a = {level:.3g} (c = {constant:g}, n = {n:g}, a = "
+                                           f"{exponent:g}) is beyond the threshold's range (at most {THETA_MAX})")
+    return int(math.ceil(round(level, 9)))
 
 
 def excursion_depth(system, p: int, k1: int) -> float:

@@ -155,13 +155,15 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
                                       "level would be ignored; drop it or choose a switching policy "
                                       "(PP, T2T2, T1T2, T2T1)")
     lam_n, mu_n = system.rates(n)
+    given = horizon is not None
     if horizon is None:
         horizon = default_horizon(system, n, scale=an.V0)
     if not (math.isfinite(horizon) and horizon > 0):
         raise InputError("horizon", f"must be a positive number, got {horizon}")
     expected_events = 2.0 * float(np.sum(lam_n)) * horizon
     if expected_events > 2.0**31:  # the per-event counter of the random stream is 32-bit
-        raise InputError("n", f"about {expected_events:.3g} events per replication exceed the 2^31 supported")
+        raise InputError("horizon" if given else "n", f"about {expected_events:.3g} events per replication (n = {n:g}, "
+                                                      f"horizon {horizon:g}) exceed the 2^31 supported")
     rec = np.asarray(record_times, dtype=np.float64).reshape(-1)
     if np.any(rec < 0) or np.any(rec > horizon):
         raise InputError("record_times", f"must lie in [0, horizon = {horizon:g}]")

@@ -39,6 +39,7 @@ from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
+from jaxq.policies.thresholds import THETA_MAX
 from jaxq.sim.pss2x2 import (COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, Batching, Levels, Outputs, grouped, setup,
                               simulate, simulate_bounded)
 from jaxq.stats import controlled_values, mean_stderr, t_interval
@@ -339,6 +340,9 @@ def tune_prelimit(system: PSS2x2, n: float, *, policy: str = "auto", seed: int =
         raise InputError("reps", f"need at least 2 replications, got {reps}")
     theta_d = default_theta(system, n, name, exponent, a)
     z0 = (z_star if z_init is None else float(z_init)) if tune_z else None  # the limit's, not the default rule's
+    if tune_c and c_init is not None and float(c_init) * n**exponent > THETA_MAX:
+        raise InputError("c_init", f"Theta_n = c n^a = {float(c_init) * n**exponent:.3g} at n = {n:g} is beyond the "
+                                   f"threshold's range (at most {THETA_MAX}); take a smaller c_init")
     theta0 = (theta_d if c_init is None else thresholds.theta_level(n, exponent, c_init)) if tune_c else theta_d
     ev_reps = evaluate_reps or eval_reps or EVAL_FACTOR * reps
     eval_seed = derived_seed(seed, EVALUATION)

@@ -370,3 +370,13 @@ if __name__ == "__main__":  # survey: run every case in-process and print its ou
         ok = rc == 2 and len(lines) == 1 and lines[0].startswith("jaxq: error: ")
         print(f"{'OK  ' if ok else 'FAIL'} {c.id} rc={rc} {time.perf_counter() - t0:.1f}s lines={len(lines)} "
               f"{(lines[-1] if lines else '')[:160]!r}", flush=True)
+
+
+@pytest.mark.parametrize("argv,prefix", [
+    (["simulate", "pss_P", "--n", "4", "--reps", "2", "--horizon", "1e12"], "jaxq: error: horizon: "),
+    (["tune", "pss_T2T1", "--target", "prelimit", "--n", "100", "--c-init", "1e9"], "jaxq: error: c_init: "),
+])
+def test_the_refusal_names_the_argument_at_fault(argv, prefix, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(prefix), err
