@@ -176,7 +176,7 @@ BAD = {
                     "experiment.chunk"),
     "extra_table": (EXP + "[extra]\nx = 1\n", "extra"),
     "n_string": (EXP.replace("n = [9]", 'n = ["9"]'), "grid.n.0"),
-    "pss_horizon_1e300": (EXP.replace("horizon = 2.0", "horizon = 1e300"), "grid.n"),
+    "pss_horizon_1e300": (EXP.replace("horizon = 2.0", "horizon = 1e300"), "grid.horizon"),
     "sde_dt_1e-300": ('[experiment]\nstudy = "sde"\nsystems = ["pss_PP"]\nreplications = 4\n'
                       "[grid]\ndt = [1e-300]\nhorizon = 2.0\n", "grid.dt"),
     "sde_horizon_1e300": ('[experiment]\nstudy = "sde"\nsystems = ["pss_PP"]\nreplications = 4\n'
