@@ -308,14 +308,21 @@ def _bicgstab(a, b, dinv, tol, maxiter):
     rho = alpha = omega = 1.0
     v = np.zeros_like(b)
     p = np.zeros_like(b)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a breakdown is caught below, not warned about
+        return _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p)
+
+
+def _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p):
     for it in range(1, maxiter + 1):
         rho1 = np.sum(rhat * r)
-        if rho1 == 0.0 or omega == 0.0:
-            return x, 2 * it
+        if not (np.isfinite(rho1) and rho1 != 0.0 and np.isfinite(omega) and omega != 0.0):
+            return x, 2 * it  # a breakdown: the caller restarts from the true residual
         p = r + (rho1 / rho) * (alpha / omega) * (p - omega * v)
         ph = dinv * p
         v = a @ ph
         alpha = rho1 / np.sum(rhat * v)
+        if not np.isfinite(alpha):
+            return x, 2 * it
         s = r - alpha * v
         x += alpha * ph
         if np.abs(s).max() <= tol:
@@ -323,6 +330,8 @@ def _bicgstab(a, b, dinv, tol, maxiter):
         sh = dinv * s
         t = a @ sh
         omega = np.sum(t * s) / np.sum(t * t)
+        if not np.isfinite(omega):
+            return x, 2 * it
         x += omega * sh
         r = s - omega * t
         rho = rho1

@@ -197,3 +197,13 @@ def test_the_activity_shares_satisfy_the_discounted_flow_balance():
     assert sum(system.h[i] * q[i] for i in (0, 1)) / math.sqrt(n) == pytest.approx(res.J_star, rel=1e-5)
     assert all(0.0 <= s <= 1.0 for row in res.serving for s in row)
     assert res.idle_waiting[0] >= 0.0 and res.idle_waiting[1] >= 0.0
+
+
+def test_a_bicgstab_breakdown_returns_finite_values_for_a_restart():
+    """A breakdown (here rhat.v = 0 at the first step) ends the inner iteration with finite values, so the caller's
+    restart from the true residual can go on (it produced NaN and ran to its iteration limit)."""
+    import scipy.sparse as sp
+
+    a = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    x, products = dp._bicgstab(a, np.array([1.0, 0.0]), np.ones(2), 1e-12, 50)
+    assert np.all(np.isfinite(x)) and products <= 4
