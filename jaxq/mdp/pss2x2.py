@@ -48,14 +48,13 @@ class Layout(NamedTuple):
     """The truncated state space: axes ``(x_1, x_2, a_1, a_2, sigma_1, sigma_2)``.
 
     ``a_i`` is the phase of class i's interarrival time; ``sigma_k`` the code of server k: 0 idle, then one
-    code per (class, phase) it may serve (``cls[k][sigma]``, ``phase[k][sigma]``). With exponential primitives
+    code per (class, phase) it may serve (``cls[k][sigma]`` its class). With exponential primitives
     every law has one phase and ``sigma_k`` is 0 idle, 1 class 1, 2 class 2.
     """
 
     cap: tuple[int, int]
     shape: tuple[int, ...]
     cls: tuple[np.ndarray, np.ndarray]  # (M_k,) the class of each server code, -1 idle
-    phase: tuple[np.ndarray, np.ndarray]  # (M_k,) the phase of each server code
     code: tuple[tuple[int, int], tuple[int, int]]  # first code of (class i at server k): code[k][i]
 
     @property
@@ -65,18 +64,16 @@ class Layout(NamedTuple):
 
 def layout(cap: tuple[int, int], arrival_phases: tuple[int, int], service_phases) -> Layout:
     """The state space for caps ``cap`` and the number of phases of each law (``service_phases[i][k]``)."""
-    cls, phase, code = [], [], []
+    cls, code = [], []
     for k in (0, 1):
-        c, p, first = [IDLE], [0], []
+        c, first = [IDLE], []
         for i in (0, 1):
             first.append(len(c))
             c += [i] * service_phases[i][k]
-            p += list(range(service_phases[i][k]))
         cls.append(np.array(c))
-        phase.append(np.array(p))
         code.append(tuple(first))
     shape = (cap[0] + 1, cap[1] + 1, arrival_phases[0], arrival_phases[1], len(cls[0]), len(cls[1]))
-    return Layout(tuple(cap), shape, tuple(cls), tuple(phase), tuple(code))
+    return Layout(tuple(cap), shape, tuple(cls), tuple(code))
 
 
 def states_and_bytes(lay: Layout) -> tuple[int, int]:
@@ -100,10 +97,6 @@ class Chain:
 
     def __post_init__(self):
         object.__setattr__(self, "grids", tuple(g.ravel() for g in np.indices(self.lay.shape)))
-
-    @property
-    def x(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.grids[0], self.grids[1]
 
     def cost(self) -> np.ndarray:
         return self.h_hat[0] * self.grids[0] + self.h_hat[1] * self.grids[1]
@@ -218,8 +211,8 @@ def _option_values(ch: Chain, v: np.ndarray) -> np.ndarray:
 
 def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None = None,
            tie_rtol: float = TIE_RTOL):
-    """The greedy decision at every pre-decision state: ``(policy, W)``, policy the index of the option pair
-    (into ``acts.options``) and W its value; where ``current`` is given it is kept unless another pair is better
+    """The greedy decision at every pre-decision state: the index of the option pair (into ``acts.options``) that
+    minimises the value after it; where ``current`` is given it is kept unless another pair is better
     by more than ``tie_rtol`` of the largest value."""
     lay = ch.lay
     u = _option_values(ch, v)
@@ -233,7 +226,6 @@ def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None =
             cnt[p, i] = acts.starts[p, i] + sum(int(o < m and in_srv[i][k][o]) for k, (o, m) in
                                                 enumerate(((o1, m1), (o2, m2))))
     policy = np.zeros(lay.shape, dtype=np.int16)
-    w = np.empty(lay.shape)
     tol = tie_rtol * max(float(np.abs(v).max()), 1e-300)
     cur = None if current is None else current.reshape(lay.shape)
     for s1 in range(m1):
@@ -250,10 +242,8 @@ def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None =
                 cv = np.take_along_axis(vals, pos[..., None], -1)[..., 0]
                 keep = hit.any(axis=-1) & np.isfinite(cv) & (cv <= bv + tol)
                 best = np.where(keep, pos, best)
-                bv = np.where(keep, cv, bv)
             policy[..., s1, s2] = own[best]
-            w[..., s1, s2] = bv
-    return policy.ravel(), w.ravel()
+    return policy.ravel()
 
 
 def _post(ch: Chain, acts: Actions, pre: np.ndarray, pair: np.ndarray):
@@ -379,27 +369,42 @@ def start_value(ch: Chain, v: np.ndarray) -> float:
     return float(ch.arrivals[0][0] @ u @ ch.arrivals[1][0])
 
 
+def work_conserving_start(ch: Chain) -> np.ndarray:
+    """Values whose greedy policy starts every job it can ("fewer jobs waiting is better"): where policy iteration
+    starts without a smaller cap's solution."""
+    return ch.cost() / ch.gamma - sum(ch.in_service(i) for i in (0, 1)) * float(ch.h_hat.min()) / ch.gamma
+
+
 def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarray | None = None,
-                     max_iterations: int = 200) -> CapSolution:
-    """Howard's policy iteration on one truncation, from ``policy0`` (default: greedy on ``v0``, or
-    work-conserving)."""
+                     max_iterations: int = 200, evaluate=None) -> CapSolution:
+    """Howard's policy iteration on one truncation, from ``policy0`` (default: greedy on ``v0``, or on
+    :func:`work_conserving_start`). ``evaluate(a, b, v0, gamma, rtol) -> (v, work)`` solves a policy's equations
+    (default :func:`solve`; ``work`` is summed into ``matvecs``)."""
+    evaluate = solve if evaluate is None else evaluate
     acts = actions(ch.lay)
     trans = transitions(ch)
     cost = ch.cost()
-    if v0 is None:  # start work-conserving: the greedy policy of "fewer jobs waiting is better"
-        v0 = cost / ch.gamma - sum(ch.in_service(i) for i in (0, 1)) * float(ch.h_hat.min()) / ch.gamma
-    policy = greedy(ch, acts, v0)[0] if policy0 is None else policy0
+    v0 = work_conserving_start(ch) if v0 is None else v0
+    policy = greedy(ch, acts, v0) if policy0 is None else policy0
     v, total, rtol = v0, 0, LOOSE_RTOL
     for it in range(1, max_iterations + 1):
-        v, mv = solve(policy_matrix(ch, acts, trans, policy), cost, v, ch.gamma, rtol)
+        v, mv = evaluate(policy_matrix(ch, acts, trans, policy), cost, v, ch.gamma, rtol)
         total += mv
-        new, _ = greedy(ch, acts, v, policy, max(TIE_RTOL, 2.0 * rtol))  # a change beyond the values' error
+        new = greedy(ch, acts, v, policy, max(TIE_RTOL, 2.0 * rtol))  # a change beyond the values' error
         if np.array_equal(new, policy):
             if rtol == SOLVE_RTOL:
                 return CapSolution(ch, v, policy, start_value(ch, v), it, total)
             rtol = SOLVE_RTOL  # the policy has settled on loose values: confirm it on exact ones
         policy = new
     raise InputError("n", f"policy iteration did not settle in {max_iterations} improvements")
+
+
+def warm_start(last: CapSolution, ch: Chain) -> tuple[np.ndarray, np.ndarray]:
+    """The start of policy iteration on ``ch`` from a smaller cap's solution: its values and decisions extended
+    (:func:`extend`), then greedy where the extended decision is not allowed."""
+    v0, p0 = extend(last.chain, ch, last.value, last.policy)
+    acts = actions(ch.lay)
+    return v0, greedy(ch, acts, v0, np.where(_feasible(ch, acts, p0), p0, -1))
 
 
 def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
@@ -469,8 +474,13 @@ MIN_CAP = 6
 TRUNCATION_RTOL = 1e-6
 
 
+def first_cap(n: float, queue_cap: int | None = None) -> int:
+    """The first queue cap of :func:`optimal_cost`: ``queue_cap``, or ``max(6, 4 sqrt(n))``."""
+    return max(MIN_CAP, math.ceil(FIRST_CAP_PER_ROOT_N * math.sqrt(n))) if queue_cap is None else int(queue_cap)
+
+
 def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol: float = TRUNCATION_RTOL,
-                 max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES) -> Optimum:
+                 max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES, evaluate=None) -> Optimum:
     """J*_n of the n-th system from empty, with a truncation checked by doubling.
 
     The cap Q of both queues: ``queue_cap``, or from ``max(6, 4 sqrt(n))`` doubled until J* changes by at most
@@ -484,19 +494,13 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
     t0 = time.perf_counter()
     phase_types = system_phase_types(system)
     key = "n" if queue_cap is None else "queue_cap"
-    c = max(MIN_CAP, math.ceil(FIRST_CAP_PER_ROOT_N * math.sqrt(n))) if queue_cap is None else int(queue_cap)
+    c = first_cap(n, queue_cap)
     counts = [0, 0]
 
     def run(cap, last):
         check_size(layout_of(phase_types, (cap, cap)), max_states, max_bytes, key)
         ch = chain(system, n, (cap, cap), phase_types)
-        if last is None:
-            out = policy_iteration(ch)
-        else:
-            v0, p0 = extend(last.chain, ch, last.value, last.policy)
-            acts = actions(ch.lay)
-            p0, _ = greedy(ch, acts, v0, np.where(_feasible(ch, acts, p0), p0, -1))
-            out = policy_iteration(ch, v0, p0)
+        out = policy_iteration(ch, *(() if last is None else warm_start(last, ch)), evaluate=evaluate)
         counts[0] += out.iterations
         counts[1] += out.matvecs
         return out
@@ -638,11 +642,7 @@ def table_options(ch: Chain, acts: Actions, table: np.ndarray) -> np.ndarray:
     cls = [lay.cls[k][g[4 + k]] for k in (0, 1)]
     dec = table[g[0], g[1], cls[0] + 1, cls[1] + 1]
     opts = [np.where(cls[k] != IDLE, g[4 + k], np.where(dec[:, k] >= 0, m[k] + dec[:, k], 0)) for k in (0, 1)]
-    index = {tuple(p): j for j, p in enumerate(acts.options)}
-    lookup = np.full((max(m) + 2, max(m) + 2), -1, dtype=np.int64)
-    for (o1, o2), j in index.items():
-        lookup[o1, o2] = j
-    out = lookup[opts[0], opts[1]]
+    out = _pair_index(acts, m)[opts[0], opts[1]]
     return np.where(out >= 0, out, 0)
 
 
@@ -665,12 +665,14 @@ def table_cost(ch: Chain, table: np.ndarray) -> float:
     return start_value(ch, v)
 
 
+def _pair_index(acts: Actions, m) -> np.ndarray:
+    """``index[o_1, o_2]``: the position of an option pair in ``acts.options`` (-1: not an option)."""
+    index = np.full((m[0] + 2, m[1] + 2), -1, dtype=np.int64)
+    for j, (o1, o2) in enumerate(acts.options):
+        index[o1, o2] = j
+    return index
+
+
 def _keep_option(ch: Chain, acts: Actions) -> np.ndarray:
     """The option pair 'every server keeps its code' at each state."""
-    g = ch.grids
-    lookup = {tuple(p): j for j, p in enumerate(acts.options)}
-    arr = np.full((ch.lay.shape[4], ch.lay.shape[5]), 0, dtype=np.int64)
-    for s1 in range(ch.lay.shape[4]):
-        for s2 in range(ch.lay.shape[5]):
-            arr[s1, s2] = lookup[(s1, s2)]
-    return arr[g[4], g[5]]
+    return _pair_index(acts, ch.lay.shape[4:])[ch.grids[4], ch.grids[5]]

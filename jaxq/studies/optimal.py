@@ -98,9 +98,7 @@ def _check_point(g, system, label, n) -> None:
         phase_types = system_phase_types(system)
     except InputError as e:
         raise InputError("experiment.systems", f"{where}: {e.key}: {e.reason}") from None
-    cap = g.queue_cap
-    if cap is None:
-        cap = max(dp.MIN_CAP, math.ceil(dp.FIRST_CAP_PER_ROOT_N * math.sqrt(n)))
+    cap = dp.first_cap(n, g.queue_cap)
     key = "grid.queue_cap" if g.queue_cap is not None else _n_key(g, label)
     try:
         dp.check_size(dp.layout_of(phase_types, (2 * cap, 2 * cap)), g.max_states, g.max_gib * 2**30, key)
