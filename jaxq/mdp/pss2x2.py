@@ -17,7 +17,8 @@ Howard's policy iteration on the post-decision states: evaluate the policy by a 
 ``(gamma + r(y)) v(y) - sum_e r_e(y) v(pi(e(y))) = c(y)`` (BiCGSTAB with a diagonal preconditioner, warm
 started, to an error bound proven from the M-matrix structure), improve it greedily (ties keep the current
 action), until no action changes. The value is exact for the truncated chain to the solver's tolerance
-(1e-9 relative); the truncation error is measured by solving again at cap 2Q.
+(1e-9 relative); the truncation error is measured by solving again at cap 2Q, which optimises the decisions
+inside cap Q and keeps the cap-Q solution's decisions beyond it (:func:`optimal_cost`).
 """
 
 from __future__ import annotations
@@ -376,10 +377,12 @@ def work_conserving_start(ch: Chain) -> np.ndarray:
 
 
 def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarray | None = None,
-                     max_iterations: int = 200, evaluate=None) -> CapSolution:
+                     max_iterations: int = 200, evaluate=None, free: np.ndarray | None = None) -> CapSolution:
     """Howard's policy iteration on one truncation, from ``policy0`` (default: greedy on ``v0``, or on
     :func:`work_conserving_start`). ``evaluate(a, b, v0, gamma, rtol) -> (v, work)`` solves a policy's equations
-    (default :func:`solve`; ``work`` is summed into ``matvecs``)."""
+    (default :func:`solve`; ``work`` is summed into ``matvecs``). ``free`` (a mask over the states, default all)
+    marks the states whose decisions are optimised; elsewhere ``policy0`` is kept (a smaller decision set, so
+    the answer is the optimum over the policies that agree with ``policy0`` there)."""
     evaluate = solve if evaluate is None else evaluate
     acts = actions(ch.lay)
     trans = transitions(ch)
@@ -391,6 +394,8 @@ def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarra
         v, mv = evaluate(policy_matrix(ch, acts, trans, policy), cost, v, ch.gamma, rtol)
         total += mv
         new = greedy(ch, acts, v, policy, max(TIE_RTOL, 2.0 * rtol))  # a change beyond the values' error
+        if free is not None:
+            new = np.where(free, new, policy)
         if np.array_equal(new, policy):
             if rtol == SOLVE_RTOL:
                 return CapSolution(ch, v, policy, start_value(ch, v), it, total)
@@ -405,6 +410,11 @@ def warm_start(last: CapSolution, ch: Chain) -> tuple[np.ndarray, np.ndarray]:
     v0, p0 = extend(last.chain, ch, last.value, last.policy)
     acts = actions(ch.lay)
     return v0, greedy(ch, acts, v0, np.where(_feasible(ch, acts, p0), p0, -1))
+
+
+def inside(ch: Chain, cap: int) -> np.ndarray:
+    """The states with both queues at most ``cap``: where a doubled cap optimises its decisions."""
+    return np.maximum(ch.grids[0], ch.grids[1]) <= cap
 
 
 def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
@@ -486,7 +496,11 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
     The cap Q of both queues: ``queue_cap``, or from ``max(6, 4 sqrt(n))`` doubled until J* changes by at most
     ``rtol`` relative. J* is reported at the larger cap 2Q of the last pair, with
     ``truncation_change = |J*(2Q) - J*(Q)|`` (relative to J*). Every solve starts from the last one's values and
-    decisions (:func:`extend`).
+    decisions (:func:`extend`). A doubled cap optimises the decisions where both queues are at most the last
+    cap and keeps, beyond it, the last solution's decision at the nearest state inside it (what the decision
+    table does beyond its cap): the truncated chain's boundary (lost arrivals) distorts the decisions near it,
+    and optimising them cost dozens of improvements that sweep outward one layer each while moving J* by
+    less than the truncation change. The first cap optimises every decision.
 
     Refuses (:class:`~jaxq.errors.InputError` naming ``queue_cap`` or ``n``) a truncation whose states or memory
     exceed the limits, before building it.
@@ -500,7 +514,10 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
     def run(cap, last):
         check_size(layout_of(phase_types, (cap, cap)), max_states, max_bytes, key)
         ch = chain(system, n, (cap, cap), phase_types)
-        out = policy_iteration(ch, *(() if last is None else warm_start(last, ch)), evaluate=evaluate)
+        if last is None:
+            out = policy_iteration(ch, evaluate=evaluate)
+        else:  # beyond the last cap, the decision at the nearest state inside it (the table's own clamp)
+            out = policy_iteration(ch, *warm_start(last, ch), evaluate=evaluate, free=inside(ch, last.chain.lay.cap[0]))
         counts[0] += out.iterations
         counts[1] += out.matvecs
         return out
