@@ -89,9 +89,15 @@ _CHOICES = ("POLICY_CHOICES", "ENGINES", "THETA_RULES", "DEFAULT_THETA_EXPONENT"
             "DEFAULT_SDE_SCHEME", "TUNE_SEARCH_REPS", "TUNE_GRADIENT_REPS")
 
 
+_TARGET = ("Target", "run_to_target", "checked_target")  # precision targets (jaxq.sim.target)
+
+
 def __getattr__(name):
     if name in _CHOICES:  # jaxq.api.choices imports the simulators: only when one of its names is asked for
         return getattr(importlib.import_module("jaxq.api.choices"), name)
+    if name in _TARGET:
+        target = importlib.import_module("jaxq.sim.target")
+        return target.checked if name == "checked_target" else getattr(target, name)
     raise AttributeError(f"module 'jaxq.api' has no attribute {name!r}")
 
 # ------------------------------------------------------------------------------------------ argument checks
@@ -344,7 +350,8 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
 
 @_checked(system=None)
 def simulate(system, n: float | None = None, reps: int | None = None, *, policy: str | None = None,
-             engine: str = "auto", seed: int = 0, **options):
+             engine: str = "auto", seed: int = 0, rel_se: float | None = None, max_reps: int | None = None,
+             budget: float | None = None, **options):
     """Monte Carlo of the n-th (prelimit) system or of a :class:`MarkovModel`; returns a
     :class:`jaxq.sim.result.SimResult`.
 
@@ -369,12 +376,20 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     (default ``"priority"``; ``lap``, ``lqfs``, ``swc``), ``reps`` default 64; options of
     :func:`jaxq.sim.network.simulate` (``warmup``, ``horizon``, ``snap_times``, ...).
     ``engine``: ``auto``, ``event`` or ``uniformized``. Replication r uses ``fold_in(PRNGKey(seed), r)``.
+
+    Precision target (every kind above), in place of ``reps``: ``rel_se`` (the standard error over the estimate
+    to reach; for a network, over each class's ``mean_queue``; for a MarkovModel, over every estimate), ``max_reps`` (default 100,000; a target that needs more is
+    refused before the run), ``budget`` (seconds; the run stops short when they do not suffice). A pilot on a seed
+    derived from ``seed`` plans the replications; the run is then replications ``0 .. R-1`` of ``seed``, a prefix
+    of the fixed run, unbiased (:func:`jaxq.sim.target.run_to_target`). ``info``: ``rel_se_target``,
+    ``stopped_by`` (``target``, ``max_reps``, ``budget``), ``pilot``.
     """
     from jaxq.model.network import Network
     from jaxq.sim.markov import MarkovModel
 
+    target = _target(reps, rel_se, max_reps, budget)
     if isinstance(system, MarkovModel):
-        return _simulate_markov(system, n, reps, policy, engine, seed, options)
+        return _simulate_markov(system, n, reps, policy, engine, seed, options, target)
     if n is None:
         raise InputError("n", "the index n of the system is needed")
     if isinstance(system, Network):
@@ -385,27 +400,52 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
         _check_options("jaxq.simulate (a network)", options, _own(simulate), (network.simulate, 3),
                        flat=network.GROUPS)
-        reps = 64 if reps is None else reps
-        return network.simulate(system, n, policy or "priority", reps=reps, engine=engine, seed=seed,
-                                **network.grouped(_placed(options, reps)))
+        return _run(lambda r, s: network.simulate(system, n, policy or "priority", reps=r, engine=engine, seed=s,
+                                                  **network.grouped(_placed(options, r))), reps, 64, seed, target,
+                    "mean_queue")
     from jaxq.sim import pss2x2
 
     if policy == "tuned":  # the search of jaxq.tuning.prelimit, then fresh replications of the tuned policy
         from jaxq.tuning.prelimit import simulate_tuned
 
         _check_options("jaxq.simulate (a 2x2 system, tuned)", options, _own(simulate), (simulate_tuned, 3),
-                       (pss2x2.simulate, 3), flat=pss2x2.GROUPS)
+                       (pss2x2.simulate, 3), flat=pss2x2.GROUPS, taken=("target",))
         reps = 1000 if reps is None else reps
-        return simulate_tuned(system, n, reps, engine=engine, seed=seed, **_placed(options, reps))
+        return simulate_tuned(system, n, reps, engine=engine, seed=seed, target=target,
+                              **_placed(options, target.max_reps if target else reps))
 
     _check_options("jaxq.simulate (a 2x2 system)", options, _own(simulate), (pss2x2.simulate, 3),
                    flat=pss2x2.GROUPS)
-    reps = 1000 if reps is None else reps
-    return pss2x2.simulate_bounded(system, n, reps, **pss2x2.grouped({"policy": policy or "auto", "seed": seed,
-                                                                      "engine": engine, **_placed(options, reps)}))
+    return _run(lambda r, s: pss2x2.simulate_bounded(
+        system, n, r, **pss2x2.grouped({"policy": policy or "auto", "seed": s, "engine": engine,
+                                        **_placed(options, r)})), reps, 1000, seed, target)
 
 
-def _simulate_markov(model, n, reps, policy, engine, seed, options):
+def _target(reps, rel_se, max_reps, budget):
+    """The precision target of ``jaxq.simulate`` (None: a fixed number of replications), checked."""
+    from jaxq.sim.target import Target, checked
+
+    if rel_se is None:
+        for key, value in (("max_reps", max_reps), ("budget", budget)):
+            if value is not None:
+                raise InputError(key, "belongs to a precision target: pass rel_se too")
+        return None
+    if reps is not None:
+        raise InputError("rel_se", "a precision target chooses the replications: pass reps (paths) or rel_se, not both")
+    return checked(Target(rel_se, 100_000 if max_reps is None else max_reps, budget))
+
+
+def _run(go, reps, default_reps, seed, target, estimate=None):
+    """``go(reps, seed)`` once, or to the precision ``target`` on ``estimate`` (default the primary one;
+    :func:`jaxq.sim.target.run_to_target`)."""
+    from jaxq.sim.target import run_to_target
+
+    if target is None:
+        return go(default_reps if reps is None else reps, seed)
+    return run_to_target(go, seed, target, estimate=estimate)
+
+
+def _simulate_markov(model, n, reps, policy, engine, seed, options, target=None):
     from jaxq.sim.replications import Batching
     from jaxq.sim.user import MarkovRun, simulate_markov
 
@@ -416,15 +456,19 @@ def _simulate_markov(model, n, reps, policy, engine, seed, options):
     own = {"params", "horizon", "discount", "warmup", "observers", *Batching._fields}
     for key in options:
         if key not in own:
-            raise _unknown(key, sorted(own | {"reps", "seed", "engine"}), "jaxq.simulate (a MarkovModel)")
+            raise _unknown(key, sorted(own | {"reps", "seed", "engine", "rel_se", "max_reps", "budget"}),
+                           "jaxq.simulate (a MarkovModel)")
     if options.get("horizon") is None:
         raise InputError("horizon", "a MarkovModel needs the simulated time horizon")
     params = options.pop("params", None)
-    reps = 256 if reps is None else reps
-    options = _placed(options, reps)
-    batching = Batching(**{k: options.pop(k) for k in Batching._fields if k in options})
-    run = MarkovRun(engine=engine, batching=batching, **options)
-    return simulate_markov(model, run, params=params, reps=reps, seed=seed)
+
+    def go(r, s):
+        placed = dict(_placed(options, r))
+        batching = Batching(**{k: placed.pop(k) for k in Batching._fields if k in placed})
+        return simulate_markov(model, MarkovRun(engine=engine, batching=batching, **placed), params=params, reps=r,
+                               seed=s)
+
+    return _run(go, reps, 256, seed, target)
 
 
 def _placed(options: dict, reps) -> dict:
@@ -481,23 +525,27 @@ def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: boo
 
 
 @_checked(system="pss2x2")
-def simulate_sde(system, *, paths: int = 20_000, dt: float | None = None, scheme: str = "skew", z0: float = 0.0,
-                 switch_at: float | None = None, horizon: float | None = None, seed: int = 0, **options):
+def simulate_sde(system, *, paths: int | None = None, dt: float | None = None, scheme: str = "skew", z0: float = 0.0,
+                 switch_at: float | None = None, horizon: float | None = None, seed: int = 0,
+                 rel_se: float | None = None, max_reps: int | None = None, budget: float | None = None, **options):
     """The workload diffusion (2.23)/(2.24) of a 2x2 system, ``dZ = b(Z)dt + sigma(Z)dB + dL``, switching modes
     at ``switch_at`` (default z*); estimates V_WCP(z0) = E int exp(-gamma t) Z dt.
 
     Returns a :class:`jaxq.sim.result.SimResult` (primary ``V_hat``; ``info["V_exact"]`` is the exact ODE value
     for the same switching level). ``scheme``: ``skew`` (default), ``exact`` or ``euler``. ``dt``: default
     ``1e-3 min(1, 1/gamma)``, and at most 0.01 sigma^2/b^2 (the drift's time scale); a step with ``gamma dt > 0.1`` or
-    ``b^2 dt / sigma^2 > 0.3`` is refused (:func:`jaxq.sde.estimators.check_resolution`).
+    ``b^2 dt / sigma^2 > 0.3`` is refused (:func:`jaxq.sde.estimators.check_resolution`). ``paths`` default 20,000;
+    or a precision target in its place (``rel_se``, ``max_reps`` paths, ``budget``), as in :func:`simulate`.
     """
     from jaxq.options import grouped
     from jaxq.sde.estimators import GROUPS, discounted_cost, wcp_value
 
     _check_options("jaxq.simulate_sde", options, _own(simulate_sde), (discounted_cost, 3),
                    taken=("scheme_name",), flat=GROUPS)
-    return wcp_value(analyze(system), z0, switch_at, dt=dt, paths=paths, seed=seed, scheme_name=scheme,
-                     **grouped({"horizon": horizon, **options}, GROUPS))
+    target = _target(paths, rel_se, max_reps, budget)
+    a = analyze(system)
+    return _run(lambda p, s: wcp_value(a, z0, switch_at, dt=dt, paths=p, seed=s, scheme_name=scheme,
+                                       **grouped({"horizon": horizon, **options}, GROUPS)), paths, 20_000, seed, target)
 
 
 @_checked(network="network")

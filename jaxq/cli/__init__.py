@@ -82,6 +82,38 @@ def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
                        help="random seed in [0, 2^32) (same seed, same numbers)")
 
 
+def add_target(p: argparse.ArgumentParser, unit: str = "replications") -> None:
+    """A precision target's options: ``--rel-se``, ``--max-reps``, ``--budget`` (:func:`target_of`)."""
+    p.add_argument("--rel-se", type=float, default=None,
+                   help=f"stop at this standard error over the estimate (e.g. 0.001): a pilot on a derived seed plans "
+                        f"the {unit}, which are then a prefix of the fixed run with --seed")
+    p.add_argument("--max-reps", type=int, default=None,
+                   help=f"the most {unit} of a --rel-se run (default 100000; a target needing more is refused "
+                        "before the run)")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds for a --rel-se run, pilot included: it stops short of the target when they do not "
+                        "suffice")
+
+
+def target_of(args, reps_key: str = "reps", default=None):
+    """The :class:`jaxq.sim.target.Target` of parsed ``args`` (None: a fixed number of ``args.<reps_key>``), its
+    fields checked and named as options; ``default`` the target when neither ``--rel-se`` nor ``--<reps_key>`` is
+    given (None: the fixed default)."""
+    from jaxq.api import Target, checked_target as checked
+
+    names = {"rel_se": "rel-se", "max_reps": "max-reps", "budget": "budget"}
+    if args.rel_se is None:
+        for key in ("max_reps", "budget"):
+            if getattr(args, key) is not None:
+                raise InputError(names[key], "belongs to a precision target: pass --rel-se too")
+        if getattr(args, reps_key) is not None or default is None:
+            return None
+        return default
+    if getattr(args, reps_key) is not None:
+        raise InputError("rel-se", f"a precision target chooses the {reps_key}: pass --{reps_key} or --rel-se, not both")
+    return checked(Target(args.rel_se, 100_000 if args.max_reps is None else args.max_reps, args.budget), names)
+
+
 def enable_compile_cache() -> None:
     """Keep compiled XLA programs on disk so repeated commands do not recompile.
 

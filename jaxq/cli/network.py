@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from jaxq.api import InputError
+from jaxq.cli import add_target, target_of
 from jaxq.cli.progress import progress
 
 
@@ -26,15 +27,24 @@ def _network(path):
 
 def _run_simulate(args) -> dict:
     from jaxq.api import simulate_network
+    from jaxq.api import run_to_target
 
     net = _network(args.network)
     if not (args.n > 0 and math.isfinite(args.n)):
         raise InputError("n", "must be positive")
     if args.chunk is not None and args.chunk < 1:
         raise InputError("chunk", f"must be >= 1, got {args.chunk}")
+    if args.reps is not None and args.reps < 2:
+        raise InputError("reps", f"need at least 2 replications, got {args.reps}")
+    target = target_of(args)
     with progress("network simulate") as tick:
-        res = simulate_network(net, args.n, args.policy, reps=args.reps, warmup=args.warmup, horizon=args.horizon,
-                               seed=args.seed, chunk=args.chunk, progress=tick, engine=args.engine, cv=args.cv == "on")
+        def go(reps, seed):
+            return simulate_network(net, args.n, args.policy, reps=reps, warmup=args.warmup, horizon=args.horizon,
+                                    seed=seed, chunk=args.chunk, progress=tick, engine=args.engine,
+                                    cv=args.cv == "on")
+
+        res = (go(64 if args.reps is None else args.reps, args.seed) if target is None
+               else run_to_target(go, args.seed, target, key="rel-se", estimate="mean_queue"))
     out = res.to_dict()
     for k in ("mean_busy", "mean_busy_stderr", "mean_abs_dev", "mean_abs_dev_stderr", "rms_dev", "rms_dev_stderr",
               "throughput", "throughput_stderr", "arrival_rates", "idleness_weights", "steps",
@@ -85,7 +95,7 @@ def register(subparsers) -> None:
     s.add_argument("network", help="NETWORK.toml (kind = 'network')")
     s.add_argument("--n", type=arg_type("number"), required=True, help="scale n (Halfin-Whitt) or r (underloaded)")
     s.add_argument("--policy", choices=("priority", "lap", "lqfs", "swc"), default="priority")
-    s.add_argument("--reps", type=int, default=64, help="replications (default 64)")
+    s.add_argument("--reps", type=int, default=None, help="replications (default 64)")
     s.add_argument("--warmup", type=float, default=20.0, help="warm-up time T0 (default 20)")
     s.add_argument("--horizon", type=float, default=200.0, help="horizon T (default 200)")
     s.add_argument("--chunk", type=int, default=None, help="replications per compiled call")
@@ -93,6 +103,7 @@ def register(subparsers) -> None:
                    help="event: one event per step with exact holding times; uniformized: the same chain "
                         "uniformised, replications in lockstep (several times faster); auto: uniformized")
     add_cv(s)
+    add_target(s)
     add_common(s, seed=True)
     s.set_defaults(func=_run_simulate)
 

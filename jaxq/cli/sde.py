@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jaxq.api import InputError
-from jaxq.cli import add_common, add_cv
+from jaxq.cli import add_common, add_cv, add_target, target_of
 from jaxq.cli.analyze import load_pss2x2
 from jaxq.cli.output import to_jsonable
 from jaxq.cli.progress import progress
@@ -14,7 +14,7 @@ SCHEME_NAMES = "skew, exact, euler"  # jaxq.api.SDE_SCHEMES (which imports the S
 def register(sub) -> None:
     p = sub.add_parser("sde", help="simulate the reflected workload SDE and estimate V_WCP(z0)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2')")
-    p.add_argument("--paths", type=int, default=20000, help="number of paths (default 20000)")
+    p.add_argument("--paths", type=int, default=None, help="number of paths (default 20000)")
     p.add_argument("--dt", type=float, default=None,
                    help="time step (default 0.001, 0.001/gamma when gamma > 1, and at most 0.01 sigma^2/b^2; "
                         "at most 0.1/gamma and 0.1 sigma^2/b^2)")
@@ -25,27 +25,34 @@ def register(sub) -> None:
                    help="truncation time T, run as ceil(T/dt) steps (default: truncation bound <= 1e-4 of the "
                         "exact value)")
     add_cv(p)
+    add_target(p, "paths")
     add_common(p, seed=True)
     p.set_defaults(func=run)
 
 
 def run(args) -> dict:
-    if args.paths < 2:
+    if args.paths is not None and args.paths < 2:
         raise InputError("paths", "need at least 2 paths")
+    target = target_of(args, "paths")
     from jaxq.api import DEFAULT_SDE_SCHEME, SDE_SCHEMES, analyze, wcp_value
+    from jaxq.api import run_to_target
 
     args.scheme = DEFAULT_SDE_SCHEME if args.scheme is None else args.scheme
     if args.scheme not in SDE_SCHEMES:
         raise InputError("scheme", f"expected one of {', '.join(SDE_SCHEMES)}, got {args.scheme!r}")
     a = analyze(load_pss2x2(args.system))
     with progress("sde") as tick:  # the driver announces its path-steps (start) before the first one
-        r = wcp_value(a, args.z0, args.switch_at, dt=args.dt, horizon=args.horizon, paths=args.paths, seed=args.seed,
-                      scheme_name=args.scheme, cv=args.cv == "on", progress=tick)
+        def go(paths, seed):
+            return wcp_value(a, args.z0, args.switch_at, dt=args.dt, horizon=args.horizon, paths=paths, seed=seed,
+                             scheme_name=args.scheme, cv=args.cv == "on", progress=tick)
+
+        r = go(args.paths or 20000, args.seed) if target is None else run_to_target(go, args.seed, target,
+                                                                                     key="rel-se")
     out = r.to_dict()
     err = r.value - r.info["V_exact"]
     # no standard error (paths that agree to the last bit, as from a huge z0): no error in units of it (null)
     out.update(error_in_stderr=err / r.stderr if r.stderr > 0 else None, relative_error=err / r.info["V_exact"],
-               paths=args.paths, z_star=a.z_star, case=a.case, policy=a.policy, seed=args.seed)
+               paths=r.reps, z_star=a.z_star, case=a.case, policy=a.policy, seed=args.seed)
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from jaxq.api import InputError
-from jaxq.cli import add_common, add_cv
+from jaxq.cli import add_common, add_cv, add_target, target_of
 from jaxq.cli.analyze import load_pss2x2
 from jaxq.cli.progress import progress
 
@@ -16,7 +16,9 @@ def register(sub) -> None:
     p = sub.add_parser("simulate", help="simulate the n-th 2x2 system under a policy (discounted cost J_n)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2') or a bundled example name")
     p.add_argument("--n", type=arg_type("number"), required=True, help="index n of the system (rates n lambda + sqrt(n) ...)")
-    p.add_argument("--reps", type=int, default=1000, help="replications (default 1000)")
+    p.add_argument("--reps", type=int, default=None,
+                   help="replications (default: stop at a relative standard error of 0.001, at most 1000 "
+                        "replications; see --rel-se)")
     p.add_argument(
         "--policy",
         default="auto",
@@ -48,6 +50,7 @@ def register(sub) -> None:
                    help="truncation time T (default: tail bound ~1e-4 of min(V0, no-departure cost), extended until "
                         "it is at most 1e-3 of J_hat)")
     p.add_argument("--chunk", type=int, default=None, help="replications per compiled call (default min(reps, 16384))")
+    add_target(p)
     p.add_argument("--check-invariants", action="store_true", help="count Definition 2.7 violations on the paths")
     p.add_argument(
         "--engine",
@@ -61,23 +64,32 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+DEFAULT_REL_SE = 0.001  # without --reps or --rel-se: this target, at most DEFAULT_MAX_REPS replications
+DEFAULT_MAX_REPS = 1000
+
+
 def run(args) -> dict:
     from jaxq.api import simulate_2x2
+    from jaxq.api import Target, run_to_target
 
     system = load_pss2x2(args.system)
     if not (math.isfinite(args.n) and args.n >= 1):
         raise InputError("n", f"must be a number >= 1, got {args.n:g}")
-    if args.reps < 2:
+    if args.reps is not None and args.reps < 2:
         raise InputError("reps", f"need at least 2 replications, got {args.reps}")
     if args.chunk is not None and args.chunk < 1:
         raise InputError("chunk", f"must be >= 1, got {args.chunk}")
+    target = target_of(args, default=Target(DEFAULT_REL_SE, DEFAULT_MAX_REPS, strict=False))
     n = int(args.n) if float(args.n).is_integer() else args.n
-    chunk = args.chunk if args.chunk is not None else min(args.reps, 16384)
     with progress("simulate") as tick:
-        res = simulate_2x2(system, n, args.reps, policy=args.policy, seed=args.seed, engine=args.engine,
-                           horizon=args.horizon, theta_exponent=args.theta_exponent, switch_at=args.switch_at,
-                           theta_rule=args.theta_rule, chunk=chunk, debug=args.check_invariants, progress=tick,
-                           cv=args.cv == "on")
+        def go(reps, seed):
+            chunk = args.chunk if args.chunk is not None else min(reps, 16384)
+            return simulate_2x2(system, n, reps, policy=args.policy, seed=seed, engine=args.engine,
+                                horizon=args.horizon, theta_exponent=args.theta_exponent, switch_at=args.switch_at,
+                                theta_rule=args.theta_rule, chunk=chunk, debug=args.check_invariants, progress=tick,
+                                cv=args.cv == "on")
+
+        res = go(args.reps, args.seed) if target is None else run_to_target(go, args.seed, target, key="rel-se")
     out = res.to_dict()
     out.pop("hpc", None)
     return out
@@ -88,7 +100,7 @@ def render(r: dict) -> str:
     sw = "" if r["switch_at"] is None else f"   switching level z = {r['switch_at']:.6g}"
     lines = [
         f"n = {r['n']:g}   policy {r['policy']}   threshold Theta_n = {theta}{sw}",
-        f"J_hat = {r['J_hat']:.6g} +- {r['stderr']:.3g} (stderr, {r['reps']} replications)   "
+        f"J_hat = {r['J_hat']:.6g} +- {r['stderr']:.3g} (stderr, {r['reps']} replications{_stop(r)})   "
         f"95% CI [{r['ci95'][0]:.6g}, {r['ci95'][1]:.6g}]",
         *([f"plain estimate {r['J_plain']:.6g} +- {r['stderr_plain']:.3g}: control variates reduce the variance "
            f"{r['variance_reduction']:.3g}x"] if "J_plain" in r else []),
@@ -102,6 +114,14 @@ def render(r: dict) -> str:
     if "violations" in r:
         lines.append("invariant violations: " + ", ".join(f"{k} {v}" for k, v in r["violations"].items()))
     return "\n".join(lines)
+
+
+def _stop(r: dict) -> str:
+    """How a run with a precision target ended, for the estimate's line."""
+    if "stopped_by" not in r:
+        return ""
+    return (f"; target {r['rel_se_target']:g} of J_hat, stopped by {r['stopped_by']}, pilot "
+            f"{r['pilot']['reps']} replications")
 
 
 def diagnostics_lines(d: dict) -> list[str]:

@@ -389,6 +389,8 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
     for) of ``max(J_hat, stderr)`` is an :class:`InputError` naming ``horizon`` with the horizon needed. A
     horizon or ``steps`` given by the caller is used as given (its bound is reported and widens ``ci95``).
     The analysis's warnings (a tie in the high-priority class) come first in the result's ``warnings``.
+    The result's ``wall_s``, ``compile_s`` and ``events`` count every run, the repeated ones too
+    (``info["truncation_reruns"]``, absent when there was none).
     """
     an = args.get("analysis") or analyze(system)  # once: every run below (and its reruns) is given it
     res = _bounded(system, n, reps, **{**args, "analysis": an})
@@ -411,7 +413,11 @@ def _bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
         if attempt == EXTENSIONS or not math.isfinite(horizon):
             break
         try:
-            res = simulate(system, n, reps, **{**args, "truncation": tr._replace(**{key: value})})
+            longer_res = simulate(system, n, reps, **{**args, "truncation": tr._replace(**{key: value})})
+            res = dataclasses.replace(  # the time and events of the shorter runs count too
+                longer_res, wall_s=res.wall_s + longer_res.wall_s, compile_s=res.compile_s + longer_res.compile_s,
+                events=res.events + longer_res.events,
+                info={**longer_res.info, "truncation_reruns": attempt + 1})
         except InputError as e:  # the longer run does not fit the work limits
             refused = f"the horizon {horizon:.4g} it needs is refused: {e.reason}"
             break

@@ -136,6 +136,18 @@ def keys(seed: int, start: int, count: int) -> jax.Array:
     return jax.vmap(lambda r: jax.random.fold_in(base, r))(idx)
 
 
+SEARCH, EVALUATION, PILOT = 1, 2, 3  # purposes of derived seeds: a tuner's search and evaluation, a pilot run
+
+
+def derived_seed(seed: int, purpose: int) -> int:
+    """A seed for one purpose (:data:`SEARCH`, :data:`EVALUATION`, :data:`PILOT`), drawn from ``(seed, purpose)``
+    and never equal to ``seed`` itself: a result simulated with ``seed`` shares no replication with the search
+    that chose its parameters (``simulate(policy="tuned")``) or with the pilot that chose its number of
+    replications (``simulate(rel_se=...)``)."""
+    s = int(np.random.SeedSequence((int(seed), 0x6A617871, int(purpose))).generate_state(1)[0])
+    return s if s != seed else (s + 1) % 2**32
+
+
 def core_count() -> int:
     """CPU cores this process may use."""
     try:

@@ -42,6 +42,8 @@ from jaxq.policies import thresholds
 from jaxq.policies.thresholds import THETA_MAX
 from jaxq.sim.pss2x2 import (COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, Batching, Levels, Outputs, grouped, setup,
                               simulate, simulate_bounded)
+from jaxq.sim.replications import EVALUATION, SEARCH, derived_seed  # noqa: F401  (the seeds of a tuning run)
+from jaxq.sim.target import run_to_target
 from jaxq.stats import controlled_values, mean_stderr, t_interval
 
 METHODS = ("search", "gradient")
@@ -55,7 +57,6 @@ LOCAL_Z_RATIOS = (0.8, 1.0, 1.25)
 SPANS = ("wide", "local")
 EXPANSIONS = 3  # widenings of a grid whose best point lies on its edge
 Z95 = 1.96
-SEARCH, EVALUATION = 1, 2  # purposes of the derived seeds
 
 
 class Procedure(NamedTuple):
@@ -125,14 +126,6 @@ class PrelimitTune(NamedTuple):
     trace: tuple = ()
     cost: dict | None = None
     seeds: dict | None = None
-
-
-def derived_seed(seed: int, purpose: int) -> int:
-    """A seed for one purpose of a tuning run (:data:`SEARCH`, :data:`EVALUATION`), drawn from ``(seed, purpose)``
-    and never equal to ``seed`` itself: a result simulated with ``seed`` (``simulate(policy="tuned")``, the studies'
-    tuned points) shares no replication with the search that chose its parameters."""
-    s = int(np.random.SeedSequence((int(seed), 0x6A617871, int(purpose))).generate_state(1)[0])
-    return s if s != seed else (s + 1) % 2**32
 
 
 def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
@@ -416,11 +409,14 @@ def tune_prelimit(system: PSS2x2, n: float, *, policy: str = "auto", seed: int =
 
 def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto", seed: int = 0,
                    tune_reps: int | None = None, theta_exponent: float | None = None, analysis: Analysis | None = None,
-                   **options):
+                   target=None, **options):
     """J_n under the tuned policy, in one call: :func:`tune_prelimit` (search, seed ``derived_seed(seed, SEARCH)``),
     then :func:`jaxq.sim.pss2x2.simulate_bounded` of the tuned (z, Theta_n) on replications ``fold_in(PRNGKey(seed),
     r)``, which the search never saw (so the estimate is unbiased for the tuned policy's J_n) and which the default
     policy's run with the same ``seed`` shares (common random numbers).
+
+    ``target`` (a :class:`jaxq.sim.target.Target`): the tuned policy's run stops at that precision instead of
+    ``reps`` (:func:`jaxq.sim.target.run_to_target`; the search runs once, before the pilot).
 
     Returns the :class:`jaxq.sim.result.SimResult` of the tuned policy; ``info["tuned"]`` holds the tuned ``z``,
     ``theta``, ``c``, their near-optimal ranges, the search's seed, candidates, replications and seconds.
@@ -438,7 +434,10 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     args = grouped(options)  # the flat options of jaxq.simulate (engine, horizon, chunk, ...), typed
     levels = Levels.absolute(t.z, exponent, t.c)
-    res = simulate_bounded(system, n, reps, policy=policy, seed=seed, analysis=a, **{**args, "levels": levels})
+    def go(r, s):
+        return simulate_bounded(system, n, r, policy=policy, seed=s, analysis=a, **{**args, "levels": levels})
+
+    res = go(reps, seed) if target is None else run_to_target(go, seed, target)
     res.info["tuned"] = tuned_info(t)
     return res
 

@@ -1,0 +1,151 @@
+"""Runs that stop at a precision target: a pilot on its own stream plans the replications of a fixed run.
+
+``run_to_target(run, seed, target)`` turns any simulator ``run(reps, seed) -> SimResult`` into one that stops when
+the standard error is at most ``target.rel_se`` times the estimate, in two stages:
+
+1. **Pilot**: ``target.pilot_reps`` replications on the seed ``derived_seed(seed, PILOT)``
+   (:func:`jaxq.sim.replications.derived_seed`), a stream the result never uses. It measures the relative
+   standard error ``q`` and the seconds per replication.
+2. **The run**: replications ``0 .. R-1`` of ``seed``, ``R = ceil(m (q / rel_se)^2 s)`` with ``m`` the pilot's
+   replications and ``s = 1 + 2 sqrt(2 / (m - 1))`` (the pilot's variance two of its standard errors high, for
+   normal samples), capped by ``max_reps`` and by what ``budget`` seconds leave after the pilot.
+
+The run is ``run(R, seed)`` itself: replication r uses ``fold_in(PRNGKey(seed), r)``, so a targeted run is a prefix
+of a fixed run with the same seed, bit for bit, and its control variates are fitted (cross-fitted by replication
+index) as that fixed run's are. Its replications are not chosen by their own values (``R`` depends on the pilot
+only), so the estimate is unbiased whatever the pilot said. The price: the target is met with high probability,
+not surely. A run that ends above its target says so in its ``warnings``.
+
+The relative standard error of a result is that of its primary estimate, of a named one (a network's mean queue
+per class), or of every estimate of a result without a primary one (a user's MarkovModel), the largest over the
+entries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from jaxq.errors import InputError
+from jaxq.sim.replications import PILOT, derived_seed
+from jaxq.sim.result import SimResult
+
+PILOT_REPS = 128  # replications of the pilot (at most max_reps)
+STOPS = ("target", "max_reps", "budget")
+
+
+class Target(NamedTuple):
+    """A precision target: ``rel_se`` the standard error over the estimate; ``max_reps`` the most replications
+    of the run; ``budget`` the most seconds for the pilot and the run together (None: no limit); ``strict``: a
+    target that needs more than ``max_reps`` is refused before the run (False: the run stops at ``max_reps``)."""
+
+    rel_se: float
+    max_reps: int = 100_000
+    budget: float | None = None
+    pilot_reps: int = PILOT_REPS
+    strict: bool = True
+
+
+def checked(target: Target, keys: dict | None = None) -> Target:
+    """``target`` with its fields checked: one :class:`InputError` naming the key (``keys`` maps a field to the
+    caller's name of it, e.g. ``{"rel_se": "rel-se"}``)."""
+    name = {"rel_se": "rel_se", "max_reps": "max_reps", "budget": "budget", "pilot_reps": "pilot_reps",
+            **(keys or {})}
+    r = target.rel_se
+    if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or not 0 < r < 1:
+        raise InputError(name["rel_se"], f"the relative standard error to reach must be a number in (0, 1), got {r!r}")
+    for key in ("max_reps", "pilot_reps"):
+        v = getattr(target, key)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 2:
+            raise InputError(name[key], f"must be an integer >= 2, got {v!r}")
+    b = target.budget
+    if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0):
+        raise InputError(name["budget"], f"must be a number of seconds > 0, got {b!r}")
+    return target._replace(rel_se=float(r), max_reps=int(target.max_reps), pilot_reps=int(target.pilot_reps),
+                           budget=None if b is None else float(b))
+
+
+def relative_stderr(res: SimResult, key: str | None = None) -> float:
+    """The standard error over the estimate ``key`` (default the primary one, or every estimate of a result
+    without one: a user's MarkovModel), the largest over the entries (an entry 0 with standard error 0 counts 0);
+    inf where an entry is 0 with a positive standard error, NaN where one is not finite."""
+    if key is not None:
+        ests = [res.estimates[key]]
+    else:
+        ests = [res.main] if res.primary is not None else list(res.estimates.values())
+    worst = 0.0
+    for est in ests:
+        v = np.abs(np.asarray(est.value, dtype=float)).ravel()
+        se = np.asarray(est.stderr, dtype=float).ravel()
+        if not (np.all(np.isfinite(v)) and np.all(np.isfinite(se))):
+            return math.nan
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(se == 0, 0.0, se / v)
+        worst = max(worst, float(q.max(initial=0.0)))
+    return worst
+
+
+def safety(pilot_reps: int) -> float:
+    """The factor on the pilot's variance: two standard errors of a sample variance of normal samples."""
+    return 1.0 + 2.0 * math.sqrt(2.0 / (pilot_reps - 1))
+
+
+def plan(q: float, pilot_reps: int, rel_se: float) -> float:
+    """The replications that bring a relative standard error ``q`` over ``pilot_reps`` replications down to
+    ``rel_se`` (the standard error falls like one over the square root of the replications), with the pilot's
+    :func:`safety` factor; inf when ``q`` is not finite."""
+    if not math.isfinite(q):
+        return math.inf
+    return max(2.0, math.ceil(pilot_reps * (q / rel_se) ** 2 * safety(pilot_reps)))
+
+
+def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Target, *, key: str = "rel_se",
+                  estimate: str | None = None) -> SimResult:
+    """``run(reps, seed)`` with the replications planned by a pilot so that the standard error is at most
+    ``target.rel_se`` of the estimate (see the module). The result is the run's, with ``wall_s``, ``compile_s``
+    and ``events`` counting the pilot too, and in ``info``: ``rel_se_target``, ``rel_se`` (reached),
+    ``stopped_by`` (``target``, ``max_reps`` or ``budget``) and ``pilot`` (its seed, replications, relative
+    standard error, seconds). ``key`` names the target in refusals; ``estimate`` is the estimate targeted
+    (default the primary one; every entry of an array)."""
+    pilot_seed = derived_seed(seed, PILOT)
+    m = min(target.pilot_reps, target.max_reps)
+    pilot = run(m, pilot_seed)
+    q = relative_stderr(pilot, estimate)
+    need = plan(q, m, target.rel_se)
+    if not math.isfinite(need):
+        why = "is 0" if q == math.inf else "is not finite"
+        raise InputError(key, f"the pilot's estimate {why} (relative standard error {q:.3g} over {m} replications): "
+                              "no number of replications reaches a relative target; pass reps instead")
+    reps, stopped = int(need), "target"
+    if reps > target.max_reps:
+        if target.strict:
+            raise InputError(key, f"the target {target.rel_se:g} needs about {reps:,} replications (the pilot's relative "
+                                  f"standard error is {q:.3g} over {m}), more than max_reps = {target.max_reps:,}; "
+                                  "raise max_reps or loosen the target")
+        reps, stopped = target.max_reps, "max_reps"
+    if target.budget is not None:
+        per_rep = max(pilot.wall_s - pilot.compile_s, 1e-9) / m
+        left = target.budget - pilot.wall_s - pilot.compile_s  # the run may compile again for its own shape
+        fit = int(left // per_rep) if left > 0 else 0
+        if fit < 2:
+            raise InputError("budget", f"the pilot of {m} replications took {pilot.wall_s:.3g} s of the budget of "
+                                       f"{target.budget:g} s: no run fits in what is left")
+        if fit < reps:
+            reps, stopped = fit, "budget"
+    res = run(reps, seed)
+    reached = relative_stderr(res, estimate)
+    info = {**res.info, "rel_se_target": target.rel_se, "rel_se": reached, "stopped_by": stopped,
+            **({} if estimate is None else {"rel_se_of": estimate}),
+            "pilot": {"seed": pilot_seed, "reps": m, "rel_se": q, "wall_s": pilot.wall_s}}
+    notes = res.warnings
+    if stopped == "target" and not reached <= target.rel_se:
+        notes += (f"the relative standard error {reached:.3g} is above the target {target.rel_se:g}: the pilot's "
+                  f"{m} replications planned {reps:,} (run again with a larger max_reps and pilot, or pass reps)",)
+    elif stopped != "target" and not reached <= target.rel_se:
+        notes += (f"stopped by {stopped} at {reps:,} replications: the relative standard error {reached:.3g} is above "
+                  f"the target {target.rel_se:g} (the pilot asked for about {int(need):,})",)
+    return dataclasses.replace(res, info=info, warnings=notes, wall_s=pilot.wall_s + res.wall_s,
+                               compile_s=pilot.compile_s + res.compile_s, events=pilot.events + res.events)

@@ -1,0 +1,148 @@
+"""Runs that stop at a precision target (jaxq.sim.target): the plan, the stops, the prefix of the fixed run, bias.
+
+The rule is checked on a synthetic simulator whose standard error and seconds per replication are known; the
+simulators themselves (2x2, network, a user's MarkovModel, the workload SDE) on the prefix property and, for the
+2x2 system, on unbiasedness against the exact J_n of the truncated chain over several seeds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaxq
+from jaxq.cli import main
+from jaxq.errors import InputError
+from jaxq.sim.replications import PILOT, derived_seed
+from jaxq.sim.result import Estimate, SimResult
+from jaxq.sim.target import Target, checked, plan, relative_stderr, run_to_target, safety
+
+_spec = importlib.util.spec_from_file_location("markov_examples", Path(__file__).with_name("markov_examples.py"))
+ex = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ex)
+
+
+def fake(sigma=1.0, value=2.0, per_rep=0.01, compile_s=0.5):
+    """A simulator with standard error sigma / sqrt(reps), per_rep seconds a replication; records its calls."""
+    calls = []
+
+    def run(reps, seed):
+        calls.append((reps, seed))
+        est = Estimate(value, sigma / math.sqrt(reps))
+        return SimResult("J_hat", {"J_hat": est}, reps, 10 * reps, compile_s + per_rep * reps, compile_s, "fake")
+
+    return run, calls
+
+
+def test_the_plan_is_the_pilots_variance_over_the_target_squared_with_its_safety_factor():
+    run, calls = fake(sigma=1.0, value=2.0)
+    res = run_to_target(run, 7, Target(0.01, pilot_reps=128))
+    q = (1.0 / math.sqrt(128)) / 2.0
+    want = math.ceil(128 * (q / 0.01) ** 2 * safety(128))
+    assert calls == [(128, derived_seed(7, PILOT)), (want, 7)]
+    assert res.reps == want and res.info["stopped_by"] == "target" and res.info["rel_se"] <= 0.01
+    assert res.info["pilot"] == {"seed": derived_seed(7, PILOT), "reps": 128, "rel_se": q, "wall_s": 0.5 + 1.28}
+    assert res.wall_s == pytest.approx(0.5 + 1.28 + 0.5 + 0.01 * want)  # the pilot's time counts
+    assert res.events == 10 * (128 + want) and res.warnings == ()
+    assert derived_seed(7, PILOT) != 7
+
+
+def test_max_reps_refuses_an_unreachable_target_before_the_run_or_stops_there():
+    run, calls = fake(sigma=1.0, value=1.0)
+    with pytest.raises(InputError, match=r"^rel_se: the target 0.001 needs about .* more than max_reps = 500"):
+        run_to_target(run, 0, Target(0.001, max_reps=500))
+    assert len(calls) == 1  # only the pilot ran
+    run, calls = fake(sigma=1.0, value=1.0)
+    res = run_to_target(run, 0, Target(0.001, max_reps=500, strict=False))
+    assert res.reps == 500 and res.info["stopped_by"] == "max_reps"
+    assert any("stopped by max_reps" in w for w in res.warnings)
+
+
+def test_the_budget_stops_the_run_at_what_fits():
+    run, calls = fake(sigma=1.0, value=1.0, per_rep=0.01, compile_s=0.5)
+    res = run_to_target(run, 0, Target(1e-4, max_reps=10**9, budget=20.0))
+    # the pilot took 0.5 + 1.28 s; the run may compile again (0.5 s): (20 - 1.78 - 0.5) / 0.01 replications
+    assert res.info["stopped_by"] == "budget" and res.reps == int((20.0 - 1.78 - 0.5) // 0.01)
+    assert res.wall_s <= 20.0 + 1e-9
+    with pytest.raises(InputError, match="^budget: the pilot"):
+        run_to_target(fake(per_rep=0.1)[0], 0, Target(1e-4, max_reps=10**9, budget=13.0))
+
+
+def test_a_run_that_ends_above_its_target_says_so():
+    def run(reps, seed):  # the pilot is precise, the run is not: the plan falls short
+        se = 0.001 if seed != 0 else 0.5
+        return SimResult("J_hat", {"J_hat": Estimate(1.0, se)}, reps, reps, 1.0, 0.0, "fake")
+
+    res = run_to_target(run, 0, Target(0.01))
+    assert res.info["stopped_by"] == "target" and res.info["rel_se"] == 0.5
+    assert any("above the target" in w for w in res.warnings)
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, math.nan, math.inf, 1.0, True, "0.1"])
+def test_bad_targets_are_refused(bad):
+    with pytest.raises(InputError, match="^rel_se: "):
+        checked(Target(bad))
+    with pytest.raises(InputError, match="^max_reps: "):
+        checked(Target(0.01, max_reps=1))
+    with pytest.raises(InputError, match="^budget: "):
+        checked(Target(0.01, budget=-1.0))
+
+
+def test_a_pilot_estimate_of_zero_is_refused():
+    run = lambda reps, seed: SimResult("J_hat", {"J_hat": Estimate(0.0, 0.1)}, reps, reps, 1.0, 0.0, "fake")  # noqa
+    with pytest.raises(InputError, match="^rel_se: the pilot's estimate is 0"):
+        run_to_target(run, 0, Target(0.01))
+
+
+def test_relative_stderr_takes_the_worst_entry_and_skips_exact_zeros():
+    res = SimResult(None, {"q": Estimate(np.array([2.0, 0.0, 4.0]), np.array([0.2, 0.0, 0.2]))}, 2, 2, 1.0, 0.0, "x")
+    assert relative_stderr(res, "q") == pytest.approx(0.1)
+
+
+def test_a_targeted_2x2_run_is_the_prefix_of_the_fixed_run_and_meets_its_target():
+    res = jaxq.simulate("pss_P", n=16, rel_se=0.004, seed=3)
+    fixed = jaxq.simulate("pss_P", n=16, reps=res.reps, seed=3)
+    assert res.value == fixed.value and res.stderr == fixed.stderr
+    assert res.info["stopped_by"] == "target" and res.stderr <= 0.004 * res.value
+    assert res.to_dict()["rel_se_target"] == 0.004 and res.to_dict()["stopped_by"] == "target"
+
+
+def test_targeted_runs_of_the_network_the_markov_model_and_the_sde_are_prefixes():
+    net = jaxq.simulate("network_N", n=25, rel_se=0.02, seed=1, horizon=40.0, warmup=5.0)
+    fixed = jaxq.simulate("network_N", n=25, reps=net.reps, seed=1, horizon=40.0, warmup=5.0)
+    assert np.array_equal(net.estimates["mean_queue"].value, fixed.estimates["mean_queue"].value)
+    assert net.info["rel_se_of"] == "mean_queue"  # a plan that fell short (this seed's, by 0.3%) says so
+    assert net.info["rel_se"] <= 0.02 or any("above the target 0.02" in w for w in net.warnings)
+    kw = dict(horizon=5.0, discount=0.5, params=ex.MMCM_PARAMS)
+    mk = jaxq.simulate(ex.MMCM, rel_se=0.01, seed=2, **kw)
+    again = jaxq.simulate(ex.MMCM, reps=mk.reps, seed=2, **kw)
+    assert all(mk.estimates[k].value == again.estimates[k].value for k in again.estimates)
+    assert max(e.stderr / e.value for e in mk.estimates.values()) == mk.info["rel_se"]  # every estimate targeted
+    sde = jaxq.simulate_sde("pss_P", rel_se=0.005, seed=4)
+    assert sde.value == jaxq.simulate_sde("pss_P", paths=sde.reps, seed=4).value
+
+
+def test_targeted_estimates_are_unbiased_for_the_exact_cost():
+    """Five seeds at n = 16, each to 0.5%: their mean within 4 standard errors of the exact J_n (the truncated
+    chain of jaxq.exact_cost), so a pilot that plans the replications leaves no bias at this resolution."""
+    exact = jaxq.exact_cost("pss_P", 16)["J"]
+    runs = [jaxq.simulate("pss_P", n=16, rel_se=0.005, seed=s) for s in range(5)]
+    mean = np.mean([r.value for r in runs])
+    se = math.sqrt(sum(r.stderr**2 for r in runs)) / len(runs)
+    assert abs(mean - exact) <= 4 * se
+
+
+@pytest.mark.parametrize("args, key", [
+    (["--rel-se", "0"], "rel-se"), (["--rel-se", "-0.01"], "rel-se"), (["--rel-se", "nan"], "rel-se"),
+    (["--rel-se", "0.01", "--reps", "10"], "rel-se"), (["--budget", "5"], "budget"), (["--max-reps", "5"], "max-reps"),
+    (["--rel-se", "0.01", "--max-reps", "1"], "max-reps"), (["--rel-se", "0.01", "--budget", "-1"], "budget"),
+    (["--rel-se", "1e-6", "--max-reps", "100"], "rel-se"),
+])
+def test_bad_targets_on_the_command_line_give_one_line_and_exit_code_2(args, key, capsys):
+    assert main(["simulate", "pss_P", "--n", "4", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"jaxq: error: {key}: "), err
