@@ -7,6 +7,7 @@ truncation leaves out (``truncation_bound``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, NamedTuple
 
@@ -249,7 +250,32 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     estimates = {"V_hat": est}
     if observers:
         add_observed(r["observed"], estimates, samples, info)
-    return SimResult("V_hat", estimates, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
+    res = SimResult("V_hat", estimates, paths, work, r["wall_s"], r["compile_s"], scheme_name, samples, info)
+    bound, se = info["truncation_bound"], float(est.stderr)
+    if truncation.horizon is None and bound > TRUNCATION_STDERR_SHARE * se > 0:  # a default horizon: run longer
+        longer = default_horizon(z0, b_max, s_max, gamma, 0.5 * TRUNCATION_STDERR_SHARE * se)
+        if longer > r["horizon"]:
+            again = discounted_cost(params, gamma, z0, dt, Truncation(horizon=longer), paths, seed, scheme_name,
+                                    batching, outputs)
+            res = dataclasses.replace(again, wall_s=res.wall_s + again.wall_s, compile_s=res.compile_s + again.compile_s,
+                                      events=res.events + again.events, info={**again.info, "truncation_reruns": 1})
+            return res
+    return dataclasses.replace(res, warnings=truncation_warnings(bound, se, r["horizon"]))
+
+
+TRUNCATION_STDERR_SHARE = 0.1  # a truncation bound above this share of the standard error is said
+
+
+def truncation_warnings(bound: float, stderr: float, horizon: float) -> tuple[str, ...]:
+    """A note when the bound on the tail left out beyond the horizon exceeds a tenth of the standard error (the
+    estimate may be low by up to the bound; ``ci95`` is widened by it)."""
+    if not bound > TRUNCATION_STDERR_SHARE * stderr:
+        return ()
+    return (f"the truncation bound {bound:.3g} on the tail beyond the horizon {horizon:.4g} is "
+            f"{bound / stderr:.3g} standard errors: the estimate may be low by up to that much (ci95 is widened by "
+            "it; a longer horizon shrinks it)",) if stderr > 0 else (
+            f"the truncation bound {bound:.3g} on the tail beyond the horizon {horizon:.4g} exceeds the standard "
+            "error 0: the estimate may be low by up to that much (a longer horizon shrinks it)",)
 
 
 def value_of(params: Piecewise, gamma: float):
@@ -267,6 +293,9 @@ def wcp_coefficients(analysis, switch_at: float | None = None) -> tuple[Piecewis
     bL, sL, bH, sH = analysis.mode_coefficients()
     if switch_at is not None and not (math.isfinite(switch_at) and switch_at >= 0):
         raise InputError("switch_at", "must be a finite number >= 0")
+    if switch_at is not None and analysis.z_star is None:
+        raise InputError("switch_at", f"the system is single-mode (policy {analysis.policy}): its workload never "
+                                      "switches modes; leave switch_at out")
     z = analysis.z_star if switch_at is None else switch_at
     if z is None:  # single-mode case: the active mode throughout
         return wcp(bH, sH, bH, sH, None), None
