@@ -25,6 +25,14 @@ def mean_stderr(x, axis: int = 0):
     return mean, se
 
 
+def t95(count: int) -> float:
+    """The 97.5% quantile of Student's t with ``count - 1`` degrees of freedom: the half-width of a 95% interval in
+    standard errors of a mean of ``count`` independent values (1.96 for many, 12.7 for two)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, max(int(count), 2) - 1))
+
+
 def t_interval(values, level: float = 0.95) -> tuple[float, float]:
     """Student-t confidence interval for the mean of a few independent values (e.g. tuning chains)."""
     from scipy import stats

@@ -96,8 +96,7 @@ def __getattr__(name):
     if name in _CHOICES:  # jaxq.api.choices imports the simulators: only when one of its names is asked for
         return getattr(importlib.import_module("jaxq.api.choices"), name)
     if name in _TARGET:
-        target = importlib.import_module("jaxq.sim.target")
-        return target.checked if name == "checked_target" else getattr(target, name)
+        return getattr(importlib.import_module("jaxq.sim.target"), name)
     raise AttributeError(f"module 'jaxq.api' has no attribute {name!r}")
 
 # ------------------------------------------------------------------------------------------ argument checks
@@ -423,7 +422,7 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
 def _target(reps, rel_se, max_reps, budget):
     """The precision target of ``jaxq.simulate`` (None: a fixed number of replications), checked."""
-    from jaxq.sim.target import Target, checked
+    from jaxq.sim.target import Target, checked_target
 
     if rel_se is None:
         for key, value in (("max_reps", max_reps), ("budget", budget)):
@@ -432,7 +431,7 @@ def _target(reps, rel_se, max_reps, budget):
         return None
     if reps is not None:
         raise InputError("rel_se", "a precision target chooses the replications: pass reps (paths) or rel_se, not both")
-    return checked(Target(rel_se, 100_000 if max_reps is None else max_reps, budget))
+    return checked_target(Target(rel_se, 100_000 if max_reps is None else max_reps, budget))
 
 
 def _run(go, reps, default_reps, seed, target, estimate=None):

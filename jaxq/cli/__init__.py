@@ -99,7 +99,7 @@ def target_of(args, reps_key: str = "reps", default=None):
     """The :class:`jaxq.sim.target.Target` of parsed ``args`` (None: a fixed number of ``args.<reps_key>``), its
     fields checked and named as options; ``default`` the target when neither ``--rel-se`` nor ``--<reps_key>`` is
     given (None: the fixed default)."""
-    from jaxq.api import Target, checked_target as checked
+    from jaxq.api import Target, checked_target
 
     names = {"rel_se": "rel-se", "max_reps": "max-reps", "budget": "budget"}
     if args.rel_se is None:
@@ -111,7 +111,7 @@ def target_of(args, reps_key: str = "reps", default=None):
         return default
     if getattr(args, reps_key) is not None:
         raise InputError("rel-se", f"a precision target chooses the {reps_key}: pass --{reps_key} or --rel-se, not both")
-    return checked(Target(args.rel_se, 100_000 if args.max_reps is None else args.max_reps, args.budget), names)
+    return checked_target(Target(args.rel_se, 100_000 if args.max_reps is None else args.max_reps, args.budget), names)
 
 
 def enable_compile_cache() -> None:

@@ -49,7 +49,7 @@ class Target(NamedTuple):
     strict: bool = True
 
 
-def checked(target: Target, keys: dict | None = None) -> Target:
+def checked_target(target: Target, keys: dict | None = None) -> Target:
     """``target`` with its fields checked: one :class:`InputError` naming the key (``keys`` maps a field to the
     caller's name of it, e.g. ``{"rel_se": "rel-se"}``)."""
     name = {"rel_se": "rel_se", "max_reps": "max_reps", "budget": "budget", "pilot_reps": "pilot_reps",

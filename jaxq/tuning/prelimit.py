@@ -44,7 +44,7 @@ from jaxq.sim.pss2x2 import (COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, Batching, 
                               simulate, simulate_bounded)
 from jaxq.sim.replications import EVALUATION, SEARCH, derived_seed  # noqa: F401  (the seeds of a tuning run)
 from jaxq.sim.target import run_to_target
-from jaxq.stats import controlled_values, mean_stderr, t_interval
+from jaxq.stats import controlled_values, mean_stderr, t95, t_interval
 
 METHODS = ("search", "gradient")
 SEARCH_REPS = 128  # replications per candidate of the search (the control variates make them enough)
@@ -56,7 +56,6 @@ LOCAL_THETA_RATIOS = (2.0 ** -0.5, 1.0, 2.0 ** 0.5)  # span="local": around a wa
 LOCAL_Z_RATIOS = (0.8, 1.0, 1.25)
 SPANS = ("wide", "local")
 EXPANSIONS = 3  # widenings of a grid whose best point lies on its edge
-Z95 = 1.96
 
 
 class Procedure(NamedTuple):
@@ -199,8 +198,10 @@ def evaluate(system: PSS2x2, n: float, z: float | None, theta: int | None, *, po
     default = simulate_bounded(system, n, reps, levels=Levels(theta_exponent=exponent), **kw)
     d_mean, d_se = mean_stderr(_controlled(tuned) - _controlled(default))
 
+    q = t95(reps)  # Student's t: a few replications give a wide interval, not the normal 1.96
+
     def ci(m, s):
-        return [m - Z95 * s, m + Z95 * s]
+        return [m - q * s, m + q * s]
 
     return {
         "J_tuned": tuned.value, "J_tuned_stderr": tuned.stderr, "J_tuned_ci95": ci(tuned.value, tuned.stderr),
@@ -245,11 +246,12 @@ class _Candidates:
         return min(keys, key=lambda k: self.values[k].mean())
 
     def tied(self, best) -> list[tuple]:
-        """The candidates whose paired difference from ``best`` is within 1.96 standard errors."""
+        """The candidates whose paired difference from ``best`` is within a 95% Student-t interval (1.96 standard
+        errors for many replications)."""
         out = []
         for k, v in self.values.items():
             m, s = mean_stderr(v - self.values[best])
-            if k == best or not (m > Z95 * s):
+            if k == best or not (m > t95(v.shape[0]) * s):
                 out.append(k)
         return out
 

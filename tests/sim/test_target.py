@@ -19,7 +19,7 @@ from jaxq.cli import main
 from jaxq.errors import InputError
 from jaxq.sim.replications import PILOT, derived_seed
 from jaxq.sim.result import Estimate, SimResult
-from jaxq.sim.target import Target, checked, plan, relative_stderr, run_to_target, safety
+from jaxq.sim.target import Target, checked_target, plan, relative_stderr, run_to_target, safety
 
 _spec = importlib.util.spec_from_file_location("markov_examples", Path(__file__).with_name("markov_examples.py"))
 ex = importlib.util.module_from_spec(_spec)
@@ -85,11 +85,11 @@ def test_a_run_that_ends_above_its_target_says_so():
 @pytest.mark.parametrize("bad", [0.0, -0.1, math.nan, math.inf, 1.0, True, "0.1"])
 def test_bad_targets_are_refused(bad):
     with pytest.raises(InputError, match="^rel_se: "):
-        checked(Target(bad))
+        checked_target(Target(bad))
     with pytest.raises(InputError, match="^max_reps: "):
-        checked(Target(0.01, max_reps=1))
+        checked_target(Target(0.01, max_reps=1))
     with pytest.raises(InputError, match="^budget: "):
-        checked(Target(0.01, budget=-1.0))
+        checked_target(Target(0.01, budget=-1.0))
 
 
 def test_a_pilot_estimate_of_zero_is_refused():

@@ -188,3 +188,15 @@ policies = ["tuned"]
     with pytest.raises(InputError) as e:
         jaxq.run_experiment(exp, tmp_path / "run")
     assert e.value.key == "grid.policies" and "pss_P" in e.value.reason
+
+
+def test_intervals_from_few_replications_use_students_t():
+    """Two replications: the 95% interval of the tuned-minus-default difference is 12.7 standard errors wide on
+    each side (Student's t, 1 degree of freedom), not the normal 1.96."""
+    from jaxq.stats import t95
+    from jaxq.tuning.prelimit import evaluate
+
+    r = evaluate(jaxq.load("pss_T2"), 16, None, 3, reps=2, seed=5)
+    lo, hi = r["difference_ci95"]
+    assert (hi - r["difference"]) == pytest.approx(t95(2) * r["difference_stderr"])
+    assert t95(2) == pytest.approx(12.706, rel=1e-4) and t95(10**6) == pytest.approx(1.96, rel=1e-3)
