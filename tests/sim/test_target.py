@@ -111,6 +111,7 @@ def test_a_targeted_2x2_run_is_the_prefix_of_the_fixed_run_and_meets_its_target(
     assert res.to_dict()["rel_se_target"] == 0.004 and res.to_dict()["stopped_by"] == "target"
 
 
+@pytest.mark.slow
 def test_targeted_runs_of_the_network_the_markov_model_and_the_sde_are_prefixes():
     net = jaxq.simulate("network_N", n=25, rel_se=0.02, seed=1, horizon=40.0, warmup=5.0)
     fixed = jaxq.simulate("network_N", n=25, reps=net.reps, seed=1, horizon=40.0, warmup=5.0)
@@ -126,6 +127,7 @@ def test_targeted_runs_of_the_network_the_markov_model_and_the_sde_are_prefixes(
     assert sde.value == jaxq.simulate_sde("pss_P", paths=sde.reps, seed=4).value
 
 
+@pytest.mark.slow
 def test_targeted_estimates_are_unbiased_for_the_exact_cost():
     """Five seeds at n = 16, each to 0.5%: their mean within 4 standard errors of the exact J_n (the truncated
     chain of jaxq.exact_cost), so a pilot that plans the replications leaves no bias at this resolution."""
