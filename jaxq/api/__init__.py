@@ -89,7 +89,7 @@ _CHOICES = ("POLICY_CHOICES", "ENGINES", "THETA_RULES", "DEFAULT_THETA_EXPONENT"
             "DEFAULT_SDE_SCHEME", "TUNE_SEARCH_REPS", "TUNE_GRADIENT_REPS")
 
 
-_TARGET = ("Target", "run_to_target", "checked_target")  # precision targets (jaxq.sim.target)
+_TARGET = ("Target", "run_to_target", "checked_target", "target_from", "run_reps")  # precision targets (jaxq.sim.target)
 
 
 def __getattr__(name):
@@ -422,26 +422,17 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
 def _target(reps, rel_se, max_reps, budget):
     """The precision target of ``jaxq.simulate`` (None: a fixed number of replications), checked."""
-    from jaxq.sim.target import Target, checked_target
+    from jaxq.sim.target import target_from
 
-    if rel_se is None:
-        for key, value in (("max_reps", max_reps), ("budget", budget)):
-            if value is not None:
-                raise InputError(key, "belongs to a precision target: pass rel_se too")
-        return None
-    if reps is not None:
-        raise InputError("rel_se", "a precision target chooses the replications: pass reps (paths) or rel_se, not both")
-    return checked_target(Target(rel_se, 100_000 if max_reps is None else max_reps, budget))
+    return target_from(reps, rel_se, max_reps, budget)
 
 
 def _run(go, reps, default_reps, seed, target, estimate=None):
     """``go(reps, seed)`` once, or to the precision ``target`` on ``estimate`` (default the primary one;
-    :func:`jaxq.sim.target.run_to_target`)."""
-    from jaxq.sim.target import run_to_target
+    :func:`jaxq.sim.target.run_reps`)."""
+    from jaxq.sim.target import run_reps
 
-    if target is None:
-        return go(default_reps if reps is None else reps, seed)
-    return run_to_target(go, seed, target, estimate=estimate)
+    return run_reps(go, default_reps if reps is None else reps, seed, target, estimate=estimate)
 
 
 def _simulate_markov(model, n, reps, policy, engine, seed, options, target=None):

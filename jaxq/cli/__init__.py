@@ -96,22 +96,12 @@ def add_target(p: argparse.ArgumentParser, unit: str = "replications") -> None:
 
 
 def target_of(args, reps_key: str = "reps", default=None):
-    """The :class:`jaxq.sim.target.Target` of parsed ``args`` (None: a fixed number of ``args.<reps_key>``), its
-    fields checked and named as options; ``default`` the target when neither ``--rel-se`` nor ``--<reps_key>`` is
-    given (None: the fixed default)."""
-    from jaxq.api import Target, checked_target
+    """The :class:`jaxq.sim.target.Target` of parsed ``args`` (None: a fixed number of ``args.<reps_key>``;
+    :func:`jaxq.sim.target.target_from`, the options named as on the command line)."""
+    from jaxq.api import target_from
 
-    names = {"rel_se": "rel-se", "max_reps": "max-reps", "budget": "budget"}
-    if args.rel_se is None:
-        for key in ("max_reps", "budget"):
-            if getattr(args, key) is not None:
-                raise InputError(names[key], "belongs to a precision target: pass --rel-se too")
-        if getattr(args, reps_key) is not None or default is None:
-            return None
-        return default
-    if getattr(args, reps_key) is not None:
-        raise InputError("rel-se", f"a precision target chooses the {reps_key}: pass --{reps_key} or --rel-se, not both")
-    return checked_target(Target(args.rel_se, 100_000 if args.max_reps is None else args.max_reps, args.budget), names)
+    return target_from(getattr(args, reps_key), args.rel_se, args.max_reps, args.budget, reps_name=reps_key,
+                       names={"rel_se": "rel-se", "max_reps": "max-reps", "reps": reps_key}, default=default)
 
 
 def enable_compile_cache() -> None:

@@ -26,8 +26,7 @@ def _network(path):
 
 
 def _run_simulate(args) -> dict:
-    from jaxq.api import simulate_network
-    from jaxq.api import run_to_target
+    from jaxq.api import run_reps, simulate_network
 
     net = _network(args.network)
     if not (args.n > 0 and math.isfinite(args.n)):
@@ -43,8 +42,8 @@ def _run_simulate(args) -> dict:
                                     seed=seed, chunk=args.chunk, progress=tick, engine=args.engine,
                                     cv=args.cv == "on")
 
-        res = (go(64 if args.reps is None else args.reps, args.seed) if target is None
-               else run_to_target(go, args.seed, target, key="rel-se", estimate="mean_queue"))
+        res = run_reps(go, 64 if args.reps is None else args.reps, args.seed, target, key="rel-se",
+                       estimate="mean_queue")
     out = res.to_dict()
     for k in ("mean_busy", "mean_busy_stderr", "mean_abs_dev", "mean_abs_dev_stderr", "rms_dev", "rms_dev_stderr",
               "throughput", "throughput_stderr", "arrival_rates", "idleness_weights", "steps",

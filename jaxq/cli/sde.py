@@ -34,8 +34,7 @@ def run(args) -> dict:
     if args.paths is not None and args.paths < 2:
         raise InputError("paths", "need at least 2 paths")
     target = target_of(args, "paths")
-    from jaxq.api import DEFAULT_SDE_SCHEME, SDE_SCHEMES, analyze, wcp_value
-    from jaxq.api import run_to_target
+    from jaxq.api import DEFAULT_SDE_SCHEME, SDE_SCHEMES, analyze, run_reps, wcp_value
 
     args.scheme = DEFAULT_SDE_SCHEME if args.scheme is None else args.scheme
     if args.scheme not in SDE_SCHEMES:
@@ -46,8 +45,7 @@ def run(args) -> dict:
             return wcp_value(a, args.z0, args.switch_at, dt=args.dt, horizon=args.horizon, paths=paths, seed=seed,
                              scheme_name=args.scheme, cv=args.cv == "on", progress=tick)
 
-        r = go(args.paths or 20000, args.seed) if target is None else run_to_target(go, args.seed, target,
-                                                                                     key="rel-se")
+        r = run_reps(go, 20000 if args.paths is None else args.paths, args.seed, target, key="rel-se")
     out = r.to_dict()
     err = r.value - r.info["V_exact"]
     # no standard error (paths that agree to the last bit, as from a huge z0): no error in units of it (null)

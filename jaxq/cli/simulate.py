@@ -70,7 +70,7 @@ DEFAULT_MAX_REPS = 1000
 
 def run(args) -> dict:
     from jaxq.api import simulate_2x2
-    from jaxq.api import Target, run_to_target
+    from jaxq.api import Target, run_reps
 
     system = load_pss2x2(args.system)
     if not (math.isfinite(args.n) and args.n >= 1):
@@ -89,7 +89,7 @@ def run(args) -> dict:
                                 theta_rule=args.theta_rule, chunk=chunk, debug=args.check_invariants, progress=tick,
                                 cv=args.cv == "on")
 
-        res = go(args.reps, args.seed) if target is None else run_to_target(go, args.seed, target, key="rel-se")
+        res = run_reps(go, args.reps, args.seed, target, key="rel-se")
     out = res.to_dict()
     out.pop("hpc", None)
     return out

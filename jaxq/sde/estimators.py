@@ -22,7 +22,7 @@ from jaxq.diffusion.value import value_function
 from jaxq.sim.observer import check_observers
 from jaxq.sim.replications import Batching
 from jaxq.sim.result import (Estimate, SimResult, TruncatedEstimate,  # noqa: F401  (TruncatedEstimate: re-exported)
-                             add_observed)
+                             add_observed, with_work_of)
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
 DEFAULT_SCHEME = "skew"
@@ -257,9 +257,7 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
         if longer > r["horizon"]:
             again = discounted_cost(params, gamma, z0, dt, Truncation(horizon=longer), paths, seed, scheme_name,
                                     batching, outputs)
-            res = dataclasses.replace(again, wall_s=res.wall_s + again.wall_s, compile_s=res.compile_s + again.compile_s,
-                                      events=res.events + again.events, info={**again.info, "truncation_reruns": 1})
-            return res
+            return with_work_of(again, res, truncation_reruns=1)
     return dataclasses.replace(res, warnings=truncation_warnings(bound, se, r["horizon"]))
 
 
@@ -271,11 +269,9 @@ def truncation_warnings(bound: float, stderr: float, horizon: float) -> tuple[st
     estimate may be low by up to the bound; ``ci95`` is widened by it)."""
     if not bound > TRUNCATION_STDERR_SHARE * stderr:
         return ()
-    return (f"the truncation bound {bound:.3g} on the tail beyond the horizon {horizon:.4g} is "
-            f"{bound / stderr:.3g} standard errors: the estimate may be low by up to that much (ci95 is widened by "
-            "it; a longer horizon shrinks it)",) if stderr > 0 else (
-            f"the truncation bound {bound:.3g} on the tail beyond the horizon {horizon:.4g} exceeds the standard "
-            "error 0: the estimate may be low by up to that much (a longer horizon shrinks it)",)
+    size = f"{bound / stderr:.3g} standard errors" if stderr > 0 else "above a standard error of 0"
+    return (f"the truncation bound {bound:.3g} on the tail beyond the horizon {horizon:.4g} is {size}: the estimate "
+            "may be low by up to that much (ci95 is widened by it; a longer horizon shrinks it)",)
 
 
 def value_of(params: Piecewise, gamma: float):

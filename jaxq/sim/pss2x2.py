@@ -41,7 +41,7 @@ from jaxq.sim import event, replications, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
 from jaxq.sim.observer import check_observers, combine
-from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate, add_observed
+from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate, add_observed, with_work_of
 
 DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
 DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
@@ -413,11 +413,8 @@ def _bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
         if attempt == EXTENSIONS or not math.isfinite(horizon):
             break
         try:
-            longer_res = simulate(system, n, reps, **{**args, "truncation": tr._replace(**{key: value})})
-            res = dataclasses.replace(  # the time and events of the shorter runs count too
-                longer_res, wall_s=res.wall_s + longer_res.wall_s, compile_s=res.compile_s + longer_res.compile_s,
-                events=res.events + longer_res.events,
-                info={**longer_res.info, "truncation_reruns": attempt + 1})
+            longer = simulate(system, n, reps, **{**args, "truncation": tr._replace(**{key: value})})
+            res = with_work_of(longer, res, truncation_reruns=attempt + 1)  # the shorter runs' work counts too
         except InputError as e:  # the longer run does not fit the work limits
             refused = f"the horizon {horizon:.4g} it needs is refused: {e.reason}"
             break

@@ -243,3 +243,11 @@ class SimResult:
         out.update(reps=self.reps, events=self.events, wall_s=self.wall_s, compile_s=self.compile_s,
                    events_per_s=self.events_per_s, engine=self.engine)
         return {k: _finite_or_null(v) for k, v in out.items()}
+
+
+def with_work_of(res: SimResult, *earlier: SimResult, **info) -> SimResult:
+    """``res`` with the seconds, compile seconds and events of ``earlier`` runs added (a pilot, the shorter
+    truncations a run repeated), and ``info`` entries set: what a command did, not only its last run."""
+    return dataclasses.replace(res, wall_s=res.wall_s + sum(e.wall_s for e in earlier),
+                               compile_s=res.compile_s + sum(e.compile_s for e in earlier),
+                               events=res.events + sum(e.events for e in earlier), info={**res.info, **info})

@@ -31,7 +31,7 @@ import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.sim.replications import PILOT, derived_seed
-from jaxq.sim.result import SimResult
+from jaxq.sim.result import SimResult, with_work_of
 
 PILOT_REPS = 128  # replications of the pilot (at most max_reps)
 STOPS = ("target", "max_reps", "budget")
@@ -137,15 +137,38 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
             reps, stopped = fit, "budget"
     res = run(reps, seed)
     reached = relative_stderr(res, estimate)
-    info = {**res.info, "rel_se_target": target.rel_se, "rel_se": reached, "stopped_by": stopped,
-            **({} if estimate is None else {"rel_se_of": estimate}),
-            "pilot": {"seed": pilot_seed, "reps": m, "rel_se": q, "wall_s": pilot.wall_s}}
     notes = res.warnings
-    if stopped == "target" and not reached <= target.rel_se:
-        notes += (f"the relative standard error {reached:.3g} is above the target {target.rel_se:g}: the pilot's "
-                  f"{m} replications planned {reps:,} (run again with a larger max_reps and pilot, or pass reps)",)
-    elif stopped != "target" and not reached <= target.rel_se:
-        notes += (f"stopped by {stopped} at {reps:,} replications: the relative standard error {reached:.3g} is above "
-                  f"the target {target.rel_se:g} (the pilot asked for about {int(need):,})",)
-    return dataclasses.replace(res, info=info, warnings=notes, wall_s=pilot.wall_s + res.wall_s,
-                               compile_s=pilot.compile_s + res.compile_s, events=pilot.events + res.events)
+    if not reached <= target.rel_se:
+        why = (f"the pilot's {m} replications planned {reps:,} (run again with a larger pilot, or pass reps)"
+               if stopped == "target" else f"stopped by {stopped} at {reps:,} replications (the pilot asked for about "
+                                           f"{int(need):,})")
+        notes += (f"the relative standard error {reached:.3g} is above the target {target.rel_se:g}: {why}",)
+    out = with_work_of(res, pilot, rel_se_target=target.rel_se, rel_se=reached, stopped_by=stopped,
+                       **({} if estimate is None else {"rel_se_of": estimate}),
+                       pilot={"seed": pilot_seed, "reps": m, "rel_se": q, "wall_s": pilot.wall_s})
+    return dataclasses.replace(out, warnings=notes)
+
+
+def target_from(reps, rel_se, max_reps=None, budget=None, *, names: dict | None = None, reps_name: str = "reps",
+                default: Target | None = None) -> Target | None:
+    """The precision target of a call's options, checked (None: a fixed number of replications). ``reps`` and
+    ``rel_se`` exclude each other; ``max_reps`` and ``budget`` need ``rel_se``; ``default`` is the target when
+    neither is given (None: the caller's fixed default). ``names`` maps the fields (and ``reps``) to the caller's
+    names of them in the one-line refusals (the command line's ``rel-se``, ...)."""
+    name = {"rel_se": "rel_se", "max_reps": "max_reps", "budget": "budget", "reps": reps_name, **(names or {})}
+    if rel_se is None:
+        for key, value in (("max_reps", max_reps), ("budget", budget)):
+            if value is not None:
+                raise InputError(name[key], f"belongs to a precision target: pass {name['rel_se']} too")
+        return default if reps is None else None
+    if reps is not None:
+        raise InputError(name["rel_se"], f"a precision target chooses the {reps_name}: pass {name['reps']} or "
+                                         f"{name['rel_se']}, not both")
+    return checked_target(Target(rel_se, **({} if max_reps is None else {"max_reps": max_reps}), budget=budget),
+                          name)
+
+
+def run_reps(run: Callable[[int, int], SimResult], reps: int, seed: int, target: Target | None, *,
+             key: str = "rel_se", estimate: str | None = None) -> SimResult:
+    """``run(reps, seed)`` when ``target`` is None, else :func:`run_to_target` (``reps`` unused)."""
+    return run(reps, seed) if target is None else run_to_target(run, seed, target, key=key, estimate=estimate)

@@ -43,7 +43,7 @@ from jaxq.policies.thresholds import THETA_MAX
 from jaxq.sim.pss2x2 import (COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, Batching, Levels, Outputs, grouped, setup,
                               simulate, simulate_bounded)
 from jaxq.sim.replications import EVALUATION, SEARCH, derived_seed  # noqa: F401  (the seeds of a tuning run)
-from jaxq.sim.target import run_to_target
+from jaxq.sim.target import run_reps
 from jaxq.stats import controlled_values, mean_stderr, t95, t_interval
 
 METHODS = ("search", "gradient")
@@ -436,10 +436,11 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     args = grouped(options)  # the flat options of jaxq.simulate (engine, horizon, chunk, ...), typed
     levels = Levels.absolute(t.z, exponent, t.c)
+
     def go(r, s):
         return simulate_bounded(system, n, r, policy=policy, seed=s, analysis=a, **{**args, "levels": levels})
 
-    res = go(reps, seed) if target is None else run_to_target(go, seed, target)
+    res = run_reps(go, reps, seed, target)
     res.info["tuned"] = tuned_info(t)
     return res
 
