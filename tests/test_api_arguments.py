@@ -154,7 +154,7 @@ def test_run_experiment_refuses_a_folder_with_files_unless_resumed(tmp_path):
 
 
 def test_network_diffusion_of_a_transient_network_is_refused_by_the_api_too():
-    """A negative spare capacity (network_N_understaffed): no long-run averages (seed 001, Propositions 3.1-3.2)."""
+    """A negative spare capacity (network_N_understaffed): no long-run averages (the uniform-stability paper, Propositions 3.1-3.2)."""
     reason = _refused(lambda: jaxq.simulate_network_sde("network_N_understaffed", paths=8, horizon=1.0, warmup=0.5),
                       "system")
     assert "spare capacity" in reason

@@ -13,7 +13,7 @@ layer over these functions. Arrays are indexed as the papers index them (class i
 >>> s = jaxq.simulate_sde(system, paths=20_000)       # V_WCP(0) by the skew-exact scheme
 >>> jaxq.threshold_term("pss_T2T1", n=10**6, theta_rule="root")  # the threshold's share of J_n - V0 (0: P, PP)
 >>> net = jaxq.load("network_N")
->>> jaxq.analyze(net).spare_capacity                  # seed 001's rho
+>>> jaxq.analyze(net).spare_capacity                  # the uniform-stability paper's rho
 >>> jaxq.simulate(net, n=100, policy="lap")["mean_queue"]
 
 The steps of these functions, for scripts and the ``jaxq`` command (which calls nothing else), are here too, from
@@ -308,11 +308,11 @@ def load(source):
 def analyze(system, basis_pool: int | None = None):
     """The exact limit objects of a system.
 
-    2x2 system (seed 000): LP (2.7), modes (3.2)-(3.3), b and sigma (2.13), the HPC (2.12), single or dual
-    case, z* (smooth fit) and the lower bound V0, the policy of Theorem 2.11: a
-    :class:`jaxq.diffusion.workload.Analysis` (``.to_dict()`` is ``jaxq analyze``'s JSON).
-    Network (seeds 001/003): LP (2.3), CRP, scaling, LAP priorities and psi*, the diffusion limit and the
-    spare capacity: a :class:`jaxq.diffusion.network_analysis.NetworkAnalysis` (``basis_pool``: jhat, 1-based).
+    2x2 system (the switched-policies paper): LP (2.7), modes (3.2)-(3.3), b and sigma (2.13), the HPC (2.12), single or
+    dual case, z* (smooth fit) and the lower bound V0, the policy of Theorem 2.11: a
+    :class:`jaxq.diffusion.workload.Analysis` (``.to_dict()`` is ``jaxq analyze``'s JSON). Network (the
+    uniform-stability and LAP-tightness papers): LP (2.3), CRP, scaling, LAP priorities and psi*, the diffusion limit
+    and the spare capacity: a :class:`jaxq.diffusion.network_analysis.NetworkAnalysis` (``basis_pool``: jhat, 1-based).
     """
     from jaxq.model.network import Network
 
@@ -541,7 +541,8 @@ def simulate_sde(system, *, paths: int | None = None, dt: float | None = None, s
 @_checked(network="network")
 def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None, paths: int = 256,
                          dt: float = 0.01, horizon: float = 200.0, warmup: float = 20.0, seed: int = 0, **options):
-    """Euler scheme of the controlled network diffusion (2.27) of a critically loaded network (seed 001).
+    """Euler scheme of the controlled network diffusion (2.27) of a critically loaded network (the uniform-stability
+    paper).
 
     Returns a :class:`jaxq.sim.result.SimResult` of long-run averages (``mean_neg`` = E<e,X>^-, ``mean_pos``,
     ``mean_x``, ``identity_rhs``; ``info["identity_lhs"]`` the spare capacity of (3.6)); ``uc``, ``us`` default
@@ -601,7 +602,7 @@ def tune(system, target: str = "exact", **options):
 @_checked()
 def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None, slow_servers: int | None = None,
                    truncation: int | None = None):
-    """The optimal policy of one fast and K slow servers (seed 002) by value iteration.
+    """The optimal policy of one fast and K slow servers (the fast/slow-servers paper) by value iteration.
 
     ``discount=None`` gives the long-run average cost; ``mu2`` a number (K identical slow servers, K =
     ``slow_servers``, default 2) or a list (heterogeneous). Returns a :class:`jaxq.mdp.fastslow.Solution`

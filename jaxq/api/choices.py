@@ -15,8 +15,8 @@ __all__ = ["DEFAULT_SDE_SCHEME", "DEFAULT_THETA_EXPONENT", "DEFAULT_THETA_RULE",
            "SDE_SCHEMES", "THETA_RULES", "TUNE_GRADIENT_REPS", "TUNE_SEARCH_REPS"]
 
 POLICY_CHOICES: tuple[str, ...] = tuple(pss2x2.POLICY_CHOICES)
-"""The policies of a 2x2 system by name: ``auto`` (Theorem 2.11's), the six of seed 000 (``P``, ``T2``, ``PP``,
-``T2T2``, ``T1T2``, ``T2T1``) and the fixed rules ``RULE@m`` with respect to mode m."""
+"""The policies of a 2x2 system by name: ``auto`` (Theorem 2.11's), the six of the switched-policies paper (``P``,
+``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``) and the fixed rules ``RULE@m`` with respect to mode m."""
 
 ENGINES: tuple[str, ...] = tuple(pss2x2.ENGINES)
 """The engines of a simulation: ``auto``, ``event`` (any primitives) and ``uniformized`` (exponential ones)."""

@@ -30,8 +30,9 @@ def simulate_2x2(system, n: float, reps: int, **options):
 
 @float64
 def analyze_network(network, basis_pool: int | None = None):
-    """The exact limit objects of a network (seeds 001/003): LP (2.3), CRP, scaling, LAP priorities and psi*, the
-    diffusion limit and the spare capacity (``basis_pool``: the pool jhat of the basis for B1, B2, 1-based).
+    """The exact limit objects of a network (the uniform-stability and LAP-tightness papers): LP (2.3), CRP, scaling,
+    LAP priorities and psi*, the diffusion limit and the spare capacity (``basis_pool``: the pool jhat of the basis
+    for B1, B2, 1-based).
     Returns a :class:`jaxq.diffusion.network_analysis.NetworkAnalysis`."""
     from jaxq.diffusion.network_analysis import analyze
 

@@ -1,6 +1,6 @@
 """Throughput of the fast/slow value iteration and CTMC simulator, each beside a compiled numba loop.
 
-The system of seed 002 with K = 2 identical slow servers, lam = 1.2, mu1 = 1, mu2 = 0.3. Two pairs of
+The system of the fast/slow-servers paper with K = 2 identical slow servers, lam = 1.2, mu1 = 1, mu2 = 0.3. Two pairs of
 implementations, each pair measured in the same run and computing the same thing:
   * CTMC simulator (:func:`jaxq.sim.fastslow.simulate`, uniformised, replications in lockstep) against the
     baseline ``benchmarks/baselines/fastslow.py`` (numba): one replication at a time, a plain loop over the

@@ -117,7 +117,8 @@ def compare_rows(an: NetworkAnalysis, n: float, policy: str, reps: int, warmup: 
 
 
 def bench(quick: bool) -> Iterator[dict]:
-    """Rows for ``jaxq bench`` on the N network (seed 001): jaxq for priority and swc, numba for priority.
+    """Rows for ``jaxq bench`` on the N network (the uniform-stability paper): jaxq for priority and swc, numba for
+    priority.
 
     Every row has engine, impl, n, reps, horizon, events_per_s (median of 3), compile_s, mean_in_system
     (per class), mean_idle (per pool) and p_wait with standard errors over replications; numba rows add

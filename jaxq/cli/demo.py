@@ -109,7 +109,8 @@ def render(r: dict) -> str:
 
     r = to_jsonable(r)
     head = f"{'system':<10} {'policy':<6} {'case':<6} {'modes':<7} {'hpc':>3} {'z*':>10} {'V0':>10}"
-    lines = ["The six cases of Theorem 2.11 (seed 000) on the bundled systems:", head, "-" * len(head)]
+    lines = ["The six cases of Theorem 2.11 (the switched-policies paper) on the bundled systems:", head,
+             "-" * len(head)]
     for row in r["systems"]:
         z = "-" if row["z_star"] is None else f"{row['z_star']:.6f}"
         lines.append(

@@ -1,4 +1,4 @@
-"""``jaxq fastslow``: optimal thresholds of one fast and K slow servers (seed 002).
+"""``jaxq fastslow``: optimal thresholds of one fast and K slow servers (the fast/slow-servers paper).
 
     jaxq fastslow --lam 1.2 --mu1 1 --mu2 0.3 --average [--slow-servers K] [--json]
     jaxq fastslow --lam 1.2 --mu1 1 --mu2 0.3 --discount 0.05
@@ -15,7 +15,8 @@ from jaxq.api import InputError
 def register(subparsers) -> None:
     from jaxq.cli import add_common
 
-    p = subparsers.add_parser("fastslow", help="optimal policy of one fast and K slow servers (seed 002)",
+    p = subparsers.add_parser("fastslow",
+                              help="optimal policy of one fast and K slow servers (the fast/slow-servers paper)",
                               description="Value iteration for one fast and K slow servers: thresholds q_L <= q_H, "
                                           "structure of the optimal policy, inequalities (K1)-(K6).")
     p.add_argument("--lam", type=float, required=True, help="arrival rate")

@@ -1,4 +1,5 @@
-"""``jaxq network analyze|simulate|sde NETWORK.toml``: many-server parallel server networks (seeds 001, 003)."""
+"""``jaxq network analyze|simulate|sde NETWORK.toml``: many-server parallel server networks (the uniform-stability
+and LAP-tightness papers)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ def register(subparsers) -> None:
     from jaxq.api import arg_type
     from jaxq.cli import _Parser, add_common, add_cv
 
-    p = subparsers.add_parser("network", help="many-server networks: LP, spare capacity, LAP, CTMC (seeds 001, 003)")
+    p = subparsers.add_parser("network", help="many-server networks: LP, spare capacity, LAP, CTMC (the "
+                                              "uniform-stability and LAP-tightness papers)")
     sub = p.add_subparsers(dest="network_command", metavar="ACTION", parser_class=_Parser)
     p.set_defaults(func=lambda args: p.error("choose an action: analyze, simulate or sde"))
 

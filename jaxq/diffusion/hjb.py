@@ -22,7 +22,7 @@ the relative error stays at the level of machine precision for any gamma in the 
 
 Every exponential has a non-positive exponent, so nothing overflows for large z or small gamma. All
 functions are pure JAX (float64), differentiable in z and in the coefficients, and can be ``vmap``-ed.
-Appendix A of seed 000, as transcribed, is not used (SPEC.md).
+Appendix A of the switched-policies paper, as transcribed, is not used (SPEC.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Diffusion limit of a tree network in the Halfin-Whitt regime (seed 001, Sections 2.2-2.5).
+"""Diffusion limit of a tree network in the Halfin-Whitt regime (the uniform-stability paper, Sections 2.2-2.5).
 
 * Phi of (2.22): the unique linear map from D = {(alpha, beta): sum alpha = sum beta} to allocations on
   the tree with class sums alpha and pool sums beta (a tree's incidence matrix has full column rank, so
@@ -157,7 +157,7 @@ def spare_capacity_n(net: Network, plan: StaticPlan, n: float, basis_pool: int) 
 
 
 def diffusion_limit(net: Network, plan: StaticPlan, basis_pool: int | None = None) -> NetworkDiffusion:
-    """All limit objects of seed 001 for a network satisfying CRP with rho* = 1.
+    """All limit objects of the uniform-stability paper for a network satisfying CRP with rho* = 1.
 
     Args:
       net: the network; plan: its solved LP (2.3) (CRP already checked).

@@ -1,10 +1,10 @@
-"""Everything analytic about a parallel server network, in one object (seeds 001 and 003).
+"""Everything analytic about a parallel server network, in one object (the uniform-stability and LAP-tightness papers).
 
-:func:`analyze` solves LP (2.3) (the static planning problem of seed 003), checks complete resource
+:func:`analyze` solves LP (2.3) (the static planning problem of the LAP-tightness paper), checks complete resource
 pooling, fixes the scaling (Halfin-Whitt when the LP is critical, underloaded otherwise), computes the LAP
-priorities and equilibrium point psi* (seed 003) and, for a critically loaded tree, the diffusion limit of
-seed 001 (l, Phi, B1, B2, spare capacity). ``jaxq network analyze`` prints :meth:`NetworkAnalysis.to_dict`;
-the network simulator takes its plan, scaling, priorities and fluid centre from here.
+priorities and equilibrium point psi* (the LAP-tightness paper) and, for a critically loaded tree, the diffusion limit
+of the uniform-stability paper (l, Phi, B1, B2, spare capacity). ``jaxq network analyze`` prints
+:meth:`NetworkAnalysis.to_dict`; the network simulator takes its plan, scaling, priorities and fluid centre from here.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class NetworkAnalysis:
       network: the configuration.
       plan: LP (2.3).
       scaling: ``"halfin-whitt"`` or ``"underloaded"``.
-      lap: the LAP priorities and equilibrium (seed 003).
+      lap: the LAP priorities and equilibrium (the LAP-tightness paper).
       basis_pool: jhat of B1, B2 (0-based).
       diffusion: the diffusion limit (Halfin-Whitt only, else None).
       fluid_z: the fluid occupancy per unit of n: z* (Halfin-Whitt) or psi* (underloaded), shape (I, J).
@@ -92,14 +92,15 @@ def stationary_diffusion(an: NetworkAnalysis) -> NetworkDiffusion:
 
     The limit needs a critically loaded network (rho* = 1); its long-run averages, and identity (3.6)
     ``rho = E[w(u^s) <e, X>^-]``, need a positive spare capacity rho (2.35): with rho < 0 the diffusion is
-    transient, ``<e, X_t>`` growing linearly under any SWC control (seed 001, Propositions 3.1-3.2), and with
-    rho = 0 the identity would force ``E<e, X>^- = 0``: no stationary law either.
+    transient, ``<e, X_t>`` growing linearly under any SWC control (the uniform-stability paper, Propositions 3.1-3.2),
+    and with rho = 0 the identity would force ``E<e, X>^- = 0``: no stationary law either.
     """
     if an.diffusion is None:
         raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
     rho = an.diffusion.spare_capacity
     if not rho > 0:
-        why = "transient (seed 001, Propositions 3.1-3.2)" if rho < 0 else "without a stationary law (3.6)"
+        why = ("transient (the uniform-stability paper, Propositions 3.1-3.2)" if rho < 0
+               else "without a stationary law (3.6)")
         raise InputError("system", f"spare capacity rho = {rho:.6g} <= 0 (2.35): the diffusion (2.27) is {why}, so "
                                    f"its long-run averages and identity (3.6) do not exist; they need more safety "
                                    f"staffing (pool_size_hat) or fewer arrivals (lambda_hat)")

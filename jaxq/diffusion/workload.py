@@ -1,4 +1,4 @@
-"""The workload diffusion of the 2x2 system and the structure of its optimal control (seed 000).
+"""The workload diffusion of the 2x2 system and the structure of its optimal control (the switched-policies paper).
 
 ``W = X_1/alpha_1 + X_2/alpha_2`` (2.10). Each mode xi gives a drift and a diffusion coefficient (2.13);
 the HPC p is the class with the larger ``h_i alpha_i`` (2.12); the single-mode (2.19) or dual-mode (2.20)

@@ -1,6 +1,6 @@
-"""One fast and K slow servers (seed 002): the optimal policy, its thresholds and its structure.
+"""One fast and K slow servers (the fast/slow-servers paper): the optimal policy, its thresholds and its structure.
 
-Model (seed 002, Section 3): Poisson arrivals at rate ``lam``, one fast server (rate ``mu1``) and K
+Model (the fast/slow-servers paper, Section 3): Poisson arrivals at rate ``lam``, one fast server (rate ``mu1``) and K
 slow servers (rate ``mu2``; the paper has K = 2; a vector ``mu2`` gives heterogeneous slow
 servers), nonpreemptive assignment of queued jobs right after each arrival or departure, holding
 cost one per job per unit time. Post-decision state ``(x, y)``: x = queue + job at the fast server

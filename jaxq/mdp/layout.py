@@ -1,7 +1,7 @@
 """Slow-server configurations of the fast/slow system: what the slow servers can be doing.
 
 The state of the (post-decision) MDP is ``(x, c)``: ``x`` = jobs in the queue plus the job at the fast
-server (seed 002, (4)) and ``c`` a configuration of the slow servers. Two layouts:
+server (the fast/slow-servers paper, (4)) and ``c`` a configuration of the slow servers. Two layouts:
 
 * identical slow servers (the paper's case with K = 2, and K = 1, 3, 4, ...): ``c = y``, the number
   of busy slow servers; the event operator is the lumped form of (9)-(11);

@@ -1,4 +1,4 @@
-"""The operators of seed 002 on the truncated state space ``x = 0..N`` (JAX, pure functions).
+"""The operators of the fast/slow-servers paper on the truncated state space ``x = 0..N`` (JAX, pure functions).
 
 ``f`` is an array of shape ``(N+1, C)`` indexed by the post-decision state ``(x, c)``. Truncation: an
 arrival at ``x = N`` is lost (the chain stays in the box); the truncation is chosen large enough for

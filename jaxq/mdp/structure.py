@@ -1,4 +1,4 @@
-"""Threshold structure of fast/slow policies and the inequalities (K1)-(K6) of seed 002.
+"""Threshold structure of fast/slow policies and the inequalities (K1)-(K6) of the fast/slow-servers paper.
 
 Thresholds (Theorem 1, made precise). With ``n = x + y`` jobs in the system, let
 ``D_m(n) = V(n-m+1, m-1) - V(n-m, m)`` (for K = 2: ``D_1 = D*_01`` (23), ``D_2 = D*_12`` (24)):

@@ -1,13 +1,14 @@
-"""Many-server parallel server networks (seeds 001 and 003): classes i, pools j, activities (i, j).
+"""Many-server parallel server networks (the uniform-stability and LAP-tightness papers): classes i, pools j, activities
+(i, j).
 
 Arrays are indexed as in the papers, 0-based: ``lam[i]``, ``mu[i, j]`` (class i row, pool j column),
 ``nu[j]`` (servers per unit of n in pool j). An activity (i, j) exists where ``mu[i, j] > 0``.
 
 Two scalings of the n-th (or r-th) system:
 
-* ``"halfin-whitt"`` (seed 001, (2.2)): ``lambda_n = n lambda + sqrt(n) lambda_hat``,
+* ``"halfin-whitt"`` (the uniform-stability paper, (2.2)): ``lambda_n = n lambda + sqrt(n) lambda_hat``,
   ``mu_n = mu + mu_hat / sqrt(n)``, ``N_n = round(n nu + sqrt(n) nu_hat)``; LP (2.3) must be critical.
-* ``"underloaded"`` (seed 003): ``lambda_r = r lambda``, ``N_r = round(r beta)`` with ``beta = nu``,
+* ``"underloaded"`` (the LAP-tightness paper): ``lambda_r = r lambda``, ``N_r = round(r beta)`` with ``beta = nu``,
   ``mu`` fixed; the static planning problem must have value rho < 1.
 
 The default ``scaling = "auto"`` picks Halfin-Whitt when the LP value is 1 and underloaded when it is
@@ -61,7 +62,7 @@ class Network:
     Attributes:
       lam: lambda_i, shape (I,).
       mu: mu_ij, shape (I, J); 0 where pool j cannot serve class i.
-      nu: pool sizes per unit of n (nu_j of seed 001, beta_j of seed 003), shape (J,).
+      nu: pool sizes per unit of n (nu_j of the uniform-stability paper, beta_j of the LAP-tightness paper), shape (J,).
       lambda_hat: Halfin-Whitt second-order term of lam (zeros when absent).
       mu_hat: Halfin-Whitt second-order term of mu (zeros when absent).
       nu_hat: Halfin-Whitt second-order term of nu (zeros when absent).
@@ -99,8 +100,8 @@ class Network:
         """Arrival rates, service rates and pool sizes (integers) of the n-th (r-th) system.
 
         Args:
-          n: scale parameter (n of seed 001, r of seed 003), positive.
-          scaling: ``"halfin-whitt"`` (2.2) or ``"underloaded"`` (seed 003).
+          n: scale parameter (n of the uniform-stability paper, r of the LAP-tightness paper), positive.
+          scaling: ``"halfin-whitt"`` (2.2) or ``"underloaded"`` (the LAP-tightness paper).
 
         Returns:
           ``(lam_n, mu_n, N_n)`` with shapes (I,), (I, J), (J,); ``N_n`` is an int array.

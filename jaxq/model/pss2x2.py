@@ -1,4 +1,4 @@
-"""The 2x2 parallel server system of seed 000 (two classes i, two servers k, four activities).
+"""The 2x2 parallel server system of the switched-policies paper (two classes i, two servers k, four activities).
 
 Arrays are indexed as in the paper: ``lam[i]``, ``mu[i, k]`` (class i row, server k column).
 The n-th system has ``lambda_n = n lambda + sqrt(n) lambda_hat`` and

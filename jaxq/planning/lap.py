@@ -1,6 +1,6 @@
-"""Leaf activity priority (LAP) of seed 003: the priority assignment and the equilibrium point psi*.
+"""Leaf activity priority (LAP) of the LAP-tightness paper: the priority assignment and the equilibrium point psi*.
 
-Priority assignment on the basic activity tree (Section 2 of seed 003):
+Priority assignment on the basic activity tree (Section 2 of the LAP-tightness paper):
 
 1. Class priorities: repeatedly pick a leaf of the tree; if it is a class give it the next (highest
    unassigned) priority; remove it. Tie-break (ours, deterministic): among the current leaves pick the
@@ -11,7 +11,7 @@ Priority assignment on the basic activity tree (Section 2 of seed 003):
 
 A user may instead give a complete activity order; it is accepted only if the two steps can produce it.
 
-Equilibrium point (seed 003, the recursive definition around its missing display (2)): in LAP order,
+Equilibrium point (the LAP-tightness paper, the recursive definition around its missing display (2)): in LAP order,
 ``lambda_ij = min(lambda_i', beta_j' mu_ij)``, ``psi*_ij = lambda_ij / mu_ij``, then
 ``lambda_i' -= lambda_ij`` and ``beta_j' -= psi*_ij`` (primes: what is left). Queues are 0 at
 equilibrium (rho < 1). The paper assumes ``psi*_ij > 0`` on every tree activity.
@@ -126,7 +126,7 @@ class LapEquilibrium:
       psi: psi*_ij, servers of pool j on class i per unit of r, shape (I, J).
       routing: lambda_ij of the recursion (not the SPP's).
       unserved: lambda left over per class after the recursion (0 when LAP can carry the load).
-      assumption_holds: psi*_ij > 0 on every activity of the tree (seed 003's standing assumption).
+      assumption_holds: psi*_ij > 0 on every activity of the tree (the LAP-tightness paper's standing assumption).
     """
 
     order: list[tuple[int, int]]

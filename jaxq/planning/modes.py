@@ -1,4 +1,4 @@
-"""LP (2.7) of seed 000 and its two modes.
+"""LP (2.7) of the switched-policies paper and its two modes.
 
 Under the extended heavy traffic condition with multiplicity (EHTCM) and nondegeneracy (Assumption 2.2)
 the solutions of LP (2.7) form the segment between two nondegenerate modes (Lemma 2.1). The service

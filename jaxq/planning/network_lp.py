@@ -1,4 +1,5 @@
-"""LP (2.3) of seed 001, which is the static planning problem (SPP) (1) of seed 003, and CRP.
+"""LP (2.3) of the uniform-stability paper, which is the static planning problem (SPP) (1) of the LAP-tightness paper,
+and CRP.
 
 Seed 001's LP (2.3) minimises ``max_j sum_i xi_ij`` subject to ``sum_j mu_ij nu_j xi_ij = lambda_i``.
 Seed 003's SPP minimises rho subject to ``sum_j lambda_ij = lambda_i`` (1c) and

@@ -1,4 +1,4 @@
-"""Threshold policies of one fast and K slow servers (seed 002, Theorem 1), as pure functions.
+"""Threshold policies of one fast and K slow servers (the fast/slow-servers paper, Theorem 1), as pure functions.
 
 With ``x`` jobs in the queue plus the fast server and ``y`` jobs at the (identical) slow servers before a
 decision, a threshold policy with population thresholds ``n_1 <= ... <= n_K`` keeps, after the decision,

@@ -2,7 +2,7 @@
 
 A policy sees the system after every event, with the queue lengths already updated, and says which class each
 idle server starts (or that it stays idle). Its memory is an explicit pytree that ``init`` builds and
-``decide`` returns anew, as an optax transformation's state. The built-in policies of seed 000
+``decide`` returns anew, as an optax transformation's state. The built-in policies of the switched-policies paper
 (Definitions 2.7-2.10) are one such pair, :data:`BUILTIN`, whose memory is the current mode and whose
 parameters are the policy as data (:class:`jaxq.policies.pss2x2.Policy`).
 

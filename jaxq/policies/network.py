@@ -1,18 +1,18 @@
-"""Routing and scheduling policies of many-server parallel server networks (seeds 001 and 003).
+"""Routing and scheduling policies of many-server parallel server networks (the uniform-stability and LAP-tightness
+papers).
 
 A network policy decides, after every event, which idle pool an arriving job joins and which queued
 class a freed server takes. Four policies, as data plus pure functions:
 
 * ``priority`` (non-preemptive static priority): an arriving class-i job takes an idle server in the
   lowest-index pool that can serve it; a freed pool-j server takes the queued job of the lowest-index class;
-* ``lap`` (seed 003, leaf activity priority, non-preemptive): routing to the idle pool of highest activity
-  priority, scheduling of the queued class of highest class priority, on the basic activity tree only;
+* ``lap`` (the LAP-tightness paper, leaf activity priority, non-preemptive): routing to the idle pool of highest
+  activity priority, scheduling of the queued class of highest class priority, on the basic activity tree only;
 * ``lqfs`` (longest queue, freest server, non-preemptive): routing to the pool with the largest idle
   fraction ``y_j / N_j``, scheduling of the longest queue ``q_i``; ties to the lowest index;
-* ``swc`` (Definition 2.1 of seed 001): the Markov policy ``z = z(x)`` that maximises the number of busy
-  servers given the class counts x, by greedy leaf elimination on the tree in LAP activity order
-  (optimal on a tree); jobs in service may move between pools (preemptive-resume, exact for
-  exponential services).
+* ``swc`` (Definition 2.1 of the uniform-stability paper): the Markov policy ``z = z(x)`` that maximises the number of
+  busy servers given the class counts x, by greedy leaf elimination on the tree in LAP activity order (optimal on a
+  tree); jobs in service may move between pools (preemptive-resume, exact for exponential services).
 
 The state a policy sees is a handful of scalars per replication (queue ``q[i]`` per class, busy servers
 ``z[(i, j)]`` per activity the policy uses), written out activity by activity at trace time (the network

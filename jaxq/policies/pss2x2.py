@@ -1,4 +1,4 @@
-"""The six policies of seed 000 for the 2x2 system (Definitions 2.7-2.10), as pure JAX functions.
+"""The six policies of the switched-policies paper for the 2x2 system (Definitions 2.7-2.10), as pure JAX functions.
 
 Every function acts on one replication's state and is written with ``jnp.where`` (no Python branching
 on traced values) so that it can be ``vmap``-ed. Indices are 0-based: class i, server k, mode m.

@@ -1,4 +1,5 @@
-"""The threshold Theta_n = ceil(c n^a_bar) of the T1/T2 rules (seed 000, (2.28)-(2.29)) and the rules for c.
+"""The threshold Theta_n = ceil(c n^a_bar) of the T1/T2 rules (the switched-policies paper, (2.28)-(2.29)) and the rules
+for c.
 
 (2.28) asks for an exponent ``a_bar`` in ``(1/2 - zeta(m), 1/2)``, ``(1/3, 1/2)`` when every moment is finite (every
 family jaxq samples); any constant ``c > 0`` keeps the policy asymptotically optimal, and (2.29) takes c = 1. At a

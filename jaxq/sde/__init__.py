@@ -1,6 +1,6 @@
 """SDE schemes for the diffusion limits (one scheme per module).
 
-Reflected workload SDE (2.15)/(2.24) of seed 000, ``dZ = b(Z) dt + sigma(Z) dB + dL`` on [0, inf):
+Reflected workload SDE (2.15)/(2.24) of the switched-policies paper, ``dZ = b(Z) dt + sigma(Z) dB + dL`` on [0, inf):
   * ``coefficients``: piecewise-constant coefficients (jumps at levels), Lamperti coordinates;
   * ``driver``: the shared time loop (blocks of steps on the replication layer, noise in blocks, per-path keys,
     exact-weight discounted cost, snapshots Z(t));
@@ -9,5 +9,6 @@ Reflected workload SDE (2.15)/(2.24) of seed 000, ``dZ = b(Z) dt + sigma(Z) dB +
   * ``skew``: exact reflection plus exact skew-Brownian crossing of the jump levels (default);
   * ``estimators``: discounted cost with truncation bound, V_WCP(z0), Z(t), stationary-law check;
   * ``smoothed``: sigmoid-blended coefficients, differentiable cost for autodiff tuning.
-``network_euler``: Euler scheme of the many-server network diffusion (seed 001), on the driver's time loop.
+``network_euler``: Euler scheme of the many-server network diffusion (the uniform-stability paper), on the driver's time
+loop.
 """

@@ -1,4 +1,5 @@
-"""Simulating one fast and K slow servers under a threshold policy (seed 002): discounted and average cost.
+"""Simulating one fast and K slow servers under a threshold policy (the fast/slow-servers paper): discounted and average
+cost.
 
 The Markov statement of :mod:`jaxq.sim.models.fastslow` on the uniformised driver, started empty, both
 functionals from the same paths (the holding times integrated out):
@@ -70,9 +71,10 @@ def check_thresholds(q_thresholds) -> list[int | None]:
 
 
 def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
-    """Refuse what the model excludes (seed 002: slow servers slower than the fast one, ``mu2 < mu1``) and a
-    threshold policy under which the queue grows without bound: with m slow servers that have a threshold the
-    queue, once long, is served at rate ``mu1 + m mu2``, so a long-run average cost exists iff ``lam`` is below."""
+    """Refuse what the model excludes (the fast/slow-servers paper: slow servers slower than the fast one,
+    ``mu2 < mu1``) and a threshold policy under which the queue grows without bound: with m slow servers that have
+    a threshold the queue, once long, is served at rate ``mu1 + m mu2``, so a long-run average cost exists iff
+    ``lam`` is below."""
     check_slower(mu1, mu2)
     m = sum(q is not None for q in q_thresholds)
     if lam >= mu1 + m * mu2:

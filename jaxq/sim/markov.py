@@ -1,11 +1,11 @@
 """A continuous-time Markov chain stated once, for both drivers.
 
-A Markovian model (the network of seeds 001/003, the fast/slow servers of seed 002, the 2x2 system with
-exponential primitives) is a :class:`Markov`: a fixed list of event types ``e = 0 .. E-1`` whose rate in
-state ``s`` is ``counts(s)[e] * rates(p)[e]`` (an integer multiplicity times a unit rate: busy servers
-of an activity times its service rate, 1 times an arrival rate), and a ``transition`` that applies the
-event that fired (including the policy's decisions after it). Both drivers sample the same chain from
-this one statement:
+A Markovian model (the network of the uniform-stability and LAP-tightness papers, the fast/slow servers of the
+fast/slow-servers paper, the 2x2 system with exponential primitives) is a :class:`Markov`: a fixed list of event types
+``e = 0 .. E-1`` whose rate in state ``s`` is ``counts(s)[e] * rates(p)[e]`` (an integer multiplicity times a unit rate:
+busy servers of an activity times its service rate, 1 times an arrival rate), and a ``transition`` that applies the
+event that fired (including the policy's decisions after it). Both drivers sample the same chain from this one
+statement:
 
 * the event driver (:mod:`jaxq.sim.event`) draws the exponential holding time of the total rate and
   the event in proportion to its rate;
@@ -14,9 +14,9 @@ this one statement:
   every reachable state).
 
 What is estimated is a :class:`Functional` of the path, ``int w(t) observe(X_t) dt``: a discounted
-integral (``gamma``; cost (2.6) of seed 000, cost (6) of seed 002) and/or a time average over a window
-(stationary averages of seeds 001-003). ``transition`` also returns an *event record* (e.g. an arrival
-found no server) that the drivers count over the window.
+integral (``gamma``; cost (2.6) of the switched-policies paper, cost (6) of the fast/slow-servers paper) and/or a time
+average over a window (stationary averages of the uniform-stability, fast/slow-servers and LAP-tightness papers).
+``transition`` also returns an *event record* (e.g. an arrival found no server) that the drivers count over the window.
 
 The public statement is :class:`MarkovModel` (``jaxq.MarkovModel``): the same chain in a form for users (rates
 in the state or multiplicities times unit rates, the event that fired as an index, optional records, bound and

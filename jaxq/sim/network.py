@@ -1,4 +1,5 @@
-"""Simulating the n-th parallel server network (seeds 001 and 003): stationary averages with standard errors.
+"""Simulating the n-th parallel server network (the uniform-stability and LAP-tightness papers): stationary averages
+with standard errors.
 
 :func:`simulate` builds the model's parameters from the network's analysis
 (:mod:`jaxq.diffusion.network_analysis`: scaling, LAP priorities, fluid centre), runs the Markov statement
@@ -88,7 +89,7 @@ def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 
     edge = np.zeros_like(net.edges)
     for i, j in lay.edges:
         edge[i, j] = True
-    # n zbar^n = xi* N^n of (2.8) (Halfin-Whitt); r psi* (underloaded, seed 003)
+    # n zbar^n = xi* N^n of (2.8) (Halfin-Whitt); r psi* (underloaded, the LAP-tightness paper)
     center_z = an.plan.xi * big_n if an.scaling == "halfin-whitt" else n * an.fluid_z
     z0 = np.minimum(np.floor(center_z).astype(np.int64) * edge, big_n[None, :])
     for j in range(z0.shape[1]):  # keep the initial state feasible
@@ -201,8 +202,8 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
     """Stationary averages of the n-th network under a policy, over [warmup, horizon], with standard errors.
 
     Args:
-      system: the network (or its analysis); n: scale (n of seed 001, r of seed 003); policy: one of
-        :data:`POLICIES`.
+      system: the network (or its analysis); n: scale (n of the uniform-stability paper, r of the LAP-tightness paper);
+        policy: one of :data:`POLICIES`.
       reps, seed: replications (>= 2) and base seed; window: the window [warmup, horizon] of the time averages
         (:class:`Window`).
       engine: ``auto``, ``event`` or ``uniformized`` (see the module docstring).

@@ -1,4 +1,4 @@
-"""Simulating the n-th 2x2 system of seed 000: the discounted cost J_n (2.6) under a policy.
+"""Simulating the n-th 2x2 system of the switched-policies paper: the discounted cost J_n (2.6) under a policy.
 
 :func:`simulate` resolves the policy (:func:`jaxq.policies.pss2x2.resolve`: ``auto`` is Theorem 2.11's),
 builds the typed parameters of :mod:`jaxq.sim.models.pss2x2`, picks the driver and returns a

@@ -1,4 +1,5 @@
-"""Study ``fastslow``: optimal policies of one fast and K slow servers (seed 002) over a grid of cases.
+"""Study ``fastslow``: optimal policies of one fast and K slow servers (the fast/slow-servers paper) over a grid of
+cases.
 
 Grid: criteria (average cost, discounted cost) x slow-server sets (K identical servers of rate
 ``ratio * mu1`` for each K in ``slow_servers`` and each ratio, plus the heterogeneous rate lists of
@@ -245,5 +246,6 @@ def figure(exp, pts, records, tables, out):
     return paths
 
 
-register(Study("fastslow", "optimal thresholds of one fast and K slow servers over a grid of cases (seed 002)",
+register(Study("fastslow",
+               "optimal thresholds of one fast and K slow servers over a grid of cases (the fast/slow-servers paper)",
                Grid, points, run_chunk, aggregate, figure, needs_systems=False))

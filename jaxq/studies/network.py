@@ -1,19 +1,20 @@
-"""Study ``network``: many-server networks (seeds 001 and 003) across n, under several policies.
+"""Study ``network``: many-server networks (the uniform-stability and LAP-tightness papers) across n, under several
+policies.
 
 Grid: systems x policies x n. Every replication of the n-th system (:func:`jaxq.sim.network.simulate`)
 records its time averages over [warmup, horizon]; the study aggregates them into one table and the figures
 that the papers' statements call for:
 
-* tightness (seed 001, Theorem 2.1 (iv)): the scaled queue ``E<e, X_hat>^+`` and idleness ``E<e, X_hat>^-``
-  stay bounded in n; the stationary density of ``<e, X_hat>`` settles (``hist_bins > 0``);
+* tightness (the uniform-stability paper, Theorem 2.1 (iv)): the scaled queue ``E<e, X_hat>^+`` and idleness ``E<e,
+  X_hat>^-`` stay bounded in n; the stationary density of ``<e, X_hat>`` settles (``hist_bins > 0``);
 * the prelimit identity (3.6): ``sum_j w_j E[Y_hat_j] = rho_n`` (``weighted_idleness_hat`` beside
   ``spare_capacity_n``), and, with ``diffusion = true``, the Euler scheme of the diffusion (2.27) under a
   constant control as a reference point (``n = inf``: its rows have ``engine = "diffusion"`` and no ``n``, an
   empty cell in the CSV tables);
 * transience (Propositions 3.1-3.2: negative spare capacity): ``E<e, X_hat(t)>`` at ``times`` grows
   linearly; a fitted growth rate per n;
-* LAP concentration (seed 003): ``sum_ij E|Psi_ij - r psi*_ij|`` against r with a fitted exponent (the paper:
-  ``r^(1/2 + eps)``) and the fluid error ``max |E Psi / r - psi*|``.
+* LAP concentration (the LAP-tightness paper): ``sum_ij E|Psi_ij - r psi*_ij|`` against r with a fitted exponent (the
+  paper: ``r^(1/2 + eps)``) and the fluid error ``max |E Psi / r - psi*|``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Studies of the 2x2 system of seed 000: J_n -> V0, weak convergence, state-space collapse, policies.
+"""Studies of the 2x2 system of the switched-policies paper: J_n -> V0, weak convergence, state-space collapse,
+policies.
 
 All four share one grid (systems x policies x n) and one per-chunk record (``engines.pss_chunk``):
 ``J`` (discounted cost (2.6) up to the horizon, with a rigorous ``tail_bound``), ``sup_X_hat_i`` over

@@ -1,4 +1,4 @@
-"""Random 2x2 systems, stratified over the six cases of Theorem 2.11 (seed 000).
+"""Random 2x2 systems, stratified over the six cases of Theorem 2.11 (the switched-policies paper).
 
 Every drawn system satisfies Assumption 2.2 by construction: product-form rates ``mu_ik = alpha_i beta_k``
 (multiple LP solutions), ``lambda_1 / alpha_1 + lambda_2 / alpha_2 = 1`` (rho* = 1, the EHTC) and

@@ -1,4 +1,4 @@
-"""Fast/slow MDP (seed 002): value iteration against independent exact methods, structure, CLI."""
+"""Fast/slow MDP (the fast/slow-servers paper): value iteration against independent exact methods, structure, CLI."""
 
 import json
 

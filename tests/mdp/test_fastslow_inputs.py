@@ -1,4 +1,4 @@
-"""Inputs of the fast/slow system (seed 002): costs below value iteration's round-off resolution, and
+"""Inputs of the fast/slow system (the fast/slow-servers paper): costs below value iteration's round-off resolution, and
 the simulator's checks of its threshold policy (integers >= 0, nondecreasing, stable, slower slow servers)."""
 
 import math

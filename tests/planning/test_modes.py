@@ -1,4 +1,4 @@
-"""LP (2.7) and its modes: Lemmas 2.1, 3.1-3.3 of seed 000."""
+"""LP (2.7) and its modes: Lemmas 2.1, 3.1-3.3 of the switched-policies paper."""
 
 import numpy as np
 import pytest

@@ -43,7 +43,7 @@ def test_pss2x2_dispatch_matches_the_exact_solvers_statement():
 
 
 def theorem_1(x, y, q_lo, q_hi):
-    """Theorem 1 of seed 002 for two identical slow servers: slow jobs after the decision."""
+    """Theorem 1 of the fast/slow-servers paper for two identical slow servers: slow jobs after the decision."""
     q = max(x - 1, 0)  # queued jobs (the fast server is busy whenever x > 0)
     if y == 0:
         return 0 if q < q_lo else (1 if q < q_hi else min(2, q))

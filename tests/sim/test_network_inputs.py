@@ -34,7 +34,7 @@ def test_cli_simulate_refuses_a_negative_pool(tmp_path, capsys):
 
 @pytest.mark.parametrize("which", ["negative_hat", "network_N_understaffed"])
 def test_network_sde_refuses_a_transient_diffusion(tmp_path, capsys, which):
-    """Spare capacity rho < 0: the diffusion is transient (seed 001, Propositions 3.1-3.2); it printed 'long-run
+    """Spare capacity rho < 0: the diffusion is transient (the uniform-stability paper, Propositions 3.1-3.2); it printed 'long-run
     averages' such as mean_pos 1.4e31 beside an identity (3.6) of -6.7e29 against 0."""
     net = _negative_hat(tmp_path) if which == "negative_hat" else which
     assert main(["network", "sde", net, "--paths", "2", "--horizon", "2", "--warmup", "1", "--json"]) == 2
@@ -51,5 +51,5 @@ def test_stationary_diffusion_of_the_n_network():
         stationary_diffusion(analyze(load("network_N_understaffed")))
     assert e.value.key == "system"
     with pytest.raises(InputError, match="critically loaded") as e:
-        stationary_diffusion(analyze(load("network_lap")))  # underloaded (seed 003): no diffusion limit
+        stationary_diffusion(analyze(load("network_lap")))  # underloaded (the LAP-tightness paper): no diffusion limit
     assert e.value.key == "system.lambda"

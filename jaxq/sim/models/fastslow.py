@@ -1,11 +1,12 @@
-"""One fast and K identical slow servers under a threshold policy (seed 002), as a Markov chain stated once.
+"""One fast and K identical slow servers under a threshold policy (the fast/slow-servers paper), as a Markov chain
+stated once.
 
 Post-decision state ``(x, y)``: x = queue plus the job at the fast server, y = jobs at the slow servers.
 Events: an arrival (rate ``lambda``), a fast completion (rate ``mu1``; fictitious when x = 0: the
 uniformised operator (7)), a slow completion (rate ``y mu2``). After every event, fictitious ones
 included, the threshold policy (:func:`jaxq.policies.fastslow.decide`) assigns queued jobs to idle slow
 servers; threshold policies are idempotent, so this is the continuous-time system. Uniformisation rate
-``lambda + mu1 + K mu2``, the rate of seed 002's uniformised chain. Observed: the cost ``x + y``.
+``lambda + mu1 + K mu2``, the rate of the fast/slow-servers paper's uniformised chain. Observed: the cost ``x + y``.
 Controls (:data:`MARKOV_CV`): the Henderson-Glynn martingales of ``x, y, x^2, x y, y^2`` (the value
 function of a threshold policy is close to a quadratic in (x, y): linear in the slow servers' jobs, about
 quadratic in the queue), each difference taken over the full transition, decisions included.

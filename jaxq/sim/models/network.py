@@ -1,4 +1,5 @@
-"""The n-th many-server parallel server network (seeds 001 and 003) as a Markov chain, stated once.
+"""The n-th many-server parallel server network (the uniform-stability and LAP-tightness papers) as a Markov chain,
+stated once.
 
 State of one replication: the queue ``q[i]`` of every class and the busy servers ``z[(i, j)]`` of every
 activity the policy uses (scalars; idle servers ``y_j = N_j - sum_i z_ij``, jobs ``x_i = q_i + sum_j z_ij``).

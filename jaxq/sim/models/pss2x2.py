@@ -1,4 +1,5 @@
-"""The n-th 2x2 parallel server system of seed 000: typed parameters and state, and its two statements.
+"""The n-th 2x2 parallel server system of the switched-policies paper: typed parameters and state, and its two
+statements.
 
 Renewal primitives (2.1): class-i interarrival times ``a/lambda_n_i`` and activity-(i,k) service times
 ``u/mu_n_ik`` with a and u of mean 1 and the configured SCV (:mod:`jaxq.sim.sampling`). The system starts
