@@ -1,5 +1,5 @@
 """Where should a small run go on an accelerator machine? The 2x2 event and uniformised engines at a few replication
-counts, on the default placement (``devices=None``: the host CPU below ``jaxq.sim.replications.HOST_BELOW``
+counts, on the default placement (``devices=None``: the host CPU below ``jaxq.mc.replications.HOST_BELOW``
 replications), forced onto the accelerator and forced onto the host CPU. Events per second (compilation excluded,
 the second of two runs); the estimates agree within rounding across placements.
 
@@ -15,7 +15,7 @@ import jax
 
 import jaxq
 from jaxq.sim import pss2x2
-from jaxq.sim.replications import HOST_BELOW, Batching, small_run_devices
+from jaxq.mc.replications import HOST_BELOW, Batching, small_run_devices
 
 
 def main(out: str | None = None) -> list[dict]:

@@ -67,12 +67,13 @@ def profile(family: str, reps: int, repeats: int) -> dict:
 
     jax.config.update("jax_enable_x64", True)  # this script calls jaxq's internals: float64 for its process
     from jaxq.bench.pss2x2 import family_system
-    from jaxq.sim import event, pss2x2, replications
+    from jaxq.mc import replications, rng
+    from jaxq.sim import event, pss2x2
     from jaxq.sim.models import pss2x2 as model
 
     st = pss2x2.setup(family_system(family), 100, policy="P", horizon=1e6)
     prog = event.program(model.engine(st.spec, False, False), 128, 1)
-    states = prog.start(replications.keys(0, 0, reps), st.params)
+    states = prog.start(rng.keys(0, 0, reps), st.params)
     exe = jax.jit(prog.advance).lower(states, st.params).compile()
     ops = _fusion_ops(exe.as_text())
     states, _, work = exe(states, st.params)

@@ -9,9 +9,9 @@ variates of two slots and adds them to the carry. The stream of each slot change
 event (slot 0 an interarrival stream, slot 1 a service stream, as in the engine), so the per-stream
 parameters are looked up as they are there.
 
-* ``old``: :func:`jaxq.sim.sampling.sample_with_key` on ``fold_in(key, event)`` (what the engine did:
+* ``old``: ``reference_sampler.sample_with_key`` on ``fold_in(key, event)`` (what the engine did:
   a key per event, 53-bit uniforms from ``jax.random.bits``, ``jax.random.gamma``);
-* ``new``: one :func:`jaxq.sim.rng.words` call per event (inline Threefry-2x32 on the event counter)
+* ``new``: one :func:`jaxq.mc.rng.words` call per event (inline Threefry-2x32 on the event counter)
   and :func:`jaxq.sim.sampling.sample` (per-family exact transforms, no rejection loop but the rare
   gamma fallback).
 
@@ -43,7 +43,9 @@ import numpy as np
 import jaxq  # noqa: F401
 jax.config.update("jax_enable_x64", True)  # noqa: E402  (this script calls jaxq's internals: float64 for its process)
 from jaxq.model.distributions import Dist
-from jaxq.sim import rng, sampling
+from jaxq.mc import rng
+from jaxq.sim import sampling
+from reference_sampler import sample_with_key  # this folder (python puts a script's folder first on the path)
 
 FAMILIES = {  # deterministic is left out: its events draw nothing, XLA folds them away
     "exponential": ["exponential:1"] * 6,
@@ -81,7 +83,7 @@ def _runner(kind, dists, reps, events):
     def event(key, e):
         idx = _slots(e)
         if kind == "old":
-            return sampling.sample_with_key(jax.random.fold_in(key, e + 1), spec, table, idx), True
+            return sample_with_key(jax.random.fold_in(key, e + 1), spec, table, idx), True
         if kind == "void":
             return sampling.sample_or_void(rng.words(key, e, W), spec, table, idx)
         return sampling.sample(rng.words(key, e, W), spec, table, idx, key, e), True

@@ -28,7 +28,7 @@ jax.config.update("jax_enable_x64", True)  # noqa: E402  (this script calls jaxq
 from jaxq.diffusion import stationary  # noqa: E402
 from jaxq.diffusion.workload import analyze  # noqa: E402
 from jaxq.model import load  # noqa: E402
-from jaxq.sde.estimators import SCHEMES, Truncation, stationary_check, wcp_coefficients, wcp_value  # noqa: E402
+from jaxq.sde.estimators import SCHEMES, SdeTruncation, stationary_check, wcp_coefficients, wcp_value  # noqa: E402
 from jaxq.studies.storage import write_table
 
 EX = Path(jaxq.__file__).parent / "examples"
@@ -68,7 +68,7 @@ def main(argv=None) -> dict:
         an = analyze(load(EX / f"{name}.toml"))
         for scheme in SCHEMES:
             for k, dt in enumerate(dts):  # independent seeds: the errors at different dt are independent
-                r = wcp_value(an, 0.0, None, dt=dt, truncation=Truncation(horizon), paths=paths, seed=11 + k,
+                r = wcp_value(an, 0.0, None, dt=dt, truncation=SdeTruncation(horizon), paths=paths, seed=11 + k,
                               scheme_name=scheme)
                 rows.append({
                     "system": name, "case": an.case, "scheme": scheme, "dt": dt, "paths": paths,

@@ -39,9 +39,9 @@ __version__ = "0.2.0"
 _API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simulate", "exact_cost", "optimal", "simulate_sde",
                                        "simulate_network_sde", "tune", "solve_fastslow", "simulate_fastslow",
                                        "run_experiment", "read_run", "threshold_term")}
-_API.update(SimResult="jaxq.sim.result", Estimate="jaxq.sim.result", MarkovModel="jaxq.sim.markov",
-            difference_controls="jaxq.sim.markov", Policy2x2="jaxq.api", Observer="jaxq.sim.observer",
-            Segment="jaxq.sim.observer")
+_API.update(SimResult="jaxq.mc.result", Estimate="jaxq.mc.result", MarkovModel="jaxq.sim.markov",
+            difference_controls="jaxq.sim.markov", Policy2x2="jaxq.api", Observer="jaxq.mc.observer",
+            Segment="jaxq.mc.observer")
 __all__ = ["InputError", "__version__", *_API]
 
 

@@ -7,7 +7,7 @@ project's 2-core AMD EPYC (per-step probe of the 2x2 event engine, 2 x 5000 repl
 exponential 12.7 -> 8.8 ns a step, gamma:3 21.5 -> 13.8, gamma:0.7 18.6 -> 11.8.
 
 The numbers do not change: the arithmetic is elementwise IEEE float64 either way, and every batch is a whole
-number of 8-replication vectors (:data:`jaxq.sim.replications.LANES`, one 512-bit vector), so no replication
+number of 8-replication vectors (:data:`jaxq.mc.replications.LANES`, one 512-bit vector), so no replication
 runs in a scalar loop tail; the golden-output tests pass with either width.
 
 :func:`configure` adds ``--xla_cpu_prefer_vector_width=512`` to ``XLA_FLAGS`` when the CPU reports

@@ -1,7 +1,7 @@
 """The package layout holds: no module imports upward, and no import cycle.
 
 Layers, lowest first (a module may import its own layer and the ones below):
-base (errors, options, stats, serialize, progress, precision) -> model, examples -> planning -> diffusion -> policies -> sim -> sde -> mdp ->
+base (errors, options, stats, serialize, progress, precision) -> model, examples -> mc (the Monte Carlo core) -> planning -> diffusion -> policies -> sim -> sde -> mdp ->
 tuning -> studies -> bench -> api -> cli. Every ``import`` statement counts, including those inside functions
 (lazy imports are still dependencies).
 """
@@ -17,6 +17,7 @@ ROOT = Path(jaxq.__file__).parent
 LAYERS = [
     {"jaxq", "jaxq.errors", "jaxq.options", "jaxq.stats", "jaxq.serialize", "jaxq.progress", "jaxq.precision"},
     {"jaxq.model", "jaxq.examples"},
+    {"jaxq.mc"},
     {"jaxq.planning"},
     {"jaxq.diffusion"},
     {"jaxq.policies"},
@@ -50,9 +51,20 @@ def modules() -> dict[str, Path]:
     return out
 
 
+def _outside_functions(tree: ast.AST):
+    """The nodes run when a module is imported: everything but function bodies (``if TYPE_CHECKING`` blocks count:
+    a type checker follows them, and they are how a hidden cycle starts)."""
+    stack = list(ast.iter_child_nodes(tree))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
 def imports(path: Path, module: str, top_level_only: bool = False) -> set[str]:
     tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level_only else ast.walk(tree)
+    nodes = _outside_functions(tree) if top_level_only else ast.walk(tree)
     out = set()
     pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in nodes:
@@ -182,3 +194,27 @@ def run(args):
     assert command_line_imports(source, "jaxq.cli.fake") == [
         "?", "jaxq.api.direct", "jaxq.bench", "jaxq.bench.pss2x2", "jaxq.progress", "jaxq.sim", "jaxq.sim.pss2x2"]
     assert command_line_imports("from jaxq.api import InputError\nfrom jaxq.cli import add_common\n", "jaxq.cli.x") == []
+
+
+# ------------------------------------------------------------------------------------------ the Monte Carlo core
+def test_the_sde_package_builds_on_the_core_not_on_the_prelimit_simulators():
+    mods = modules()
+    bad = sorted(f"{n} -> {t}" for n, p in mods.items() if n.startswith("jaxq.sde")
+                 for t in imports(p, n) if t == "jaxq.sim" or t.startswith("jaxq.sim."))
+    assert not bad, bad
+
+
+def test_random_streams_are_laid_out_only_by_the_core():
+    """Keys, key splits and seeded generators are made in jaxq.mc.rng only (one layout: fold_in(PRNGKey(seed), r)
+    per replication, derived seeds for a purpose); every other module asks it."""
+    makers = ("PRNGKey(", "fold_in(", "random.split(", "SeedSequence(", "default_rng(", "random.key(")
+    bad = []
+    for name, path in modules().items():
+        if name.startswith("jaxq.mc"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                text = ast.unparse(node.func) + "("
+                if any(text.endswith(m) for m in makers):
+                    bad.append(f"{name}:{node.lineno} {text}")
+    assert not bad, bad

@@ -89,14 +89,14 @@ _CHOICES = ("POLICY_CHOICES", "ENGINES", "THETA_RULES", "DEFAULT_THETA_EXPONENT"
             "DEFAULT_SDE_SCHEME", "TUNE_SEARCH_REPS", "TUNE_GRADIENT_REPS")
 
 
-_TARGET = ("Target", "run_to_target", "checked_target", "target_from", "run_reps")  # precision targets (jaxq.sim.target)
+_TARGET = ("Target", "run_to_target", "checked_target", "target_from", "run_reps")  # precision targets (jaxq.mc.target)
 
 
 def __getattr__(name):
     if name in _CHOICES:  # jaxq.api.choices imports the simulators: only when one of its names is asked for
         return getattr(importlib.import_module("jaxq.api.choices"), name)
     if name in _TARGET:
-        return getattr(importlib.import_module("jaxq.sim.target"), name)
+        return getattr(importlib.import_module("jaxq.mc.target"), name)
     raise AttributeError(f"module 'jaxq.api' has no attribute {name!r}")
 
 # ------------------------------------------------------------------------------------------ argument checks
@@ -352,7 +352,7 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
              engine: str = "auto", seed: int = 0, rel_se: float | None = None, max_reps: int | None = None,
              budget: float | None = None, **options):
     """Monte Carlo of the n-th (prelimit) system or of a :class:`MarkovModel`; returns a
-    :class:`jaxq.sim.result.SimResult`.
+    :class:`jaxq.mc.result.SimResult`.
 
     A :class:`MarkovModel` (no ``n``, no ``policy``): options ``horizon`` (required), ``discount`` (the
     discounted integral ``E int_0^T exp(-gamma t) observe dt``), ``warmup`` (the time average over
@@ -380,7 +380,7 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     to reach; for a network, over each class's ``mean_queue``; for a MarkovModel, over every estimate), ``max_reps`` (default 100,000; a target that needs more is
     refused before the run), ``budget`` (seconds; the run stops short when they do not suffice). A pilot on a seed
     derived from ``seed`` plans the replications; the run is then replications ``0 .. R-1`` of ``seed``, a prefix
-    of the fixed run, unbiased (:func:`jaxq.sim.target.run_to_target`). ``info``: ``rel_se_target``,
+    of the fixed run, unbiased (:func:`jaxq.mc.target.run_to_target`). ``info``: ``rel_se_target``,
     ``stopped_by`` (``target``, ``max_reps``, ``budget``), ``pilot``.
     """
     from jaxq.model.network import Network
@@ -422,21 +422,21 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
 def _target(reps, rel_se, max_reps, budget):
     """The precision target of ``jaxq.simulate`` (None: a fixed number of replications), checked."""
-    from jaxq.sim.target import target_from
+    from jaxq.mc.target import target_from
 
     return target_from(reps, rel_se, max_reps, budget)
 
 
 def _run(go, reps, default_reps, seed, target, estimate=None):
     """``go(reps, seed)`` once, or to the precision ``target`` on ``estimate`` (default the primary one;
-    :func:`jaxq.sim.target.run_reps`)."""
-    from jaxq.sim.target import run_reps
+    :func:`jaxq.mc.target.run_reps`)."""
+    from jaxq.mc.target import run_reps
 
     return run_reps(go, default_reps if reps is None else reps, seed, target, estimate=estimate)
 
 
 def _simulate_markov(model, n, reps, policy, engine, seed, options, target=None):
-    from jaxq.sim.replications import Batching
+    from jaxq.mc.replications import Batching
     from jaxq.sim.user import MarkovRun, simulate_markov
 
     if n is not None:
@@ -463,10 +463,10 @@ def _simulate_markov(model, n, reps, policy, engine, seed, options, target=None)
 
 def _placed(options: dict, reps) -> dict:
     """``options`` of a single run with its devices: the host CPU for a run of fewer than
-    :data:`jaxq.sim.replications.HOST_BELOW` replications on an accelerator when no devices are named
-    (:func:`jaxq.sim.replications.small_run_devices`); unchanged otherwise (and for a bad ``reps``, refused
+    :data:`jaxq.mc.replications.HOST_BELOW` replications on an accelerator when no devices are named
+    (:func:`jaxq.mc.replications.small_run_devices`); unchanged otherwise (and for a bad ``reps``, refused
     later)."""
-    from jaxq.sim.replications import small_run_devices
+    from jaxq.mc.replications import small_run_devices
 
     if options.get("devices") is not None or isinstance(reps, bool) or not isinstance(reps, int):
         return options
@@ -521,7 +521,7 @@ def simulate_sde(system, *, paths: int | None = None, dt: float | None = None, s
     """The workload diffusion (2.23)/(2.24) of a 2x2 system, ``dZ = b(Z)dt + sigma(Z)dB + dL``, switching modes
     at ``switch_at`` (default z*); estimates V_WCP(z0) = E int exp(-gamma t) Z dt.
 
-    Returns a :class:`jaxq.sim.result.SimResult` (primary ``V_hat``; ``info["V_exact"]`` is the exact ODE value
+    Returns a :class:`jaxq.mc.result.SimResult` (primary ``V_hat``; ``info["V_exact"]`` is the exact ODE value
     for the same switching level). ``scheme``: ``skew`` (default), ``exact`` or ``euler``. ``dt``: default
     ``1e-3 min(1, 1/gamma)``, and at most 0.01 sigma^2/b^2 (the drift's time scale); a step with ``gamma dt > 0.1`` or
     ``b^2 dt / sigma^2 > 0.3`` is refused (:func:`jaxq.sde.estimators.check_resolution`). ``paths`` default 20,000;
@@ -544,7 +544,7 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
     """Euler scheme of the controlled network diffusion (2.27) of a critically loaded network (the uniform-stability
     paper).
 
-    Returns a :class:`jaxq.sim.result.SimResult` of long-run averages (``mean_neg`` = E<e,X>^-, ``mean_pos``,
+    Returns a :class:`jaxq.mc.result.SimResult` of long-run averages (``mean_neg`` = E<e,X>^-, ``mean_pos``,
     ``mean_x``, ``identity_rhs``; ``info["identity_lhs"]`` the spare capacity of (3.6)); ``uc``, ``us`` default
     to uniform shares.
     """

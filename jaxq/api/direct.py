@@ -22,7 +22,7 @@ def simulate_2x2(system, n: float, reps: int, **options):
     (:func:`jaxq.sim.pss2x2.simulate_bounded`; ``options``: ``policy``, ``seed`` and the fields of the typed
     arguments of :func:`jaxq.sim.pss2x2.simulate`, flat: ``engine``, ``horizon``, ``theta_exponent``, ``chunk``,
     ``progress``, ...; grouped once by :func:`jaxq.sim.pss2x2.grouped`). Returns a
-    :class:`jaxq.sim.result.SimResult`."""
+    :class:`jaxq.mc.result.SimResult`."""
     from jaxq.sim.pss2x2 import grouped, simulate_bounded
 
     return simulate_bounded(system, n, reps, **grouped(options))
@@ -45,7 +45,7 @@ def simulate_network(network, n: float, policy: str = "priority", **options):
     ``lqfs``, ``swc``) with standard errors (:func:`jaxq.sim.network.simulate`; ``options``: ``reps``, ``seed``,
     ``engine`` and the fields of its typed arguments, flat: ``warmup``, ``horizon``, ``snap_times``, ``cv``,
     ``chunk``, ``progress``, ...; grouped once by :func:`jaxq.sim.network.grouped`). Returns a
-    :class:`jaxq.sim.result.SimResult`."""
+    :class:`jaxq.mc.result.SimResult`."""
     from jaxq.sim.network import grouped, simulate
 
     return simulate(network, n, policy, **grouped(options))
@@ -67,7 +67,7 @@ def simulate_network_diffusion(diffusion, uc=None, us=None, control: str = "cons
     ``proportional``; ``uc``, ``us``: its shares, default uniform) by the Euler scheme
     (:func:`jaxq.sde.network_euler.simulate_diffusion`; ``options``: ``paths``, ``seed``, ``cv`` and the fields of
     its typed arguments, flat: ``dt``, ``horizon``, ``warmup``, ``chunk``, ``progress``, ...; grouped once by
-    :func:`jaxq.options.grouped`). Returns a :class:`jaxq.sim.result.SimResult`."""
+    :func:`jaxq.options.grouped`). Returns a :class:`jaxq.mc.result.SimResult`."""
     from jaxq.options import grouped
     from jaxq.sde.network_euler import GROUPS, Control, simulate_diffusion
 
@@ -80,7 +80,7 @@ def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **optio
     (default z*), beside the exact value for the same level (:func:`jaxq.sde.estimators.wcp_value`; ``options``:
     ``dt``, ``paths``, ``seed``, ``scheme_name``, ``cv`` and the fields of the typed arguments of
     :func:`jaxq.sde.estimators.discounted_cost`, flat: ``horizon``, ``chunk``, ``progress``, ...; grouped once by
-    :func:`jaxq.options.grouped`). Returns a :class:`jaxq.sim.result.SimResult` (``info["V_exact"]``)."""
+    :func:`jaxq.options.grouped`). Returns a :class:`jaxq.mc.result.SimResult` (``info["V_exact"]``)."""
     from jaxq.options import grouped
     from jaxq.sde.estimators import GROUPS
     from jaxq.sde.estimators import wcp_value as value

@@ -91,7 +91,7 @@ def ctmc_row(reps: int, steps: int) -> dict:
     as in the numba loop.
     """
     steps = -(-steps // uniformized.PAGE) * uniformized.PAGE
-    kw = {"alpha": CTMC_ALPHA, "window": fastslow.Window(steps, steps // 10), "reps": reps}
+    kw = {"alpha": CTMC_ALPHA, "window": fastslow.StepWindow(steps, steps // 10), "reps": reps}
 
     def once(seed):
         r = fastslow.simulate(LAM, MU1, MU2, Q_THR, seed=seed, **kw)

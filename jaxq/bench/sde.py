@@ -29,8 +29,8 @@ import jaxq.bench
 from jaxq.bench.sizes import grid
 from jaxq.bench.timing import measure, ratio
 from jaxq.sde import coefficients as C
-from jaxq.sde.estimators import SCHEMES, Truncation, discounted_cost
-from jaxq.sim.replications import Batching
+from jaxq.sde.estimators import SCHEMES, SdeTruncation, discounted_cost
+from jaxq.mc.replications import Batching
 
 T2T1 = (0.2857142857142856, 1.6278820596099706, -0.7857142857142856, 2.073644135332772, 0.5471922382896093)
 GAMMA = 0.5
@@ -43,7 +43,7 @@ def jaxq_row(scheme: str, params, paths: int, steps: int, chunk: int) -> dict:
     """Median path-steps/s of one jaxq scheme after a compiling run, and its estimate."""
 
     def once(seed):
-        r = discounted_cost(params, GAMMA, 0.0, DT, Truncation(steps * DT), paths, seed, scheme_name=scheme,
+        r = discounted_cost(params, GAMMA, 0.0, DT, SdeTruncation(steps * DT), paths, seed, scheme_name=scheme,
                             batching=Batching(chunk=chunk))
         est = {"steps": r["steps"], "mean_cost": r.value, "mean_cost_stderr": r.stderr}
         return r.events, r.wall_s - r.compile_s, est

@@ -96,8 +96,8 @@ def add_target(p: argparse.ArgumentParser, unit: str = "replications") -> None:
 
 
 def target_of(args, reps_key: str = "reps", default=None):
-    """The :class:`jaxq.sim.target.Target` of parsed ``args`` (None: a fixed number of ``args.<reps_key>``;
-    :func:`jaxq.sim.target.target_from`, the options named as on the command line)."""
+    """The :class:`jaxq.mc.target.Target` of parsed ``args`` (None: a fixed number of ``args.<reps_key>``;
+    :func:`jaxq.mc.target.target_from`, the options named as on the command line)."""
     from jaxq.api import target_from
 
     return target_from(getattr(args, reps_key), args.rel_se, args.max_reps, args.budget, reps_name=reps_key,

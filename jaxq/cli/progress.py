@@ -2,7 +2,7 @@
 
 A simulator announces its expected work first (``start(total, unit)``: events, steps or path-steps,
 estimated from the inputs) and then reports the work done after every call of its compiled program, so the
-report moves within seconds even inside one chunk (:mod:`jaxq.sim.replications`). :class:`Bar` is a
+report moves within seconds even inside one chunk (:mod:`jaxq.mc.replications`). :class:`Bar` is a
 :class:`jaxq.progress.Monitor`: once a rate is measured on this machine, a job expected to take more than 30 s
 says so (its estimate) and then writes a progress line at least once a minute, terminal or not; on a terminal
 (``JAXQ_PROGRESS=1`` forces it, ``0`` hides it: :func:`jaxq.cli.output.progress_enabled`) a tqdm bar replaces

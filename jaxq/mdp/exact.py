@@ -23,21 +23,21 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 from scipy.sparse.linalg import spsolve
 
-from jaxq.mdp.layout import Layout
+from jaxq.mdp.layout import Configurations
 from jaxq.mdp.operators import assignment_tables, cost
 from jaxq.mdp.policy import greedy_policy, post_state
 
 
-def _slow_rates(layout: Layout, mu2) -> np.ndarray:
+def _slow_rates(layout: Configurations, mu2) -> np.ndarray:
     return np.tensordot(np.atleast_1d(np.asarray(mu2, dtype=float)), layout.move, axes=1)
 
 
-def gamma_of(layout: Layout, lam: float, mu1: float, mu2) -> float:
+def gamma_of(layout: Configurations, lam: float, mu1: float, mu2) -> float:
     """Uniformisation rate ``lam + mu1 + sum_j mu2_j``."""
     return float(lam + mu1 + _slow_rates(layout, mu2)[0].sum())
 
 
-def _events(layout: Layout, N: int, lam: float, mu1: float, mu2):
+def _events(layout: Configurations, N: int, lam: float, mu1: float, mu2):
     """Rows (post state), pre-decision target states and rates of all uniformised events."""
     C = layout.C
     R = _slow_rates(layout, mu2)
@@ -54,7 +54,7 @@ def _events(layout: Layout, N: int, lam: float, mu1: float, mu2):
     return np.concatenate(src), np.concatenate(dst), np.concatenate(rate)
 
 
-def transition_matrix(layout: Layout, N: int, lam: float, mu1: float, mu2, policy: np.ndarray) -> sp.csr_matrix:
+def transition_matrix(layout: Configurations, N: int, lam: float, mu1: float, mu2, policy: np.ndarray) -> sp.csr_matrix:
     """Uniformised transition matrix ``P_pi = (1/gamma) P Q_pi`` of the post-decision chain."""
     src, dst, rate = _events(layout, N, lam, mu1, mu2)
     to = post_state(layout, N, policy)[dst]

@@ -26,7 +26,7 @@ import numpy as np
 from jaxq.errors import InputError
 from jaxq.mdp import structure as st
 from jaxq.mdp.policy import greedy_policy
-from jaxq.mdp.layout import Layout, heterogeneous, identical
+from jaxq.mdp.layout import Configurations, heterogeneous, identical
 from jaxq.mdp.value_iteration import VIParams, solve_capped, solver
 from jaxq.model.validate import MAX_MAGNITUDE, MIN_POSITIVE, check_slower
 
@@ -63,7 +63,7 @@ class Problem:
     mu2: np.ndarray
     K: int
     alpha: float | None
-    layout: Layout
+    layout: Configurations
 
     @property
     def average(self) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 
 
 @dataclass(frozen=True, eq=False)
-class Layout:
+class Configurations:
     """Static structure of the slow-server configurations.
 
     Attributes:
@@ -56,7 +56,7 @@ class Layout:
 
 
 @lru_cache(maxsize=None)
-def identical(K: int) -> Layout:
+def identical(K: int) -> Configurations:
     """K identical slow servers: ``c = y``; slow events of (9)-(11): y -> y-1 at rate y mu2."""
     C = K + 1
     move = np.zeros((1, C, C))
@@ -68,11 +68,11 @@ def identical(K: int) -> Layout:
     act_to = np.minimum(a[None, :] + a[:, None], K)
     act_add = np.broadcast_to(a[None, :], (C, C)).copy()
     act_ok = a[None, :] + a[:, None] <= K
-    return Layout("identical", K, a.copy(), (1 << a) - 1, move, act_to, act_add, act_ok, np.arange(K))
+    return Configurations("identical", K, a.copy(), (1 << a) - 1, move, act_to, act_add, act_ok, np.arange(K))
 
 
 @lru_cache(maxsize=None)
-def _heterogeneous(K: int, rank: tuple[int, ...]) -> Layout:
+def _heterogeneous(K: int, rank: tuple[int, ...]) -> Configurations:
     C = 1 << K
     count = np.array([bin(m).count("1") for m in range(C)])
     move = np.zeros((K, C, C))
@@ -92,10 +92,10 @@ def _heterogeneous(K: int, rank: tuple[int, ...]) -> Layout:
         act_to[m, len(sup) :] = m
         act_ok[m, : len(sup)] = True
     act_add = count[act_to] - count[:, None]
-    return Layout("heterogeneous", K, count, np.arange(C), move, act_to, act_add, act_ok, rk)
+    return Configurations("heterogeneous", K, count, np.arange(C), move, act_to, act_add, act_ok, rk)
 
 
-def heterogeneous(mu2) -> Layout:
+def heterogeneous(mu2) -> Configurations:
     """Slow servers with rates ``mu2[j]`` (bitmask configurations); ranks by decreasing speed."""
     mu2 = np.asarray(mu2, dtype=float)
     rank = np.empty(len(mu2), dtype=np.int64)

@@ -12,11 +12,11 @@ from functools import lru_cache
 import jax.numpy as jnp
 import numpy as np
 
-from jaxq.mdp.layout import Layout
+from jaxq.mdp.layout import Configurations
 
 
 @lru_cache(maxsize=None)
-def assignment_tables(layout: Layout, N: int) -> tuple[np.ndarray, np.ndarray]:
+def assignment_tables(layout: Configurations, N: int) -> tuple[np.ndarray, np.ndarray]:
     """Static gather indices of the job assignment operator (7) on the box ``x = 0..N``.
 
     Returns:
@@ -54,11 +54,11 @@ def events(f: jnp.ndarray, lam, mu1, slow_rates: jnp.ndarray) -> jnp.ndarray:
     return lam * up + mu1 * down + f @ slow_rates.T
 
 
-def slow_rate_matrix(layout: Layout, mu2: jnp.ndarray) -> jnp.ndarray:
+def slow_rate_matrix(layout: Configurations, mu2: jnp.ndarray) -> jnp.ndarray:
     """``R = sum_j mu2[j] move[j]`` (identical layout: ``mu2`` has one entry)."""
     return jnp.tensordot(mu2, jnp.asarray(layout.move), axes=1)
 
 
-def cost(layout: Layout, N: int) -> np.ndarray:
+def cost(layout: Configurations, N: int) -> np.ndarray:
     """Holding cost (5): jobs in the system, ``c(x, y) = x + y``, shape (N+1, C)."""
     return np.arange(N + 1)[:, None] + layout.count[None, :].astype(float)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxq.mdp.layout import Layout
+from jaxq.mdp.layout import Configurations
 from jaxq.mdp.operators import assignment_tables
 
 
-def post_state(layout: Layout, N: int, policy: np.ndarray) -> np.ndarray:
+def post_state(layout: Configurations, N: int, policy: np.ndarray) -> np.ndarray:
     """Flat post-decision index of every pre-decision state under ``policy`` (N+1, C) -> (n,)."""
     x = np.arange(N + 1)[:, None]
     add = layout.count[policy] - layout.count[None, :]
@@ -21,7 +21,7 @@ def post_state(layout: Layout, N: int, policy: np.ndarray) -> np.ndarray:
     return ((x - add) * layout.C + policy).reshape(-1)
 
 
-def greedy_policy(layout: Layout, N: int, value: np.ndarray, tie: float = 0.0, current: np.ndarray | None = None):
+def greedy_policy(layout: Configurations, N: int, value: np.ndarray, tie: float = 0.0, current: np.ndarray | None = None):
     """Policy (14): the first minimiser of ``value`` over the allowed actions (fewer slow jobs first).
 
     Args:

@@ -45,7 +45,7 @@ BYTES_PER_ENTRY = 40  # the sparse matrix in construction (COO -> CSR) per store
 BYTES_PER_STATE = 160  # the solver's vectors per state (BiCGSTAB's work vectors, values, policy, tables)
 
 
-class Layout(NamedTuple):
+class StateSpace(NamedTuple):
     """The truncated state space: axes ``(x_1, x_2, a_1, a_2, sigma_1, sigma_2)``.
 
     ``a_i`` is the phase of class i's interarrival time; ``sigma_k`` the code of server k: 0 idle, then one
@@ -63,7 +63,7 @@ class Layout(NamedTuple):
         return int(np.prod(self.shape))
 
 
-def layout(cap: tuple[int, int], arrival_phases: tuple[int, int], service_phases) -> Layout:
+def layout(cap: tuple[int, int], arrival_phases: tuple[int, int], service_phases) -> StateSpace:
     """The state space for caps ``cap`` and the number of phases of each law (``service_phases[i][k]``)."""
     cls, code = [], []
     for k in (0, 1):
@@ -74,10 +74,10 @@ def layout(cap: tuple[int, int], arrival_phases: tuple[int, int], service_phases
         cls.append(np.array(c))
         code.append(tuple(first))
     shape = (cap[0] + 1, cap[1] + 1, arrival_phases[0], arrival_phases[1], len(cls[0]), len(cls[1]))
-    return Layout(tuple(cap), shape, tuple(cls), tuple(code))
+    return StateSpace(tuple(cap), shape, tuple(cls), tuple(code))
 
 
-def states_and_bytes(lay: Layout) -> tuple[int, int]:
+def states_and_bytes(lay: StateSpace) -> tuple[int, int]:
     """The number of states and an estimate of the memory a solve at this layout takes."""
     per_row = 1 + sum(lay.shape[2:4]) + 2 * max(lay.shape[4:]) * 4  # phase moves and events, phase draws
     return lay.size, lay.size * (BYTES_PER_STATE + BYTES_PER_ENTRY * per_row)
@@ -87,7 +87,7 @@ def states_and_bytes(lay: Layout) -> tuple[int, int]:
 class Chain:
     """The n-th system's data on a layout: rates, laws, the grids of the state variables."""
 
-    lay: Layout
+    lay: StateSpace
     lam: np.ndarray  # (2,) n-th arrival rates
     mu: np.ndarray  # (2, 2) n-th service rates
     arrivals: list  # [(alpha, S)] unit-mean laws per class
@@ -170,7 +170,7 @@ class Actions(NamedTuple):
     per_config: list  # per (sigma_1, sigma_2) pre-decision configuration: the indices of its feasible pairs
 
 
-def actions(lay: Layout) -> Actions:
+def actions(lay: StateSpace) -> Actions:
     m = lay.shape[4:]
     pairs, index = [], {}
     per_config = []
@@ -438,7 +438,7 @@ def _laws(phase_types):
     return phase_types
 
 
-def layout_of(phase_types, cap: tuple[int, int]) -> Layout:
+def layout_of(phase_types, cap: tuple[int, int]) -> StateSpace:
     """The layout at caps ``cap`` for the laws ``phase_types`` (None: exponential), without building anything."""
     arrivals, services = _laws(phase_types)
     return layout(cap, (arrivals[0][0].size, arrivals[1][0].size),
@@ -456,7 +456,7 @@ MAX_STATES = 3_000_000
 MAX_BYTES = 8 * 2**30
 
 
-def check_size(lay: Layout, max_states: int, max_bytes: float, key: str) -> None:
+def check_size(lay: StateSpace, max_states: int, max_bytes: float, key: str) -> None:
     """Refuse a truncation whose chain is larger than ``max_states`` or would take more than ``max_bytes``."""
     size, nbytes = states_and_bytes(lay)
     if size > max_states or nbytes > max_bytes:

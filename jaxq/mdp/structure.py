@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxq.mdp.layout import Layout
+from jaxq.mdp.layout import Configurations
 from jaxq.policies.fastslow import threshold_policy  # noqa: F401  (the rule lives with the policies)
 
 INF = np.iinfo(np.int64).max // 4  # "no threshold" (the slow server is never used)
@@ -44,7 +44,7 @@ def population_thresholds(value: np.ndarray, K: int, X: int, tie: float = 0.0) -
     return out
 
 
-def thresholds_from_policy(layout: Layout, policy: np.ndarray, X: int) -> np.ndarray:
+def thresholds_from_policy(layout: Configurations, policy: np.ndarray, X: int) -> np.ndarray:
     """Population thresholds read off a policy table alone (x <= X).
 
     ``n_r`` is the smallest ``x + y`` at which the policy newly uses the server of rank r while it
@@ -66,13 +66,13 @@ def thresholds_from_policy(layout: Layout, policy: np.ndarray, X: int) -> np.nda
     return out
 
 
-def monotone_in_queue(layout: Layout, policy: np.ndarray, X: int) -> bool:
+def monotone_in_queue(layout: Configurations, policy: np.ndarray, X: int) -> bool:
     """Whether, for each pre-decision configuration, the busy set after the decision grows with x."""
     masks = layout.mask[policy[: X + 1]]
     return bool(np.all((masks[:-1] & ~masks[1:]) == 0))
 
 
-def structure(layout: Layout, policy: np.ndarray, X: int) -> dict:
+def structure(layout: Configurations, policy: np.ndarray, X: int) -> dict:
     """Threshold-type test of a policy on ``x <= X``.
 
     Returns:

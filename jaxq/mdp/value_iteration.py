@@ -31,7 +31,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxq.mdp.layout import Layout
+from jaxq.mdp.layout import Configurations
 from jaxq.mdp.operators import assign, assignment_tables, cost, events, slow_rate_matrix
 
 INNER = 32  # Bellman updates between two convergence checks
@@ -70,7 +70,7 @@ class VIResult(NamedTuple):
     gamma: jax.Array
 
 
-def _machinery(p: VIParams, layout: Layout, N: int, average: bool):
+def _machinery(p: VIParams, layout: Configurations, N: int, average: bool):
     """The Bellman operator, normalisation and stopping bounds of one parameter set."""
     idx, ok = assignment_tables(layout, N)
     c = jnp.asarray(cost(layout, N))
@@ -106,12 +106,12 @@ def _machinery(p: VIParams, layout: Layout, N: int, average: bool):
     return body, gamma
 
 
-def _init(layout: Layout, N: int):
+def _init(layout: Configurations, N: int):
     zero = jnp.zeros((N + 1, layout.C))
     return (zero, jnp.int64(0), jnp.float64(0.0), jnp.float64(jnp.inf), jnp.bool_(False))
 
 
-def _iterate(p: VIParams, carry, stop_at, layout: Layout, N: int, average: bool):
+def _iterate(p: VIParams, carry, stop_at, layout: Configurations, N: int, average: bool):
     """Bellman updates from ``carry`` until the stopping rule holds or ``it >= stop_at``."""
     body, _ = _machinery(p, layout, N, average)
 
@@ -122,7 +122,7 @@ def _iterate(p: VIParams, carry, stop_at, layout: Layout, N: int, average: bool)
     return jax.lax.while_loop(cond, body, carry)
 
 
-def _result(p: VIParams, carry, layout: Layout, N: int, average: bool) -> VIResult:
+def _result(p: VIParams, carry, layout: Configurations, N: int, average: bool) -> VIResult:
     _, gamma = _machinery(p, layout, N, average)
     f, it, lo, hi, done = carry
     if not average:  # midpoint of the McQueen bounds (a constant shift: policies unchanged)
@@ -130,19 +130,19 @@ def _result(p: VIParams, carry, layout: Layout, N: int, average: bool) -> VIResu
     return VIResult(f, lo, hi, it, done, gamma)
 
 
-def _solve_one(p: VIParams, layout: Layout, N: int, average: bool) -> VIResult:
+def _solve_one(p: VIParams, layout: Configurations, N: int, average: bool) -> VIResult:
     carry = _iterate(p, _init(layout, N), p.max_iter, layout, N, average)
     return _result(p, carry, layout, N, average)
 
 
 @lru_cache(maxsize=None)
-def _segments(layout: Layout, N: int, average: bool):
+def _segments(layout: Configurations, N: int, average: bool):
     step = jax.jit(lambda p, carry, stop_at: _iterate(p, carry, stop_at, layout, N, average))
     done = jax.jit(lambda p, carry: _result(p, carry, layout, N, average))
     return step, done
 
 
-def solve_capped(layout: Layout, N: int, average: bool, p: VIParams, deadline: float | None = None):
+def solve_capped(layout: Configurations, N: int, average: bool, p: VIParams, deadline: float | None = None):
     """One solve in compiled segments: stops at convergence, at ``p.max_iter`` updates or at ``deadline``.
 
     Args:
@@ -168,7 +168,7 @@ def solve_capped(layout: Layout, N: int, average: bool, p: VIParams, deadline: f
 
 
 @lru_cache(maxsize=None)
-def solver(layout: Layout, N: int, average: bool, batched: bool = False):
+def solver(layout: Configurations, N: int, average: bool, batched: bool = False):
     """The compiled solver ``VIParams -> VIResult`` for one layout, truncation and criterion."""
     fn = lambda p: _solve_one(p, layout, N, average)  # noqa: E731
     return jax.jit(jax.vmap(fn) if batched else fn)

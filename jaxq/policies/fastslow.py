@@ -49,7 +49,7 @@ def population_thresholds(q_thresholds) -> np.ndarray:
 def threshold_policy(layout, N: int, n_thr) -> np.ndarray:
     """Policy table (N+1, C) of the threshold policy with population thresholds ``n_thr[r]`` by speed rank.
 
-    ``layout`` is a :class:`jaxq.mdp.layout.Layout`; entry ``[x, c]`` is the configuration after the decision
+    ``layout`` is a :class:`jaxq.mdp.layout.Configurations`; entry ``[x, c]`` is the configuration after the decision
     from queue-plus-fast ``x`` and slow configuration c. Identical servers: :func:`slow_jobs`.
     """
     n_thr = np.asarray(n_thr)

@@ -3,7 +3,7 @@
 A :class:`Loop` is a model's scheme with its observables, as pure functions of all paths of a batch:
 ``start(keys, args)`` the state at time 0, ``block(args, keys, state, j)`` the steps of block j (their noise
 drawn from the paths' keys and j), ``finish(state, args)`` the per-path outputs and ``blocks(args)`` the
-number of blocks. :func:`loop_program` runs it on the replication layer (:mod:`jaxq.sim.replications`:
+number of blocks. :func:`loop_program` runs it on the replication layer (:mod:`jaxq.mc.replications`:
 chunks, slices, devices, progress; paths are its replications, path r uses ``fold_in(PRNGKey(seed), r)``),
 a few blocks per call: results do not depend on how paths are batched. Two models run on this loop: the
 workload schemes below (blocks of ``block`` steps) and the network diffusion's Euler scheme
@@ -16,7 +16,7 @@ normals, uniform: (paths, n_uniform) uniforms on [0, 1)) and returns the step's 
 (mean zero given the state: ``sigma sqrt(h) N``, or the scheme's exact equivalent), ``observe(params, y) -> z``
 maps back.
 
-A workload scheme's path r draws the noise of block j as draw j of its stream (:mod:`jaxq.sim.rng`: the key
+A workload scheme's path r draws the noise of block j as draw j of its stream (:mod:`jaxq.mc.rng`: the key
 ``fold_in(PRNGKey(seed), r)``, normals as quantiles of 52-bit uniforms). Within
 a block of ``block`` steps the noise of all paths is drawn at once and the state of all paths is advanced
 together by an inner ``lax.scan``. A horizon of ``ceil(T / dt)`` steps that is not a whole number of blocks
@@ -42,9 +42,9 @@ import numpy as np
 
 from jaxq.diffusion.value import marginal
 from jaxq.errors import InputError
-from jaxq.sim import replications, rng
-from jaxq.sim.observer import Observer, Segment, combine, integral
-from jaxq.sim.replications import Batching
+from jaxq.mc import replications, rng
+from jaxq.mc.observer import Observer, Segment, combine, integral
+from jaxq.mc.replications import Batching
 
 
 class Scheme(NamedTuple):
@@ -68,7 +68,7 @@ def step_weights(gamma, h):
 
 
 def _block_noise(keys, j, block, n_normal, n_uniform):
-    """The noise of block j of every path: draw j of the path's stream (:mod:`jaxq.sim.rng`), ``block * (n_normal
+    """The noise of block j of every path: draw j of the path's stream (:mod:`jaxq.mc.rng`), ``block * (n_normal
     + n_uniform)`` 52-bit uniforms, the first ``block * n_normal`` turned into normals; (block, paths, n) each."""
     m = block * (n_normal + n_uniform)
 
@@ -100,7 +100,7 @@ ITO_SUM = Observer(lambda pv: jnp.zeros((), jnp.float64), _ito_update, lambda ac
 
 def with_cost(observers: dict | None = None) -> Observer:
     """The observer a run folds: the cost (output ``cost``) and ``observers`` by name, :func:`combined
-    <jaxq.sim.observer.combine>` (cached: the same observers give the same program)."""
+    <jaxq.mc.observer.combine>` (cached: the same observers give the same program)."""
     return combine({"cost": COST, **(observers or {})})
 
 
@@ -123,7 +123,7 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
     """Advance every path by one block of ``block`` steps (block index ``j``), folding each step into the
     observers (:func:`with_cost`: the cost and a user's).
 
-    Each step is a :class:`~jaxq.sim.observer.Segment` from Z_k (``held``) to Z_{k+1} (``after``), the linear
+    Each step is a :class:`~jaxq.mc.observer.Segment` from Z_k (``held``) to Z_{k+1} (``after``), the linear
     interpolation between them weighted by :func:`step_weights` times ``exp(-gamma t_k)`` (``weight``,
     ``weight_after``), with no jump. With ``n_steps``, the steps ``k >= n_steps`` (past the horizon, in the last
     block) are masked: their weight is zero in the observers and in the control (the state moves on, unused).
@@ -173,7 +173,7 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
     A pure function (differentiable in ``params`` with ``remat``); :func:`simulate` runs the same blocks
     through the replication layer instead.
 
-    Args:
+    PathArgs:
       scheme: the method; params: its coefficient pytree; z0: start (scalar); gamma: discount rate;
       h: step; keys: (paths,) per-path keys; n_blocks: number of blocks (static only with remat);
       block: steps per block (static);
@@ -213,7 +213,7 @@ class Loop(NamedTuple):
 
 
 def loop_program(loop: Loop, blocks_per_call: int) -> replications.Program:
-    """The time loop of ``loop`` as a :class:`~jaxq.sim.replications.Program`: ``blocks_per_call`` blocks per
+    """The time loop of ``loop`` as a :class:`~jaxq.mc.replications.Program`: ``blocks_per_call`` blocks per
     ``advance`` (a ``fori_loop`` over blocks with a dynamic trip count: one compilation serves every horizon).
     Not cached: the drivers' cached constructors (:func:`program`, :func:`jaxq.sde.network_euler.program`) keep
     the programs they build."""
@@ -240,12 +240,12 @@ def loop_program(loop: Loop, blocks_per_call: int) -> replications.Program:
 def run_loop(prog: replications.Program, args, paths: int, seed: int, batching: Batching, work: float):
     """Paths ``batching.start .. + paths - 1`` of a time loop (:func:`loop_program`) on the replication layer;
     ``work``: the path-steps expected (told to the progress callback before any work). Returns
-    ``(outputs, timing)`` of :func:`jaxq.sim.replications.run`."""
+    ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`."""
     replications.announce(batching.progress, work, "path-steps")
     return replications.run(prog, args, paths, seed, batching=batching)
 
 
-class Args(NamedTuple):
+class PathArgs(NamedTuple):
     """Traced arguments of a workload SDE run on the replication layer."""
 
     params: object
@@ -262,20 +262,20 @@ class Args(NamedTuple):
 def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
             masked: bool = False, observer: Observer | None = None) -> replications.Program:
     """The scheme on the time loop (:func:`loop_program`; paths are the replications); ``cv``: also the
-    Ito-sum control (``Args.value`` set, piecewise-constant coefficients); ``masked``: the steps from
-    ``Args.n_steps`` on (in the last block) weigh nothing. A step count that is a whole number of blocks runs
+    Ito-sum control (``PathArgs.value`` set, piecewise-constant coefficients); ``masked``: the steps from
+    ``PathArgs.n_steps`` on (in the last block) weigh nothing. A step count that is a whole number of blocks runs
     the unmasked program, compiled without the mask: its results are bit-identical to the masked one's.
     ``observer``: what the steps are folded into (:func:`with_cost`; default the cost alone)."""
     observer = with_cost() if observer is None else observer
 
-    def start(keys, a: Args):
+    def start(keys, a: PathArgs):
         return _start(scheme, a.params, a.z0, keys.shape[0], a.snap_steps, observer)
 
-    def one_block(a: Args, keys, carry, j):
+    def one_block(a: PathArgs, keys, carry, j):
         return _block(scheme, a.params, a.gamma, a.h, keys, a.snap_steps, block, carry, j, a.value if cv else None,
                       a.n_steps if masked else None, observer)
 
-    def finish(carry, a: Args):
+    def finish(carry, a: PathArgs):
         _, _, obs, snaps, ctl = carry
         observed = _finish(observer, obs, a.params, a.gamma, a.h, a.n_steps)
         return {"cost": observed.pop("cost"), "snaps": snaps, "control": ctl, "observed": observed}
@@ -303,7 +303,7 @@ def check_step(dt: float, horizon: float) -> None:
         raise InputError("dt", "must not exceed the horizon")
 
 
-class Grid(NamedTuple):
+class TimeGrid(NamedTuple):
     """The time grid of a workload SDE run: step ``dt``; truncation time ``horizon`` T, run as exactly
     ``ceil(T / dt)`` steps (the last block's steps beyond are masked); ``block`` steps per block (the noise of a
     block is drawn at once)."""
@@ -317,23 +317,23 @@ class Record(NamedTuple):
     """What a workload SDE run records besides the cost: ``times``, fixed times at which Z is recorded (each rounded
     to the nearest multiple of dt); ``value``, the value function of the Ito-sum control variate
     (:mod:`jaxq.diffusion.value`; None: no control); ``observers``, statistics of the path (name ->
-    :class:`~jaxq.sim.observer.Observer` of Z, a float64 per path; each step a segment, :func:`_block`)."""
+    :class:`~jaxq.mc.observer.Observer` of Z, a float64 per path; each step a segment, :func:`_block`)."""
 
     times: tuple = ()
     value: object = None
     observers: dict | None = None
 
 
-def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths: int, seed: int = 0,
+def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: TimeGrid, paths: int, seed: int = 0,
              batching: Batching = Batching(), record: Record = Record()):
     """Discounted cost and snapshots of ``paths`` paths through the replication layer (results do not depend
     on the batching: path r uses ``fold_in(PRNGKey(seed), r)``).
 
-    Args:
+    PathArgs:
       scheme, params: the method and its coefficients; z0 >= 0: start; gamma > 0: discount rate;
-      grid: step, horizon and block (:class:`Grid`); the horizon reported is the steps run times dt;
+      grid: step, horizon and block (:class:`TimeGrid`); the horizon reported is the steps run times dt;
       paths: number of paths; seed: random seed;
-      batching: first path, paths per compiled call, devices, progress (:class:`~jaxq.sim.replications.Batching`);
+      batching: first path, paths per compiled call, devices, progress (:class:`~jaxq.mc.replications.Batching`);
       record: snapshot times, the control's value function and observers (:class:`Record`).
     Returns:
       dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
@@ -352,7 +352,7 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: Grid, paths:
     snap_steps = np.rint(times / dt).astype(np.int64)
     steps = max(step_count(dt, grid.horizon), int(snap_steps.max(initial=0)))
     n_blocks = math.ceil(steps / block)
-    a = Args(params, jnp.float64(z0), jnp.float64(gamma), jnp.float64(dt), jnp.int64(n_blocks), jnp.asarray(snap_steps),
+    a = PathArgs(params, jnp.float64(z0), jnp.float64(gamma), jnp.float64(dt), jnp.int64(n_blocks), jnp.asarray(snap_steps),
              value, jnp.float64(steps))
     plan = replications.plan(paths, batching.chunk, batching.devices)
     per_call = 1 << max(0, ((1 << 22) // (block * plan.size)).bit_length() - 1)  # a power of two: few programs

@@ -17,11 +17,11 @@ from jaxq.diffusion import stationary
 from jaxq.errors import InputError
 from jaxq.sde import euler, exact_step, skew
 from jaxq.sde.coefficients import Piecewise, wcp
-from jaxq.sde.driver import Grid, Record, check_step, simulate
+from jaxq.sde.driver import TimeGrid, Record, check_step, simulate
 from jaxq.diffusion.value import value_function
-from jaxq.sim.observer import check_observers
-from jaxq.sim.replications import Batching
-from jaxq.sim.result import (Estimate, SimResult, TruncatedEstimate,  # noqa: F401  (TruncatedEstimate: re-exported)
+from jaxq.mc.observer import check_observers
+from jaxq.mc.replications import Batching
+from jaxq.mc.result import (Estimate, SimResult, TruncatedEstimate,  # noqa: F401  (TruncatedEstimate: re-exported)
                              add_observed, with_work_of)
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
@@ -35,7 +35,7 @@ def scheme(name: str):
     return SCHEMES[name]
 
 
-class Truncation(NamedTuple):
+class SdeTruncation(NamedTuple):
     """Where the discounted integral (2.16) is truncated: at ``horizon`` T (run as exactly ``ceil(T / dt)``
     steps) or, when None, at the smallest T whose truncation bound (:func:`truncation_bound`) is at most
     ``rel_tol`` times ``scale``, the size of the value (None: an a-priori size, see :func:`discounted_cost`)."""
@@ -45,17 +45,17 @@ class Truncation(NamedTuple):
     scale: float | None = None
 
 
-class Outputs(NamedTuple):
+class SdeOutputs(NamedTuple):
     """What a run estimates besides the cost: ``cv``, the Ito-sum control variate (:func:`discounted_cost`);
     ``observers``, statistics of the path, a dict of name -> :class:`jaxq.Observer` of the workload Z (a float64
-    per path; each step a :class:`~jaxq.sim.observer.Segment` from Z_k to Z_{k+1}, docs/guides/observers.md),
+    per path; each step a :class:`~jaxq.mc.observer.Segment` from Z_k to Z_{k+1}, docs/guides/observers.md),
     whose outputs are estimates ``<name>`` / ``<name>_<key>``."""
 
     cv: bool = True
     observers: Any = None
 
 
-GROUPS = {"truncation": Truncation, "batching": Batching, "outputs": Outputs}  # the typed arguments the API builds
+GROUPS = {"truncation": SdeTruncation, "batching": Batching, "outputs": SdeOutputs}  # the typed arguments the API builds
 
 
 def truncation_bound(z0: float, b_max: float, s_max: float, gamma: float, horizon: float) -> float:
@@ -177,25 +177,25 @@ def _check_start(z0: float) -> None:
 
 
 def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float | None = None,
-                    truncation: Truncation = Truncation(), paths: int = 20000, seed: int = 0,
+                    truncation: SdeTruncation = SdeTruncation(), paths: int = 20000, seed: int = 0,
                     scheme_name: str = DEFAULT_SCHEME, batching: Batching = Batching(),
-                    outputs: Outputs = Outputs()) -> SimResult:
+                    outputs: SdeOutputs = SdeOutputs()) -> SimResult:
     """``E int_0^inf exp(-gamma t) Z_t dt`` for the reflected SDE with piecewise-constant coefficients.
 
     Args:
       params: coefficients (``jaxq.sde.coefficients.piecewise`` / ``wcp``); gamma: discount rate;
       z0: start; dt: step (default :func:`default_dt` of gamma and :func:`drift_time`; refused when
       ``gamma dt > MAX_GAMMA_DT`` or ``b^2 dt / sigma^2 > MAX_DRIFT_DT``); truncation: the truncation time T
-      (:class:`Truncation`), run as exactly ``ceil(T / dt)`` steps (default: the truncation bound at most
+      (:class:`SdeTruncation`), run as exactly ``ceil(T / dt)`` steps (default: the truncation bound at most
       ``rel_tol`` times ``scale``, the size of the value: the exact value when known, else the cost of the
       slowest-decaying mode ``z0/gamma + s_max^2 / gamma^2`` order); paths, seed: Monte Carlo;
       scheme_name: one of ``SCHEMES``; batching: first path, paths per compiled call, devices, progress
-      (:class:`~jaxq.sim.replications.Batching`).
+      (:class:`~jaxq.mc.replications.Batching`).
       outputs: ``cv``: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value
         function V (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`);
-        ``observers``: statistics of the path (:class:`Outputs`).
+        ``observers``: statistics of the path (:class:`SdeOutputs`).
     Returns:
-      A :class:`~jaxq.sim.result.SimResult` with primary estimate ``V_hat`` (a :class:`TruncatedEstimate`: its
+      A :class:`~jaxq.mc.result.SimResult` with primary estimate ``V_hat`` (a :class:`TruncatedEstimate`: its
       ``ci95`` adds the truncation bound on the upper side), per-path ``samples["V"]`` and
       ``info`` with ``horizon``, ``truncation_bound``, ``steps``, ``dt``, ``scheme``, ``z0``,
       ``path_steps_per_s``; ``events`` counts path-steps.
@@ -234,7 +234,7 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     batching = batching.checked()
     observers = check_observers(outputs.observers)
     value = value_of(params, gamma) if outputs.cv else None
-    r = simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed, batching=batching,
+    r = simulate(scheme(scheme_name), params, z0, gamma, TimeGrid(dt, horizon), paths, seed, batching=batching,
                  record=Record(value=value, observers=observers))
     cost = r["cost"]
     work = paths * r["steps"]
@@ -255,7 +255,7 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     if truncation.horizon is None and bound > TRUNCATION_STDERR_SHARE * se > 0:  # a default horizon: run longer
         longer = default_horizon(z0, b_max, s_max, gamma, 0.5 * TRUNCATION_STDERR_SHARE * se)
         if longer > r["horizon"]:
-            again = discounted_cost(params, gamma, z0, dt, Truncation(horizon=longer), paths, seed, scheme_name,
+            again = discounted_cost(params, gamma, z0, dt, SdeTruncation(horizon=longer), paths, seed, scheme_name,
                                     batching, outputs)
             return with_work_of(again, res, truncation_reruns=1)
     return dataclasses.replace(res, warnings=truncation_warnings(bound, se, r["horizon"]))
@@ -308,7 +308,7 @@ def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **kw) -
     _check_start(z0)
     params, z = wcp_coefficients(analysis, switch_at)
     exact = analysis.wcp_cost(z0, switch_at)
-    truncation = kw.get("truncation", Truncation())
+    truncation = kw.get("truncation", SdeTruncation())
     if truncation.scale is None:
         kw["truncation"] = truncation._replace(scale=exact)
     out = discounted_cost(params, analysis.system.gamma, z0, **kw)
@@ -329,7 +329,7 @@ def terminal_values(params, z0: float, times, dt: float = 1e-3, paths: int = 100
     if times.size == 0 or np.any(times < 0) or not np.all(np.isfinite(times)):
         raise InputError("times", "need finite times >= 0")
     horizon = max(float(times.max()), dt)
-    return simulate(scheme(scheme_name), params, z0, gamma, Grid(dt, horizon), paths, seed,
+    return simulate(scheme(scheme_name), params, z0, gamma, TimeGrid(dt, horizon), paths, seed,
                     record=Record(times=times))["snaps"]
 
 

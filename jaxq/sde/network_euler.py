@@ -16,9 +16,9 @@ X_k), so these are exact martingales of the Euler chain, and with g near the sol
 they absorb most of the noise of the time averages (cross-fitted by path index).
 
 The scheme runs on the SDE driver's time loop (:mod:`jaxq.sde.driver`, blocks of one step): paths are
-independent, path r uses ``fold_in(PRNGKey(seed), r)`` and step k draw k of its stream (:func:`jaxq.sim.rng.normals`,
+independent, path r uses ``fold_in(PRNGKey(seed), r)`` and step k draw k of its stream (:func:`jaxq.mc.rng.normals`,
 one normal a coordinate); they are the
-replications of the one replication layer (:mod:`jaxq.sim.replications`).
+replications of the one replication layer (:mod:`jaxq.mc.replications`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ import numpy as np
 from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
 from jaxq.sde import driver
-from jaxq.sim import replications, rng
-from jaxq.sim.observer import Observer, Segment, combine, per_mass, snapshots, with_params
-from jaxq.sim.replications import Batching
-from jaxq.sim.result import Estimate, SimResult
+from jaxq.mc import replications, rng
+from jaxq.mc.observer import Observer, Segment, combine, per_mass, snapshots, with_params
+from jaxq.mc.replications import Batching
+from jaxq.mc.result import Estimate, SimResult
 
 CONTROLS = ("constant", "proportional")
 WEAK_ORDER = 1.0
@@ -52,7 +52,7 @@ class Control(NamedTuple):
     us: np.ndarray | None = None
 
 
-class Window(NamedTuple):
+class EulerGrid(NamedTuple):
     """The Euler scheme's time grid: step ``dt``; paths run to ``horizon``; the time averages are over
     ``[warmup, horizon]`` (each rounded to a whole number of steps)."""
 
@@ -61,7 +61,7 @@ class Window(NamedTuple):
     warmup: float = 20.0
 
 
-GROUPS = {"window": Window, "batching": Batching}  # the typed arguments the API builds from flat options
+GROUPS = {"window": EulerGrid, "batching": Batching}  # the typed arguments the API builds from flat options
 
 
 def _control(x, uc, feedback):
@@ -125,7 +125,7 @@ def _observers(cv: bool) -> Observer:
 
 def _step(c, k, key, p, cv: bool):
     """One Euler step from ``c = (x, observers' state)`` at step index k (noise: draw k of the path's
-    stream), folded as a :class:`~jaxq.sim.observer.Segment`: the state held over ``[k dt, (k + 1) dt)`` with the
+    stream), folded as a :class:`~jaxq.mc.observer.Segment`: the state held over ``[k dt, (k + 1) dt)`` with the
     window's weight (``dt`` from the warm-up on, else 0) and its martingale increment ``sigma dW_k`` (times the same
     indicator)."""
     x, obs = c
@@ -215,7 +215,7 @@ def simulate_diffusion(
     dl: NetworkDiffusion,
     control: Control = Control(),
     paths: int = 256,
-    window: Window = Window(),
+    window: EulerGrid = EulerGrid(),
     seed: int = 0,
     x0: np.ndarray | None = None,
     snaps: int = 50,
@@ -228,16 +228,16 @@ def simulate_diffusion(
     Args:
       dl: the diffusion limit; control: the control and its values (:class:`Control`; default: constant,
         uniform shares).
-      paths: Monte Carlo paths; window: the step and the averaging window [warmup, horizon] (:class:`Window`).
+      paths: Monte Carlo paths; window: the step and the averaging window [warmup, horizon] (:class:`EulerGrid`).
       seed: random seed; x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each
         path.
       cv: control variates (see the module docstring); the plain means are reported beside.
       batching: first path, paths per compiled call, devices, progress
-        (:class:`~jaxq.sim.replications.Batching`; paths are the replications).
+        (:class:`~jaxq.mc.replications.Batching`; paths are the replications).
       times: record <e, X_t> at these times instead of ``snaps`` equally spaced ones (each rounded to a step).
 
     Returns:
-      A :class:`~jaxq.sim.result.SimResult` with estimates ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+),
+      A :class:`~jaxq.mc.result.SimResult` with estimates ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+),
       ``mean_x`` and ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)); ``info``: ``identity_lhs`` (rho of (2.35)),
       ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
       times), ``uc``/``us`` (the controls used); ``samples``: the per-path values (``sum_path``: <e, X_t> at the

@@ -5,7 +5,7 @@ The mode is blended by ``w = sigmoid((Z - z) / tau)``: ``b = (1 - w) b_L + w b_H
 is the control ``Xi = (1 - w) xi^L + w xi^H``, an admissible mixture of the two modes; as tau -> 0 it
 tends to the switching control (2.25). The coefficients are smooth, so the exact-reflection scheme
 (``jaxq.sde.exact_step``) applies and its end point is a differentiable function of z; the mean over
-paths with common random numbers (the same key) is a smooth function of z whose gradient is the
+paths with common random numbers (the same seed) is a smooth function of z whose gradient is the
 pathwise (IPA) derivative. Blocks are rematerialised, so memory does not grow with the horizon.
 """
 
@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxq.errors import InputError
+from jaxq.mc import rng
 from jaxq.sde import exact_step
 from jaxq.sde.driver import run_paths, step_counts
 
@@ -33,8 +34,7 @@ SCHEME = exact_step.make(blended_coefficients)
 
 
 @partial(jax.jit, static_argnames=("paths", "n_blocks", "block"))
-def _smoothed(z, tau, coeffs, gamma, key, paths, dt, n_blocks, block, z0):
-    keys = jax.vmap(lambda r: jax.random.fold_in(key, r))(jnp.arange(paths, dtype=jnp.uint32))
+def _smoothed(z, tau, coeffs, gamma, keys, paths, dt, n_blocks, block, z0):
     params = (z, tau) + tuple(coeffs)
     cost, _ = run_paths(SCHEME, params, z0, gamma, dt, keys, n_blocks, block, jnp.zeros((0,), jnp.int64), remat=True)
     mean = cost.mean()
@@ -42,13 +42,13 @@ def _smoothed(z, tau, coeffs, gamma, key, paths, dt, n_blocks, block, z0):
     return mean, stderr
 
 
-def smoothed_cost(z, tau, coeffs, gamma, key, paths: int = 1000, dt: float = 1e-2, horizon: float = 20.0, z0=0.0):
+def smoothed_cost(z, tau, coeffs, gamma, seed: int, paths: int = 1000, dt: float = 1e-2, horizon: float = 20.0, z0=0.0):
     """Mean discounted cost of the sigmoid-blended control, differentiable in z (and tau, coeffs).
 
     Args:
       z: switching level (traced, differentiable); tau > 0: blending width; coeffs: (b_L, s_L, b_H, s_H);
-      gamma: discount rate; key: PRNG key (paths use ``fold_in(key, r)``: common random numbers across
-      calls); paths, dt, horizon: Monte Carlo and step settings (static); z0: start.
+      gamma: discount rate; seed: path r uses ``fold_in(PRNGKey(seed), r)`` (:func:`jaxq.mc.rng.keys`; the same
+      seed gives common random numbers across calls); paths, dt, horizon: Monte Carlo and step settings (static); z0: start.
     Returns:
       ``(mean, stderr)``: the estimate of ``E int_0^T exp(-gamma t) Z dt`` and its standard error
       (the standard error carries no gradient).
@@ -62,4 +62,4 @@ def smoothed_cost(z, tau, coeffs, gamma, key, paths: int = 1000, dt: float = 1e-
     n_blocks, block = step_counts(dt, horizon, 64)
     coeffs = tuple(jnp.asarray(c, jnp.float64) for c in coeffs)
     return _smoothed(jnp.asarray(z, jnp.float64), jnp.asarray(tau, jnp.float64), coeffs, jnp.asarray(gamma, jnp.float64),
-                     key, paths, jnp.asarray(dt, jnp.float64), n_blocks, block, jnp.asarray(z0, jnp.float64))
+                     rng.keys(seed, 0, paths), paths, jnp.asarray(dt, jnp.float64), n_blocks, block, jnp.asarray(z0, jnp.float64))

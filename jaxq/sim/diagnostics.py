@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from jaxq.diffusion import threshold as thr
-from jaxq.sim.result import Estimate
+from jaxq.mc.result import Estimate
 
 WEIGHTING = "discounted occupation measure: gamma exp(-gamma t) dt on [0, T], normalised to mass 1"
 SAMPLE_PREFIX = "diag_"  # per-replication diagnostics in SimResult.samples: diag_idle_waiting, ...

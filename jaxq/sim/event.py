@@ -26,10 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxq.sim import replications, rng
+from jaxq.mc import replications, rng
 from jaxq.sim.functionals import groups, results
 from jaxq.sim.markov import Functional, Horizon, Markov
-from jaxq.sim.observer import Observer, Segment
+from jaxq.mc.observer import Observer, Segment
 
 State = Any
 Params = Any
@@ -61,7 +61,7 @@ def masked_step(engine: Engine, state: State, params: Params) -> State:
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(engine: Engine, block: int, blocks_per_call: int) -> replications.Program:
-    """The :class:`~jaxq.sim.replications.Program` of an event engine (cached: compiled once per shape)."""
+    """The :class:`~jaxq.mc.replications.Program` of an event engine (cached: compiled once per shape)."""
 
     def blocks(s, params):
         def body(c):
@@ -103,7 +103,7 @@ def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128,
         batching: replications.Batching = replications.Batching(), max_slice: int | None = None):
     """Run ``reps`` replications of an event engine; returns ``(outputs, timing)`` (numpy, axis 0 replications).
 
-    ``batching``: how the replications are executed (:class:`~jaxq.sim.replications.Batching`); ``max_slice``
+    ``batching``: how the replications are executed (:class:`~jaxq.mc.replications.Batching`); ``max_slice``
     (default None: one slice per core at most) caps the replications of a core slice.
     """
     p = replications.plan(reps, batching.chunk, batching.devices, max_slice)
@@ -127,8 +127,8 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
     to its rate, then the model's transition; what is estimated are observers (:mod:`jaxq.sim.functionals`).
 
     The state holds the model's state, the time, the observers' states and a key; event j draws two 52-bit
-    uniforms from draw j of the replication's stream (:func:`jaxq.sim.rng.uniforms`). Each holding interval
-    ``[t0, t1)`` is a :class:`~jaxq.sim.observer.Segment` folded into each functional's observers with its weights:
+    uniforms from draw j of the replication's stream (:func:`jaxq.mc.rng.uniforms`). Each holding interval
+    ``[t0, t1)`` is a :class:`~jaxq.mc.observer.Segment` folded into each functional's observers with its weights:
     discounted, ``int exp(-gamma t) dt`` over the interval (up to the horizon) and ``exp(-gamma t1)`` at a jump
     before the horizon; window, the interval's overlap with ``[T0, T)`` and 1 at a jump inside it. The
     compensator of event e is its rate times the interval's weight. ``observer`` is a user's (under the discounted
@@ -204,7 +204,7 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     """Simulate a Markov model with exact holding times up to ``times.horizon`` (``times``: a
     :class:`~jaxq.sim.markov.Horizon` of numbers, the discount rate ``gamma`` of the discounted integral and the
     window ``[warmup, horizon]`` of the time average); ``batching``: how the replications are executed
-    (:class:`~jaxq.sim.replications.Batching`).
+    (:class:`~jaxq.mc.replications.Batching`).
 
     Returns ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
     (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),

@@ -24,17 +24,18 @@ from jaxq.model.validate import check_int, check_slower
 from jaxq.options import grouped as options_grouped
 from jaxq.policies.fastslow import population_thresholds
 from jaxq.precision import float64
-from jaxq.sim import replications, uniformized
+from jaxq.mc import replications
+from jaxq.sim import uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import fastslow as model
-from jaxq.sim.result import Estimate, SimResult
+from jaxq.mc.result import Estimate, SimResult
 
 BOTH = Functional(discounted=True, window=True)
 
-Batching = replications.Batching  # jaxq.sim.replications: first replication, chunk, devices, progress
+Batching = replications.Batching  # jaxq.mc.replications: first replication, chunk, devices, progress
 
 
-class Window(NamedTuple):
+class StepWindow(NamedTuple):
     """The length of a run in uniformised steps (whole numbers, ``0 <= warmup < steps < 2^40``): ``steps`` per
     replication, started empty; ``warmup``: the steps discarded for the average cost, which is over exactly the steps
     ``warmup .. steps - 1`` (the discounted sum is over all the steps, in the whole pages of 64 steps that hold
@@ -44,13 +45,13 @@ class Window(NamedTuple):
     warmup: int = 2_000
 
 
-GROUPS = {"window": Window, "batching": Batching}  # the typed arguments built from flat options
+GROUPS = {"window": StepWindow, "batching": Batching}  # the typed arguments built from flat options
 
 
 def grouped(options: dict) -> dict:
     """Flat keyword options (those of ``jaxq.simulate_fastslow``: ``alpha``, ``steps``, ``warmup``, ``reps``,
     ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``alpha``, ``reps``,
-    ``seed`` and ``cv`` pass through, a typed argument given whole (``window=Window(...)``) is kept, and an unknown
+    ``seed`` and ``cv`` pass through, a typed argument given whole (``window=StepWindow(...)``) is kept, and an unknown
     key is an InputError naming it."""
     return options_grouped(options, GROUPS, ("alpha", "reps", "seed", "cv"), "the fast/slow simulator")
 
@@ -84,7 +85,7 @@ def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
 
 
 @float64
-def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float = 0.1, window: Window = Window(),
+def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float = 0.1, window: StepWindow = StepWindow(),
              reps: int = 64, seed: int = 0, cv: bool = True, batching: Batching = Batching()) -> SimResult:
     """Monte Carlo discounted cost from empty and average cost of a threshold policy.
 
@@ -94,12 +95,12 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
         (:func:`check_thresholds`). The slow servers must be slower (``mu2 < mu1``) and the policy stable
         (``lam < mu1 + m mu2``, m the thresholds that are not None, :func:`check_system`).
       alpha: discount rate of the discounted estimate.
-      window: uniformised steps per replication and the steps discarded for the average (:class:`Window`).
+      window: uniformised steps per replication and the steps discarded for the average (:class:`StepWindow`).
       cv: control variates (default): the Henderson-Glynn martingales of a quadratic basis in (x, y)
         (:data:`jaxq.sim.models.fastslow.MARKOV_CV`), weighted as each functional (discounted, window),
         cross-fitted by replication index; the plain means are reported beside.
       reps, seed: replications (>= 2) and base seed (replication r uses ``fold_in(PRNGKey(seed), r)``).
-      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`); any value gives the
+      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
         same numbers.
     Returns:
       A :class:`SimResult` with estimates ``value_empty`` (primary) and ``average_cost``; ``info`` has

@@ -1,4 +1,4 @@
-"""What the CTMC drivers estimate, written as observers (:mod:`jaxq.sim.observer`) of a
+"""What the CTMC drivers estimate, written as observers (:mod:`jaxq.mc.observer`) of a
 :class:`~jaxq.sim.markov.Markov`.
 
 A run of a Markov model estimates up to two functionals of its path (:class:`~jaxq.sim.markov.Functional`): the
@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.sim.markov import Functional, Markov
-from jaxq.sim.observer import Observer, Segment, combine, per_mass
-from jaxq.sim.observer import snapshots as snapshots_of
+from jaxq.mc.observer import Observer, Segment, combine, per_mass
+from jaxq.mc.observer import snapshots as snapshots_of
 
 
 def _zeros(tree):

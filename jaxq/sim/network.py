@@ -4,7 +4,7 @@ with standard errors.
 :func:`simulate` builds the model's parameters from the network's analysis
 (:mod:`jaxq.diffusion.network_analysis`: scaling, LAP priorities, fluid centre), runs the Markov statement
 of :mod:`jaxq.sim.models.network` on one of the two drivers, and summarises per-replication time averages
-over [warmup, horizon] into a :class:`~jaxq.sim.result.SimResult`:
+over [warmup, horizon] into a :class:`~jaxq.mc.result.SimResult`:
 
 * ``event``: exact exponential holding times (also records snapshots at fixed times, for transience);
 * ``uniformized``: the chain uniformised and run in lockstep, step averages for time averages (several
@@ -29,17 +29,18 @@ from jaxq.model.validate import check_work
 from jaxq.options import grouped as options_grouped
 from jaxq.policies import network as pol
 from jaxq.precision import float64
-from jaxq.sim import event, replications, uniformized
+from jaxq.mc import replications
+from jaxq.sim import event, uniformized
 from jaxq.sim.markov import Functional, Horizon
 from jaxq.sim.models import mmc
 from jaxq.sim.models import network as model
-from jaxq.sim.result import Estimate, SimResult
+from jaxq.mc.result import Estimate, SimResult
 
 ENGINES = ("auto", "event", "uniformized")
 POLICIES = pol.POLICIES
 WINDOW = Functional(window=True)
 
-Batching = replications.Batching  # jaxq.sim.replications: first replication, chunk, devices, progress
+Batching = replications.Batching  # jaxq.mc.replications: first replication, chunk, devices, progress
 
 
 class Window(NamedTuple):
@@ -50,7 +51,7 @@ class Window(NamedTuple):
     horizon: float = 200.0
 
 
-class Outputs(NamedTuple):
+class NetworkOutputs(NamedTuple):
     """What a run records besides the window averages of the counts.
 
     ``snap_times``: times at which the class counts are recorded (event engine; transience studies; None: none).
@@ -66,7 +67,7 @@ class Outputs(NamedTuple):
     cv: bool = True
 
 
-GROUPS = {"window": Window, "outputs": Outputs, "batching": Batching}  # the typed arguments built from flat options
+GROUPS = {"window": Window, "outputs": NetworkOutputs, "batching": Batching}  # the typed arguments built from flat options
 
 
 def grouped(options: dict) -> dict:
@@ -125,14 +126,14 @@ def _check(reps, window: Window, engine, snap_times, batching: Batching) -> Batc
     return batching
 
 
-def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, outputs: Outputs, seed: int = 0,
+def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, outputs: NetworkOutputs, seed: int = 0,
               engine: str = "auto", deviations: bool = True, batching: Batching = Batching()):
     """Run the network model on a driver; per-replication window averages in the units of time.
 
     Args:
       lay, p: the layout and parameters of :func:`make_params` (the histogram's range is in ``p``).
       reps, seed: replications (>= 2) and base seed; window: the window of the averages (:class:`Window`).
-      outputs: snapshots, histogram bins and control variates (:class:`Outputs`; its ``hist_range`` is not read).
+      outputs: snapshots, histogram bins and control variates (:class:`NetworkOutputs`; its ``hist_range`` is not read).
       engine: ``auto``, ``event`` or ``uniformized``; deviations: the absolute and squared deviations from the
         fluid centre; batching: how the replications are executed (:class:`Batching`).
     Returns:
@@ -197,7 +198,7 @@ def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range
 
 @float64
 def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priority", *, reps: int = 64,
-             window: Window = Window(), seed: int = 0, engine: str = "auto", outputs: Outputs = Outputs(),
+             window: Window = Window(), seed: int = 0, engine: str = "auto", outputs: NetworkOutputs = NetworkOutputs(),
              batching: Batching = Batching()) -> SimResult:
     """Stationary averages of the n-th network under a policy, over [warmup, horizon], with standard errors.
 
@@ -207,8 +208,8 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
       reps, seed: replications (>= 2) and base seed; window: the window [warmup, horizon] of the time averages
         (:class:`Window`).
       engine: ``auto``, ``event`` or ``uniformized`` (see the module docstring).
-      outputs: snapshots, histograms of X_hat and control variates (on by default) (:class:`Outputs`).
-      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`); any value gives the
+      outputs: snapshots, histograms of X_hat and control variates (on by default) (:class:`NetworkOutputs`).
+      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
         same numbers.
     Returns:
       A :class:`SimResult` whose estimates are ``mean_in_system``, ``mean_queue`` (per class),
@@ -253,7 +254,7 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
     rho_n = info.get("spare_capacity_n")
     if rho_n is not None and not rho_n > 0:  # no policy is stationary: say so, with the growth measured
         mid = 0.5 * (warmup + horizon)
-        first, *_ = run_model(lay, p, reps, window=Window(warmup, mid), outputs=Outputs(hist_bins=0, cv=False),
+        first, *_ = run_model(lay, p, reps, window=Window(warmup, mid), outputs=NetworkOutputs(hist_bins=0, cv=False),
                               seed=seed, engine=used, deviations=False, batching=batching._replace(progress=None))
         growth = _halves(per["mean_in_system"].sum(axis=1), first["q"], first["z"], warmup, mid, horizon)
         info["growth"] = growth
@@ -289,7 +290,7 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Windo
       lam, mu, c: arrival rate, service rate and number of servers; reps, seed: replications (>= 2) and base seed.
       window: the window [warmup, horizon] of the time averages (:class:`Window`; the queue starts empty).
       engine: ``uniformized`` (default) or ``event``; cv: control variates (default on).
-      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`).
+      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`).
     Returns:
       A :class:`SimResult` (``info``: ``servers``, ``warmup``, ``horizon``, ``steps`` on the uniformised driver).
     """

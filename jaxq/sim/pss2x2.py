@@ -2,7 +2,7 @@
 
 :func:`simulate` resolves the policy (:func:`jaxq.policies.pss2x2.resolve`: ``auto`` is Theorem 2.11's),
 builds the typed parameters of :mod:`jaxq.sim.models.pss2x2`, picks the driver and returns a
-:class:`~jaxq.sim.result.SimResult`:
+:class:`~jaxq.mc.result.SimResult`:
 
 * ``event`` (:mod:`jaxq.sim.event`): any renewal primitives; the cost integrated exactly between events up
   to a horizon T whose neglected tail is bounded rigorously (``truncation_bound``);
@@ -37,11 +37,12 @@ from jaxq.policies.hook import Policy2x2
 from jaxq.policies import thresholds
 from jaxq.precision import float64
 from jaxq.sim import diagnostics as diag
-from jaxq.sim import event, replications, sampling, uniformized
+from jaxq.mc import replications
+from jaxq.sim import event, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
-from jaxq.sim.observer import check_observers, combine
-from jaxq.sim.result import Estimate, SimResult, TruncatedEstimate, add_observed, with_work_of
+from jaxq.mc.observer import check_observers, combine
+from jaxq.mc.result import Estimate, SimResult, TruncatedEstimate, add_observed, with_work_of
 
 DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
 DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
@@ -60,7 +61,7 @@ STDERR_SHARE = 0.1
 
 
 Levels = thresholds.Levels  # jaxq.policies.thresholds: z, Theta_n's exponent, rule and constant, perturbation
-Batching = replications.Batching  # jaxq.sim.replications: first replication, chunk, devices, progress
+Batching = replications.Batching  # jaxq.mc.replications: first replication, chunk, devices, progress
 
 
 class Truncation(NamedTuple):
@@ -282,7 +283,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
         policy: all the controls are kept, their gain depends on the fit); the estimate is cross-fitted by
         replication index (:func:`jaxq.stats.controlled_mean`) and the plain one is reported beside it.
         ``diagnostics`` warns when J_hat is far above V0 at n >= 10^3.
-      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`); any value gives the
+      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
         same numbers.
       analysis: the system's analysis (computed when not given).
     Returns:

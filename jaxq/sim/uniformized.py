@@ -19,7 +19,7 @@ times of the uniformised chain form a Poisson process independent of its jump ch
 Why it is fast: one 32-bit word per step compared with exact integer thresholds, no data-dependent
 control flow, a small state; all replications advance in lockstep as vector operations (the model's
 state is a handful of scalars per replication). Replication r draws the ``PAGE`` words of page b as draw b of
-its stream (:func:`jaxq.sim.rng.block`), so results do not depend on batching, slices or devices.
+its stream (:func:`jaxq.mc.rng.block`), so results do not depend on batching, slices or devices.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.errors import InputError
-from jaxq.sim import replications, rng
+from jaxq.mc import replications, rng
 from jaxq.sim.functionals import groups, results
 from jaxq.sim.markov import Functional, Markov
-from jaxq.sim.observer import Observer, Segment
+from jaxq.mc.observer import Observer, Segment
 
 PAGE = 64  # words per page (part of the definition of the random stream)
 TWO32 = 2.0**32
@@ -101,10 +101,10 @@ def _is_rate(m) -> bool:
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(markov: Markov, functional: Functional, pages_per_call: int,
             observer: Observer | None = None) -> replications.Program:
-    """The :class:`~jaxq.sim.replications.Program` of a Markov model under a functional (cached).
+    """The :class:`~jaxq.mc.replications.Program` of a Markov model under a functional (cached).
 
     What is estimated are observers (:mod:`jaxq.sim.functionals`; ``observer``: a user's, under the discounted
-    functional, else the window's, output ``observed``). Step k is a :class:`~jaxq.sim.observer.Segment` of the
+    functional, else the window's, output ``observed``). Step k is a :class:`~jaxq.mc.observer.Segment` of the
     model's states with each functional's weights, the Poisson times integrated out: discounted, ``r^(k+1) / Lambda = E int_{T_k}^{T_{k+1}}
     exp(-gamma t) dt`` for the state held and ``r^(k+1) = E exp(-gamma T_{k+1})`` for a real jump (mass ``(1 -
     r^K) / gamma`` over the K steps run); window, ``1 / Lambda`` (the step's mean time) and 1 for the steps ``Args.warm
@@ -219,8 +219,8 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
       gamma: discount rate (``functional.discounted``).
       warm_steps: steps before the window starts (``functional.window``); steps: steps in the window (at
         least 1). The discounted sum runs over every step of the whole pages.
-      batching: how the replications are executed (:class:`jaxq.sim.replications.Batching`).
-      observer: an :class:`~jaxq.sim.observer.Observer` of the model's states (under the discounted functional,
+      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`).
+      observer: an :class:`~jaxq.mc.observer.Observer` of the model's states (under the discounted functional,
         else the window's, see :func:`program`); its per-replication ``finish`` outputs are ``out["observed"]``.
     Returns:
       ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``

@@ -2,12 +2,12 @@
 
 :func:`simulate_markov` checks its inputs once, converts the model into the drivers' statement once
 (:func:`jaxq.sim.markov.as_markov`), runs the event or the uniformised driver over chunks and devices (replication
-r keyed by ``fold_in(PRNGKey(seed), r)``) and returns a :class:`~jaxq.sim.result.SimResult` with one estimate per
+r keyed by ``fold_in(PRNGKey(seed), r)``) and returns a :class:`~jaxq.mc.result.SimResult` with one estimate per
 observed quantity and functional: ``<name>_discounted`` (``E int_0^T exp(-gamma t) observe dt``) and
 ``<name>_average`` (the time average over [warmup, T]); ``<name>_rate`` for the window's event records per unit
 time. With controls (:func:`jaxq.sim.markov.difference_controls`) every estimate is controlled, cross-fitted by
-replication index (:meth:`jaxq.sim.result.Estimate.with_controls`), the plain mean beside it. Observers
-(:mod:`jaxq.sim.observer`) add their outputs as estimates ``<name>`` / ``<name>_<key>``.
+replication index (:meth:`jaxq.mc.result.Estimate.with_controls`), the plain mean beside it. Observers
+(:mod:`jaxq.mc.observer`) add their outputs as estimates ``<name>`` / ``<name>_<key>``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from jaxq.model.validate import check_seed, check_work
 from jaxq.precision import float64
 from jaxq.sim import event, uniformized
 from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov
-from jaxq.sim.observer import check_observers, combine
-from jaxq.sim.replications import Batching
-from jaxq.sim.result import Estimate, SimResult, add_observed
+from jaxq.mc.observer import check_observers, combine
+from jaxq.mc.replications import Batching
+from jaxq.mc.result import Estimate, SimResult, add_observed
 
 ENGINES = ("auto", "event", "uniformized")
 
@@ -40,8 +40,8 @@ class MarkovRun(NamedTuple):
       warmup: the start of the averaging window [warmup, T] (None: no time average).
       engine: ``"auto"`` (uniformised when the model has a ``rate_bound``), ``"event"`` or ``"uniformized"``.
       batching: first replication, replications per compiled call, devices, progress
-        (:class:`~jaxq.sim.replications.Batching`).
-      observers: statistics of the path, a dict of name -> :class:`~jaxq.sim.observer.Observer` of the model's
+        (:class:`~jaxq.mc.replications.Batching`).
+      observers: statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's
         states: with ``discount`` their segments carry the discounted weights (the mass ``int_0^T exp(-gamma t)
         dt``), without it the window's (1 over ``[warmup, T]``, the mass its length: ``acc / mass`` is a time
         average); each output is an estimate ``<name>`` or ``<name>_<key>``.
@@ -86,7 +86,7 @@ def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]
     if engine == "uniformized" and model.rate_bound is None:
         raise InputError("engine", "the model has no rate_bound, so only the event driver runs it (engine='event')")
     if not isinstance(run.batching, Batching):
-        raise InputError("batching", f"expected a jaxq.sim.replications.Batching, got {type(run.batching).__name__}")
+        raise InputError("batching", f"expected a jaxq.mc.replications.Batching, got {type(run.batching).__name__}")
     observers = check_observers(run.observers)
     run = run._replace(batching=run.batching.checked(), horizon=horizon, discount=discount, warmup=warmup,
                        engine=engine, observers=observers)
@@ -110,7 +110,7 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         pytree, passed to its functions; traced, so new values do not recompile); reps: replications (at least 2);
         seed: replication r uses ``fold_in(PRNGKey(seed), r)``.
     Returns:
-      A :class:`~jaxq.sim.result.SimResult`: estimates ``<name>_discounted`` and/or ``<name>_average`` for every
+      A :class:`~jaxq.mc.result.SimResult`: estimates ``<name>_discounted`` and/or ``<name>_average`` for every
       observed quantity (``<name>_rate``: a record's count per unit time over the window), per-replication
       ``samples`` (``controls_discounted``, ``controls_window``: the controls, mean zero), ``info`` (horizon,
       discount, warmup, ``Lambda`` and ``steps`` of the uniformised driver).

@@ -1,7 +1,7 @@
 """Per-chunk adapters from the studies to the simulators: replications ``start .. start+count-1``.
 
 Replication r's numbers depend only on its key ``fold_in(PRNGKey(seed), r)`` (the replication layer,
-:mod:`jaxq.sim.replications`, pads, slices and shards), so a chunk's records do not depend on which
+:mod:`jaxq.mc.replications`, pads, slices and shards), so a chunk's records do not depend on which
 process or device computed it.
 """
 
@@ -134,7 +134,7 @@ def sde_chunk(path, dt, horizon, seed, count, batching: sim.Batching, *, times=(
     params, _ = wcp_coefficients(an, switch_at)  # (2.25): lower mode below z*, higher above
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     value = value_of(params, system.gamma) if cv else None
-    r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, driver.Grid(dt, horizon), count, seed,
+    r = driver.simulate(skew.SCHEME, params, 0.0, system.gamma, driver.TimeGrid(dt, horizon), count, seed,
                         batching=batching._replace(chunk=max(batching.chunk or count, count)),
                         record=driver.Record(times=times, value=value))
     rec = {"V": r["cost"]}

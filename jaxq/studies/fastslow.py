@@ -1,7 +1,7 @@
 """Study ``fastslow``: optimal policies of one fast and K slow servers (the fast/slow-servers paper) over a grid of
 cases.
 
-Grid: criteria (average cost, discounted cost) x slow-server sets (K identical servers of rate
+FastSlowGrid: criteria (average cost, discounted cost) x slow-server sets (K identical servers of rate
 ``ratio * mu1`` for each K in ``slow_servers`` and each ratio, plus the heterogeneous rate lists of
 ``heterogeneous``) x loads ``lambda / (mu1 + sum mu2)``. For every case (one grid point) the MDP is solved
 exactly (:func:`jaxq.mdp.fastslow.solve`, truncation verified by doubling) and its structure tested
@@ -34,7 +34,7 @@ PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Load = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
 
 
-class Grid(BaseModel):
+class FastSlowGrid(BaseModel):
     """``[grid]`` of the fast/slow study."""
 
     model_config = ConfigDict(extra="forbid")
@@ -182,10 +182,10 @@ def run_chunk(exp, pt, start, count, devices=None):
         row = _case(pt["lam"], g.mu1, mu2, discount, g.truncation, g.policy_iteration, g.best_threshold)
     rec = {k: np.full(count, np.nan if v is None else float(v)) for k, v in row.items() if not isinstance(v, str)}
     if g.simulate and len(set(mu2)) == 1:
-        from jaxq.sim.fastslow import Batching, Window, simulate
+        from jaxq.sim.fastslow import Batching, StepWindow, simulate
 
         q = [int(v) if v != "inf" else None for v in row["thresholds"].split()]
-        r = simulate(pt["lam"], g.mu1, mu2[0], q, alpha=g.alpha, window=Window(g.steps, g.warmup), reps=max(count, 2),
+        r = simulate(pt["lam"], g.mu1, mu2[0], q, alpha=g.alpha, window=StepWindow(g.steps, g.warmup), reps=max(count, 2),
                      seed=pt["seed"], batching=Batching(start=start, devices=devices))
         key = "average_cost" if discount is None else "value_empty"
         rec["simulated_cost"] = r.samples[key][:count]
@@ -248,4 +248,4 @@ def figure(exp, pts, records, tables, out):
 
 register(Study("fastslow",
                "optimal thresholds of one fast and K slow servers over a grid of cases (the fast/slow-servers paper)",
-               Grid, points, run_chunk, aggregate, figure, needs_systems=False))
+               FastSlowGrid, points, run_chunk, aggregate, figure, needs_systems=False))

@@ -39,7 +39,7 @@ from jaxq.studies import Study, Unique, file_keys, register
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-class Grid(BaseModel):
+class MarkovGrid(BaseModel):
     """``[grid]`` of the markov study."""
 
     model_config = ConfigDict(extra="forbid")
@@ -75,7 +75,7 @@ def load_observers(specs: dict[str, str]) -> dict:
 
 @lru_cache(maxsize=16)
 def _load_observers(specs: tuple) -> tuple:
-    from jaxq.sim.observer import Observer, check_observers
+    from jaxq.mc.observer import Observer, check_observers
 
     out = {}
     for name, spec in specs:
@@ -130,7 +130,7 @@ def points(exp) -> list[dict]:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
-    from jaxq.sim.replications import Batching
+    from jaxq.mc.replications import Batching
     from jaxq.sim.user import simulate_markov
 
     g = exp.grid
@@ -164,7 +164,7 @@ def _controls(rec: dict, kind: str):
 
 
 def aggregate(exp, pts, records):
-    from jaxq.sim.result import Estimate
+    from jaxq.mc.result import Estimate
 
     rows = []
     for i, (pt, rec) in enumerate(zip(pts, records)):
@@ -191,4 +191,4 @@ def figure(exp, pts, records, tables, out):
 
 
 register(Study("markov", "a user's MarkovModel (grid.model = 'package.module:attribute'): discounted integrals and "
-                         "time averages", Grid, points, run_chunk, aggregate, figure, needs_systems=False))
+                         "time averages", MarkovGrid, points, run_chunk, aggregate, figure, needs_systems=False))

@@ -1,7 +1,7 @@
 """Study ``network``: many-server networks (the uniform-stability and LAP-tightness papers) across n, under several
 policies.
 
-Grid: systems x policies x n. Every replication of the n-th system (:func:`jaxq.sim.network.simulate`)
+NetworkGrid: systems x policies x n. Every replication of the n-th system (:func:`jaxq.sim.network.simulate`)
 records its time averages over [warmup, horizon]; the study aggregates them into one table and the figures
 that the papers' statements call for:
 
@@ -39,7 +39,7 @@ PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
-class Grid(BaseModel):
+class NetworkGrid(BaseModel):
     """``[grid]`` of the network study."""
 
     model_config = ConfigDict(extra="forbid")
@@ -77,7 +77,7 @@ def _num(n: float):
     return int(n) if float(n).is_integer() else float(n)
 
 
-def _controls(an: NetworkAnalysis, g: Grid):
+def _controls(an: NetworkAnalysis, g: NetworkGrid):
     num_i, num_j = an.plan.basic.shape
     uc = np.eye(num_i)[-1] if g.uc is None else np.asarray(g.uc, float)
     us = np.full(num_j, 1.0 / num_j) if g.us is None else np.asarray(g.us, float)
@@ -127,7 +127,7 @@ def _diffusion_keys(label: str):
     return file_keys(lambda key: _DIFFUSION_KEYS.get(key, f"grid.{key}"), f"{label}, diffusion")
 
 
-def _check_diffusion(an: NetworkAnalysis, g: Grid, label: str) -> None:
+def _check_diffusion(an: NetworkAnalysis, g: NetworkGrid, label: str) -> None:
     """The Euler scheme's own preconditions (:func:`jaxq.sde.network_euler.check_settings`: control, control
     vectors, a stable step, a step in the averaging window, the work) on the grid's settings, before any work."""
     from jaxq.sde.network_euler import check_settings
@@ -142,13 +142,13 @@ def run_chunk(exp, pt, start, count, devices=None):
     g = exp.grid
     an = analysis(exp, pt["system"])
     if pt["engine"] == "diffusion":
-        from jaxq.sde.network_euler import Control, Window, simulate_diffusion
-        from jaxq.sim.replications import Batching
+        from jaxq.sde.network_euler import Control, EulerGrid, simulate_diffusion
+        from jaxq.mc.replications import Batching
 
         uc, us = _controls(an, g)
         with _diffusion_keys(pt["system"]):
             r = simulate_diffusion(an.diffusion, Control(g.control, uc, us), paths=max(count, 2),
-                                   window=Window(g.dt, g.horizon, g.warmup), seed=pt["seed"],
+                                   window=EulerGrid(g.dt, g.horizon, g.warmup), seed=pt["seed"],
                                    batching=Batching(start=start, chunk=max(count, pt["chunk"]), devices=devices),
                                    times=g.times or None, cv=exp.cv)
         smp = {k: v[:count] for k, v in r.samples.items()}
@@ -163,7 +163,7 @@ def run_chunk(exp, pt, start, count, devices=None):
     n = pt["n"]
     runs = max(count, 2)  # a simulation needs two replications (a standard error); the extra one is dropped
     r = network.simulate(an, n, pt["policy"], reps=runs, window=network.Window(g.warmup, g.horizon), seed=pt["seed"],
-                         engine=g.engine, outputs=network.Outputs(g.times or None, g.hist_range, g.hist_bins, exp.cv),
+                         engine=g.engine, outputs=network.NetworkOutputs(g.times or None, g.hist_range, g.hist_bins, exp.cv),
                          batching=network.Batching(start, max(runs, pt["chunk"]), devices))
     s = {k: v[:count] for k, v in r.samples.items()}
     rn = math.sqrt(n)
@@ -300,4 +300,4 @@ def _groups(rows):
 
 
 register(Study("network", "stationary averages of many-server networks across n (tightness, identity (3.6), "
-                          "transience, LAP concentration)", Grid, points, run_chunk, aggregate, figure))
+                          "transience, LAP concentration)", NetworkGrid, points, run_chunk, aggregate, figure))

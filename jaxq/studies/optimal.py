@@ -1,6 +1,6 @@
 """Study ``optimal``: J*_n, the optimal discounted cost of the n-th 2x2 system, beside V0 and Theorem 2.11's policy.
 
-Grid: the experiment's 2x2 systems (exponential or phase-type primitives) x ``n`` (``n_for``: other values of n for
+OptimalGrid: the experiment's 2x2 systems (exponential or phase-type primitives) x ``n`` (``n_for``: other values of n for
 the named systems, e.g. fewer for a phase-type system, whose chain is larger). Each point is one deterministic
 solve (:func:`jaxq.mdp.optimum.optimal`: policy iteration on the truncated Markov decision process, the truncation
 checked by doubling the queue cap) and the exact J_n of Theorem 2.11's policy on the same model
@@ -48,7 +48,7 @@ _KEYS = {"queue_cap": "grid.queue_cap", "rtol": "grid.rtol", "max_states": "grid
          "max_gib": "grid.max_gib"}
 
 
-class Grid(BaseModel):
+class OptimalGrid(BaseModel):
     """``[grid]`` of the optimal-control study."""
 
     model_config = ConfigDict(extra="forbid")
@@ -309,5 +309,5 @@ def figure(exp, pts, records, tables, out):
 
 
 register(Study("optimal", "optimal discounted cost J*_n of 2x2 systems by policy iteration, beside V0 and "
-                          "Theorem 2.11's exact J_n", Grid, points, run_chunk, aggregate, figure,
+                          "Theorem 2.11's exact J_n", OptimalGrid, points, run_chunk, aggregate, figure,
                enumeration_keys=("n", "n_for")))

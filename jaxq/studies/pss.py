@@ -42,7 +42,7 @@ PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
 
 
-class Grid(BaseModel):
+class ConvergenceGrid(BaseModel):
     """``[grid]`` of the 2x2 studies."""
 
     model_config = ConfigDict(extra="forbid")
@@ -59,11 +59,11 @@ class Grid(BaseModel):
     replications_at: dict[str, Annotated[int, Field(ge=2)]] = {}  # {"1000000": 64}: replications at that n
 
 
-class CollapseGrid(Grid):
+class CollapseGrid(ConvergenceGrid):
     horizon: PosFloat = 10.0  # T of sup_[0, T]
 
 
-class WeakGrid(Grid):
+class WeakGrid(ConvergenceGrid):
     times: Annotated[list[PosFloat], Field(min_length=1), Unique] = [2.0]
     # T1T2: also compare W_hat - Theta_hat/alpha_p with the SDE switching at z* - Theta_hat/alpha_p (the T1 rule
     # makes the workload reflect at Theta_hat/alpha_p: jaxq.diffusion.threshold); one SDE reference per n
@@ -587,11 +587,11 @@ def figure_policies(exp, pts, records, tables, out):
 
 # [grid] keys that only list the points: a resumed run may change them and keeps the shared points' chunks
 ENUMERATION = ("n", "policies", "theta_exponents", "replications_at", "shifted")
-register(Study("convergence", "J_n against n with the lower bound V0 (Theorem 2.11)", Grid, points, run_chunk,
+register(Study("convergence", "J_n against n with the lower bound V0 (Theorem 2.11)", ConvergenceGrid, points, run_chunk,
                aggregate_convergence, figure_convergence, enumeration_keys=ENUMERATION))
 register(Study("weak", "law of W_hat^n(t) against the controlled reflected SDE Z(t)", WeakGrid, points, run_chunk,
                aggregate_weak, figure_weak, enumeration_keys=ENUMERATION))
 register(Study("collapse", "E sup_[0,T] X_hat_p^n of the high-priority class", CollapseGrid, points, run_chunk,
                aggregate_collapse, figure_collapse, enumeration_keys=ENUMERATION))
-register(Study("policies", "the six policies and naive ones on the same systems at the same n", Grid, points,
+register(Study("policies", "the six policies and naive ones on the same systems at the same n", ConvergenceGrid, points,
                run_chunk, aggregate_policies, figure_policies, enumeration_keys=ENUMERATION))

@@ -41,7 +41,7 @@ rejection step takes care of it. Rates: ``alpha_i`` log-uniform in [0.5, 2]; sec
 ``lambda_hat_i = u lambda_i``, ``mu_hat_ik = u' mu_ik`` with u, u' uniform in [-1, 1] (so every rate of the
 n-th system is positive for n >= 2); gamma log-uniform in [0.5, 2].
 
-System j of case c is drawn from ``numpy.random.default_rng((seed, c, j))``: the set is reproducible, and
+System j of case c is drawn from ``numpy.random.default_rng((seed, c, j))`` (:func:`jaxq.mc.rng.generator`): the set is reproducible, and
 asking for more systems per case keeps the earlier ones.
 """
 
@@ -55,6 +55,7 @@ import numpy as np
 
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
+from jaxq.mc import rng as streams
 from jaxq.model.distributions import Dist
 from jaxq.model.pss2x2 import PSS2x2
 
@@ -157,7 +158,7 @@ def draw_system(seed: int, case: str, index: int) -> Drawn:
     """System ``index`` of ``case`` for ``seed`` (module docstring); deterministic."""
     if case not in CASES:
         raise InputError("case", f"unknown case {case!r}; choose one of {', '.join(CASES)}")
-    rng = np.random.default_rng((int(seed), CASES.index(case), int(index)))
+    rng = streams.generator(seed, CASES.index(case), index)
     for _ in range(MAX_TRIES):
         s = _candidate(rng, case)
         try:

@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
+from jaxq.mc import rng as streams
 from jaxq.model import validate as v
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
@@ -49,7 +50,7 @@ ENGINE = "random_pss"
 TUNED = "tuned"  # the rule of a tuned point
 
 
-class Grid(BaseModel):
+class RandomSystemsGrid(BaseModel):
     """``[grid]`` of the random-systems study."""
 
     model_config = ConfigDict(extra="forbid")
@@ -111,7 +112,7 @@ def subset_of(exp, size_key: str = "subset_size", stream: int = 7919, cases=None
     if size > len(cases) * g.per_case:
         raise InputError(f"grid.{size_key}", f"{size} exceeds the {len(cases) * g.per_case} systems drawn"
                                              + ("" if len(cases) == len(g.cases) else " with something to tune"))
-    rng = np.random.default_rng((int(g.draw_seed), stream))
+    rng = streams.generator(g.draw_seed, stream)
     orders = [[f"{c}_{j:03d}" for j in rng.permutation(g.per_case)] for c in cases]
     dealt = [orders[k][j] for j in range(g.per_case) for k in range(len(cases))]
     return dealt[:size]
@@ -475,4 +476,4 @@ def figure(exp, pts, records, tables, out) -> list[str]:
 ENUMERATION = ("per_case", "cases", "n", "rules", "subset_n", "subset_size", "replications_at", "tuned_n", "tuned_size",
                "tune_reps")
 register(Study("random_systems", "Theorem 2.11's policy on random systems of all six cases; threshold rules",
-               Grid, points, run_chunk, aggregate, figure, needs_systems=False, enumeration_keys=ENUMERATION))
+               RandomSystemsGrid, points, run_chunk, aggregate, figure, needs_systems=False, enumeration_keys=ENUMERATION))

@@ -23,7 +23,7 @@ jaxq run (:func:`check_resumable`): it never overwrites files that are not a run
 With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
 writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
 draws. Within a process each chunk's replications are cut into one slice per local device, every slice
-running the same single-device program (:mod:`jaxq.sim.replications`).
+running the same single-device program (:mod:`jaxq.mc.replications`).
 """
 
 from __future__ import annotations

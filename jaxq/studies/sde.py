@@ -1,6 +1,6 @@
 """Study ``sde``: the optimally controlled reflected SDE (2.24)-(2.25) against the exact WCP value.
 
-Grid: systems x step sizes dt. Each path is the skew-exact scheme (``jaxq.sde.skew``) started at 0 with
+SdeGrid: systems x step sizes dt. Each path is the skew-exact scheme (``jaxq.sde.skew``) started at 0 with
 the lower mode below z* and the higher above (one mode in the single case); its discounted cost
 ``int_0^T exp(-gamma t) Z dt`` estimates V_WCP(0), which the HJB gives exactly. The figure shows the
 bias |V_hat - V_WCP(0)| against dt with its 95% interval.
@@ -14,14 +14,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.sim.replications import Batching
+from jaxq.mc.replications import Batching
 from jaxq.studies import Study, Unique, engines, figures, register
 from jaxq.studies.stats import controlled_estimate, loglog_rate
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-class Grid(BaseModel):
+class SdeGrid(BaseModel):
     """``[grid]`` of the SDE study."""
 
     model_config = ConfigDict(extra="forbid")
@@ -77,5 +77,5 @@ def figure(exp, pts, records, tables, out):
     return [figures.save(fig, out, "sde_bias.png")]
 
 
-register(Study("sde", "the controlled reflected SDE's discounted cost against the exact WCP value", Grid, points,
+register(Study("sde", "the controlled reflected SDE's discounted cost against the exact WCP value", SdeGrid, points,
                run_chunk, aggregate, figure))

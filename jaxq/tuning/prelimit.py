@@ -42,8 +42,8 @@ from jaxq.policies import thresholds
 from jaxq.policies.thresholds import THETA_MAX
 from jaxq.sim.pss2x2 import (COARSE_CONTROLS, DEFAULT_THETA_EXPONENT, Batching, Levels, Outputs, grouped, setup,
                               simulate, simulate_bounded)
-from jaxq.sim.replications import EVALUATION, SEARCH, derived_seed  # noqa: F401  (the seeds of a tuning run)
-from jaxq.sim.target import run_reps
+from jaxq.mc.rng import EVALUATION, SEARCH, derived_seed  # noqa: F401  (the seeds of a tuning run)
+from jaxq.mc.target import run_reps
 from jaxq.stats import controlled_values, mean_stderr, t95, t_interval
 
 METHODS = ("search", "gradient")
@@ -372,7 +372,7 @@ def tune_prelimit(system: PSS2x2, n: float, *, policy: str = "auto", seed: int =
             state = opt.init(th)
             paths[m, 0] = th
             for k in range(iterations):
-                s = int(np.random.SeedSequence((seed, m, k)).generate_state(1)[0])  # distinct for every (chain, step)
+                s = derived_seed(seed, SEARCH, m, k)  # distinct for every (chain, step)
                 used.add(s)
                 levels = Levels.absolute(th[0] if tune_z else None, exponent, th[1])
                 g, _, j = smoothed_gradient(system, n, levels, reps, s, tau, name, a)
@@ -417,10 +417,10 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
     r)``, which the search never saw (so the estimate is unbiased for the tuned policy's J_n) and which the default
     policy's run with the same ``seed`` shares (common random numbers).
 
-    ``target`` (a :class:`jaxq.sim.target.Target`): the tuned policy's run stops at that precision instead of
-    ``reps`` (:func:`jaxq.sim.target.run_to_target`; the search runs once, before the pilot).
+    ``target`` (a :class:`jaxq.mc.target.Target`): the tuned policy's run stops at that precision instead of
+    ``reps`` (:func:`jaxq.mc.target.run_to_target`; the search runs once, before the pilot).
 
-    Returns the :class:`jaxq.sim.result.SimResult` of the tuned policy; ``info["tuned"]`` holds the tuned ``z``,
+    Returns the :class:`jaxq.mc.result.SimResult` of the tuned policy; ``info["tuned"]`` holds the tuned ``z``,
     ``theta``, ``c``, their near-optimal ranges, the search's seed, candidates, replications and seconds.
     """
     for key in ("switch_at", "theta_constant", "theta_rule", "perturb", "levels"):

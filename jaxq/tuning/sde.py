@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jaxq.diffusion import hjb
+from jaxq.mc.rng import EVALUATION, SEARCH, derived_seed
 from jaxq.sde.estimators import default_horizon
 from jaxq.sde.smoothed import smoothed_cost
 from jaxq.stats import t_interval
@@ -38,7 +39,7 @@ class SdeTune(NamedTuple):
 
 
 def _objective(coeffs, gamma, paths, dt, horizon):
-    return lambda z, tau, key: smoothed_cost(z, tau, coeffs, gamma, key, paths=paths, dt=dt, horizon=horizon)[0]
+    return lambda z, tau, seed: smoothed_cost(z, tau, coeffs, gamma, seed, paths=paths, dt=dt, horizon=horizon)[0]
 
 
 def tune_sde(
@@ -61,7 +62,8 @@ def tune_sde(
         (:meth:`jaxq.diffusion.workload.Analysis.mode_coefficients`); gamma: the discount rate.
       paths, dt: paths per evaluation (common random numbers within a chain) and time step.
       chains: independent chains (>= 2) for the confidence interval.
-      seed: chain m uses the key ``fold_in(PRNGKey(seed), m)`` throughout.
+      seed: chain m uses the seed ``derived_seed(seed, SEARCH, m)`` throughout, the smoothing-bias check
+        ``derived_seed(seed, EVALUATION)`` (:func:`jaxq.mc.rng.derived_seed`).
       z_init: start (default: the problem's shortest decay length, as for the exact tuner).
       taus: blending widths of the successive stages, each warm-started from the last.
       iterations: L-BFGS iterations per stage.
@@ -77,25 +79,24 @@ def tune_sde(
     opt = optax.lbfgs()
 
     @jax.jit
-    def step(theta, state, tau, key):  # z = softplus(theta) > 0
-        loss = lambda th: f(jax.nn.softplus(th), tau, key)  # noqa: E731
+    def step(theta, state, tau, seed):  # z = softplus(theta) > 0
+        loss = lambda th: f(jax.nn.softplus(th), tau, seed)  # noqa: E731
         value, grad = optax.value_and_grad_from_state(loss)(theta, state=state)
         updates, state = opt.update(grad, state, theta, value=value, grad=grad, value_fn=loss)
         return optax.apply_updates(theta, updates), state, value
 
-    base = jax.random.PRNGKey(seed)
     total = len(taus) * iterations
     traj = np.zeros((chains, total + 1))
     costs = np.zeros((chains, total))
     for m in range(chains):  # a few sequential optimiser chains; every evaluation is vectorised over paths
-        key = jax.random.fold_in(base, m)
+        chain_seed = derived_seed(seed, SEARCH, m)
         theta = jnp.float64(z_init + math.log(-math.expm1(-z_init)))
         traj[m, 0] = z_init
         k = 0
         for tau in taus:
             state = opt.init(theta)
             for _ in range(iterations):
-                theta, state, value = step(theta, state, jnp.float64(tau), key)
+                theta, state, value = step(theta, state, jnp.float64(tau), jnp.uint32(chain_seed))
                 k += 1
                 traj[m, k] = float(jax.nn.softplus(theta))
                 costs[m, k - 1] = float(value)
@@ -104,7 +105,7 @@ def tune_sde(
     last = traj[:, -1]
     zt = float(last.mean())
     z_star = float(hjb.switching_point(bL, sL, bH, sH, gamma))
-    sm, se = smoothed_cost(z_star, float(taus[-1]), coeffs, gamma, jax.random.fold_in(base, 10_000), paths=4 * paths,
+    sm, se = smoothed_cost(z_star, float(taus[-1]), coeffs, gamma, derived_seed(seed, EVALUATION), paths=4 * paths,
                            dt=dt, horizon=horizon)
     exact = float(hjb.switching_cost(0.0, z_star, bL, sL, bH, sH, gamma))
     return SdeTune(z=zt, z_ci=t_interval(last), chains=traj, costs=costs,

@@ -18,7 +18,7 @@ def rows(tiny_bench):
 
 @pytest.mark.parametrize("q", [[1, 2], [3, 5]])
 def test_numba_ctmc_agrees_with_jaxq(q, agree, numba_or_skip):
-    j = fastslow.simulate(1.2, 1.0, 0.3, q, alpha=0.1, window=fastslow.Window(steps=2000, warmup=200), reps=8 * REPS,
+    j = fastslow.simulate(1.2, 1.0, 0.3, q, alpha=0.1, window=fastslow.StepWindow(steps=2000, warmup=200), reps=8 * REPS,
                           seed=4, batching=fastslow.Batching(chunk=REPS))
     steps, warmup = j["steps"], j["warmup"]  # whole pages of uniformised steps: the numba loop runs the same
     n = numba_or_skip("fastslow").ctmc(1.2, 1.0, 0.3, q, alpha=0.1, steps=steps, warmup=warmup, reps=8 * REPS, seed=4)

@@ -4,8 +4,8 @@ import pytest
 
 from jaxq.bench import sde as B
 from jaxq.sde import coefficients as C
-from jaxq.sde.estimators import SCHEMES, Truncation, discounted_cost
-from jaxq.sim.replications import Batching
+from jaxq.sde.estimators import SCHEMES, SdeTruncation, discounted_cost
+from jaxq.mc.replications import Batching
 
 PATHS = 256  # the tiny grid's, so that every run of this file reuses the compiled programs of the tiny run
 
@@ -19,7 +19,7 @@ def rows(tiny_bench):
 def test_numba_euler_agrees_with_jaxq(z0, agree, numba_or_skip):
     params = C.wcp(*B.T2T1)
     dt, horizon, paths = 0.01, 0.64, 16 * PATHS  # 64 steps: one block a call, as in the tiny run (one program)
-    j = discounted_cost(params, 0.5, z0, dt, Truncation(horizon), paths, seed=3, scheme_name="euler",
+    j = discounted_cost(params, 0.5, z0, dt, SdeTruncation(horizon), paths, seed=3, scheme_name="euler",
                         batching=Batching(chunk=PATHS))
     n = numba_or_skip("sde").euler(params, z0, 0.5, dt, horizon, paths, seed=3)
     assert n["steps"] == j["steps"] == 64 and n["cost"].shape == (paths,) and n["events"] == paths * 64

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-import jaxq.sim.replications as replications
+import jaxq.mc.replications as replications
 from jaxq.cli import main
 from jaxq.cli.progress import LONG_WORK, Bar, long_work_note
 

@@ -63,7 +63,7 @@ def test_extension_of_the_truncation_aims_at_rel_tol():
     import numpy as np
 
     from jaxq.sim.pss2x2 import _longer_truncation
-    from jaxq.sim.result import Estimate, SimResult
+    from jaxq.mc.result import Estimate, SimResult
 
     def result(engine, bound, **info):
         est = {"J_hat": Estimate(1.0, 0.01)}

@@ -10,7 +10,7 @@ import jaxq  # noqa: F401  (float64)
 from jaxq.cli import main
 from jaxq.errors import InputError
 from jaxq.mdp.fastslow import FLOOR_RTOL, solve, solve_many
-from jaxq.sim.fastslow import Window, simulate
+from jaxq.sim.fastslow import StepWindow, simulate
 
 MU1, MU2 = 1.0, 0.3
 
@@ -81,12 +81,12 @@ def test_solve_many_flags_an_unresolved_average_cost():
 ])
 def test_simulate_refuses_what_the_model_excludes(args, key, what):
     with pytest.raises(InputError, match=what) as e:
-        simulate(*args, reps=2, window=Window(steps=200, warmup=10))
+        simulate(*args, reps=2, window=StepWindow(steps=200, warmup=10))
     assert e.value.key == key
 
 
 def test_simulate_takes_integer_thresholds_of_any_integer_type():
     """numpy integers, a tuple or an array and None for a slow server left unused (stable: 1.2 < 1 + 0.3)."""
-    a = simulate(1.2, MU1, MU2, (np.int32(1), None), reps=2, cv=False, window=Window(steps=200, warmup=10))
-    b = simulate(1.2, MU1, MU2, [1, None], reps=2, cv=False, window=Window(steps=200, warmup=10))
+    a = simulate(1.2, MU1, MU2, (np.int32(1), None), reps=2, cv=False, window=StepWindow(steps=200, warmup=10))
+    b = simulate(1.2, MU1, MU2, [1, None], reps=2, cv=False, window=StepWindow(steps=200, warmup=10))
     assert a["average_cost"] == b["average_cost"] and math.isfinite(a["average_cost"])

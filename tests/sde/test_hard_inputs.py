@@ -18,7 +18,7 @@ from jaxq.errors import InputError
 from jaxq.examples import path
 from jaxq.sde import coefficients as C
 from jaxq.sde import driver, euler, exact_step
-from jaxq.sde.estimators import MAX_DRIFT_DT, SCHEMES, Truncation, default_dt, discounted_cost, drift_time, value_of
+from jaxq.sde.estimators import MAX_DRIFT_DT, SCHEMES, SdeTruncation, default_dt, discounted_cost, drift_time, value_of
 
 
 def _system(tmp_path, gamma: float):
@@ -121,12 +121,12 @@ def test_skew_scheme_stays_in_the_state_space_with_steps_long_against_the_level(
     finite (before: Z < 0 and V'(Z) = NaN in the control variate)."""
     from jaxq.sde import coefficients as C
     from jaxq.sde import skew
-    from jaxq.sde.driver import Grid, Record, simulate
+    from jaxq.sde.driver import TimeGrid, Record, simulate
     from jaxq.sde.estimators import value_of
 
     p = C.wcp(-2.125, 1.466, -2.375, 1.789, 0.003)
     times = np.arange(1, 33) * 0.01
-    r = simulate(skew.SCHEME, p, 0.0, 1.0, Grid(0.01, 0.32), 256, seed=0, record=Record(times, value_of(p, 1.0)))
+    r = simulate(skew.SCHEME, p, 0.0, 1.0, TimeGrid(0.01, 0.32), 256, seed=0, record=Record(times, value_of(p, 1.0)))
     assert np.all(r["snaps"] >= 0.0)
     assert np.all(np.isfinite(r["control"])) and np.all(np.isfinite(r["cost"]))
 
@@ -213,7 +213,7 @@ def test_skew_is_right_at_the_largest_drift_step_accepted():
     f = math.sqrt(MAX_DRIFT_DT / (dt * max((bL / sL) ** 2, (bH / sH) ** 2)))
     p = C.wcp(f * bL, sL, f * bH, sH, z / f)
     exact = float(hjb.switching_cost(0.0, z / f, f * bL, sL, f * bH, sH, gamma))
-    r = discounted_cost(p, gamma, 0.0, dt=dt * (1 - 1e-12), truncation=Truncation(scale=exact), paths=2000, seed=3)
+    r = discounted_cost(p, gamma, 0.0, dt=dt * (1 - 1e-12), truncation=SdeTruncation(scale=exact), paths=2000, seed=3)
     assert -4 * r.stderr <= exact - r.value <= 4 * r.stderr + r["truncation_bound"], (r.value, r.stderr, exact)
 
 
@@ -274,7 +274,7 @@ def test_masked_steps_weigh_nothing_in_the_cost_and_the_control():
     p = C.wcp(b, s, b, s, None)
     vf = value_of(p, gamma)
     times = np.arange(n + 1) * h
-    r = driver.simulate(euler.SCHEME, p, 20.0, gamma, driver.Grid(h, n * h), 16, seed=2, record=driver.Record(times, vf))
+    r = driver.simulate(euler.SCHEME, p, 20.0, gamma, driver.TimeGrid(h, n * h), 16, seed=2, record=driver.Record(times, vf))
     assert r["steps"] == n and r["horizon"] == pytest.approx(n * h)
     z = np.asarray(r["snaps"])
     assert np.all(z > 0)  # no projection: the increments are the martingale's plus the drift
@@ -293,7 +293,7 @@ def test_a_whole_number_of_blocks_runs_as_before(monkeypatch):
     (the masked program changes nothing but the weight of steps past the end)."""
     bL, sL, bH, sH, z = PP
     p = C.wcp(bL, sL, bH, sH, z)
-    args = (SCHEMES["skew"], p, 0.3, 0.5, driver.Grid(0.05, 128 * 0.05), 16)
+    args = (SCHEMES["skew"], p, 0.3, 0.5, driver.TimeGrid(0.05, 128 * 0.05), 16)
     kw = dict(seed=4, record=driver.Record([1.0, 6.4], value_of(p, 0.5)))
     plain = driver.simulate(*args, **kw)
     program = driver.program

@@ -14,10 +14,10 @@ import pytest
 
 import jaxq
 from jaxq.sde import coefficients as C
-from jaxq.sde.driver import Grid, Record, simulate
+from jaxq.sde.driver import TimeGrid, Record, simulate
 from jaxq.diffusion.value import marginal, value_function
-from jaxq.sde.estimators import Outputs, Truncation, discounted_cost, scheme
-from jaxq.sim.observer import integral, supremum
+from jaxq.sde.estimators import SdeOutputs, SdeTruncation, discounted_cost, scheme
+from jaxq.mc.observer import integral, supremum
 
 B, S, G = -0.5, 1.0, 1.0
 
@@ -41,8 +41,8 @@ def rbm_second_moment_cost(b, s, g):
 @pytest.mark.parametrize("name", ["skew", "euler"])
 def test_an_integral_observer_matches_the_closed_form(name):
     dt, horizon = 1e-3, 14.0
-    r = discounted_cost(C.piecewise([], [B], [S]), G, 0.0, dt=dt, truncation=Truncation(horizon), paths=4000, seed=7,
-                        scheme_name=name, outputs=Outputs(cv=False, observers={"z2": integral(square)}))
+    r = discounted_cost(C.piecewise([], [B], [S]), G, 0.0, dt=dt, truncation=SdeTruncation(horizon), paths=4000, seed=7,
+                        scheme_name=name, outputs=SdeOutputs(cv=False, observers={"z2": integral(square)}))
     exact = rbm_second_moment_cost(B, S, G)
     est = r.estimates["z2"]
     # biases bounded: the linear interpolation of a Brownian bridge misses s^2 dt / 6 per unit time of int Z^2
@@ -55,7 +55,7 @@ def test_an_integral_observer_matches_the_closed_form(name):
 def test_a_supremum_observer_is_the_running_maximum_of_the_path():
     dt, steps = 0.01, 256
     times = np.arange(steps + 1) * dt
-    r = simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.3, G, Grid(dt, steps * dt), 64, seed=2,
+    r = simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.3, G, TimeGrid(dt, steps * dt), 64, seed=2,
                  record=Record(times, observers={"sup": supremum(level)}))
     np.testing.assert_array_equal(np.asarray(r["observed"]["sup"]), np.asarray(r["snaps"]).max(axis=1))
 
@@ -64,8 +64,8 @@ def test_the_cost_is_an_observer_and_user_observers_change_nothing_else():
     """The cost folded by the driver is the integral observer of Z; adding observers leaves cost and snapshots
     bit-identical (observers draw nothing)."""
     p = C.piecewise([1.0], [0.3, -0.8], [1.2, 1.6])
-    a = simulate(scheme("skew"), p, 0.0, G, Grid(0.01, 3.0), 48, seed=5, record=Record((1.0, 2.0)))
-    b = simulate(scheme("skew"), p, 0.0, G, Grid(0.01, 3.0), 48, seed=5,
+    a = simulate(scheme("skew"), p, 0.0, G, TimeGrid(0.01, 3.0), 48, seed=5, record=Record((1.0, 2.0)))
+    b = simulate(scheme("skew"), p, 0.0, G, TimeGrid(0.01, 3.0), 48, seed=5,
                  record=Record((1.0, 2.0), observers={"cost_again": integral(level), "sup": supremum(level)}))
     np.testing.assert_array_equal(a["cost"], b["cost"])
     np.testing.assert_array_equal(a["snaps"], b["snaps"])
@@ -86,7 +86,7 @@ def test_no_observer_sees_the_steps_past_the_horizon():
     supremum (which reads no weight) is the maximum of the snapshots at steps 0 .. 250."""
     dt, steps = 0.01, 250
     times = np.arange(steps + 1) * dt
-    r = simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.3, G, Grid(dt, steps * dt), 64, seed=3,
+    r = simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.3, G, TimeGrid(dt, steps * dt), 64, seed=3,
                  record=Record(times, observers={"sup": supremum(level)}))
     assert r["steps"] == steps
     np.testing.assert_array_equal(np.asarray(r["observed"]["sup"]), np.asarray(r["snaps"]).max(axis=1))
@@ -97,7 +97,7 @@ def test_a_block_whose_noise_is_not_one_draw_is_an_input_error(block):
     """A block's noise is one draw of the path's stream (at most 2^17 words: 2^15 steps of one normal and one
     uniform); a block outside 1..that, or not a whole number, is refused naming ``block``."""
     with pytest.raises(jaxq.InputError) as e:
-        simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.0, G, Grid(0.01, 1.0, block), 8)
+        simulate(scheme("skew"), C.piecewise([], [B], [S]), 0.0, G, TimeGrid(0.01, 1.0, block), 8)
     assert e.value.key == "block"
 
 
@@ -119,7 +119,7 @@ def test_the_steps_martingale_increments_give_ito_sums_of_mean_zero_and_the_driv
     f = 1 and f = Z, on 250 steps with the last block masked; with f = V' it is the driver's own control."""
     dt, steps = 0.01, 250
     p = C.piecewise([], [B], [S])
-    r = simulate(scheme("euler"), p, 0.3, G, Grid(dt, steps * dt), 4000, seed=9,
+    r = simulate(scheme("euler"), p, 0.3, G, TimeGrid(dt, steps * dt), 4000, seed=9,
                  record=Record(value=VF, observers={"ito": ITO}))
     for k in ("plain", "z"):
         x = np.asarray(r["observed"]["ito"][k])

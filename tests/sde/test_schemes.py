@@ -17,10 +17,10 @@ from jaxq.diffusion import hjb, stationary
 from jaxq.errors import InputError
 from jaxq.sde import coefficients as C
 from jaxq.sde import euler, exact_step, skew
-from jaxq.sde.driver import Grid, Record, simulate, step_weights
-from jaxq.sde.estimators import Truncation, discounted_cost, stationary_check, terminal_values, truncation_bound
+from jaxq.sde.driver import TimeGrid, Record, simulate, step_weights
+from jaxq.sde.estimators import SdeTruncation, discounted_cost, stationary_check, terminal_values, truncation_bound
 from jaxq.sde.smoothed import smoothed_cost
-from jaxq.sim.replications import Batching
+from jaxq.mc.replications import Batching
 
 G = 0.5
 T2T1 = (0.2857142857142856, 1.6278820596099706, -0.7857142857142856, 2.073644135332772)  # bL, sL, bH, sH
@@ -97,8 +97,8 @@ def test_exact_step_has_the_exact_law_of_reflected_bm_at_any_step():
 
 def test_results_do_not_depend_on_batching():
     p = C.wcp(*T2T1, 0.6)
-    a = simulate(skew.SCHEME, p, 0.0, G, Grid(0.05, 2.0), 16, seed=4, record=Record([1.0]))
-    b = simulate(skew.SCHEME, p, 0.0, G, Grid(0.05, 2.0), 24, seed=4, record=Record([1.0]),
+    a = simulate(skew.SCHEME, p, 0.0, G, TimeGrid(0.05, 2.0), 16, seed=4, record=Record([1.0]))
+    b = simulate(skew.SCHEME, p, 0.0, G, TimeGrid(0.05, 2.0), 24, seed=4, record=Record([1.0]),
                  batching=Batching(chunk=16))  # two batches, one padded
     # path r depends only on r, bit for bit (every batch is a whole number of vectors)
     np.testing.assert_array_equal(a["cost"], b["cost"][:16])
@@ -113,7 +113,7 @@ def dual_costs():
     out = {}
     for z in (0.55, 1.5):
         exact = float(hjb.switching_cost(0.0, z, bL, sL, bH, sH, G))
-        out[z] = exact, discounted_cost(C.wcp(bL, sL, bH, sH, z), G, 0.0, dt=0.01, truncation=Truncation(20.0),
+        out[z] = exact, discounted_cost(C.wcp(bL, sL, bH, sH, z), G, 0.0, dt=0.01, truncation=SdeTruncation(20.0),
                                         paths=10000, seed=5)
     return out
 
@@ -144,8 +144,7 @@ def test_truncation_bound_covers_the_rbm_tail():
 
 @pytest.mark.slow  # the smoothed gradient against exact solves: tests/tuning/test_tune.py in the fast set
 def test_smoothed_cost_gradient_is_the_pathwise_derivative():
-    key = jax.random.PRNGKey(3)
-    f = jax.jit(jax.value_and_grad(lambda z: smoothed_cost(z, 0.05, T2T1, G, key, 64, 0.02, 4.0)[0]))
+    f = jax.jit(jax.value_and_grad(lambda z: smoothed_cost(z, 0.05, T2T1, G, 3, 64, 0.02, 4.0)[0]))
     v, g = f(1.2)
     e = 1e-4
     assert float(g) == pytest.approx(float((f(1.2 + e)[0] - f(1.2 - e)[0]) / (2 * e)), rel=1e-4)

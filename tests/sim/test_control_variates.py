@@ -202,7 +202,7 @@ def test_controlled_results_do_not_depend_on_chunk_or_block():
     slow checks; the fast set guards the same property through
     tests/studies/test_runner.py::test_controlled_estimates_are_fitted_and_do_not_depend_on_chunks (controlled
     estimates of both drivers, chunks of 64 and 7) and
-    tests/sim/test_replications.py::test_results_do_not_depend_on_chunk_block_or_start (the event driver's chunk
+    tests/mc/test_replications.py::test_results_do_not_depend_on_chunk_block_or_start (the event driver's chunk
     and block)."""
     s = jaxq.load("pss_T2T1")
     a = simulate(s, 25, 40, seed=3, truncation=PT.Truncation(engine="event"))

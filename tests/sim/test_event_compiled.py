@@ -16,7 +16,8 @@ import pytest
 from jaxq.bench.pss2x2 import family_system
 from jaxq.examples import path
 from jaxq.model import load
-from jaxq.sim import event, pss2x2, replications, sampling
+from jaxq.mc import replications, rng
+from jaxq.sim import event, pss2x2, sampling
 from jaxq.sim.models import pss2x2 as model
 
 ROUNDS = 20  # xor operations of one Threefry-2x32 block (20 rounds, one xor each)
@@ -27,7 +28,7 @@ def threefry_blocks(system) -> tuple[float, int]:
     20, and the words of the event's draw over 2."""
     st = pss2x2.setup(system, 100, policy="P", horizon=1e6)
     prog = event.program(model.engine(st.spec, False, False), 128, 1)
-    states = prog.start(replications.keys(0, 0, 64), st.params)
+    states = prog.start(rng.keys(0, 0, 64), st.params)
     hlo = jax.jit(prog.advance).lower(states, st.params).compile().as_text()
     xor = len(re.findall(r"= \S+ xor\(", hlo))
     return xor / ROUNDS, sampling.words_needed(model.event_spec(st.spec))  # 2 slots x W words / 2 words a block

@@ -7,7 +7,7 @@ import pytest
 from jaxq.mdp import exact
 from jaxq.mdp.layout import identical
 from jaxq.policies.fastslow import threshold_policy
-from jaxq.sim.fastslow import Batching, Window, simulate
+from jaxq.sim.fastslow import Batching, StepWindow, simulate
 
 LAM, MU1, MU2, ALPHA, N = 1.2, 1.0, 0.3, 0.1, 150
 
@@ -21,7 +21,7 @@ def test_simulation_matches_exact(q):
     pi = exact.stationary_distribution(lay, N, LAM, MU1, [MU2], pol)
     cost = np.arange(N + 1)[:, None] + np.arange(3)[None, :]
     assert float((pi * cost).sum()) == pytest.approx(g, rel=1e-9)  # two exact routes agree
-    r = simulate(LAM, MU1, MU2, q, alpha=ALPHA, reps=48, seed=3, window=Window(steps=20_000, warmup=2_000))
+    r = simulate(LAM, MU1, MU2, q, alpha=ALPHA, reps=48, seed=3, window=StepWindow(steps=20_000, warmup=2_000))
     for key, exact_value in (("value_empty", V), ("average_cost", g)):  # controlled (default) and plain
         est = r.estimates[key]
         assert abs(est.value - exact_value) <= 4 * est.stderr, (key, est.value, exact_value, est.stderr)
@@ -34,8 +34,8 @@ def test_simulation_matches_exact(q):
 
 @pytest.mark.slow
 def test_simulation_independent_of_chunking():
-    a = simulate(LAM, MU1, MU2, [1, 2], reps=6, seed=1, window=Window(steps=500, warmup=100))
-    b = simulate(LAM, MU1, MU2, [1, 2], reps=6, seed=1, window=Window(steps=500, warmup=100),
+    a = simulate(LAM, MU1, MU2, [1, 2], reps=6, seed=1, window=StepWindow(steps=500, warmup=100))
+    b = simulate(LAM, MU1, MU2, [1, 2], reps=6, seed=1, window=StepWindow(steps=500, warmup=100),
                  batching=Batching(chunk=4))
     keys = ("value_empty", "value_empty_stderr", "average_cost", "average_cost_stderr")
     assert [a[k] for k in keys] == [b[k] for k in keys]  # bit for bit (timings differ)
@@ -48,18 +48,20 @@ def test_uniformised_driver_equals_a_numpy_replay_of_its_words(steps, warmup):
     one page for (20, 10)), the run whole pages of 64 steps, all of them in the discounted sum."""
     import jax.numpy as jnp
 
-    from jaxq.sim import replications, rng, uniformized as U
+    from jaxq.mc import replications, rng
+
+    from jaxq.sim import uniformized as U
 
     lam, mu1, mu2, alpha, q = LAM, MU1, MU2, ALPHA, [1, 2]
-    r = simulate(lam, mu1, mu2, q, alpha=alpha, reps=3, seed=5, cv=False, window=Window(steps=steps, warmup=warmup))
+    r = simulate(lam, mu1, mu2, q, alpha=alpha, reps=3, seed=5, cv=False, window=StepWindow(steps=steps, warmup=warmup))
     run = -(-steps // U.PAGE) * U.PAGE
     assert r.info["steps"] == run and r.info["warmup"] == warmup
     gamma = lam + mu1 + 2 * mu2
     w_arr, w_fast, w_slow = (int(v) for v in U.unit_words([lam, mu1, mu2], gamma))
     thr = np.array(q) + 1
     disc, avg = [], []
-    for key in replications.keys(5, 0, 3):
-        # page b is draw b of the replication's stream: replayed with the per-event form of jaxq.sim.rng
+    for key in rng.keys(5, 0, 3):
+        # page b is draw b of the replication's stream: replayed with the per-event form of jaxq.mc.rng
         words = np.concatenate([np.asarray(rng.words(key, jnp.uint32(b), U.PAGE))
                                 for b in range(run // U.PAGE)]).astype(np.int64)
         x = y = 0

@@ -67,7 +67,7 @@ def test_cv_off_gives_the_plain_means():
         assert off.estimates[k].plain is None and off[k] == pytest.approx(on.estimates[k].plain, rel=1e-12)
 
 
-@pytest.mark.slow  # chunk invariance of the shared driver: tests/sim/test_replications.py in the fast set
+@pytest.mark.slow  # chunk invariance of the shared driver: tests/mc/test_replications.py in the fast set
 def test_chunking_does_not_change_results():
     a = simulate_mmc(8.0, 1.0, 10, reps=10, seed=4, window=Window(warmup=1.0, horizon=20.0))
     b = simulate_mmc(8.0, 1.0, 10, reps=10, seed=4, window=Window(warmup=1.0, horizon=20.0), batching=Batching(chunk=3))

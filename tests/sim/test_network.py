@@ -22,10 +22,10 @@ from jaxq.errors import InputError
 from jaxq.model import load
 from jaxq.model.network import from_dict
 from jaxq.policies import network as pol
-from jaxq.sde.network_euler import Control, Window, simulate_diffusion
+from jaxq.sde.network_euler import Control, EulerGrid, simulate_diffusion
 from jaxq.sim import network as C
 from jaxq.sim.models import network as M
-from jaxq.sim.replications import Batching
+from jaxq.mc.replications import Batching
 
 ENGINES = ("event", "uniformized")
 # the closed-form checks run on the event driver in the fast set, on both with the slow checks (the two drivers are
@@ -131,7 +131,7 @@ def test_swc_allocation_is_a_maximum_flow(classdep):
 @pytest.mark.slow
 def test_identity_3_6_by_euler():
     dl = analyze(load(EX / "network_N.toml")).diffusion
-    control, window = Control("proportional", [0.5, 0.5], [0.3, 0.7]), Window(dt=0.02, horizon=100.0, warmup=10.0)
+    control, window = Control("proportional", [0.5, 0.5], [0.3, 0.7]), EulerGrid(dt=0.02, horizon=100.0, warmup=10.0)
     r = simulate_diffusion(dl, control, paths=64, window=window, seed=5)
     assert r["idleness_weight"] == pytest.approx(1 + 0.7 * (-0.5) / 1.5)
     within(r["identity_rhs"], r["identity_rhs_stderr"], dl.spare_capacity)  # controlled (the default)
@@ -286,7 +286,7 @@ def test_batching_does_not_change_results_and_bad_options_are_refused():
     np.testing.assert_array_equal(a["hist_density"], b["hist_density"])
     assert a.events == b.events
     with pytest.raises(InputError, match="snap_times"):
-        C.simulate(net, 16, "swc", outputs=C.Outputs(snap_times=np.array([1.0])), **kw)
+        C.simulate(net, 16, "swc", outputs=C.NetworkOutputs(snap_times=np.array([1.0])), **kw)
     with pytest.raises(InputError, match="engine"):
         C.simulate(net, 16, "swc", reps=4, engine="fast")
 
@@ -294,5 +294,5 @@ def test_batching_does_not_change_results_and_bad_options_are_refused():
 def test_snapshots_on_the_event_driver():
     net = load(EX / "network_N.toml")
     r = C.simulate(net, 16, "swc", reps=8, seed=1, window=C.Window(warmup=0.0, horizon=10.0),
-                   outputs=C.Outputs(snap_times=[1.0, 5.0]))
+                   outputs=C.NetworkOutputs(snap_times=[1.0, 5.0]))
     assert r.engine == "event" and r["snapshots"].shape == (2, 2) and r.samples["snapshots"].shape == (8, 2, 2)

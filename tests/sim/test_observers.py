@@ -71,7 +71,7 @@ def _x1_count(v, p):
 def test_a_supremum_observer_ends_with_the_path_at_the_horizon():
     """On the event engine the observers never see the state after the first event past T: the supremum of class
     1's jobs is the engine's own sup_X_hat (times sqrt(n)), replication by replication."""
-    from jaxq.sim.observer import supremum
+    from jaxq.mc.observer import supremum
 
     system = load(path("pss_T2"))  # n = 16 and a short horizon: the path often peaks at its end
     r = pss2x2.simulate(system, 16, 400, seed=0, truncation=Truncation(engine="event", horizon=2.0),

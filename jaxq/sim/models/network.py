@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.policies.network import Layout, Rule, route, schedule, swc_allocation
-from jaxq.sim import replications
+from jaxq.mc import replications
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 
 

@@ -26,7 +26,7 @@ interarrival (a longer one removes arrivals) and ``+1`` for a service (a longer 
 the weight is known when v is drawn and E[v - 1] = 0, so each control has mean exactly zero. The CTMC states the
 same idea as one approximating martingale per event (:data:`MARKOV_CV`).
 
-Diagnostics (:data:`DIAGNOSTICS`, docs/diagnostics.md): an observer (:mod:`jaxq.sim.observer`) of the post-decision
+Diagnostics (:data:`DIAGNOSTICS`, docs/diagnostics.md): an observer (:mod:`jaxq.mc.observer`) of the post-decision
 state, folded by the event rule and by both Markov drivers (:data:`MARKOV_DIAGNOSTICS`) under the discounted
 occupation measure: idling while jobs wait per server and class, X_hat_p, the mode and its switches. A user's
 observers of the same :class:`View` run beside them on both drivers (:func:`markov_observer` on the CTMC).
@@ -55,13 +55,14 @@ import numpy as np
 from jaxq.diffusion.value import ValueFunction, marginal
 from jaxq.policies import hook as hk
 from jaxq.policies import pss2x2 as pol
-from jaxq.sim import replications, rng, sampling
+from jaxq.mc import replications, rng
+from jaxq.sim import sampling
 from jaxq.sim.event import Engine
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 from jaxq.sim.models.pss2x2_diagnostics import (DIAGNOSTICS, MARKOV_DIAGNOSTICS, Diagnostics,  # noqa: F401
                                                View, markov_observer, markov_view)  # (public here too)
 from jaxq.sim.models.pss2x2_paths import CONTROLS, pack2, path_observers, unpack2  # noqa: F401  (public here too)
-from jaxq.sim.observer import Observer, Segment
+from jaxq.mc.observer import Observer, Segment
 
 # Debug counters (Definition 2.7 invariants), in this order.
 VIOLATIONS = (
@@ -114,7 +115,7 @@ class State(NamedTuple):
     ``viol`` without ``debug``.
     """
 
-    k0: jnp.ndarray  # uint32: the replication key's two words (its random stream, jaxq.sim.rng)
+    k0: jnp.ndarray  # uint32: the replication key's two words (its random stream, jaxq.mc.rng)
     k1: jnp.ndarray
     draw: jnp.ndarray  # uint32: the next draw counter (draw 0: the initial interarrival times; then one a step)
     t: jnp.ndarray
@@ -447,9 +448,9 @@ def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer:
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
     ``debug``: accumulate the Definition 2.7 invariant counters; ``cv``: the control variates (``Params.value``
-    and ``Params.cv_scale`` must be set); ``observer``: an :class:`~jaxq.sim.observer.Observer` of :class:`View`
+    and ``Params.cv_scale`` must be set); ``observer``: an :class:`~jaxq.mc.observer.Observer` of :class:`View`
     segments (the :data:`DIAGNOSTICS`, which need ``Params.hpc``, a user's, or several :func:`combined
-    <jaxq.sim.observer.combine>`; output ``observed``); ``hook``: a :class:`jaxq.policies.hook.Policy2x2` without
+    <jaxq.mc.observer.combine>`; output ``observed``); ``hook``: a :class:`jaxq.policies.hook.Policy2x2` without
     its parameters (``Params.hook_params``; output ``bad``: its refused assignments; no Definition 2.7 counters),
     None for the built-ins. A finished replication's outputs are frozen by the rule itself, so the driver runs it
     without masking.

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxq.sim.observer import Observer, Segment, viewed
+from jaxq.mc.observer import Observer, Segment, viewed
 
 
 def _sel(c, a, b):

@@ -1,4 +1,4 @@
-"""What the 2x2 event rule estimates along a path, as observers (:mod:`jaxq.sim.observer`) of its :class:`View`
+"""What the 2x2 event rule estimates along a path, as observers (:mod:`jaxq.mc.observer`) of its :class:`View`
 segments: the discounted cost (2.6), the state at the horizon, the running supremum of X, W_hat at the record
 times and the renewal control variates (the sums of the martingale increments the rule computes from the variates
 it draws: ``Segment.martingale``, one tuple per variate slot).
@@ -18,7 +18,7 @@ from functools import lru_cache
 import jax.numpy as jnp
 
 from jaxq.sim.models.pss2x2_diagnostics import View
-from jaxq.sim.observer import Observer, Segment, combine, integral, snapshots, with_params
+from jaxq.mc.observer import Observer, Segment, combine, integral, snapshots, with_params
 
 
 def pack2(a, b):

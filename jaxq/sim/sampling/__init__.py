@@ -5,7 +5,7 @@ is static (part of the compiled program) is a :class:`Spec`: the methods present
 32-bit words a variate takes (:func:`words_needed`); the numeric parameters are a small table of arrays
 per stream (:func:`param_table`; traced, so another SCV does not recompile, except where it changes the
 method). An event that needs ``r`` variates (``r = 2`` in the 2x2 engine) takes
-``r * words_needed(spec)`` words from ONE counter-based generator call (:func:`jaxq.sim.rng.words`,
+``r * words_needed(spec)`` words from ONE counter-based generator call (:func:`jaxq.mc.rng.words`,
 no key split per event) and :func:`sample` turns slot ``j``'s words into a draw of stream ``idx[j]``.
 Only the methods present are evaluated, and with one method there is no select at all; in a
 mixed spec every present method is evaluated for each slot (the stream is traced) but the expensive
@@ -57,7 +57,7 @@ blocks; a compact normal adds one word):
   (:mod:`jaxq.sim.sampling.step_envelope`).
 
 Resolution (stated, not hidden): a one-word uniform is ``U = (w + 1/2) 2^-32``, a midpoint grid of
-2^32 points in (0, 1) (:func:`jaxq.sim.rng.uniform`). ``-log U`` is then at most ``33 log 2 = 22.87``
+2^32 points in (0, 1) (:func:`jaxq.mc.rng.uniform`). ``-log U`` is then at most ``33 log 2 = 22.87``
 (the exponential tail beyond 22.18, of mass 2^-32 = 2.3e-10, is one atom) and its mean is
 ``1 - (log 2 / 2) 2^-32``: a relative error of -8.1e-11 in the mean and -2.0e-9 in the second moment;
 an Erlang-k or hyperexponential phase inherits the same per-uniform errors. A normal from one-word
@@ -89,8 +89,8 @@ only when a slot it uses was rejected.)
 or, self-contained at a higher cost when gamma is present, ``v = sample(rng.words(key, e, W), spec,
 table, idx, key, e)`` with ``spec_of(dists)`` (P = 4 and the exact fallback).
 
-:func:`sample_with_key` keeps the previous sampler (one key per event, 53-bit uniforms, every family
-of both slots evaluated, ``jax.random.gamma``) with the same outputs: an independent reference.
+The previous sampler (one key per event, 53-bit uniforms, every family of both slots evaluated,
+``jax.random.gamma``) is kept outside the package as an independent reference: ``benchmarks/reference_sampler.py``.
 
 The modules, in the order they build on each other: :mod:`~jaxq.sim.sampling.methods` (which method samples a law),
 :mod:`~jaxq.sim.sampling.kernels` (logarithm, normal quantile, sine and cosine, Box-Muller, the materialisation of a
@@ -98,8 +98,7 @@ block), :mod:`~jaxq.sim.sampling.step_envelope` (the event form's gamma envelope
 (:class:`Spec`, :func:`words_needed`, :func:`param_table`), :mod:`~jaxq.sim.sampling.transforms` (exponential,
 Erlang, hyperexponential, lognormal, gammahalf), :mod:`~jaxq.sim.sampling.marsaglia_tsang` (gamma's proposals and
 fallback), :mod:`~jaxq.sim.sampling.slots` (the words of one call laid out over its slots),
-:mod:`~jaxq.sim.sampling.draws` (:func:`sample`, the void protocol, :func:`sample_dist`) and
-:mod:`~jaxq.sim.sampling.reference` (:func:`sample_with_key`). This package gives every name its callers use.
+and :mod:`~jaxq.sim.sampling.draws` (:func:`sample`, the void protocol, :func:`sample_dist`). This package gives every name its callers use.
 """
 
 # Every name the callers (the engines, tests, benchmarks) take from jaxq.sim.sampling; the private ones are the tests'.
@@ -128,4 +127,3 @@ from jaxq.sim.sampling.spec import (
     words_needed,
 )
 from jaxq.sim.sampling.draws import draw, sample, sample_dist, sample_or_void, slot_values
-from jaxq.sim.sampling.reference import open_uniforms, sample_with_key

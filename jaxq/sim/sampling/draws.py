@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.model.distributions import Dist
-from jaxq.sim import rng
+from jaxq.mc import rng
 from jaxq.sim.sampling.kernels import _identity
 from jaxq.sim.sampling.marsaglia_tsang import _gamma_fallback
 from jaxq.sim.sampling.slots import _slots

@@ -12,7 +12,7 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
-from jaxq.sim import rng
+from jaxq.mc import rng
 
 __all__ = ["box_muller", "log", "log_pair", "ndtri", "sincos2pi"]
 
@@ -133,7 +133,7 @@ _COS = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.4801587289476
 
 
 def sincos2pi(u):
-    """``(sin 2 pi u, cos 2 pi u)`` for a uniform ``u`` of :func:`jaxq.sim.rng.uniform` (a multiple of 2^-33).
+    """``(sin 2 pi u, cos 2 pi u)`` for a uniform ``u`` of :func:`jaxq.mc.rng.uniform` (a multiple of 2^-33).
 
     ``u = n/4 + y`` with ``n = round(4u)`` and ``|y| <= 1/8`` exactly (u has 33 significant bits), then
     fdlibm's kernels at ``a = 2 pi y`` and the quadrant's symmetry: within about 1 ulp, no library call.

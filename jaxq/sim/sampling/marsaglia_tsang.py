@@ -31,7 +31,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from jaxq.sim import rng
+from jaxq.mc import rng
 from jaxq.sim.sampling.kernels import _U32, _identity, log, ndtri
 
 

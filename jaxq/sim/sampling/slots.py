@@ -17,7 +17,7 @@ from functools import partial
 import jax.numpy as jnp
 import numpy as np
 
-from jaxq.sim import rng
+from jaxq.mc import rng
 from jaxq.sim.sampling.kernels import _box_muller32, _identity, _keep_block, box_muller, log, log_pair, ndtri
 from jaxq.sim.sampling.marsaglia_tsang import _gamma, _mt_cube, _mt_log_acceptance
 from jaxq.sim.sampling.methods import METHOD_CODE
@@ -39,7 +39,7 @@ def _slots(words, spec: Spec, table: dict, idx, keep=_identity):
     n_streams = int(np.shape(table["c0"])[0])
     if len(words) < r * W:  # e.g. the previous call sample(key, ...): fail loudly, never index past the end
         raise ValueError(f"{r} slots of this spec need {r * W} words, got {len(words)} "
-                         "(sample takes rng.words(key, counter, ...); the key-based sampler is sample_with_key)")
+                         "(sample takes rng.words(key, counter, ...); the key-based reference sampler is benchmarks/reference_sampler.py)")
     words = [words[i] for i in range(r * W)]
     if _event_gamma(spec):
         return _gamma_steps(words, spec, table, idx, keep, n_streams)

@@ -53,7 +53,8 @@ class Spec(NamedTuple):
 
     @property
     def uniforms(self) -> int:
-        """Uniforms per variate of :func:`sample_with_key` (the most any present family needs)."""
+        """Uniforms per variate of the key-based reference sampler (``benchmarks/reference_sampler.py``; the most any
+        present family needs)."""
         need = {"exponential": 1, "erlang": self.kmax, "lognormal": 1, "hyperexponential": 2}
         return max([need.get(f, 0) for f in self.families] + [1])
 

@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
-from jaxq.sim import rng
+from jaxq.mc import rng
 from jaxq.sim.sampling.kernels import _U32, log, log_pair
 from jaxq.sim.sampling.methods import SHAPE_TOL, _method, _shape
 
-if TYPE_CHECKING:
-    from jaxq.sim.sampling.spec import Spec
 
 __all__ = ["STEP_BITS", "STEP_PIECES", "STEP_SHAPES", "STEP_TAIL", "StepEnvelope", "step_envelope", "step_scale"]
 
@@ -215,7 +213,7 @@ def _step_position(wv, table, row):
     return _step_column(table, "sL", row, k) + _step_column(table, "sW", row, k) * rng.low_bits(wv, 32 - STEP_BITS), k
 
 
-def _step_bound(y, ly, k, table, row, spec: Spec, scalar):
+def _step_bound(y, ly, k, table, row, spec: "jaxq.sim.sampling.spec.Spec", scalar):
     """``(unit-mean value, bound)`` of a step proposal y in step k: accepted iff ``log u < bound``, ``bound = c log y
     - e y^q + B_k`` (``ly = log y``, unused without ``spec.steps_log``); ``scalar(name)``: the stream's constant."""
     w = _power(y, spec.steps, None if row is None else scalar("sq"))
@@ -225,7 +223,7 @@ def _step_bound(y, ly, k, table, row, spec: Spec, scalar):
     return w * scalar("sv"), bound
 
 
-def _step_slot(wv, wu, table, row, spec: Spec, scalar):
+def _step_slot(wv, wu, table, row, spec: "jaxq.sim.sampling.spec.Spec", scalar):
     """One gamma variate of the event form by a step envelope (:func:`step_envelope`): ``(value, accepted)``.
 
     ``wv``'s high ``STEP_BITS`` bits choose the step, its low bits the position in it; ``wu`` is the acceptance

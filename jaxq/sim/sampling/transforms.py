@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxq.sim import rng
+from jaxq.mc import rng
 from jaxq.sim.sampling.kernels import log
 
 

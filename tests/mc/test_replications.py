@@ -13,7 +13,8 @@ import pytest
 
 from jaxq.examples import path
 from jaxq.model import load
-from jaxq.sim import event, pss2x2, replications
+from jaxq.mc import replications, rng
+from jaxq.sim import event, pss2x2
 
 MM1_SRC = textwrap.dedent(
     """
@@ -73,7 +74,7 @@ def test_progress_reports_the_work_done():
 
 
 def test_replication_keys_are_fold_in():
-    k = replications.keys(5, 10, 3)
+    k = rng.keys(5, 10, 3)
     np.testing.assert_array_equal(k[1], jax.random.fold_in(jax.random.PRNGKey(5), 11))
 
 
@@ -103,7 +104,8 @@ DEVICES_MM1 = textwrap.dedent(
     import sys, numpy as np
     from jaxq.examples import path
     from jaxq.model import load
-    from jaxq.sim import event, network, pss2x2, replications
+    from jaxq.mc import replications
+    from jaxq.sim import event, network, pss2x2
     assert len(jax.local_devices()) == 4
     p = (jnp.float64(0.5), jnp.float64(1.0), jnp.float64(50.0))
     outs = [event.run(MM1, p, 10, 1, batching=replications.Batching(chunk=c, devices=jax.local_devices()[:d]))[0]
@@ -117,7 +119,7 @@ DEVICES_MODELS = textwrap.dedent(
     """
     net = load(path("network_N"))
     res = [network.simulate(net, 16, "priority", reps=12, window=network.Window(1.0, 6.0), seed=2,
-                            outputs=network.Outputs(hist_bins=0),
+                            outputs=network.NetworkOutputs(hist_bins=0),
                             batching=network.Batching(chunk=c, devices=jax.local_devices()[:d]))
            for d, c in ((1, 12), (4, 5))]
     for r in res[1:]:
@@ -153,7 +155,7 @@ def test_small_single_runs_on_an_accelerator_go_to_the_host_cpu():
     """small_run_devices: with devices=None on an accelerator, a run of fewer than HOST_BELOW replications gets the
     host CPU; as many or more, named devices, or a CPU backend keep what they have (the backend is passed in, so
     this runs on any machine). A named CPU device is planned on the CPU, sliced over its cores."""
-    from jaxq.sim import replications as R
+    from jaxq.mc import replications as R
 
     cpu = jax.devices("cpu")[0]
     assert R.small_run_devices(100, None, backend="gpu") == [cpu]

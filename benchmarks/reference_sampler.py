@@ -1,9 +1,9 @@
 """The key-based reference sampler: one key per event, 53-bit uniforms from ``jax.random.bits``, every family of a
 slot evaluated and selected, gamma by ``jax.random.gamma`` (:func:`sample_with_key`).
 
-It shares no code with the word-based samplers of this package (its logarithm, normal quantile and gamma are JAX's):
-``benchmarks/profile_sampling.py`` times the word-based samplers against it (its "old" rows), and
-``tests/sim/test_sampling.py`` pins its outputs. No engine calls it.
+It shares no code or random stream with the word-based samplers of :mod:`jaxq.sim.sampling` (its uniforms, logarithm,
+normal quantile and gamma are JAX's), which is why it lives outside the package: ``profile_sampling.py`` times the
+word-based samplers against it (its "old" rows), and ``tests/sim/test_sampling.py`` pins its outputs.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ A simulator compiles a :class:`Program`, three pure functions over a batch of re
 
 and this module does everything else, once, for all of them:
 
-* **keys**: replication ``r`` uses ``fold_in(PRNGKey(seed), r)`` (:func:`keys`), so its numbers do not
+* **keys**: replication ``r`` uses ``fold_in(PRNGKey(seed), r)`` (:func:`jaxq.mc.rng.keys`), so its numbers do not
   depend on the chunk size, the slices, the device count or the process that runs it;
 * **chunks**: replications are processed ``chunk`` at a time (memory bound), a ragged last chunk is
   padded to the compiled shape (no recompilation), and every batch is a whole number of ``LANES``
@@ -44,6 +44,7 @@ import numpy as np
 
 from jaxq import interrupt
 from jaxq.errors import InputError
+from jaxq.mc.rng import keys
 
 LANES = 8  # a batch is a whole number of vectors (see the module docstring)
 MIN_SLICE = 256  # replications per core slice below which splitting a chunk costs more than it gains
@@ -127,25 +128,6 @@ class Timing(NamedTuple):
 
     compile_s: float
     wall_s: float
-
-
-def keys(seed: int, start: int, count: int) -> jax.Array:
-    """Keys of replications ``start .. start+count-1``: ``fold_in(PRNGKey(seed), r)``."""
-    base = jax.random.PRNGKey(seed)
-    idx = jnp.arange(start, start + count, dtype=jnp.uint32)
-    return jax.vmap(lambda r: jax.random.fold_in(base, r))(idx)
-
-
-SEARCH, EVALUATION, PILOT = 1, 2, 3  # purposes of derived seeds: a tuner's search and evaluation, a pilot run
-
-
-def derived_seed(seed: int, purpose: int) -> int:
-    """A seed for one purpose (:data:`SEARCH`, :data:`EVALUATION`, :data:`PILOT`), drawn from ``(seed, purpose)``
-    and never equal to ``seed`` itself: a result simulated with ``seed`` shares no replication with the search
-    that chose its parameters (``simulate(policy="tuned")``) or with the pilot that chose its number of
-    replications (``simulate(rel_se=...)``)."""
-    s = int(np.random.SeedSequence((int(seed), 0x6A617871, int(purpose))).generate_state(1)[0])
-    return s if s != seed else (s + 1) % 2**32
 
 
 def core_count() -> int:

@@ -4,7 +4,7 @@
 the standard error is at most ``target.rel_se`` times the estimate, in two stages:
 
 1. **Pilot**: ``target.pilot_reps`` replications on the seed ``derived_seed(seed, PILOT)``
-   (:func:`jaxq.sim.replications.derived_seed`), a stream the result never uses. It measures the relative
+   (:func:`jaxq.mc.rng.derived_seed`), a stream the result never uses. It measures the relative
    standard error ``q`` and the seconds per replication.
 2. **The run**: replications ``0 .. R-1`` of ``seed``, ``R = ceil(m (q / rel_se)^2 s)`` with ``m`` the pilot's
    replications and ``s = 1 + 2 sqrt(2 / (m - 1))`` (the pilot's variance two of its standard errors high, for
@@ -30,8 +30,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from jaxq.errors import InputError
-from jaxq.sim.replications import PILOT, derived_seed
-from jaxq.sim.result import SimResult, with_work_of
+from jaxq.mc.rng import PILOT, derived_seed
+from jaxq.mc.result import SimResult, with_work_of
 
 PILOT_REPS = 128  # replications of the pilot (at most max_reps)
 STOPS = ("target", "max_reps", "budget")

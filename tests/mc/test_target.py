@@ -1,4 +1,4 @@
-"""Runs that stop at a precision target (jaxq.sim.target): the plan, the stops, the prefix of the fixed run, bias.
+"""Runs that stop at a precision target (jaxq.mc.target): the plan, the stops, the prefix of the fixed run, bias.
 
 The rule is checked on a synthetic simulator whose standard error and seconds per replication are known; the
 simulators themselves (2x2, network, a user's MarkovModel, the workload SDE) on the prefix property and, for the
@@ -17,11 +17,11 @@ import pytest
 import jaxq
 from jaxq.cli import main
 from jaxq.errors import InputError
-from jaxq.sim.replications import PILOT, derived_seed
-from jaxq.sim.result import Estimate, SimResult
-from jaxq.sim.target import Target, checked_target, plan, relative_stderr, run_to_target, safety
+from jaxq.mc.rng import PILOT, derived_seed
+from jaxq.mc.result import Estimate, SimResult
+from jaxq.mc.target import Target, checked_target, plan, relative_stderr, run_to_target, safety
 
-_spec = importlib.util.spec_from_file_location("markov_examples", Path(__file__).with_name("markov_examples.py"))
+_spec = importlib.util.spec_from_file_location("markov_examples", Path(__file__).parents[1] / "sim" / "markov_examples.py")
 ex = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ex)
 

@@ -28,7 +28,7 @@ the 32x32->64 products done in uint64 it was slower, 20 ns), far from the 1.5x t
 second generator, so Threefry stays.
 
 Every simulator draws through this layout, from the replication key ``fold_in(PRNGKey(seed), r)``
-(:func:`jaxq.sim.replications.keys`), with its own meaning of the draw counter ``c``:
+(:func:`jaxq.mc.rng.keys`), with its own meaning of the draw counter ``c``:
 
 * the 2x2 event engine: ``c`` the event number (draw 0 the initial interarrival times), each event the words its
   samplers need (:mod:`jaxq.sim.sampling`); the perturbation of a perturbed run (the smoothed-gradient tuner) is
@@ -53,6 +53,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import jax.scipy.special  # noqa: F401  (ndtri)
+import numpy as np
 from jax import lax
 
 U32 = jnp.uint32
@@ -60,6 +61,38 @@ U64 = jnp.uint64
 _ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
 MAX_WORD = 1 << 17  # words per draw addressable by the counter layout (2^16 blocks)
+
+
+def keys(seed: int, start: int, count: int) -> jax.Array:
+    """Keys of replications ``start .. start+count-1``: ``fold_in(PRNGKey(seed), r)``."""
+    base = jax.random.PRNGKey(seed)
+    idx = jnp.arange(start, start + count, dtype=jnp.uint32)
+    return jax.vmap(lambda r: jax.random.fold_in(base, r))(idx)
+
+
+def seed_of(*entropy: int) -> int:
+    """A 32-bit seed drawn from a tuple of integers (``numpy.random.SeedSequence``): distinct tuples give
+    independent seeds. Every seed jaxq derives from a user's seed is one of these."""
+    return int(np.random.SeedSequence(tuple(int(e) for e in entropy)).generate_state(1)[0])
+
+
+def generator(*entropy: int) -> np.random.Generator:
+    """A NumPy generator seeded by a tuple of integers (``numpy.random.default_rng``, a ``SeedSequence`` of the
+    tuple): the host-side stream of what is drawn before any simulation (random systems, orders of systems)."""
+    return np.random.default_rng(tuple(int(e) for e in entropy))
+
+
+SEARCH, EVALUATION, PILOT = 1, 2, 3  # purposes of derived seeds: a tuner's search and evaluation, a pilot run
+
+
+def derived_seed(seed: int, purpose: int, *index: int) -> int:
+    """A seed for one purpose (:data:`SEARCH`, :data:`EVALUATION`, :data:`PILOT`), and optionally one index within
+    it (a chain, a step), drawn from ``(seed, purpose, *index)`` and never equal to ``seed`` itself: a result
+    simulated with ``seed`` shares no replication with the search that chose its parameters
+    (``simulate(policy="tuned")``) or with the pilot that chose its number of replications
+    (``simulate(rel_se=...)``)."""
+    s = seed_of(seed, 0x6A617871, purpose, *index)
+    return s if s != seed else (s + 1) % 2**32
 
 
 def _rotl(x, d):
