@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # J_n converges to the lower bound V0 (Theorem 2.11, seed 000)
+# # J_n converges to the lower bound V0 (Theorem 2.11 of the switched-policies paper)
 #
 # The n-th 2x2 system, started empty, runs under the policy the theory picks for it (P, T2, PP, T2T2,
 # T1T2 or T2T1). Its discounted cost J_n tends to the WCP lower bound V0 as n grows. This notebook runs

@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # Weak convergence to the reflected SDE and state-space collapse (seed 000)
+# # Weak convergence to the reflected SDE and state-space collapse (the switched-policies paper)
 #
 # Under the policy of Theorem 2.11 the scaled workload W_hat^n(t) = (X_1/alpha_1 + X_2/alpha_2)/sqrt(n)
 # converges in law to Z(t), the reflected SDE (2.24) with the optimal switching (2.25), and the

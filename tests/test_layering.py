@@ -179,7 +179,7 @@ def test_the_command_line_check_sees_every_kind_of_import():
 import jaxq.progress
 from jaxq import bench, api
 from jaxq.api import simulate_2x2
-from jaxq.api.direct import wcp_value
+from jaxq.api.unchecked import wcp_value
 from jaxq.cli.output import emit
 from . import output
 from ..sim import pss2x2
@@ -192,7 +192,7 @@ def run(args):
     return importlib.import_module(args.module)
 '''
     assert command_line_imports(source, "jaxq.cli.fake") == [
-        "?", "jaxq.api.direct", "jaxq.bench", "jaxq.bench.pss2x2", "jaxq.progress", "jaxq.sim", "jaxq.sim.pss2x2"]
+        "?", "jaxq.api.unchecked", "jaxq.bench", "jaxq.bench.pss2x2", "jaxq.progress", "jaxq.sim", "jaxq.sim.pss2x2"]
     assert command_line_imports("from jaxq.api import InputError\nfrom jaxq.cli import add_common\n", "jaxq.cli.x") == []
 
 

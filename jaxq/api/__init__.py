@@ -18,7 +18,7 @@ layer over these functions. Arrays are indexed as the papers index them (class i
 
 The steps of these functions, for scripts and the ``jaxq`` command (which calls nothing else), are here too, from
 the modules of this package: the checks of user input (:mod:`jaxq.api.inputs`: ``InputError``, ``arg_type``,
-``check_seed``, ``read_system``, ...), the simulators called directly (:mod:`jaxq.api.direct`: ``simulate_2x2``,
+``check_seed``, ``read_system``, ...), the simulators called directly (:mod:`jaxq.api.unchecked`: ``simulate_2x2``,
 ``simulate_network``, ``analyze_network``, ``wcp_value``, ...), studies step by step (:mod:`jaxq.api.studies`:
 ``load_experiment``, ``check_output_folder``, ``run_study``, ...), what a run writes (:mod:`jaxq.api.outputs`:
 ``to_jsonable``, ``atomic_write``, ``Monitor``, ``set_quiet``, ...), ``jaxq bench`` (:mod:`jaxq.api.bench`) and
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from jaxq import __version__  # noqa: F401  (jaxq.api.__version__: the command line's --version)
 from jaxq.api.bench import bench_parts, bench_sections, run_bench  # noqa: F401
-from jaxq.api.direct import (  # noqa: F401
+from jaxq.api.unchecked import (  # noqa: F401
     analyze_network,
     check_tunable,
     network_diffusion,
@@ -359,7 +359,7 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     [warmup, horizon]), at least one of the two; ``params`` (passed to the model's functions), ``observers``
     (statistics of the path: name -> :class:`jaxq.Observer`, docs/guides/observers.md), ``chunk``, ``devices``;
     ``reps`` default 256; ``engine`` ``auto`` (uniformised when the model has a ``rate_bound``),
-    ``event`` or ``uniformized`` (:func:`jaxq.sim.user.simulate_markov`).
+    ``event`` or ``uniformized`` (:func:`jaxq.sim.simulate_markov.simulate_markov`).
 
     2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
     ``policy`` (default ``"auto"``: Theorem 2.11's; also ``P``, ``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``,
@@ -437,7 +437,7 @@ def _run(go, reps, default_reps, seed, target, estimate=None):
 
 def _simulate_markov(model, n, reps, policy, engine, seed, options, target=None):
     from jaxq.mc.replications import Batching
-    from jaxq.sim.user import MarkovRun, simulate_markov
+    from jaxq.sim.simulate_markov import MarkovRun, simulate_markov
 
     if n is not None:
         raise InputError("n", "a MarkovModel has no index n (its parameters go in params)")

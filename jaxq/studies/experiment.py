@@ -327,7 +327,7 @@ def check_experiment_work(exp: Experiment) -> float:
         reps, chunk = int(pt["reps"]), int(pt["chunk"])
         if reps > v.MAX_REPLICATIONS:
             raise InputError(reps_key, f"{reps} replications exceed the limit 2^31 - 1")
-        v.check_chunk(chunk_key, chunk)  # the engines pad every chunk to this size
+        v.check_chunk(chunk_key, chunk)  # the replication layer pads every chunk to this size
         files += math.ceil(reps / chunk)
         if files > v.MAX_CHUNKS:
             raise InputError(chunk_key, f"more than {v.MAX_CHUNKS} chunk files ({reps} replications in chunks "

@@ -16,7 +16,7 @@ The experiment file names the model and what to estimate::
     engines = ["event", "uniformized"]  # one grid point per engine (default ["auto"])
     observers = {blocked = "mypackage.queues:BLOCKED"}  # statistics of the path (jaxq.Observer; optional)
 
-Each chunk runs :func:`jaxq.sim.user.simulate_markov` for its replications (replication r keyed by
+Each chunk runs :func:`jaxq.sim.simulate_markov.simulate_markov` for its replications (replication r keyed by
 ``fold_in(PRNGKey(seed), r)``, so the numbers do not depend on the chunking); the records are the per-replication
 estimates and controls. Table ``estimates``: one row per point and estimated quantity, the controlled estimate
 cross-fitted by replication index over all of the point's replications when the model has controls; each
@@ -103,7 +103,7 @@ def load_model(spec: str):
 
 
 def _run(g, engine: str):
-    from jaxq.sim.user import MarkovRun
+    from jaxq.sim.simulate_markov import MarkovRun
 
     return MarkovRun(horizon=g.horizon, discount=g.discount, warmup=g.warmup, engine=engine,
                      observers=load_observers(g.observers) or None)
@@ -115,7 +115,7 @@ def _keys(key: str) -> str:
 
 
 def points(exp) -> list[dict]:
-    from jaxq.sim.user import check_run
+    from jaxq.sim.simulate_markov import check_run
 
     g = exp.grid
     if exp.systems:
@@ -131,7 +131,7 @@ def points(exp) -> list[dict]:
 
 def run_chunk(exp, pt, start, count, devices=None):
     from jaxq.mc.replications import Batching
-    from jaxq.sim.user import simulate_markov
+    from jaxq.sim.simulate_markov import simulate_markov
 
     g = exp.grid
     with file_keys(_keys, f"engine {pt['engine']}"):

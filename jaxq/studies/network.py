@@ -32,7 +32,7 @@ from jaxq.errors import InputError
 from jaxq.model.network import Network
 from jaxq.policies.network import POLICIES
 from jaxq.studies import Study, Unique, figures, file_keys, register
-from jaxq.studies.engines import control_columns
+from jaxq.studies.chunks import control_columns
 from jaxq.studies.stats import controlled_estimate, groups_by, loglog_rate
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]

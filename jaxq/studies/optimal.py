@@ -38,7 +38,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.studies import Study, Unique, engines, figures, file_keys, register
+from jaxq.studies import Study, Unique, chunks, figures, file_keys, register
 
 NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
 BOX_PER_ROOT_N = 4.0  # idles_with_waiting counts the states with x_1, x_2 <= 4 sqrt(n)
@@ -71,7 +71,7 @@ def _system(exp, label):
     ref = exp.system(label)
     if type(ref.model).__name__ != "PSS2x2":
         raise InputError("experiment.systems", f"{label}: study 'optimal' needs a 'pss2x2' system")
-    return engines.system_and_analysis(ref.path)
+    return chunks.system_and_analysis(ref.path)
 
 
 def _n_key(g, label) -> str:
@@ -191,7 +191,7 @@ def _solve(path: str, mtime: float, n: float, queue_cap, rtol: float, max_states
     """The optimum of one point and Theorem 2.11's exact J_n beside it (cached per system file version)."""
     from jaxq.mdp.optimum import optimal
 
-    system, _ = engines.system_and_analysis(Path(path))
+    system, _ = chunks.system_and_analysis(Path(path))
     r = optimal(system, n, queue_cap, exact_policy=True, rtol=rtol, max_states=max_states, max_gib=max_gib)
     d = r.to_dict()
     row = {k: d[k] for k in ("J_star", "truncation_change", "queue_cap", "states", "iterations", "wall_s", "V0",
@@ -215,7 +215,7 @@ def run_chunk(exp, pt, start, count, devices=None):
         row = _solve(str(path), path.stat().st_mtime, float(pt["n"]), g.queue_cap, g.rtol, g.max_states, g.max_gib)
     rec = {k: np.full(count, np.nan if v is None else float(v)) for k, v in row.items()}
     if g.simulate_reps or g.tuned_reps:
-        system, an = engines.system_and_analysis(path)
+        system, an = chunks.system_and_analysis(path)
         events = 0
         if g.simulate_reps:
             from jaxq.sim import pss2x2 as sim

@@ -1,7 +1,7 @@
 """Studies of the 2x2 system of the switched-policies paper: J_n -> V0, weak convergence, state-space collapse,
 policies.
 
-All four share one grid (systems x policies x n) and one per-chunk record (``engines.pss_chunk``):
+All four share one grid (systems x policies x n) and one per-chunk record (``chunks.pss_chunk``):
 ``J`` (discounted cost (2.6) up to the horizon, with a rigorous ``tail_bound``), ``sup_X_hat_i`` over
 [0, T] and the scaled workload ``W_hat@t`` at fixed times; they differ in what they aggregate and draw.
 
@@ -33,7 +33,7 @@ from jaxq.errors import InputError
 from jaxq.model import validate as v
 from jaxq.policies.thresholds import EXCURSION_RULE, THETA_RULES
 from jaxq.sim import pss2x2 as sim
-from jaxq.studies import Study, Unique, engines, figures, register, tuned_policy
+from jaxq.studies import Study, Unique, chunks, figures, register, tuned_policy
 from jaxq.studies.tuned_policy import TUNED
 from jaxq.studies.stats import (controlled_estimate, groups_by, ks_distance, ks_noise_level, limit_fit, loglog_rate,
                                 mean_stderr, threshold_rate)
@@ -77,7 +77,7 @@ def _system(exp, label):
     ref = exp.system(label)
     if type(ref.model).__name__ != "PSS2x2":
         raise InputError("experiment.systems", f"{label}: study {exp.study.name!r} needs a 'pss2x2' system")
-    return engines.system_and_analysis(ref.path)
+    return chunks.system_and_analysis(ref.path)
 
 
 def _horizon(exp):
@@ -100,7 +100,7 @@ def _n_key(key: str) -> float:
 
 
 def _setup_key(key: str, g) -> str:
-    """The ``[grid]`` key behind an argument of :func:`engines.pss_setup` (its InputErrors name those)."""
+    """The ``[grid]`` key behind an argument of :func:`chunks.pss_setup` (its InputErrors name those)."""
     return {"record_times": "grid.times", "switch_at": "grid.policies", "policy": "grid.policies",
             "theta_exponent": "grid.theta_exponents" if g.theta_exponents else "grid.theta_exponent",
             "horizon": "grid.horizon" if g.horizon is not None else "grid.times"}.get(key, f"grid.{key}")
@@ -146,7 +146,7 @@ def points(exp) -> list[dict]:
             if pol == TUNED:
                 tuned_policy.check_tunable(an, s.label)
             try:
-                st = engines.pss_setup(system, an, n, tuned_policy.setup_policy(pol), _horizon(exp), g.times, *a,
+                st = chunks.pss_setup(system, an, n, tuned_policy.setup_policy(pol), _horizon(exp), g.times, *a,
                                        theta_rule=g.theta_rule)
             except InputError as e:
                 where = f"{s.label}, n = {n:g}" + (f", policy {pol!r}" if e.key == "switch_at" else "")
@@ -208,12 +208,12 @@ def run_chunk(exp, pt, start, count, devices=None):
     g = exp.grid
     path, batch = exp.system(pt["system"]).path, sim.Batching(start, pt["chunk"], devices)
     if pt["engine"] == "sde":
-        return engines.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], count, batch, times=g.times, cv=exp.cv,
+        return chunks.sde_chunk(path, g.sde_dt, _horizon(exp), pt["seed"], count, batch, times=g.times, cv=exp.cv,
                                  switch_at=pt.get("switch_at"))
     if pt["policy"] == TUNED:
         return tuned_policy.chunk(exp, pt, start, count, devices, horizon=_horizon(exp), exponent=_exponent(exp, pt))
     levels = sim.Levels(None, _exponent(exp, pt), g.theta_rule)
-    return engines.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], count, batch, levels=levels,
+    return chunks.pss_chunk(path, pt["n"], pt["policy"], pt["seed"], count, batch, levels=levels,
                              truncation=sim.Truncation(engine=pt.get("driver", "event"), horizon=_horizon(exp)),
                              outputs=sim.Outputs(g.times, exp.cv))
 
@@ -222,7 +222,7 @@ def _point_setup(exp, system, an, pt, rec):
     """The setup of a grid point; a ``tuned`` point's from the tuned parameters its records carry."""
     a = _exponent(exp, pt)
     if pt["policy"] != TUNED:
-        return engines.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, a,
+        return chunks.pss_setup(system, an, pt["n"], pt["policy"], _horizon(exp), exp.grid.times, a,
                                  exp.grid.theta_rule), None
     return tuned_policy.point_setup(system, an, pt, rec, horizon=_horizon(exp), times=exp.grid.times, exponent=a)
 
@@ -256,7 +256,7 @@ def _point_rows(exp, pts, records):
             "sup_X_hat_p": sp, "sup_X_hat_p_stderr": sp_se, "sup_X_hat_q": sq, "sup_X_hat_q_stderr": sq_se,
             "events": int(np.sum(rec["events"])), **plain, **(tuned or {}),
         })
-        rows[-1].update(engines.diagnostics_row(rec, rows[-1], an, st))
+        rows[-1].update(chunks.diagnostics_row(rec, rows[-1], an, st))
     return rows
 
 

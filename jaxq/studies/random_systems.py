@@ -40,7 +40,7 @@ from jaxq.sim.diagnostics import limit_threshold_term
 from jaxq.sim.models.pss2x2 import COARSE_CONTROLS
 from jaxq.stats import controlled_values, mean_stderr
 from jaxq.studies import Study, Unique, figures, register
-from jaxq.studies.engines import control_columns, diagnostic_columns, diagnostics_row
+from jaxq.studies.chunks import control_columns, diagnostic_columns, diagnostics_row
 from jaxq.studies.random_draw import CASES, Drawn, draw
 from jaxq.studies.stats import controlled_estimate, controls_of
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
 from jaxq.mc.replications import Batching
-from jaxq.studies import Study, Unique, engines, figures, register
+from jaxq.studies import Study, Unique, chunks, figures, register
 from jaxq.studies.stats import controlled_estimate, loglog_rate
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -42,14 +42,14 @@ def points(exp) -> list[dict]:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
-    return engines.sde_chunk(exp.system(pt["system"]).path, pt["dt"], exp.grid.horizon, pt["seed"], count,
+    return chunks.sde_chunk(exp.system(pt["system"]).path, pt["dt"], exp.grid.horizon, pt["seed"], count,
                              Batching(start, pt["chunk"], devices), cv=exp.cv)
 
 
 def aggregate(exp, pts, records):
     rows = []
     for i, (pt, rec) in enumerate(zip(pts, records)):
-        _, an = engines.system_and_analysis(exp.system(pt["system"]).path)
+        _, an = chunks.system_and_analysis(exp.system(pt["system"]).path)
         v, se, plain = controlled_estimate(rec, "V")
         rows.append({"point": i, "system": pt["system"], "dt": pt["dt"], "seed": pt["seed"],
                      "paths": int(rec["V"].size), "V_hat": v, "V_hat_stderr": se, "V_exact": an.V_wcp0,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxq.errors import InputError
-from jaxq.studies import engines
+from jaxq.studies import chunks
 
 TUNED = "tuned"  # the policy of [grid] policies tuned at each n
 
@@ -38,27 +38,27 @@ def parameters(path: str, mtime: float, n: float, seed: int, exponent: float):
     derived from the point's), cached per process; a resumed run repeats the search."""
     from jaxq.tuning.prelimit import Evaluation, Start, tune_prelimit, tuned_info
 
-    system, an = engines.system_and_analysis(Path(path))
+    system, an = chunks.system_and_analysis(Path(path))
     t = tune_prelimit(system, float(n), seed=seed, start=Start(theta_exponent=exponent),
                       evaluation=Evaluation(evaluate_result=False), analysis=an)
     return t.z, t.theta, t.c, tuned_info(t)
 
 
 def chunk(exp, pt, start, count, devices, *, horizon, exponent):
-    """The records of a ``tuned`` point (as :func:`jaxq.studies.engines.pss_chunk`), with the tuned ``tuned_z``,
+    """The records of a ``tuned`` point (as :func:`jaxq.studies.chunks.pss_chunk`), with the tuned ``tuned_z``,
     ``tuned_theta`` and the search's seed and seconds as constant columns."""
     from jaxq.sim import pss2x2 as sim
 
     g = exp.grid
     ref = exp.system(pt["system"])
-    system, an = engines.system_and_analysis(ref.path)
+    system, an = chunks.system_and_analysis(ref.path)
     z, theta, c, info = parameters(str(ref.path), ref.path.stat().st_mtime, float(pt["n"]), int(pt["seed"]), exponent)
     levels = sim.Levels.absolute(z, exponent, c)
     r = sim.simulate(system, float(pt["n"]), count, policy="auto", analysis=an, seed=pt["seed"], levels=levels,
                      truncation=sim.Truncation(engine=pt.get("driver", "event"), horizon=horizon, block=64),
                      outputs=sim.Outputs(record_times=g.times, cv=exp.cv),
                      batching=sim.Batching(start=start, chunk=max(pt["chunk"], count), devices=devices))
-    rec = engines.pss_records(r, g.times)
+    rec = chunks.pss_records(r, g.times)
     const = {"tuned_z": np.nan if z is None else z, "tuned_theta": np.nan if theta is None else theta,
              "tuned_search_seed": info["search_seed"], "tuned_search_s": info["wall_s"]}
     rec.update({k: np.full(count, v, dtype=np.float64) for k, v in const.items()})

@@ -2,8 +2,9 @@
 
 A page is read as a reader pastes it:
 
-* ``python`` blocks of one page run in order in one fresh interpreter (a page is self-contained), statement by
-  statement: what a statement prints, or the value of a bare expression (as in a REPL), is its output;
+* ``python`` blocks of one page run in order in one fresh interpreter (a page is self-contained, or its first block
+  starts with ``# continues other-page.md``, whose blocks then run first), statement by statement: what a statement
+  prints, or the value of a bare expression (as in a REPL), is its output;
 * command lines (``jaxq ...``) in fenced or indented blocks run as commands;
 * a ``text`` block right after a command or a python block is that block's output;
 * ``toml`` and ``json`` blocks parse.
@@ -28,6 +29,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -46,11 +48,18 @@ PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").
 REDUCED: dict[tuple[str, str], tuple[str, str]] = {
     ("*", "jaxq.simulate_sde(system, paths=20_000)"): ("jaxq.simulate_sde(system, paths=2_000)",
                                                        "20 000 SDE paths take a minute; the call is the same"),
-    ("*", "experiments/beyond_exponential_cpu.toml"): ("reduced/beyond_exponential_cpu.toml",
-                                                       "the whole study takes minutes; its first n with 8 "
-                                                       "replications runs the same path"),
+    ("docs/guides/tuned-policy.md", "--target prelimit --n 1000"): ("--target prelimit --n 100 --reps 32",
+                                                                   "a search at n = 1000 takes a minute"),
+    ("docs/guides/tuned-policy.md", "--method gradient"): ("--method gradient --chains 2 --iterations 2",
+                                                          "the gradient tuner takes minutes"),
 }
-SMALL_EXPERIMENTS = {"beyond_exponential_cpu.toml": {"n": [100]}}  # grid keys of the reduced copies
+# experiment files a page runs, as the reduced copies the test runs instead (8 replications a point, these grid keys;
+# the whole studies take minutes to hours, and a reduced one runs the same path); their claims are not compared
+SMALL_EXPERIMENTS = {"beyond_exponential_cpu.toml": {"n": [100]},
+                     "random_systems_cpu.toml": {"per_case": 1, "n": [100], "rules": ["paper@0.34"]}}
+
+# files a page asks the reader to save from its blocks: page -> {file name: (language, index among that language's blocks)}
+FILES = {"docs/guides/user-models.md": {"queues.py": ("python", 0), "mmcm.toml": ("toml", 0)}}
 
 # commands not run here, and why
 NOT_RUN = {
@@ -59,10 +68,12 @@ NOT_RUN = {
     "jaxq demo": "tests/cli/test_demo.py runs the demo",
     "srun ": "needs a SLURM cluster",
     "mkdocs ": "the site build: .ci/run builds it",
+    "jaxq run experiments/random_systems.toml": "GPU-sized (hours); the CPU-sized file beside it runs reduced",
 }
 
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?:\.\.\.)?", re.I)
-UNCOMPARED = re.compile(r"(?:~|about |\bapprox\.? )\s*[-+]?\d[\d,.e+-]*|[-+]?\d[\d,.]*(?:e[-+]?\d+)?\s*(?:s\b|ms\b|min\b|"
+UNCOMPARED = re.compile(r"\((?:\d+\.\d+[a-z]?(?:, )?)+\)|(?:Theorem|Definition|Lemma|Proposition|Corollary|Section|"
+                        r"identity|equation|eq\.)\s*\(?\d+\.\d+\)?|(?:~|about |\bapprox\.? )\s*[-+]?\d[\d,.e+-]*|[-+]?\d[\d,.]*(?:e[-+]?\d+)?\s*(?:s\b|ms\b|min\b|"
                         r"events/s|x faster|seconds|minutes|GiB|MiB|%)", re.I)
 
 
@@ -127,21 +138,42 @@ def numbers(text: str) -> list[str]:
     return [t for t in NUMBER.findall(text)]
 
 
+def claimed(comment: str) -> list[str]:
+    """The numbers a comment claims as results: those written with a decimal point, an exponent or three digits or
+    more (a small integer in a comment names things: events 0, 1, 2; the interval [10, 80])."""
+    return [t for t in numbers(comment) if "." in t or "e" in t.lower() or sum(ch.isdigit() for ch in t) >= 3]
+
+
 def check_claims(claim: str, output: str, where: str) -> list[str]:
-    """Every number of ``claim`` agrees with some number of ``output``."""
+    """Every number ``claim`` claims agrees with some number of ``output``."""
     have = [_value(t) for t in NUMBER.findall(output) if t.rstrip(".")]
     return [f"{where}: {t} (claimed in {claim.strip()!r}) is not in the output:\n{output[-2000:]}"
-            for t in numbers(claim) if not any(agrees(t, x) for x in have)]
+            for t in claimed(claim) if not any(agrees(t, x) for x in have)]
+
+
+def _shape(line: str) -> str:
+    """A line with its numbers (compared or not) replaced, and its spacing collapsed."""
+    return " ".join(NUMBER.sub("#", UNCOMPARED.sub("~", line)).split())
 
 
 def check_output(expected: str, output: str, where: str) -> list[str]:
-    """The numbers of an output block, in order, agree with the printed numbers (timings left out of both)."""
-    want, have = numbers(expected), numbers(output)
-    if len(want) != len(have):
-        return [f"{where}: the page shows {len(want)} numbers, the code prints {len(have)}:\n--- page\n{expected}\n"
-                f"--- printed\n{output}"]
-    bad = [f"{w} (printed {h})" for w, h in zip(want, have) if not agrees(w, _value(h))]
-    return [f"{where}: differs at {', '.join(bad)}:\n--- page\n{expected}\n--- printed\n{output}"] if bad else []
+    """Each line of an output block (an excerpt, in any order; ``...`` lines left out) is a printed line of the same
+    words whose numbers agree, in order, at the digits shown (timings left out of both)."""
+    printed = [ln for ln in output.splitlines() if ln.strip()]
+    problems = []
+    for line in expected.splitlines():
+        if not line.strip() or line.strip() in ("...", "…"):
+            continue
+        same = [ln for ln in printed if _shape(ln) == _shape(line)]
+        if not same:
+            problems.append(f"{where}: the page shows a line the code does not print:\n  {line.strip()}\n--- printed\n"
+                            f"{output[-3000:]}")
+            continue
+        want = numbers(line)
+        if not any(all(agrees(w, _value(h)) for w, h in zip(want, numbers(ln))) for ln in same):
+            problems.append(f"{where}: the numbers differ:\n--- page\n  {line.strip()}\n--- printed\n  "
+                            + "\n  ".join(ln.strip() for ln in same))
+    return problems
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -188,8 +220,12 @@ def _env() -> dict:
 
 
 def run_command(line: str, cwd: Path) -> str:
+    env = _env()
+    if line.startswith("PYTHONPATH=. "):  # the page's own module, saved in the working folder
+        env["PYTHONPATH"] = str(cwd) + os.pathsep + env["PYTHONPATH"]
+        line = line.removeprefix("PYTHONPATH=. ")
     argv = line.split()
-    p = subprocess.run([sys.executable, "-m", "jaxq", *argv[1:]], capture_output=True, text=True, cwd=cwd, env=_env(),
+    p = subprocess.run([sys.executable, "-m", "jaxq", *argv[1:]], capture_output=True, text=True, cwd=cwd, env=env,
                        timeout=900)
     ok = p.returncode == 0 or ("bad input" in line and p.returncode == 2)
     assert ok, f"`{line}` exits with {p.returncode}:\n{p.stderr[-3000:]}"
@@ -210,19 +246,26 @@ def _comment(line: str) -> tuple[str, str]:
 
 
 def _workdir(tmp_path: Path) -> Path:
-    """A fresh folder where the page's relative paths resolve (experiments/, notebooks/, benchmarks/) and the reduced
-    experiment files are in reduced/ (their first grid values, 8 replications a point)."""
-    for name in ("experiments", "notebooks", "benchmarks"):
+    """A fresh folder where the page's relative paths resolve: a copy of experiments/ without its results (a page's
+    ``--out experiments/results/...`` writes there, never into the repository), the reduced experiment files in
+    it (:data:`SMALL_EXPERIMENTS`), and notebooks/ and benchmarks/ as links."""
+    shutil.copytree(ROOT / "experiments", tmp_path / "experiments", ignore=shutil.ignore_patterns("results", "__pycache__"))
+    for name in ("notebooks", "benchmarks"):
         (tmp_path / name).symlink_to(ROOT / name)
-    (tmp_path / "reduced").mkdir()
     for name, grid in SMALL_EXPERIMENTS.items():
-        text = (ROOT / "experiments" / name).read_text()
+        file = tmp_path / "experiments" / name
+        text = file.read_text()
         text = re.sub(r"(?m)^replications = .*$", "replications = 8", text)
         text = re.sub(r"(?m)^chunk = .*$", "chunk = 8", text)
         for key, value in grid.items():
-            text = re.sub(rf"(?m)^{key} = .*$", f"{key} = {json.dumps(value)}", text)
-        (tmp_path / "reduced" / name).write_text(text)
+            text = re.sub(rf"(?m)^{key} = [^\n]*(\n\s+[^\n=]*)*", f"{key} = {json.dumps(value)}", text)
+        tomllib.loads(text)
+        file.write_text(text)
     return tmp_path
+
+
+def _reduced_experiment(text: str) -> bool:
+    return any(f"experiments/{name}" in text for name in SMALL_EXPERIMENTS)
 
 
 @pytest.mark.slow
@@ -230,16 +273,25 @@ def _workdir(tmp_path: Path) -> Path:
 def test_every_block_of_the_page_runs_and_prints_what_it_says(page, tmp_path):
     cwd = _workdir(tmp_path)
     bl = blocks(page)
+    for name, (lang, index) in FILES.get(page, {}).items():
+        (cwd / name).write_text([b for b in bl if b.lang == lang][index].text + "\n")
     problems: list[str] = []
     # python: the page's blocks in one interpreter, each statement's output beside its comment
     py = [b for b in bl if b.lang == "python"]
     if py:
         source, owner, reduced_lines = "", [], set()
+        m = re.match(r"#\s*continues\s+(\S+\.md)", py[0].text)
+        if m:  # the page says which page's blocks come first: those run before it, their claims not compared
+            other = str((ROOT / page).parent.joinpath(m.group(1)).resolve().relative_to(ROOT))
+            before = "\n".join(_reduce(other, b.text)[0] for b in blocks(other) if b.lang == "python") + "\n"
+            source = before
+            owner = [None] * before.count("\n")
+            reduced_lines = set(range(1, before.count("\n") + 1))
         for b in py:
             text, why = _reduce(page, b.text)
             first = source.count("\n") + 1
             for k, (orig, new) in enumerate(zip(b.text.splitlines(), text.splitlines())):
-                if orig != new:
+                if orig != new or _reduced_experiment(orig):
                     reduced_lines.add(first + k)
             source += text + "\n"
             owner += [b] * (text.count("\n") + 1)
@@ -248,11 +300,13 @@ def test_every_block_of_the_page_runs_and_prints_what_it_says(page, tmp_path):
         outputs_by_block: dict[int, str] = {}
         for lo, hi, out in results:
             b = owner[lo - 1]
+            if b is None:
+                continue
             outputs_by_block[b.line] = outputs_by_block.get(b.line, "") + out
             if any(k in reduced_lines for k in range(lo, hi + 1)):
                 continue
             claim = " ".join(_comment(src_lines[k - 1])[1] for k in range(lo, hi + 1))
-            if numbers(claim):
+            if claimed(claim):
                 problems += check_claims(claim, out, f"{page}:{b.line} (statement {lo})")
         for prev, nxt in zip(bl, bl[1:]):
             if prev.lang == "python" and nxt.lang == "text":
@@ -262,22 +316,23 @@ def test_every_block_of_the_page_runs_and_prints_what_it_says(page, tmp_path):
         if b.lang != "shell":
             continue
         out_all = ""
-        claims_ok = True
+        block_ok = True
         for raw in b.text.splitlines():
             line = raw.strip().removeprefix("$ ")
             code, claim = _comment(line)
-            if not code.startswith(("jaxq ", "python -m jaxq")) or any(code.startswith(s) for s in NOT_RUN):
+            if not code.startswith(("jaxq ", "PYTHONPATH=. jaxq ")) or any(code.startswith(s) for s in NOT_RUN):
                 continue
             if "SYSTEM" in code or "[" in code or "|" in code:  # a synopsis, not a command
                 continue
             code, why = _reduce(page, code)
-            claims_ok = not why
+            claims_ok = not why and not _reduced_experiment(code)
+            block_ok = block_ok and claims_ok
             out = run_command(code, cwd)
             out_all += out
-            if claims_ok and numbers(claim):
+            if claims_ok and claimed(claim):
                 problems += check_claims(claim, out, f"{page}:{b.line} `{code}`")
         nxt = bl[k + 1] if k + 1 < len(bl) else None
-        if nxt is not None and nxt.lang == "text" and out_all and claims_ok:
+        if nxt is not None and nxt.lang == "text" and out_all and block_ok:
             problems += check_output(nxt.text, out_all, f"{page}:{nxt.line}")
     # configuration and JSON blocks parse
     for b in bl:
@@ -286,9 +341,11 @@ def test_every_block_of_the_page_runs_and_prints_what_it_says(page, tmp_path):
                 tomllib.loads(b.text)
             except tomllib.TOMLDecodeError as e:
                 problems.append(f"{page}:{b.line}: the TOML does not parse: {e}")
-        elif b.lang == "json":
+        elif b.lang == "json":  # an excerpt: "..." for what is left out, or a fragment "key": value
+            text = re.sub(r"\.\.\.(?=[\s,\]}])|(?<=: )\.\.\.|(?<=\[)\.\.\.", "null", b.text.replace('"...', '"'))
+            text = text.replace(", null]", "]").replace("[null]", "[]")
             try:
-                json.loads(b.text)
+                json.loads("{" + text + "}" if text.lstrip().startswith('"') else text)
             except json.JSONDecodeError as e:
                 problems.append(f"{page}:{b.line}: the JSON does not parse: {e}")
     assert not problems, "\n\n".join(problems)
@@ -304,6 +361,7 @@ def test_agreement_at_the_digits_shown():
 
 def test_a_claim_that_the_code_does_not_print_is_reported():
     assert check_claims("J_n = 1.583 +- 0.005", "J_hat = 1.531 +- 0.005", "x")
+    assert claimed("events: 0 arrival, 1 service; over [10, 80]; 3671 replications, 1.5") == ["3671", "1.5"]
     assert not check_claims("J_n = 1.531 +- 0.005", "J_hat = 1.53104 +- 0.00497", "x")
     assert check_output("a 1.0 b 2.0", "a 1.0 b 2.1", "x") and not check_output("a 1.0 (0.3 s)", "a 1.04 (9.1 s)", "x")
 
@@ -312,3 +370,10 @@ def test_blocks_are_found_fenced_and_indented():
     found = blocks("README.md")
     assert any(b.lang == "python" for b in found)
     assert any(b.lang == "shell" and "jaxq simulate pss_T2T1" in b.text for b in found)
+
+
+def test_equation_numbers_and_excerpts():
+    assert numbers("rho (2.35), Theorem 2.11's J_n = 1.25, identity (3.6)") == ["1.25"]
+    assert not check_output("J_hat = 1.469 +- 0.0024 (0.3 s)\n...", "n = 100\nJ_hat = 1.46905 +- 0.00238 (2.7 s)\nx 1", "x")
+    assert check_output("J_hat = 1.470 +- 0.0024", "J_hat = 1.46905 +- 0.00238", "x")
+    assert check_output("K_hat = 1.469", "J_hat = 1.46905", "x")
