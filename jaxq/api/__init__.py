@@ -648,7 +648,9 @@ def read_run(out, *, complete_only: bool = False) -> tuple[list[dict], list[dict
     seed, ...) and ``records[i]`` a dict of numpy arrays, one entry per replication (``J``, ``W_hat@2``, ...).
     Every chunk is checked against the digests of the run's manifest, as ``jaxq run --resume`` checks them: a
     grid point with a chunk that is missing, damaged or foreign (another run's, or an earlier run's of an
-    edited experiment) is an :class:`InputError` naming the folder and the point, unless ``complete_only=True``:
+    edited experiment), or that disagrees with the point's other chunks (without a column they have, or with NaN
+    where their replications hold numbers), is an :class:`InputError` naming the folder, the point and the chunk,
+    unless ``complete_only=True``:
     then only the points whose chunks all check are returned, and the result's ``left_out`` (the points left
     out, with their chunks' states) and ``warnings`` (one sentence per point) say what is missing.
     """

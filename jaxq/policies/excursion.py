@@ -186,10 +186,16 @@ def _levels(analysis, resolved, n, switch_at) -> ModelLevels | None:
         c = model_cost(analysis, resolved, n, float(t), z)
         return c if math.isfinite(c) else 1e300
 
+    def from_z_star(z):  # how far z is from z*: in log z where both are positive (a given switch_at may be 0)
+        if z is None:
+            return 0.0
+        if z > 0 and analysis.z_star > 0:
+            return abs(math.log(z / analysis.z_star))
+        return abs(z - analysis.z_star)
+
     def smallest(cands):  # the least cost; ties (TIE) to the smaller Theta, then z nearer z*
         low = min(c[0] for c in cands)
-        return min((c for c in cands if c[0] <= low + TIE * abs(low)),
-                   key=lambda c: (c[1], 0.0 if c[2] is None else abs(math.log(c[2] / analysis.z_star))))
+        return min((c for c in cands if c[0] <= low + TIE * abs(low)), key=lambda c: (c[1], from_z_star(c[2])))
 
     best = smallest([(cost(t, z), t, z) for t in thetas for z in zs])
     if best[0] >= 1e300:  # the held jobs alone reach every level tried: the model does not describe this n

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.studies import storage
@@ -55,6 +56,8 @@ def read_records(out: Path, complete_only: bool = False) -> RunRecords:
                 bad[c] = state
             else:
                 cols.append(got[0])
+        if not bad:
+            bad = _inconsistent(cols)
         if bad:
             left_out.append({"point": i, "grid_point": pt, "chunks": bad})
             continue
@@ -69,6 +72,29 @@ def read_records(out: Path, complete_only: bool = False) -> RunRecords:
     notes = tuple(f"grid point {e['point']} ({_point_label(e['grid_point'])}) left out of the records of {out}: "
                   f"{_chunk_states(e['chunks'])}" for e in left_out)
     return RunRecords(kept_points, records, left_out, notes)
+
+
+def _inconsistent(cols: list[dict]) -> dict[int, str]:
+    """The chunks of one grid point that disagree with the others: a chunk without a column the others have, or with
+    NaN in a column where other replications of the point are numbers (a column that is NaN in every replication,
+    such as ``switch_at`` of a policy that does not switch, is the point's, not a damage)."""
+    bad: dict[int, str] = {}
+    names = [k for k in dict.fromkeys(k for ch in cols for k in ch)]
+    for c, ch in enumerate(cols):
+        lacks = [k for k in names if k not in ch]
+        if lacks:
+            bad[c] = f"without the column{'s' if len(lacks) > 1 else ''} {', '.join(lacks)} that the other chunks have"
+    if bad:
+        return bad
+    for k in names:
+        if cols[0][k].dtype.kind != "f":
+            continue
+        nan = [bool(np.isnan(ch[k]).any()) for ch in cols]
+        if any(nan) and not all(bool(np.isnan(ch[k]).all()) for ch in cols):
+            for c, has in enumerate(nan):
+                if has:
+                    bad.setdefault(c, f"holding NaN in {k} where the point's other replications are numbers")
+    return bad
 
 
 def _point_label(pt: dict) -> str:
@@ -92,14 +118,17 @@ def _manifest_point_digests(out: Path, man: dict) -> list[str]:
     pds = man.get("point_digests")
     if isinstance(pds, list) and len(pds) == len(man["points"]) and all(isinstance(d, str) for d in pds):
         return pds
-    from jaxq.studies.experiment import from_dict
+    from jaxq.studies import get
+    from jaxq.studies.experiment import DIGEST_OMITS, from_dict
 
     e = man["experiment"]
     try:
+        fields = get(e["study"]).Grid.model_fields  # keys added since the run, at the value it had
+        grid = {**{k: v for k, v in DIGEST_OMITS.items() if k in fields and k not in e["grid"]}, **e["grid"]}
         data = {"experiment": {"study": e["study"], "name": e["name"], "description": e.get("description", ""),
-                               "systems": list(e["systems"].values()), "replications": e["replications"],
-                               "chunk": e["chunk"], "seeds": e["seeds"], "records": e.get("records", True),
-                               "cv": e.get("cv", True)}, "grid": e["grid"]}
+                               "systems": [_system_file(f) for f in e["systems"].values()],
+                               "replications": e["replications"], "chunk": e["chunk"], "seeds": e["seeds"],
+                               "records": e.get("records", True), "cv": e.get("cv", True)}, "grid": grid}
         exp = from_dict(data, Path(e["file"]))
     except (KeyError, TypeError, AttributeError, InputError) as err:
         raise InputError("out", f"{out} is a run of an earlier jaxq whose manifest does not name its chunks, and its "
@@ -109,3 +138,16 @@ def _manifest_point_digests(out: Path, man: dict) -> list[str]:
     if any(d is None for d in got):
         raise InputError("out", f"{out}: the manifest's grid points name systems its experiment does not have")
     return got
+
+
+def _system_file(recorded: str) -> str:
+    """A system file a manifest recorded, as it is found now: the recorded path, or, where that is gone (a run
+    recorded in another checkout), the bundled example of the same file name. The chunk digests still decide
+    whether the file is the one the run used."""
+    from jaxq.examples import path as example_path
+
+    p = Path(recorded)
+    if p.is_file() or "/jaxq/examples/" not in p.as_posix():
+        return recorded
+    bundled = Path(example_path(p.stem))
+    return str(bundled) if bundled.is_file() else recorded

@@ -241,3 +241,14 @@ def test_where_the_model_does_not_describe_n_the_root_rule_stands_in():
     root = sim.setup(d.system, 100.0, analysis=d.analysis, levels=sim.Levels(theta_rule="root"))
     assert (exc.theta, exc.switch_at) == (root.theta, root.switch_at)
     assert excursion.levels(d.analysis, res, 1e4) is not None
+
+
+def test_a_switching_level_of_zero_is_a_level_like_any_other(monkeypatch):
+    """``switch_at = 0`` (switch at the empty workload, the policies study's baseline) gets its Theta_n: the tie
+    between equal costs is broken toward the smaller Theta, then the z nearer z* measured without a logarithm of
+    0 (which raised a bare ValueError from jaxq.simulate and from read_run of the policies study)."""
+    an = analyze(load(path("pss_T2T1")))
+    res = pol.resolve(an, "auto", 0.0)
+    monkeypatch.setattr(excursion, "_DONE", {})
+    got = excursion.levels(an, res, 100.0, switch_at=0.0)
+    assert got is None or got.z == 0.0  # None: the held jobs reach z = 0 (the model does not apply; the rule falls back)

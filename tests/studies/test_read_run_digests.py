@@ -126,3 +126,44 @@ def test_bad_arguments(tmp_path):
         jaxq.read_run(tmp_path, complete_only="yes")
     with pytest.raises(jaxq.InputError, match="no jaxq run"):
         jaxq.read_run(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["drop", "nan"])
+def test_a_chunk_without_a_column_or_with_nan_is_refused_by_name(runs, tmp_path, damage):
+    """A chunk that lacks a column the point's other chunks have, or holds NaN where the others hold numbers, is
+    refused naming the chunk and the column (once, a missing control column was dropped from every chunk's
+    records without a word)."""
+    out = _copy(runs[3], tmp_path / damage)
+    path = storage.chunk_path(out, 1, 2)
+    with np.load(path) as z:
+        cols = {k: np.asarray(z[k]) for k in z.files}
+    column = next(k for k in cols if k not in ("rep", "__meta__") and cols[k].dtype.kind == "f")
+    if damage == "drop":
+        del cols[column]
+    else:
+        cols[column] = cols[column].copy()
+        cols[column][0] = np.nan
+    with open(path, "wb") as f:
+        np.savez(f, **cols)
+    with pytest.raises(jaxq.InputError) as e:
+        jaxq.read_run(out)
+    assert "grid point 1" in str(e.value) and "chunk 2" in str(e.value) and column in str(e.value)
+    got = jaxq.read_run(out, complete_only=True)
+    assert [p["n"] for p in got[0]] == [9] and got.left_out[0]["point"] == 1
+
+
+def test_a_run_recorded_in_another_checkout_before_a_grid_key_existed_reads(tmp_path):
+    """An earlier version's manifest (no chunk digests) names its bundled systems by the path of the checkout that
+    ran it and lacks the grid keys added since (``theta_rule``, at the value such runs had): the experiment is
+    rebuilt from the bundled example of the same name and the recorded value, and the chunks check."""
+    out = tmp_path / "old"
+    jaxq.run_experiment(_experiment(3).replace("horizon = 2.0", 'horizon = 2.0\ntheta_rule = "paper"'), out,
+                        progress=False)
+    man = json.loads((out / "manifest.json").read_text())
+    del man["point_digests"]
+    del man["experiment"]["grid"]["theta_rule"]
+    man["experiment"]["systems"] = {k: "/another/checkout/jaxq/examples/" + Path(v).name
+                                    for k, v in man["experiment"]["systems"].items()}
+    (out / "manifest.json").write_text(json.dumps(man))
+    points, records = jaxq.read_run(out)
+    assert [p["n"] for p in points] == [9, 16] and [r["rep"].tolist() for r in records] == [list(range(6))] * 2
