@@ -28,7 +28,7 @@ import numpy as np
 
 from jaxq.mc import replications, rng
 from jaxq.sim.functionals import groups, results
-from jaxq.sim.markov import Functional, Horizon, Markov
+from jaxq.sim.markov import Functional, Horizon, Markov, invalid_rates
 from jaxq.mc.observer import Observer, Segment
 
 State = Any
@@ -139,22 +139,29 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
 
     def init(key, a: MarkovArgs):
         p = a.params
-        return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": markov.init(p),
+        s = markov.init(p)
+        checked = invalid_rates(markov.counts(s, p)) is not None  # rates in the state: checked at every event
+        return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
                 "events": jnp.int64(0), "disc": disc.init(p) if disc else (), "win": win.init(p) if win else (),
-                "snap": snaps.init((p, a.snap_times)) if snaps else ()}
+                "snap": snaps.init((p, a.snap_times)) if snaps else (),
+                **({"invalid": jnp.int32(0)} if checked else {})}
 
     def step(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
         s = c["state"]
         u = rng.uniforms(c["key"], c["j"], 2)  # draw j: the holding time's and the event's uniforms
         rates = markov.rates(p)
+        counts = markov.counts(s, p)
         cum, tot, each = [], jnp.float64(0.0), []
-        for e, m in enumerate(markov.counts(s, p)):
+        for e, m in enumerate(counts):
             each.append(jnp.asarray(m).astype(jnp.float64) * rates[e])
             tot = tot + each[-1]
             cum.append(tot)
         t0 = c["t"]
         t1 = t0 - jnp.log1p(-u[0]) / tot
+        if "invalid" in c:  # a rate that is not a finite number >= 0 ends the path (the run is refused after)
+            bad = invalid_rates(counts)
+            t1 = jnp.where(bad != 0, jnp.inf, t1)
         target = u[1] * tot
         fired = tuple((target < cum[e]) & (target >= (cum[e - 1] if e else 0.0)) for e in range(len(cum)))
         s_new, record = markov.transition(s, fired, p)
@@ -165,6 +172,8 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
                       record=jax.tree_util.tree_map(lambda r: jnp.where(inside, r, jnp.zeros_like(r)), record),
                       interval=(t0, t1))
         out = dict(c, state=s_new, t=t1, j=c["j"] + 1, events=c["events"] + inside.astype(jnp.int64))
+        if "invalid" in c:
+            out["invalid"] = c["invalid"] | bad
 
         def weighted(w_int, w_jump):
             return seg._replace(weight=w_int, jump=w_jump, compensator=tuple(m * w_int for m in each))
@@ -186,7 +195,7 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
 
     def output(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
-        out = {"state": c["state"], "events": c["events"]}
+        out = {"state": c["state"], "events": c["events"], "invalid": c.get("invalid", jnp.int32(0))}
         if disc:  # the weights' mass: int_0^T exp(-gamma t) dt
             out["disc"] = disc.finish(c["disc"], -jnp.expm1(-hz.gamma * hz.horizon) / hz.gamma, p)
         if win:
@@ -220,7 +229,8 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
         replications.announce(batching.progress, float(reps) * markov.bound(params) * horizon, "events")
     engine = markov_engine(markov, functional, observer, bool(snap_times.shape[0]))
     out, timing = run(engine, a, reps, seed, block=block, batching=batching)
-    res = {"state": out["state"], "events": out["events"], **results(markov, functional, out)}
+    res = {"state": out["state"], "events": out["events"], "invalid_rates": out["invalid"],
+           **results(markov, functional, out)}
     if "snap" not in res:  # no snapshot times: an empty record of the snapshot's shape
         shape = () if markov.snapshot is None else jax.eval_shape(markov.snapshot, markov.init(params), params).shape
         res["snap"] = np.zeros((reps, snap_times.shape[0]) + tuple(shape))

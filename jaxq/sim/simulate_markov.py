@@ -23,7 +23,7 @@ from jaxq.errors import InputError
 from jaxq.model.validate import check_seed, check_work
 from jaxq.precision import float64
 from jaxq.sim import event, uniformized
-from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov
+from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov, invalid_rates_message
 from jaxq.mc.observer import check_observers, combine
 from jaxq.mc.replications import Batching
 from jaxq.mc.result import Estimate, SimResult, add_observed
@@ -93,6 +93,63 @@ def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]
     return run, Functional(discounted=discount is not None, window=warmup is not None)
 
 
+def _shape_of(key: str, what: str, fn, *args):
+    """``jax.eval_shape(fn, *args)``, or one InputError naming ``key`` with what failed (no JAX traceback)."""
+    try:
+        return jax.eval_shape(fn, *args)
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001  (a user's function: any error is the model's, reported by its name)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise InputError(key, f"{what} fails on the start state: {type(e).__name__}: {first}") from None
+
+
+def _layout(tree) -> list[tuple[str, tuple, str]]:
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return [(jax.tree_util.keystr(k), tuple(v.shape), str(v.dtype)) for k, v in leaves]
+
+
+def check_model(model: MarkovModel, params) -> None:
+    """The model's functions checked on the start state, before any run (one InputError naming the function and
+    what was expected): ``init`` runs; ``rates`` gives at least one event, as floats (E,) in the plain form;
+    ``transition`` keeps the state's structure, shapes and dtypes for every event; ``observe`` returns numbers;
+    ``rate_bound`` is a function of the parameters."""
+    if model.rate_bound is not None and not callable(model.rate_bound):
+        raise InputError("rate_bound", f"must be a function of params returning the bound, got {model.rate_bound!r}")
+    s0 = _shape_of("init", "init(params)", model.init, params)
+    if model.counts is None:
+        r = _shape_of("rates", "rates(state, params)", model.rates, s0, params)
+        if not hasattr(r, "shape") or len(r.shape) != 1:
+            raise InputError("rates", f"rates(state, params) must return a vector (E,) of floats, got "
+                                      f"{getattr(r, 'shape', type(r).__name__)}")
+        if r.shape[0] == 0:
+            raise InputError("rates", "rates(state, params) returns no event (shape (0,)): a chain needs at least one")
+        if not jnp.issubdtype(r.dtype, jnp.floating):
+            raise InputError("rates", f"rates(state, params) must return floats (the rate of each event), got {r.dtype}")
+        events = r.shape[0]
+    else:
+        c = _shape_of("counts", "counts(state, params)", model.counts, s0, params)
+        events = len(c) if isinstance(c, (tuple, list)) else 0
+        if events == 0:
+            raise InputError("counts", "counts(state, params) must return a tuple of E >= 1 multiplicities")
+    want = _layout(s0)
+    if model.one_hot:
+        event = tuple(jax.ShapeDtypeStruct((), jnp.bool_) for _ in range(events))
+    else:
+        event = jax.ShapeDtypeStruct((), jnp.int32)
+    out = _shape_of("transition", "transition(state, event, params)", model.transition, s0, event, params)
+    new = out[0] if model.records and isinstance(out, tuple) else out
+    got = _layout(new)
+    if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(s0) or got != want:
+        raise InputError("transition", f"transition(state, event, params) must return a state of the start state's "
+                                       f"structure, shapes and dtypes {want}, got {got}")
+    obs = _shape_of("observe", "observe(state, params)", model.observe, s0, params)
+    bad = [k for k, shape, dtype in _layout(obs) if not (jnp.issubdtype(dtype, jnp.number) or dtype == "bool")]
+    if bad or not jax.tree_util.tree_leaves(obs):
+        raise InputError("observe", f"observe(state, params) must return numbers (a dict of scalars or arrays), "
+                                    f"got {obs!r}")
+
+
 def _names(tree) -> list[tuple[str, Any]]:
     """The observed quantities by name: a dict's keys, else the pytree's key paths."""
     if isinstance(tree, dict):
@@ -116,8 +173,9 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
       discount, warmup, ``Lambda`` and ``steps`` of the uniformised driver).
     """
     run, functional = check_run(model, run, reps, seed)
-    mk = as_markov(model)
     params = jax.tree_util.tree_map(jnp.asarray, params)
+    check_model(model, params)
+    mk = as_markov(model)
     warmup = run.warmup if run.warmup is not None else 0.0
     gamma = run.discount if run.discount is not None else 0.0
     watch = combine(run.observers) if run.observers else None
@@ -133,6 +191,9 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         steps = max(1, round(big * run.horizon) - warm)
         out, timing, uinfo = uniformized.run(mk, params, functional, reps, seed, gamma=gamma, warm_steps=warm,
                                              steps=steps, **opts)
+        bad = invalid_rates_message(out.get("invalid_rates", 0), reps)
+        if bad:
+            raise InputError("rates", bad)
         over = int(np.sum(out.get("over_bound", 0)))
         if over:
             raise InputError("rate_bound", f"the total rate exceeded rate_bound(params) = {big:.6g} in {over} of "
@@ -145,6 +206,9 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
                        per_replication_limit=2.0**31)
         out, timing = event.run_markov(mk, params, functional, reps, seed, times=Horizon(gamma, warmup, run.horizon),
                                        **opts)
+        bad = invalid_rates_message(out["invalid_rates"], reps)
+        if bad:
+            raise InputError("rates", bad)
         span = run.horizon - warmup
     per: dict[str, np.ndarray] = {}
     if functional.discounted:

@@ -35,7 +35,7 @@ import numpy as np
 from jaxq.errors import InputError
 from jaxq.mc import replications, rng
 from jaxq.sim.functionals import groups, results
-from jaxq.sim.markov import Functional, Markov
+from jaxq.sim.markov import Functional, Markov, invalid_rates
 from jaxq.mc.observer import Observer, Segment
 
 PAGE = 64  # words per page (part of the definition of the random stream)
@@ -123,13 +123,14 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         s = markov.init(a.params)
         return {"key": key, "state": s, "w": jnp.float64(1.0), "events": jnp.int64(0),
                 "disc": disc.init(a.params) if disc else (), "win": win.init(a.params) if win else (),
-                **({"over": jnp.bool_(False)} if plain(s, a.params) else {})}
+                **({"over": jnp.bool_(False), "invalid": jnp.int32(0)} if plain(s, a.params) else {})}
 
     def step(c, xs, a: Args, record: bool, masked: bool = False):
         u, k = xs if masked else (xs, None)
         p = a.params
         s = c["state"]
-        owned = lengths(markov.counts(s, p), a.words)
+        counts = markov.counts(s, p)
+        owned = lengths(counts, a.words)
         fired, real = fired_events(u, owned)
         s_new, rec = markov.transition(s, fired, p)
         # the step's exact event probabilities (computed only where a control uses them)
@@ -151,12 +152,13 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         if "over" in c:  # a plain model's rates above the uniformisation rate: the words would wrap
             total = sum(n.astype(jnp.float64) for n in owned)
             out["over"] = c["over"] | (total > TWO32 - 1.0)
+            out["invalid"] = c["invalid"] | invalid_rates(counts)  # a rate not finite or < 0: refused after
         return out, None
 
     def run_page(c, b, a: Args, record: bool, masked: bool = False):
         words = rng.block(c["key"], b.astype(jnp.uint64), PAGE)  # draw b of the replication's stream
         # only what a step changes is carried through the page
-        carried = ["state"] + ["disc", "w"] * bool(disc) + ["win"] * record + ["over"] * ("over" in c)
+        carried = ["state"] + ["disc", "w"] * bool(disc) + ["win"] * record + ["over", "invalid"] * ("over" in c)
         inner = {"pe": jnp.int32(0), **{k: c[k] for k in carried}}
         xs = (words, b.astype(jnp.int64) * PAGE + jnp.arange(PAGE, dtype=jnp.int64)) if masked else words
         inner, _ = jax.lax.scan(lambda cc, x: step(cc, x, a, record, masked), inner, xs)
@@ -191,7 +193,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     @jax.jit
     def finish(carry, a: Args):
         c = carry["rep"]
-        out = {"state": c["state"], "events": c["events"], "over": c.get("over", ())}
+        out = {"state": c["state"], "events": c["events"], "over": c.get("over", ()), "invalid": c.get("invalid", ())}
         if disc:  # the mass over the K steps run: sum_k r^(k+1) / Lambda = (1 - r^K) / gamma, r^K the final w
             mass = lambda w: (1.0 - w) / (1.0 - a.r) * (a.r / a.big)  # noqa: E731  (r / Lambda = 1 / (Lambda + gamma))
             out["disc"] = jax.vmap(lambda o, w: disc.finish(o, mass(w), a.params))(c["disc"], c["w"])
@@ -252,5 +254,6 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     res = {"state": out["state"], "events": out["events"], **results(markov, functional, out)}
     if np.size(out["over"]):
         res["over_bound"] = out["over"]
+        res["invalid_rates"] = out["invalid"]
     info = {"Lambda": big, "steps": pages * PAGE, "warm_steps": int(warm_steps), "window_steps": window_steps, "r": r}
     return res, timing, info

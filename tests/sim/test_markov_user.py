@@ -122,6 +122,47 @@ def test_rates_above_the_rate_bound_are_refused_naming_rate_bound():
     assert e.value.key == "rate_bound"
 
 
+@pytest.mark.parametrize("bad,engine", [(-1.0, "uniformized"), (math.nan, "event"), (math.inf, "event")])
+def test_a_rate_that_is_negative_nan_or_infinite_in_a_reachable_state_is_refused(bad, engine):
+    """A rate below 0, NaN or infinite in a state the paths reach (here the queue at 3) is one InputError naming
+    ``rates`` and the event, on both drivers: the event driver ended such a path never (a NaN holding time: it
+    hung), the uniformised one returned a wrong number without a word."""
+    def rates(x, p):
+        return jnp.stack([jnp.where(x < 5, 1.0, 0.0), jnp.where(x == 3, bad, 1.0 * (x > 0))])
+
+    model = jaxq.MarkovModel(init=lambda p: jnp.int32(0), rates=rates,
+                             transition=lambda x, e, p: x + jnp.where(e == 0, 1, -1),
+                             observe=lambda x, p: {"x": x.astype(jnp.float64)}, rate_bound=lambda p: 3.0)
+    with pytest.raises(jaxq.InputError, match=r"rates: .*rate for event 1 in a state reached by") as e:
+        jaxq.simulate(model, params={}, reps=16, horizon=20.0, discount=1.0, engine=engine)
+    assert e.value.key == "rates"
+
+
+def _queue(**kw):
+    d = dict(init=lambda p: jnp.int32(0), rates=lambda x, p: jnp.stack([jnp.where(x < 5, 1.0, 0.0), 1.0 * (x > 0)]),
+             transition=lambda x, e, p: x + jnp.where(e == 0, 1, -1), observe=lambda x, p: {"x": x.astype(jnp.float64)},
+             rate_bound=lambda p: 3.0)
+    return jaxq.MarkovModel(**{**d, **kw})
+
+
+@pytest.mark.parametrize("kw,key,words", [
+    (dict(transition=lambda x, e, p: (x + jnp.where(e == 0, 1, -1)).astype(jnp.float64)), "transition", "dtypes"),
+    (dict(transition=lambda x, e, p: jnp.stack([x, x])), "transition", "shapes"),
+    (dict(rates=lambda x, p: jnp.stack([jnp.int32(1), jnp.int32(1)])), "rates", "floats"),
+    (dict(rates=lambda x, p: jnp.zeros((0,))), "rates", "no event"),
+    (dict(observe=lambda x, p: {"x": "abc"}), "observe", r"observe\(state, params\)"),
+    (dict(rate_bound=3.0), "rate_bound", "function of params"),
+    (dict(init=lambda p: p["missing"]), "init", r"init\(params\) fails"),
+], ids=["transition-dtype", "transition-shape", "integer-rates", "zero-events", "observe-string", "bound-number",
+        "init-fails"])
+def test_a_model_function_that_returns_the_wrong_thing_is_named_before_the_run(kw, key, words):
+    """Checked on the start state before any run: the model function that returns the wrong type, shape or dtype
+    is named, never a JAX traceback or a wrong number (integer rates once gave a negative mean)."""
+    with pytest.raises(jaxq.InputError, match=words) as e:
+        jaxq.simulate(_queue(**kw), params={}, reps=8, horizon=20.0, discount=1.0, engine="event")
+    assert e.value.key == key
+
+
 @pytest.mark.parametrize("engine", ["event", "uniformized"])
 def test_observers_of_the_path_match_the_exact_chain(engine):
     """A user's observers (a jump statistic and a holding-time statistic) on both drivers, against linear solves:
