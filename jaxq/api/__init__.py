@@ -64,6 +64,7 @@ from jaxq.api.outputs import (  # noqa: F401
     Monitor,
     atomic_write,
     catch_interrupts,
+    check_interrupt,
     duration,
     monitor,
     quiet,

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 
 from jaxq.interrupt import catching as catch_interrupts
+from jaxq.interrupt import check as check_interrupt
 from jaxq.progress import Monitor, duration, monitor, quiet, sci
 from jaxq.serialize import to_jsonable
 
-__all__ = ["Monitor", "atomic_write", "catch_interrupts", "duration", "monitor", "quiet", "sci", "set_quiet",
+__all__ = ["Monitor", "atomic_write", "catch_interrupts", "check_interrupt", "duration", "monitor", "quiet", "sci", "set_quiet",
            "table_columns", "to_jsonable"]
 
 

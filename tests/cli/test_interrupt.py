@@ -82,3 +82,22 @@ def test_interrupted_simulate_is_one_line_exit_130(tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     lines = [ln for ln in re.split(r"[\r\n]", err) if ln.strip()]
     assert lines[-1] == "jaxq: interrupted", err
+
+
+@pytest.mark.parametrize("delay", [0.3, 0.7, 1.2])  # from 0 to ~0.1 s Python itself starts: its own handler
+def test_ctrl_c_in_the_first_second_is_one_line_exit_130(delay):
+    """While Python starts, JAX is imported and the parser is built, a Ctrl-C ends the command the same way: once it
+    printed an import traceback, or a finalizer swallowed it ("Exception ignored") and the command ran to the end."""
+    proc = subprocess.Popen([sys.executable, "-m", "jaxq", "simulate", "pss_P", "--n", "100", "--reps", "64"],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err == "jaxq: interrupted\n" and out == "", (proc.returncode, err, out)
+
+
+def test_importing_the_command_line_imports_no_jax():
+    """``import jaxq.cli`` is light (the command records Ctrl-C before anything heavy starts)."""
+    code = "import sys, jaxq.cli; print('jax' in sys.modules, 'jaxq.api' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["False", "False"], r.stdout + r.stderr
