@@ -100,3 +100,13 @@ def test_objects_and_simulators_below_the_api_compute_in_float64_too(both):
     off, on = both
     assert off["wcp_cost"] == off["analysis"]["V_wcp0"] == on["wcp_cost"]
     assert off["direct_dtype"] == on["direct_dtype"] == "float64"
+
+
+def test_loading_an_experiment_from_python_computes_in_float64_without_warnings():
+    """``jaxq.api.load_experiment`` checks the systems' limits: in float64 and without a flood of JAX dtype
+    warnings, under the caller's float32 default (it ran in float32 and warned once per array)."""
+    code = ("import warnings; warnings.simplefilter('error'); from jaxq.api import load_experiment; "
+            f"e = load_experiment({str(ROOT / 'experiments' / 'beyond_exponential_cpu.toml')!r}); print(e.name)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, JAX_ENABLE_X64="0", PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0 and r.stdout.strip() == "beyond_exponential_cpu", r.stderr[-2000:]

@@ -12,11 +12,13 @@ import os
 from pathlib import Path
 
 from jaxq.errors import InputError
+from jaxq.precision import float64
 
 __all__ = ["check_output_folder", "is_empty_folder", "load_experiment", "parse_experiment", "read_manifest",
            "run_study"]
 
 
+@float64  # its checks compute the systems' limits: in float64 whatever the caller's JAX configuration
 def load_experiment(path, seeds: list[int] | None = None):
     """Read and validate an experiment file (``experiments/*.toml``; its systems, grid, work and chunks) before
     anything is written; ``seeds`` replaces the file's seeds. Returns a :class:`jaxq.studies.experiment.Experiment`
@@ -26,6 +28,7 @@ def load_experiment(path, seeds: list[int] | None = None):
     return experiment.load_experiment(path, seeds)
 
 
+@float64
 def parse_experiment(text: str, file, seeds: list[int] | None = None):
     """:func:`load_experiment` of an experiment given as TOML text; ``file`` is where it would live (relative
     system paths are resolved from its folder; it is also the file the run records). Text that is not TOML is an

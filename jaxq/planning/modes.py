@@ -47,6 +47,9 @@ class Modes:
     lp_face: np.ndarray
 
 
+HIGHS_MATRIX_RANGE = (1e-9, 1e15)  # HiGHS's small_matrix_value and large_matrix_value: coefficients it accepts
+
+
 def _lp_failed(detail: str) -> InputError:
     return InputError(
         "system.mu",
@@ -67,6 +70,11 @@ def solve_lp(lam: np.ndarray, mu: np.ndarray) -> tuple[float, np.ndarray, np.nda
     lam = np.asarray(lam, dtype=float)
     mu = np.asarray(mu, dtype=float)
     m = mu / lam[:, None]
+    lo, hi = float(m.min()), float(m.max())
+    if not (HIGHS_MATRIX_RANGE[0] <= lo and hi <= HIGHS_MATRIX_RANGE[1]):  # HiGHS would call it a "model error"
+        raise InputError("system", f"LP (2.7) cannot be solved: its coefficients, the ratios mu_ik / lambda_i, span "
+                                   f"{lo:.3g} .. {hi:.3g}, outside the range HiGHS accepts "
+                                   f"[{HIGHS_MATRIX_RANGE[0]:g}, {HIGHS_MATRIX_RANGE[1]:g}]: a near-zero or huge rate")
     # Variables: xi_11, xi_12, xi_21, xi_22, rho.
     a_eq = np.array([[m[0, 0], m[0, 1], 0, 0, 0], [0, 0, m[1, 0], m[1, 1], 0]], dtype=float)
     a_ub = np.array([[1, 0, 1, 0, -1], [0, 1, 0, 1, -1]], dtype=float)
