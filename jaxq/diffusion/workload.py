@@ -38,8 +38,8 @@ def diffusion(xi, lam, mu, ca2, cs2, alpha):
 
 
 def high_priority_class(h, alpha) -> int:
-    """The HPC p of (2.12), 0-based; a tie gives p = 1 (index 0)."""
-    return 0 if h[0] * alpha[0] >= h[1] * alpha[1] else 1
+    """The HPC p of (2.12), 0-based; a tie (:func:`hpc_tie`: equal up to rounding) gives p = 1 (index 0)."""
+    return 0 if hpc_tie(h, alpha) or h[0] * alpha[0] > h[1] * alpha[1] else 1
 
 
 def hpc_tie(h, alpha) -> bool:

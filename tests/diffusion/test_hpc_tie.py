@@ -63,3 +63,15 @@ def test_the_cli_prints_the_tie_as_a_note(files, capsys):
     assert main(["analyze", str(files["twin"]), "--json"]) == 0
     err = capsys.readouterr().err
     assert err.startswith("jaxq: note: h_1 alpha_1 = h_2 alpha_2") and err.count("\n") == 1
+
+
+def test_a_tie_up_to_rounding_takes_the_class_its_note_says(tmp_path):
+    """h = (2, 1 + 2^-52): equal h_i alpha_i up to rounding is a tie, and the class taken is the first, as the note
+    says (the strict comparison took class 2 while the note said "the convention on a tie: the first class")."""
+    f = tmp_path / "near.toml"
+    f.write_text(SYSTEM.format(**{**ORIGINAL, "h": [2.0, 1.0000000000000002]}))
+    a = jaxq.analyze(f)
+    assert a.p == 0 and len(a.warnings) == 1 and "class 1 was taken" in a.warnings[0]
+    exact = tmp_path / "exact.toml"
+    exact.write_text(SYSTEM.format(**ORIGINAL))
+    assert a.policy == jaxq.analyze(exact).policy
