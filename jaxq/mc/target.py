@@ -6,9 +6,12 @@ the standard error is at most ``target.rel_se`` times the estimate, in two stage
 1. **Pilot**: ``target.pilot_reps`` replications on the seed ``derived_seed(seed, PILOT)``
    (:func:`jaxq.mc.rng.derived_seed`), a stream the result never uses. It measures the relative
    standard error ``q`` and the seconds per replication.
-2. **The run**: replications ``0 .. R-1`` of ``seed``, ``R = ceil(m (q / rel_se)^2 s)`` with ``m`` the pilot's
-   replications and ``s = 1 + 2 sqrt(2 / (m - 1))`` (the pilot's variance two of its standard errors high, for
-   normal samples), capped by ``max_reps`` and by what ``budget`` seconds leave after the pilot.
+2. **The run**: replications ``0 .. R-1`` of ``seed``, ``R = max(m, ceil(m (q / rel_se)^2 s))`` with ``m`` the
+   pilot's replications and ``s = 1 + 2 sqrt(2 / (m - 1))`` (the pilot's variance two of its standard errors high,
+   for normal samples), capped by ``max_reps`` and by what ``budget`` seconds leave after the pilot. At least
+   ``m``: the control variates are fitted on the run's own replications, and with fewer than the pilot's a run
+   can be much noisier than the pilot measured (8 coefficients fitted on 14 replications once gave 3x the
+   standard error planned).
 
 The run is ``run(R, seed)`` itself: replication r uses ``fold_in(PRNGKey(seed), r)``, so a targeted run is a prefix
 of a fixed run with the same seed, bit for bit, and its control variates are fitted (cross-fitted by replication
@@ -96,10 +99,11 @@ def safety(pilot_reps: int) -> float:
 def plan(q: float, pilot_reps: int, rel_se: float) -> float:
     """The replications that bring a relative standard error ``q`` over ``pilot_reps`` replications down to
     ``rel_se`` (the standard error falls like one over the square root of the replications), with the pilot's
-    :func:`safety` factor; inf when ``q`` is not finite."""
+    :func:`safety` factor, and never fewer than the pilot's own (with control variates, fitted on the run's
+    replications, a shorter run is noisier than the pilot that measured q); inf when ``q`` is not finite."""
     if not math.isfinite(q):
         return math.inf
-    return max(2.0, math.ceil(pilot_reps * (q / rel_se) ** 2 * safety(pilot_reps)))
+    return max(float(pilot_reps), math.ceil(pilot_reps * (q / rel_se) ** 2 * safety(pilot_reps)))
 
 
 def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Target, *, key: str = "rel_se",

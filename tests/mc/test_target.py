@@ -51,6 +51,14 @@ def test_the_plan_is_the_pilots_variance_over_the_target_squared_with_its_safety
     assert derived_seed(7, PILOT) != 7
 
 
+def test_the_run_never_has_fewer_replications_than_its_pilot():
+    """A pilot that already meets the target plans a run as long as itself: the run's control variates are fitted
+    on its own replications, and a shorter run was noisier than the pilot measured."""
+    run, calls = fake(sigma=1.0, value=100.0)
+    res = run_to_target(run, 3, Target(0.01, pilot_reps=64))
+    assert calls[1] == (64, 3) and res.reps == 64
+
+
 def test_max_reps_refuses_an_unreachable_target_before_the_run_or_stops_there():
     run, calls = fake(sigma=1.0, value=1.0)
     with pytest.raises(InputError, match=r"^rel_se: the target 0.001 needs about .* more than max_reps = 500"):
