@@ -6,7 +6,8 @@ replications, iterations) and ``update(done)`` after every piece of work finishe
 program, every chunk). A background thread looks at it every second:
 
 * once a rate is measured (the work done since the first piece, over the time since it: compilation does not
-  count) and the whole job is expected to take more than :data:`LONG_JOB_S` seconds (``JAXQ_LONG_JOB_S``
+  count; the first piece's own rate, which includes it, is never the estimate's) and the whole job is expected to
+  take more than :data:`LONG_JOB_S` seconds (``JAXQ_LONG_JOB_S``
   changes it), it writes one line
   ``jaxq: note: simulate: about 8.0e9 events, about 1.2 hours at 1.9e6 events/s measured on this machine``;
   a job with no piece finished after :data:`LONG_JOB_S` seconds says that instead;
@@ -141,7 +142,13 @@ class Monitor:
                 left = max(self.total - self.done, 0.0) / rate
             line = None
             long_s = long_job_s()
-            if not self._estimated and left is not None and elapsed + left > long_s and self.done < self.total:
+            free = None  # the rate since the first piece: no compilation in it
+            if self._first is not None and now > self._first[0] and self.done > self._first[1]:
+                free = (self.done - self._first[1]) / (now - self._first[0])
+            if free and self.total is not None:
+                rate, left = free, max(self.total - self.done, 0.0) / free
+            if (not self._estimated and free and elapsed + left > long_s
+                    and self.done < self.total):  # the estimate from a rate without compilation in it
                 line = (f"jaxq: note: {self.desc}: about {sci(self.total)} {self.unit}, about {duration(elapsed + left)} "
                         f"at {sci(rate)} {self.unit}/s measured on this machine ({duration(left)} left; progress "
                         f"every minute, --quiet hides it)")

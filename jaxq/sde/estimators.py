@@ -22,7 +22,7 @@ from jaxq.diffusion.value import value_function
 from jaxq.mc.observer import check_observers
 from jaxq.mc.replications import Batching
 from jaxq.mc.result import (Estimate, SimResult, TruncatedEstimate,  # noqa: F401  (TruncatedEstimate: re-exported)
-                             add_observed, with_work_of)
+                             add_observed, timed, with_work_of)
 
 SCHEMES = {"skew": skew.SCHEME, "exact": exact_step.SCHEME, "euler": euler.SCHEME}
 DEFAULT_SCHEME = "skew"
@@ -176,6 +176,7 @@ def _check_start(z0: float) -> None:
         raise InputError("z0", f"must be a number in [0, 1e30], got {z0!r}")
 
 
+@timed
 def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float | None = None,
                     truncation: SdeTruncation = SdeTruncation(), paths: int = 20000, seed: int = 0,
                     scheme_name: str = DEFAULT_SCHEME, batching: Batching = Batching(),

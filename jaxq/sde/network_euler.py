@@ -37,7 +37,7 @@ from jaxq.sde import driver
 from jaxq.mc import replications, rng
 from jaxq.mc.observer import Observer, Segment, combine, per_mass, snapshots, with_params
 from jaxq.mc.replications import Batching
-from jaxq.mc.result import Estimate, SimResult
+from jaxq.mc.result import Estimate, SimResult, timed
 
 CONTROLS = ("constant", "proportional")
 WEAK_ORDER = 1.0
@@ -211,6 +211,7 @@ def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: 
     return steps, warm
 
 
+@timed
 def simulate_diffusion(
     dl: NetworkDiffusion,
     control: Control = Control(),

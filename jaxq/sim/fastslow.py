@@ -28,7 +28,7 @@ from jaxq.mc import replications
 from jaxq.sim import uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import fastslow as model
-from jaxq.mc.result import Estimate, SimResult
+from jaxq.mc.result import Estimate, SimResult, timed
 
 BOTH = Functional(discounted=True, window=True)
 
@@ -85,6 +85,7 @@ def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
 
 
 @float64
+@timed
 def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float = 0.1, window: StepWindow = StepWindow(),
              reps: int = 64, seed: int = 0, cv: bool = True, batching: Batching = Batching()) -> SimResult:
     """Monte Carlo discounted cost from empty and average cost of a threshold policy.

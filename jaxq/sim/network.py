@@ -34,7 +34,7 @@ from jaxq.sim import event, uniformized
 from jaxq.sim.markov import Functional, Horizon
 from jaxq.sim.models import mmc
 from jaxq.sim.models import network as model
-from jaxq.mc.result import Estimate, SimResult
+from jaxq.mc.result import Estimate, SimResult, timed
 
 ENGINES = ("auto", "event", "uniformized")
 POLICIES = pol.POLICIES
@@ -197,6 +197,7 @@ def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range
 
 
 @float64
+@timed
 def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priority", *, reps: int = 64,
              window: Window = Window(), seed: int = 0, engine: str = "auto", outputs: NetworkOutputs = NetworkOutputs(),
              batching: Batching = Batching()) -> SimResult:
@@ -277,6 +278,7 @@ def _halves(total: np.ndarray, q_first, z_first, warmup: float, mid: float, hori
 
 
 @float64
+@timed
 def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Window = Window(), seed: int = 0,
                  engine: str = "uniformized", cv: bool = True, batching: Batching = Batching()) -> SimResult:
     """M/M/c (arrival rate ``lam``, ``c`` servers of rate ``mu``): stationary averages over [warmup, horizon].

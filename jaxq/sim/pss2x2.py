@@ -42,7 +42,7 @@ from jaxq.sim import event, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
 from jaxq.mc.observer import check_observers, combine
-from jaxq.mc.result import Estimate, SimResult, TruncatedEstimate, add_observed, with_work_of
+from jaxq.mc.result import Estimate, SimResult, TruncatedEstimate, add_observed, timed, with_work_of
 
 DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
 DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
@@ -265,6 +265,7 @@ def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float =
 
 
 @float64
+@timed
 def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "auto", seed: int = 0,
              truncation: Truncation = Truncation(), levels: Levels = Levels(), outputs: Outputs = Outputs(),
              batching: Batching = Batching(), analysis: Analysis | None = None) -> SimResult:
@@ -373,6 +374,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
 
 
 @float64
+@timed
 def simulate_bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
     """:func:`simulate` (``args``: its keyword arguments) whose default truncation is checked against the estimate
     it truncates.

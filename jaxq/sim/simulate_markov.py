@@ -26,7 +26,7 @@ from jaxq.sim import event, uniformized
 from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov, invalid_rates_message
 from jaxq.mc.observer import check_observers, combine
 from jaxq.mc.replications import Batching
-from jaxq.mc.result import Estimate, SimResult, add_observed
+from jaxq.mc.result import Estimate, SimResult, add_observed, timed
 
 ENGINES = ("auto", "event", "uniformized")
 
@@ -159,6 +159,7 @@ def _names(tree) -> list[tuple[str, Any]]:
 
 
 @float64
+@timed
 def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int = 256, seed: int = 0) -> SimResult:
     """Monte Carlo of a :class:`~jaxq.sim.markov.MarkovModel` (see the module docstring).
 

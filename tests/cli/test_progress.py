@@ -57,6 +57,20 @@ def test_a_long_job_gives_its_measured_estimate_then_a_line_a_minute():
     assert out.getvalue().count("\n") == len(lines)
 
 
+def test_the_first_estimate_waits_for_a_rate_without_compilation():
+    """The first piece's rate includes compiling (8 s here for 1e6 events): an estimate from it was 3-10x too long,
+    so none is written until a second piece gives the rate since the first (here 1e7 events/s, not 1.25e5)."""
+    m, clock, out = _monitor(total=1e10)
+    clock.t = 8.0
+    m.update(1e6)  # the first piece, compilation included
+    clock.t = 8.5
+    assert m.tick() is None  # no rate measured without compilation yet
+    clock.t = 9.0
+    m.update(1e7)
+    note = m.tick()
+    assert note is not None and "at 1.0e7 events/s measured" in note and "about 17 minutes" in note
+
+
 def test_a_short_job_says_nothing():
     m, clock, out = _monitor(total=1e7)
     m.update(1e6)
