@@ -19,6 +19,8 @@ from jaxq.api import InputError, check_devices, check_seed
 from jaxq.cli import add_common
 from jaxq.cli.output import format_table, to_jsonable
 
+DISTRIBUTED_TIMEOUT_S = 120.0  # seconds --distributed waits for every process to join (JAX's default: 300)
+
 
 def register(sub) -> None:
     from jaxq.api import arg_type
@@ -30,6 +32,9 @@ def register(sub) -> None:
     p.add_argument("--devices", type=arg_type("int", lo=1, hi=1 << 20), default=None, help="use the first K local devices (default: all)")
     p.add_argument("--distributed", action="store_true",
                    help="call jax.distributed.initialize() (SLURM etc. auto-detected) and split chunks over processes")
+    p.add_argument("--distributed-timeout", type=arg_type("float", ge=1.0, le=86400.0), default=DISTRIBUTED_TIMEOUT_S,
+                   metavar="SECONDS", help="with --distributed: how long to wait for every process of the cluster "
+                   f"to join (default {DISTRIBUTED_TIMEOUT_S:g})")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--seed", type=arg_type("seed"), default=None,
                    help="run with this seed in [0, 2^32) instead of the file's seeds")
@@ -50,7 +55,9 @@ def run(args) -> dict | None:
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
         except (AttributeError, ValueError):
             pass
-        initialize_distributed()
+        initialize_distributed(args.distributed_timeout)
+    elif args.distributed_timeout != DISTRIBUTED_TIMEOUT_S:
+        raise InputError("--distributed-timeout", "belongs to --distributed: pass it too")
     seeds = None if args.seed is None else [check_seed(args.seed, "--seed")]
     from jaxq.cli.output import progress
 
@@ -84,21 +91,93 @@ def run(args) -> dict | None:
     }
 
 
-def initialize_distributed() -> None:
+def initialize_distributed(timeout_s: float = DISTRIBUTED_TIMEOUT_S) -> None:
     """``jax.distributed.initialize()``: coordinator, process count and id from the cluster manager (SLURM, Open
-    MPI, ...); a process not started by one, or a coordinator that cannot be reached, is an InputError naming
-    ``--distributed`` (one line, exit 2) instead of JAX's exception."""
+    MPI, ...). Before it, every process meets the others within ``timeout_s`` seconds (:func:`rendezvous`): JAX's
+    own wait ends a process that a peer never joins with a C++ abort after minutes, which no Python code can turn
+    into a message. A process not started by a cluster manager, a process list jax cannot read, or a peer that
+    never joins is an InputError naming ``--distributed`` (one line, exit 2)."""
     import jax
+    from jax._src import clusters  # jax's own cluster detection: the address and ids initialize() will use
 
     try:
-        jax.distributed.initialize()
-    except ValueError as e:  # no cluster detected and no coordinator address given
-        raise InputError("--distributed", "no cluster coordinator found: this process was not started by a "
-                                          "cluster manager that jax detects (SLURM, Open MPI, Kubernetes, Cloud "
-                                          "TPU); drop --distributed to run on this machine alone "
-                                          f"(jax: {_first_line(e)})") from None
-    except RuntimeError as e:  # a coordinator that does not answer, a second initialisation, ...
+        address, count, me, _ = clusters.ClusterEnv.auto_detect_unset_distributed_params(
+            None, None, None, None, None, int(timeout_s))
+    except Exception as e:  # noqa: BLE001  (a node list it cannot parse, a missing variable, ...)
+        raise InputError("--distributed", f"could not read the cluster's process list: {_first_line(e)}") from None
+    if address is None or count is None or me is None:
+        raise InputError("--distributed", "no cluster coordinator found: this process was not started by a cluster "
+                                          "manager that jax detects (SLURM, Open MPI, Kubernetes, Cloud TPU); drop "
+                                          "--distributed to run on this machine alone")
+    if int(count) > 1:
+        rendezvous(str(address), int(count), int(me), timeout_s)
+    try:
+        jax.distributed.initialize(initialization_timeout=max(1, int(round(timeout_s))))
+    except ValueError as e:
         raise InputError("--distributed", f"could not join the cluster: {_first_line(e)}") from None
+    except RuntimeError as e:  # a second initialisation, ...
+        raise InputError("--distributed", f"could not join the cluster: {_first_line(e)}") from None
+
+
+def rendezvous(address: str, count: int, me: int, timeout_s: float) -> None:
+    """Every process of a job of ``count`` meets process 0 at ``address`` (its host, the coordinator's port + 1)
+    within ``timeout_s`` seconds, or an InputError naming what is missing: the processes that never joined (on
+    process 0), or a coordinator that never answered (on the others)."""
+    import socket
+    import time
+
+    host, _, port = address.rpartition(":")
+    where = (host.strip("[]"), int(port) + 1)
+    deadline = time.monotonic() + timeout_s
+    if me == 0:
+        joined: dict[int, socket.socket] = {}
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as srv:
+            srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                srv.bind(("", where[1]))
+            except OSError as e:
+                raise InputError("--distributed", f"process 0 cannot listen on port {where[1]} for the other "
+                                                  f"processes: {e.strerror or e}") from None
+            srv.listen(count)
+            while len(joined) < count - 1 and (left := deadline - time.monotonic()) > 0:
+                srv.settimeout(min(left, 1.0))
+                try:
+                    conn, _ = srv.accept()
+                except (TimeoutError, socket.timeout):
+                    continue
+                conn.settimeout(max(deadline - time.monotonic(), 0.1))
+                try:
+                    joined[int(conn.recv(16).decode().strip() or -1)] = conn
+                except (OSError, ValueError):
+                    conn.close()
+            missing = [k for k in range(1, count) if k not in joined]
+            for conn in joined.values():
+                with contextlib.suppress(OSError):
+                    conn.sendall(b"go" if not missing else b"no")
+                conn.close()
+        if missing:
+            shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+            raise InputError("--distributed", f"process{'es' if len(missing) > 1 else ''} {shown} of {count} never "
+                                              f"joined within {timeout_s:g} s (--distributed-timeout): is every task "
+                                              "of the job running jaxq run --distributed?")
+        return
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            with socket.create_connection(where, timeout=min(left, 2.0)) as conn:
+                conn.sendall(f"{me}\n".encode())
+                conn.settimeout(max(deadline - time.monotonic(), 0.1) + 5.0)  # process 0 answers at its deadline
+                answer = conn.recv(2)
+            if answer == b"go":
+                return
+            raise InputError("--distributed", f"process 0 at {where[0]} gave up: another process of the {count} "
+                                              f"never joined within {timeout_s:g} s (--distributed-timeout)")
+        except (ConnectionRefusedError, TimeoutError, socket.timeout, OSError) as e:
+            if isinstance(e, InputError):
+                raise
+            time.sleep(min(0.5, max(deadline - time.monotonic(), 0.0)))
+    raise InputError("--distributed", f"the coordinator, process 0 at {where[0]}:{where[1] - 1}, did not answer within "
+                                      f"{timeout_s:g} s (--distributed-timeout): is its task running jaxq run "
+                                      "--distributed?")
 
 
 @contextlib.contextmanager

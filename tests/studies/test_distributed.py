@@ -106,3 +106,27 @@ def test_two_slurm_tasks_write_the_single_process_tables(tmp_path, capsys):
     writers = [json.loads(np.load(f)["__meta__"].tobytes())["process"] for f in (shared / "chunks").rglob("*.npz")]
     assert expected["chunks"] == 4 and sorted(writers) == [0, 0, 1, 1]  # round-robin: chunk c on process c % 2
     assert got["chunks_computed"] == 2  # process 0 counts its own
+
+
+@pytest.mark.parametrize("procid,says", [(0, "process 1 of 2 never joined within 3 s"),
+                                         (1, "did not answer within 3 s")])
+def test_a_task_whose_peer_never_comes_ends_in_its_timeout_with_one_line(tmp_path, procid, says):
+    """One task of a 2-task step alone: it ends after --distributed-timeout with one line naming what is missing
+    and exit code 2 (JAX's own wait aborted the process after 5 minutes with a C++ stack trace)."""
+    exp = tmp_path / "tiny.toml"
+    exp.write_text(TINY)
+    job_id = 7 * 4096 + _free_slurm_port() - SLURM_PORT0
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "jaxq", "run", str(exp), "--out", str(tmp_path / "o"), "--distributed",
+                        "--distributed-timeout", "3"], env=_srun_env(job_id, procid), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr[-2000:])
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("jaxq: error: --distributed: ") and says in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 60
+    assert not (tmp_path / "o").exists()  # nothing written
+
+
+def test_the_timeout_belongs_to_distributed(tmp_path):
+    exp = tmp_path / "tiny.toml"
+    exp.write_text(TINY)
+    assert main(["run", str(exp), "--out", str(tmp_path / "o"), "--distributed-timeout", "5"]) == 2
