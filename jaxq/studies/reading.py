@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from jaxq.errors import InputError
 from jaxq.studies import storage
 from jaxq.studies.runner import MANIFEST, read_manifest
@@ -57,7 +55,7 @@ def read_records(out: Path, complete_only: bool = False) -> RunRecords:
             else:
                 cols.append(got[0])
         if not bad:
-            bad = _inconsistent(cols)
+            bad = storage.inconsistent_chunks(cols)
         if bad:
             left_out.append({"point": i, "grid_point": pt, "chunks": bad})
             continue
@@ -72,29 +70,6 @@ def read_records(out: Path, complete_only: bool = False) -> RunRecords:
     notes = tuple(f"grid point {e['point']} ({_point_label(e['grid_point'])}) left out of the records of {out}: "
                   f"{_chunk_states(e['chunks'])}" for e in left_out)
     return RunRecords(kept_points, records, left_out, notes)
-
-
-def _inconsistent(cols: list[dict]) -> dict[int, str]:
-    """The chunks of one grid point that disagree with the others: a chunk without a column the others have, or with
-    NaN in a column where other replications of the point are numbers (a column that is NaN in every replication,
-    such as ``switch_at`` of a policy that does not switch, is the point's, not a damage)."""
-    bad: dict[int, str] = {}
-    names = [k for k in dict.fromkeys(k for ch in cols for k in ch)]
-    for c, ch in enumerate(cols):
-        lacks = [k for k in names if k not in ch]
-        if lacks:
-            bad[c] = f"without the column{'s' if len(lacks) > 1 else ''} {', '.join(lacks)} that the other chunks have"
-    if bad:
-        return bad
-    for k in names:
-        if cols[0][k].dtype.kind != "f":
-            continue
-        nan = [bool(np.isnan(ch[k]).any()) for ch in cols]
-        if any(nan) and not all(bool(np.isnan(ch[k]).all()) for ch in cols):
-            for c, has in enumerate(nan):
-                if has:
-                    bad.setdefault(c, f"holding NaN in {k} where the point's other replications are numbers")
-    return bad
 
 
 def _point_label(pt: dict) -> str:

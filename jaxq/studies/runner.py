@@ -415,14 +415,24 @@ def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progres
     mine = [t for k, t in enumerate(tasks(exp)) if k % P == p]
     digests = chunk_digests(exp)
     todo, reused, bad = [], 0, {}
+    kept: dict[int, list] = {}  # point -> [(task, columns)] of its chunks that read back
     for i, c, lo, count in mine:
-        _, state = storage.read_chunk(storage.chunk_path(out, i, c), count, digests[i, c], lo)
+        got, state = storage.read_chunk(storage.chunk_path(out, i, c), count, digests[i, c], lo)
         if state == "ok":
-            reused += 1
+            kept.setdefault(i, []).append(((i, c, lo, count), got[0]))
         else:
             todo.append((i, c, lo, count))
             if state != "missing":
                 bad[state] = bad.get(state, 0) + 1
+    for i, chunks in kept.items():  # a chunk that disagrees with its point's others (NaN where they hold numbers)
+        flagged = storage.inconsistent_chunks([cols for _, cols in chunks])
+        for k, (task, _) in enumerate(chunks):
+            if k in flagged:
+                todo.append(task)
+                bad["inconsistent"] = bad.get("inconsistent", 0) + 1
+            else:
+                reused += 1
+    todo.sort()
     if bad:
         what = ", ".join(f"{k} {v}" for k, v in sorted(bad.items()))
         sys.stderr.write(f"jaxq: note: recomputing {sum(bad.values())} chunk files in {out / storage.CHUNKS} that "
@@ -504,7 +514,13 @@ def finish(exp: Experiment, out: Path, session: dict, devices_used, process=(0, 
               for name, rows in exp.study.aggregate(exp, list(exp.points), records).items()}
     for name, rows in tables.items():
         files += storage.write_table(out, name, rows)
-    files += exp.study.figure(exp, list(exp.points), records, tables, out)
+    notes = nan_notes(exp, records)
+    try:
+        files += exp.study.figure(exp, list(exp.points), records, tables, out)
+    except Exception as e:  # noqa: BLE001  (the tables are written: a figure that cannot be drawn is a note)
+        notes.append(f"the figures were not drawn ({type(e).__name__}: {e}); the tables are complete")
+    for note in notes:
+        sys.stderr.write(f"jaxq: note: {note}\n")
     record = {
         "experiment": exp.to_dict(),
         "fingerprint": exp.fingerprint(),
@@ -522,11 +538,30 @@ def finish(exp: Experiment, out: Path, session: dict, devices_used, process=(0, 
         "compute_s": totals["compute_s"],
         "wall_s": session["wall_s"],
         "tables": tables,
+        "warnings": notes,
     }
     files.append(str(out / "run.json"))
     record["files"] = files
     storage.write_json(out / "run.json", record)
     return record
+
+
+def nan_notes(exp: Experiment, records: list[dict]) -> list[str]:
+    """A sentence for every grid point whose records hold NaN in a column where its other replications hold
+    numbers: the tables leave its estimates empty, and this says why (a column NaN in every replication, such as
+    ``switch_at`` of a policy that does not switch, is the point's own and not reported)."""
+    out = []
+    for i, (pt, rec) in enumerate(zip(exp.points, records)):
+        for k, v in rec.items():
+            v = np.asarray(v)
+            if v.dtype.kind != "f":
+                continue
+            nan = np.isnan(v).reshape(v.shape[0], -1).any(axis=1)
+            if nan.any() and not nan.all():
+                label = ", ".join(f"{key} {pt[key]}" for key in ("system", "policy", "n", "seed") if key in pt)
+                out.append(f"grid point {i} ({label}): {int(nan.sum())} of {nan.size} replications hold NaN in {k}; "
+                           "its estimates from that column are left empty")
+    return out
 
 
 def _finite_or_none(v):

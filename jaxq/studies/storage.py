@@ -207,6 +207,29 @@ def _parquet_cell(v):
     return v
 
 
+def inconsistent_chunks(cols: list[dict]) -> dict[int, str]:
+    """The chunks of one grid point that disagree with the others: a chunk without a column the others have, or with
+    NaN in a column where other replications of the point are numbers (a column that is NaN in every replication,
+    such as ``switch_at`` of a policy that does not switch, is the point's, not a damage)."""
+    bad: dict[int, str] = {}
+    names = [k for k in dict.fromkeys(k for ch in cols for k in ch)]
+    for c, ch in enumerate(cols):
+        lacks = [k for k in names if k not in ch]
+        if lacks:
+            bad[c] = f"without the column{'s' if len(lacks) > 1 else ''} {', '.join(lacks)} that the other chunks have"
+    if bad:
+        return bad
+    for k in names:
+        if cols[0][k].dtype.kind != "f":
+            continue
+        nan = [bool(np.isnan(ch[k]).any()) for ch in cols]
+        if any(nan) and not all(bool(np.isnan(ch[k]).all()) for ch in cols):
+            for c, has in enumerate(nan):
+                if has:
+                    bad.setdefault(c, f"holding NaN in {k} where the point's other replications are numbers")
+    return bad
+
+
 def concatenate_chunks(chunks: list[dict]) -> dict:
     """A grid point's records: each column concatenated over its chunks, in chunk order. Only the columns every
     chunk has: a run resumed across versions may hold chunks written before a column was added (diagnostics),

@@ -167,3 +167,30 @@ def test_a_run_recorded_in_another_checkout_before_a_grid_key_existed_reads(tmp_
     (out / "manifest.json").write_text(json.dumps(man))
     points, records = jaxq.read_run(out)
     assert [p["n"] for p in points] == [9, 16] and [r["rep"].tolist() for r in records] == [list(range(6))] * 2
+
+
+def test_a_resume_recomputes_a_chunk_with_nan_where_its_point_holds_numbers(runs, tmp_path, capsys):
+    """A chunk whose J is NaN while the point's other chunks hold numbers is damaged: the resume recomputes it (it
+    once crashed in the figure after writing tables with empty cells), and the tables are the clean run's."""
+    out = _copy(runs[3], tmp_path / "nan")
+    path = storage.chunk_path(out, 0, 1)
+    with np.load(path) as z:
+        cols = {k: np.asarray(z[k]) for k in z.files}
+    cols["J"] = np.full_like(cols["J"], np.nan)
+    with open(path, "wb") as f:
+        np.savez(f, **cols)
+    rec = jaxq.run_experiment(_experiment(3), out, resume=True, progress=False)
+    assert "inconsistent 1" in capsys.readouterr().err
+    assert rec["chunks_computed_this_session"] == 1 and rec["warnings"] == []
+    assert (out / "summary.csv").read_bytes() == (runs[3] / "summary.csv").read_bytes()
+
+
+def test_nan_in_some_replications_of_a_point_is_a_note():
+    from types import SimpleNamespace
+
+    from jaxq.studies.runner import nan_notes
+
+    exp = SimpleNamespace(points=[{"system": "pss_PP", "n": 9}, {"system": "pss_PP", "n": 16}])
+    records = [{"J": np.array([1.0, np.nan, 2.0]), "switch_at": np.full(3, np.nan)}, {"J": np.array([1.0, 2.0, 3.0])}]
+    assert nan_notes(exp, records) == ["grid point 0 (system pss_PP, n 9): 1 of 3 replications hold NaN in J; its "
+                                       "estimates from that column are left empty"]
