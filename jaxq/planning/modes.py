@@ -70,11 +70,6 @@ def solve_lp(lam: np.ndarray, mu: np.ndarray) -> tuple[float, np.ndarray, np.nda
     lam = np.asarray(lam, dtype=float)
     mu = np.asarray(mu, dtype=float)
     m = mu / lam[:, None]
-    lo, hi = float(m.min()), float(m.max())
-    if not (HIGHS_MATRIX_RANGE[0] <= lo and hi <= HIGHS_MATRIX_RANGE[1]):  # HiGHS would call it a "model error"
-        raise InputError("system", f"LP (2.7) cannot be solved: its coefficients, the ratios mu_ik / lambda_i, span "
-                                   f"{lo:.3g} .. {hi:.3g}, outside the range HiGHS accepts "
-                                   f"[{HIGHS_MATRIX_RANGE[0]:g}, {HIGHS_MATRIX_RANGE[1]:g}]: a near-zero or huge rate")
     # Variables: xi_11, xi_12, xi_21, xi_22, rho.
     a_eq = np.array([[m[0, 0], m[0, 1], 0, 0, 0], [0, 0, m[1, 0], m[1, 1], 0]], dtype=float)
     a_ub = np.array([[1, 0, 1, 0, -1], [0, 1, 0, 1, -1]], dtype=float)
@@ -82,6 +77,12 @@ def solve_lp(lam: np.ndarray, mu: np.ndarray) -> tuple[float, np.ndarray, np.nda
     bounds = [(0, None)] * 4 + [(None, None)]
     res = linprog([0, 0, 0, 0, 1], A_ub=a_ub, b_ub=[0, 0], A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
     if res.status != 0 or res.x is None or not np.all(np.isfinite(res.x)):
+        lo, hi = float(m.min()), float(m.max())
+        if not (HIGHS_MATRIX_RANGE[0] <= lo and hi <= HIGHS_MATRIX_RANGE[1]):  # what HiGHS calls a "model error"
+            raise InputError("system", f"LP (2.7) cannot be solved: its coefficients, the ratios mu_ik / lambda_i, "
+                                       f"span {lo:.3g} .. {hi:.3g}, beyond the range HiGHS accepts "
+                                       f"[{HIGHS_MATRIX_RANGE[0]:g}, {HIGHS_MATRIX_RANGE[1]:g}]: a near-zero or huge "
+                                       "rate")
         raise InputError("system", f"LP (2.7) could not be solved: {res.message}")
     rho = float(res.fun)
     # The optimal face: fix rho = rho* and extremise xi_11.

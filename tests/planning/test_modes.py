@@ -107,5 +107,5 @@ def test_invalid_first_order_data(lam, mu, match):
 def test_a_near_zero_rate_is_named_not_reported_as_a_solver_error():
     """An arrival rate of 1e-20 makes LP (2.7)'s coefficients mu / lambda 1e19: HiGHS refused it as a "model
     error"; the refusal now says which coefficients are out of the range it accepts."""
-    with pytest.raises(InputError, match=r"span 1\.33 \.\. 6e\+19, outside the range HiGHS accepts"):
+    with pytest.raises(InputError, match=r"span 1\.33 \.\. 6e\+19, beyond the range HiGHS accepts"):
         solve_lp(np.array([1e-20, 0.6]), np.array([[0.4, 0.6], [0.8, 1.2]]))
