@@ -144,7 +144,7 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
         return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
                 "events": jnp.int64(0), "disc": disc.init(p) if disc else (), "win": win.init(p) if win else (),
                 "snap": snaps.init((p, a.snap_times)) if snaps else (),
-                **({"invalid": jnp.int32(0)} if checked else {})}
+                **({"invalid": jnp.bool_(False)} if checked else {})}
 
     def step(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
@@ -159,9 +159,8 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
             cum.append(tot)
         t0 = c["t"]
         t1 = t0 - jnp.log1p(-u[0]) / tot
-        if "invalid" in c:  # a rate that is not a finite number >= 0 ends the path (the run is refused after)
+        if "invalid" in c:  # a rate that is not a finite number >= 0 ends the path (done; the run is refused after)
             bad = invalid_rates(counts)
-            t1 = jnp.where(bad != 0, jnp.inf, t1)
         target = u[1] * tot
         fired = tuple((target < cum[e]) & (target >= (cum[e - 1] if e else 0.0)) for e in range(len(cum)))
         s_new, record = markov.transition(s, fired, p)
@@ -191,11 +190,12 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
         return out
 
     def done(c, a: MarkovArgs):
-        return c["t"] >= a.horizon.horizon
+        ended = c["t"] >= a.horizon.horizon
+        return ended | c["invalid"] if "invalid" in c else ended
 
     def output(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
-        out = {"state": c["state"], "events": c["events"], "invalid": c.get("invalid", jnp.int32(0))}
+        out = {"state": c["state"], "events": c["events"], "invalid": c.get("invalid", jnp.bool_(False))}
         if disc:  # the weights' mass: int_0^T exp(-gamma t) dt
             out["disc"] = disc.finish(c["disc"], -jnp.expm1(-hz.gamma * hz.horizon) / hz.gamma, p)
         if win:

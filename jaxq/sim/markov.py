@@ -102,30 +102,24 @@ def difference_phi(transition, g, num_events: int):
 
 
 def invalid_rates(counts) -> jax.Array | None:
-    """The events whose rate in a state is not a finite number >= 0, as an int32 bit mask (bit e for event e; events
-    past 30 share bit 31), for a model that states float rates in the state (``MarkovModel.rates``); None for one
-    that states integer multiplicities of fixed rates (those rates are checked once, before the run)."""
-    floats = [(e, m) for e, m in enumerate(counts)
-              if not isinstance(m, int) and jnp.issubdtype(jnp.asarray(m).dtype, jnp.floating)]
+    """Whether a rate in a state is not a finite number >= 0 (a bool), for a model that states float rates in the
+    state (``MarkovModel.rates``); None for one that states integer multiplicities of fixed rates (those rates are
+    checked once, before the run). One comparison a rate: the drivers call it at every event."""
+    floats = [m for m in counts if not isinstance(m, int) and jnp.issubdtype(jnp.asarray(m).dtype, jnp.floating)]
     if not floats:
         return None
-    mask = jnp.int32(0)
-    for e, m in floats:
-        bad = ~(jnp.isfinite(m) & (m >= 0))
-        mask = mask | jnp.where(bad, jnp.int32(1 << min(e, 31)), jnp.int32(0))
-    return mask
+    bad = ~(floats[0] >= 0) | (floats[0] == jnp.inf)
+    for m in floats[1:]:
+        bad = bad | ~(m >= 0) | (m == jnp.inf)
+    return bad
 
 
-def invalid_rates_message(masks, reps: int) -> str | None:
-    """The sentence for the bit masks of :func:`invalid_rates` over the replications (None when none is set)."""
-    masks = np.asarray(masks).astype(np.int64) & 0xFFFFFFFF
-    hit = int(np.count_nonzero(masks))
+def invalid_rates_message(flags, reps: int) -> str | None:
+    """The sentence for the flags of :func:`invalid_rates` over the replications (None when none is set)."""
+    hit = int(np.count_nonzero(np.asarray(flags)))
     if not hit:
         return None
-    union = int(np.bitwise_or.reduce(masks.ravel()))
-    events = [str(e) for e in range(32) if union >> e & 1]
-    return (f"rates(state, params) returned a negative, NaN or infinite rate for event{'s' if len(events) > 1 else ''}"
-            f" {', '.join(events)}{' (or later)' if '31' in events else ''} in a state reached by {hit} of {reps} "
+    return (f"rates(state, params) returned a negative, NaN or infinite rate in a state reached by {hit} of {reps} "
             "replications; every rate must be a finite number >= 0 in every reachable state")
 
 

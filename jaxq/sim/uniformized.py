@@ -123,7 +123,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         s = markov.init(a.params)
         return {"key": key, "state": s, "w": jnp.float64(1.0), "events": jnp.int64(0),
                 "disc": disc.init(a.params) if disc else (), "win": win.init(a.params) if win else (),
-                **({"over": jnp.bool_(False), "invalid": jnp.int32(0)} if plain(s, a.params) else {})}
+                **({"over": jnp.uint8(0)} if plain(s, a.params) else {})}
 
     def step(c, xs, a: Args, record: bool, masked: bool = False):
         u, k = xs if masked else (xs, None)
@@ -149,16 +149,16 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         if record:
             one = jnp.float64(1.0) if not masked else ((k >= a.warm) & (k < a.end)).astype(jnp.float64)
             out["win"] = win.update(c["win"], weighted(one), p)
-        if "over" in c:  # a plain model's rates above the uniformisation rate: the words would wrap
+        if "over" in c:  # bit 1: a plain model's rates above the uniformisation rate (the words would wrap);
+            # bit 2: a rate that is not a finite number >= 0 (both refused after the run)
             total = sum(n.astype(jnp.float64) for n in owned)
-            out["over"] = c["over"] | (total > TWO32 - 1.0)
-            out["invalid"] = c["invalid"] | invalid_rates(counts)  # a rate not finite or < 0: refused after
+            out["over"] = c["over"] | (total > TWO32 - 1.0).astype(jnp.uint8) | (invalid_rates(counts).astype(jnp.uint8) << 1)
         return out, None
 
     def run_page(c, b, a: Args, record: bool, masked: bool = False):
         words = rng.block(c["key"], b.astype(jnp.uint64), PAGE)  # draw b of the replication's stream
         # only what a step changes is carried through the page
-        carried = ["state"] + ["disc", "w"] * bool(disc) + ["win"] * record + ["over", "invalid"] * ("over" in c)
+        carried = ["state"] + ["disc", "w"] * bool(disc) + ["win"] * record + ["over"] * ("over" in c)
         inner = {"pe": jnp.int32(0), **{k: c[k] for k in carried}}
         xs = (words, b.astype(jnp.int64) * PAGE + jnp.arange(PAGE, dtype=jnp.int64)) if masked else words
         inner, _ = jax.lax.scan(lambda cc, x: step(cc, x, a, record, masked), inner, xs)
@@ -193,7 +193,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     @jax.jit
     def finish(carry, a: Args):
         c = carry["rep"]
-        out = {"state": c["state"], "events": c["events"], "over": c.get("over", ()), "invalid": c.get("invalid", ())}
+        out = {"state": c["state"], "events": c["events"], "over": c.get("over", ())}
         if disc:  # the mass over the K steps run: sum_k r^(k+1) / Lambda = (1 - r^K) / gamma, r^K the final w
             mass = lambda w: (1.0 - w) / (1.0 - a.r) * (a.r / a.big)  # noqa: E731  (r / Lambda = 1 / (Lambda + gamma))
             out["disc"] = jax.vmap(lambda o, w: disc.finish(o, mass(w), a.params))(c["disc"], c["w"])
@@ -253,7 +253,8 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     out, timing = replications.run(prog, a, reps, seed, batching=batching)
     res = {"state": out["state"], "events": out["events"], **results(markov, functional, out)}
     if np.size(out["over"]):
-        res["over_bound"] = out["over"]
-        res["invalid_rates"] = out["invalid"]
+        flags = np.asarray(out["over"])
+        res["over_bound"] = (flags & 1) != 0
+        res["invalid_rates"] = (flags & 2) != 0
     info = {"Lambda": big, "steps": pages * PAGE, "warm_steps": int(warm_steps), "window_steps": window_steps, "r": r}
     return res, timing, info

@@ -133,7 +133,7 @@ def test_a_rate_that_is_negative_nan_or_infinite_in_a_reachable_state_is_refused
     model = jaxq.MarkovModel(init=lambda p: jnp.int32(0), rates=rates,
                              transition=lambda x, e, p: x + jnp.where(e == 0, 1, -1),
                              observe=lambda x, p: {"x": x.astype(jnp.float64)}, rate_bound=lambda p: 3.0)
-    with pytest.raises(jaxq.InputError, match=r"rates: .*rate for event 1 in a state reached by") as e:
+    with pytest.raises(jaxq.InputError, match=r"rates: .*negative, NaN or infinite rate in a state reached by") as e:
         jaxq.simulate(model, params={}, reps=16, horizon=20.0, discount=1.0, engine=engine)
     assert e.value.key == "rates"
 
