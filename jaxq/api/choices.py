@@ -8,7 +8,7 @@ which ``import jaxq.api`` does not.
 from __future__ import annotations
 
 from jaxq.sde import estimators
-from jaxq.sim import pss2x2
+from jaxq.sim import ENGINES, pss2x2
 from jaxq.tuning import prelimit
 
 __all__ = ["DEFAULT_SDE_SCHEME", "DEFAULT_THETA_EXPONENT", "DEFAULT_THETA_RULE", "ENGINES", "POLICY_CHOICES",
@@ -17,9 +17,6 @@ __all__ = ["DEFAULT_SDE_SCHEME", "DEFAULT_THETA_EXPONENT", "DEFAULT_THETA_RULE",
 POLICY_CHOICES: tuple[str, ...] = tuple(pss2x2.POLICY_CHOICES)
 """The policies of a 2x2 system by name: ``auto`` (Theorem 2.11's), the six of the switched-policies paper (``P``,
 ``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``) and the fixed rules ``RULE@m`` with respect to mode m."""
-
-ENGINES: tuple[str, ...] = tuple(pss2x2.ENGINES)
-"""The engines of a simulation: ``auto``, ``event`` (any primitives) and ``uniformized`` (exponential ones)."""
 
 THETA_RULES: tuple[str, ...] = tuple(pss2x2.THETA_RULES)
 """The rules for the constant c of the threshold ``Theta_n = ceil(c n^a)`` (:mod:`jaxq.policies.thresholds`)."""

@@ -60,7 +60,7 @@ from jaxq.sim import pss2x2
 from jaxq.sim.models.pss2x2 import MARKOV
 
 SYSTEMS = {"exponential": "pss_P", "general": "pss_spec"}  # pss_spec: Erlang and hyperexponential services
-ENGINES = {"event": "jaxq.sim.pss2x2[event]", "uniformized": "jaxq.sim.pss2x2[uniformized]"}
+ENGINE_LABELS = {"event": "jaxq.sim.pss2x2[event]", "uniformized": "jaxq.sim.pss2x2[uniformized]"}  # the table's engine column
 EVENTS_PER_STEP = 0.74  # real events per uniformised step of pss_P (the rest are self-loops)
 FAMILIES = ("exponential", "erlang:0.5", "hyperexponential:3", "lognormal:2", "gamma:2", "gamma:0.5")
 # gamma:2 (shape 1/2) and gamma:0.5 (shape 2) take the exact shortcuts of jaxq.sim.sampling (Z^2/2, Erlang-2);
@@ -219,7 +219,7 @@ def _families(g: dict) -> Iterator[dict]:
         system = family_system(family)
         st = pss2x2.setup(system, FAMILY_N, policy="P")
         for reps in g["pss2x2_family_reps"]:
-            cases.append(({"part": "families", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps,
+            cases.append(({"part": "families", "engine": ENGINE_LABELS["event"], "n": FAMILY_N, "reps": reps,
                            "dist": family, "method": st.spec.methods[0],
                            "horizon": _user_horizon(g, st, system, reps)}, (system,)))
     _measure_rows(g, cases)
@@ -242,7 +242,7 @@ def _mixed(g: dict) -> Iterator[dict]:
         system = load(path(name))
         st = pss2x2.setup(system, FAMILY_N, policy="P")
         for reps in g["pss2x2_mixed_reps"]:
-            cases.append(({"part": "mixed", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": name,
+            cases.append(({"part": "mixed", "engine": ENGINE_LABELS["event"], "n": FAMILY_N, "reps": reps, "dist": name,
                            "method": "+".join(st.spec.methods), "horizon": _user_horizon(g, st, system, reps)},
                           (system, family_system("exponential", name))))
     for (row, _), ((own, own_base), (plain, plain_base)) in zip(cases, _measure_rows(g, cases)):
@@ -255,7 +255,7 @@ def _effective(g: dict) -> Iterator[dict]:
     system = family_system("exponential")
     reps = max(g["pss2x2_family_reps"])
     horizon = _horizon(g, system, FAMILY_N, reps, "family_target_events")
-    row = {"part": "effective", "engine": ENGINES["event"], "n": FAMILY_N, "reps": reps, "dist": "exponential",
+    row = {"part": "effective", "engine": ENGINE_LABELS["event"], "n": FAMILY_N, "reps": reps, "dist": "exponential",
            "horizon": horizon}
     row.update(jaxq_row(system, FAMILY_N, reps, "event", g["event_chunk"], cv=True, horizon=horizon))
     vr = row.get("variance_reduction")
@@ -275,7 +275,7 @@ def _engines(g: dict) -> Iterator[dict]:
         for n in (100, 10_000):
             for reps in g["pss2x2_event_reps"]:
                 horizon = _horizon(g, system, n, reps)
-                row = {"part": "engines", "engine": ENGINES["event"], "n": n, "reps": reps, "dist": dist,
+                row = {"part": "engines", "engine": ENGINE_LABELS["event"], "n": n, "reps": reps, "dist": dist,
                        "horizon": horizon}
                 row.update(jaxq_row(system, n, reps, "event", g["event_chunk"], horizon=horizon))
                 if reps in g["pss2x2_numba_reps"]:
@@ -290,7 +290,7 @@ def _engines(g: dict) -> Iterator[dict]:
                 reps = max(reps, 2)  # a standard error needs two replications
                 steps = min(max(g["lockstep_target_events"] / (reps * EVENTS_PER_STEP), 64), 25.0 * big)
                 steps = int(min(steps, cap / EVENTS_PER_STEP))
-                row = {"part": "engines", "engine": ENGINES["uniformized"], "n": n, "reps": reps, "dist": dist,
+                row = {"part": "engines", "engine": ENGINE_LABELS["uniformized"], "n": n, "reps": reps, "dist": dist,
                        "steps": steps}
                 row.update(jaxq_row(system, n, reps, "uniformized", g["lockstep_chunk"], steps=steps))
                 if reps in g["pss2x2_numba_reps"]:

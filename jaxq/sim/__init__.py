@@ -6,3 +6,9 @@
 # (tests/sim/test_stream_version.py pins it to the golden files' contents, which such a change regenerates).
 # What each version changed: CHANGELOG.md ("stream version N").
 STREAM_VERSION = 8
+
+# The drivers a simulator of a Markov model runs on, for every simulator (the 2x2 system, networks, M/M/c, a user's
+# MarkovModel): "event" (exact holding times, jaxq.sim.event), "uniformized" (a fixed rate, jaxq.sim.uniformized)
+# and "auto" (each simulator's own choice between them).
+ENGINES = ("auto", "event", "uniformized")
+"""The engines of a simulation: ``auto``, ``event`` (any primitives) and ``uniformized`` (exponential ones)."""

@@ -30,13 +30,12 @@ from jaxq.options import grouped as options_grouped
 from jaxq.policies import network as pol
 from jaxq.precision import float64
 from jaxq.mc import replications
-from jaxq.sim import event, uniformized
+from jaxq.sim import ENGINES, event, uniformized
 from jaxq.sim.markov import Functional, Horizon
 from jaxq.sim.models import mmc
 from jaxq.sim.models import network as model
 from jaxq.mc.result import Estimate, SimResult, timed
 
-ENGINES = ("auto", "event", "uniformized")
 POLICIES = pol.POLICIES
 WINDOW = Functional(window=True)
 

@@ -36,7 +36,7 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.policies.hook import Policy2x2
 from jaxq.policies import thresholds
 from jaxq.precision import float64
-from jaxq.sim import diagnostics as diag
+from jaxq.sim import ENGINES, diagnostics as diag
 from jaxq.mc import replications
 from jaxq.sim import event, sampling, uniformized
 from jaxq.sim.markov import Functional
@@ -49,7 +49,6 @@ DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
 COARSE_CONTROLS = model.COARSE_CONTROLS  # jaxq.sim.models.pss2x2: the coarse controls for few replications
 THETA_RULES = thresholds.THETA_RULES
 POLICY_CHOICES = pol.CHOICES
-ENGINES = ("auto", "event", "uniformized")
 DISCOUNTED = Functional(discounted=True)
 # The default truncation must leave a bound on the neglected tail of at most this share of max(J_hat, stderr):
 # :func:`simulate_bounded` extends it (at most EXTENSIONS times, aiming at rel_tol) or refuses naming the horizon.

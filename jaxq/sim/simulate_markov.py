@@ -22,13 +22,12 @@ import numpy as np
 from jaxq.errors import InputError
 from jaxq.model.validate import check_seed, check_work
 from jaxq.precision import float64
-from jaxq.sim import event, uniformized
+from jaxq.sim import ENGINES, event, uniformized
 from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov, invalid_rates_message
 from jaxq.mc.observer import check_observers, combine
 from jaxq.mc.replications import Batching
 from jaxq.mc.result import Estimate, SimResult, add_observed, timed
 
-ENGINES = ("auto", "event", "uniformized")
 
 
 class MarkovRun(NamedTuple):

@@ -86,15 +86,15 @@ def test_section_runs_in_the_cli_with_and_without_its_baseline(tiny_bench, agree
 
     rows = tiny_bench("pss2x2", setup=exponential_only, **SIZES)
     assert [(r["part"], r["engine"], r["n"], r["cv"]) for r in rows] == (
-        [("families", B.ENGINES["event"], N, False), ("mixed", B.ENGINES["event"], N, False),
-         ("effective", B.ENGINES["event"], N, True)]
-        + [("engines", B.ENGINES[e], n, False) for n in (100, 10_000) for e in ("event", "uniformized")])
+        [("families", B.ENGINE_LABELS["event"], N, False), ("mixed", B.ENGINE_LABELS["event"], N, False),
+         ("effective", B.ENGINE_LABELS["event"], N, True)]
+        + [("engines", B.ENGINE_LABELS[e], n, False) for n in (100, 10_000) for e in ("event", "uniformized")])
     have_numba = jaxq.bench.baseline("pss2x2") is not None
     for r in rows:
         assert r["reps"] == REPS and r["events_per_s"] > 0 and r["J_hat_stderr"] > 0
         if have_numba:
             assert r["ratio"] == pytest.approx(r["events_per_s"] / r["baseline_events_per_s"], rel=1e-12)
-        if have_numba and r["engine"] == B.ENGINES["event"]:  # the same horizon: the same estimand
+        if have_numba and r["engine"] == B.ENGINE_LABELS["event"]:  # the same horizon: the same estimand
             agree(r, r, ["J_hat"], ["baseline_J_hat"])
             assert r["z"] == pytest.approx((r["J_hat"] - r["baseline_J_hat"])
                                            / math.hypot(r["J_hat_stderr"], r["baseline_J_hat_stderr"]))
