@@ -82,6 +82,7 @@ class Block(NamedTuple):
     line: int
     lang: str  # python, text, toml, json, shell
     text: str
+    before: str = ""  # the paragraph before the block (a JSON excerpt's command is named there)
 
 
 def blocks(page: str) -> list[Block]:
@@ -97,8 +98,15 @@ def blocks(page: str) -> list[Block]:
             while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
                 body.append(lines[i][indent:])
                 i += 1
+            k = start - 1
+            while k >= 0 and not lines[k].strip():
+                k -= 1
+            para = []
+            while k >= 0 and lines[k].strip() and not lines[k].lstrip().startswith("```"):
+                para.insert(0, lines[k])
+                k -= 1
             out.append(Block(page, start + 1, {"bash": "shell", "console": "shell", "sh": "shell"}.get(lang, lang),
-                             "\n".join(body)))
+                             "\n".join(body), "\n".join(para)))
         elif lines[i].startswith("    ") and (i == 0 or not lines[i - 1].strip()) and lines[i].strip() \
                 and not re.match(r"^\s*([-*]|\d+\.)\s", lines[i]):
             start, body = i, []
@@ -174,6 +182,42 @@ def check_output(expected: str, output: str, where: str) -> list[str]:
             problems.append(f"{where}: the numbers differ:\n--- page\n  {line.strip()}\n--- printed\n  "
                             + "\n  ".join(ln.strip() for ln in same))
     return problems
+
+
+TIMING_KEYS = {"wall_s", "compile_s", "events_per_s", "path_steps_per_s", "compute_s"}
+
+
+def _leaves(obj, key=""):
+    """``(key, value)`` of every number in a parsed JSON object (lists: their elements, under the list's key)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, k)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _leaves(v, key)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield key, obj
+
+
+def check_json(excerpt: str, output: str, where: str) -> list[str]:
+    """Every number of a JSON excerpt (``"key": 1.4575``, or inside ``"key": [...]``) agrees, at the digits shown,
+    with a number of the same key in the command's JSON output (timings left out)."""
+    try:
+        got = json.loads(output[output.index("{"):])
+    except (ValueError, json.JSONDecodeError):
+        return [f"{where}: the command printed no JSON object:\n{output[-2000:]}"]
+    have: dict[str, list[float]] = {}
+    for k, v in _leaves(got):
+        have.setdefault(k, []).append(float(v))
+    bad = []
+    for m in re.finditer(r'"(\w+)":\s*(\[[^\]]*\]|\[\[[^"]*?\]\]|[-+\d.eE]+)', excerpt):
+        key, value = m.group(1), m.group(2)
+        if key in TIMING_KEYS:
+            continue
+        for token in NUMBER.findall(value):
+            if not any(agrees(token, x) for x in have.get(key, [])):
+                bad.append(f"{key} {token} (printed {have.get(key, 'nothing')})")
+    return [f"{where}: the page's JSON differs from the output at {'; '.join(bad)}"] if bad else []
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -341,6 +385,8 @@ def test_every_block_of_the_page_runs_and_prints_what_it_says(page, tmp_path):
                 tomllib.loads(b.text)
             except tomllib.TOMLDecodeError as e:
                 problems.append(f"{page}:{b.line}: the TOML does not parse: {e}")
+        elif b.lang == "json" and (m := re.search(r"`(jaxq [^`]*--json[^`]*)`", b.before)):
+            problems += check_json(b.text, run_command(m.group(1), cwd), f"{page}:{b.line} `{m.group(1)}`")
         elif b.lang == "json":  # an excerpt: "..." for what is left out, or a fragment "key": value
             text = re.sub(r"\.\.\.(?=[\s,\]}])|(?<=: )\.\.\.|(?<=\[)\.\.\.", "null", b.text.replace('"...', '"'))
             text = text.replace(", null]", "]").replace("[null]", "[]")
@@ -364,6 +410,12 @@ def test_a_claim_that_the_code_does_not_print_is_reported():
     assert claimed("events: 0 arrival, 1 service; over [10, 80]; 3671 replications, 1.5") == ["3671", "1.5"]
     assert not check_claims("J_n = 1.531 +- 0.005", "J_hat = 1.53104 +- 0.00497", "x")
     assert check_output("a 1.0 b 2.0", "a 1.0 b 2.1", "x") and not check_output("a 1.0 (0.3 s)", "a 1.04 (9.1 s)", "x")
+
+
+def test_a_json_excerpt_is_compared_key_by_key():
+    out = '{"J_hat": 1.45751, "ci95": [1.44341, 1.4718], "wall_s": 9.9, "d": {"X_hat_p": 0.36171}}'
+    assert check_json('{"J_hat": 1.4575, "ci95": [1.4434, 1.4718], "wall_s": 2.75, "X_hat_p": 0.3617}', out, "x") == []
+    assert check_json('{"J_hat": 1.4585, "ci95": [1.4434, ...]}', out, "x")
 
 
 def test_blocks_are_found_fenced_and_indented():
