@@ -119,12 +119,38 @@ def _combined(items: tuple) -> Observer:
         return {k: o.init(p) for k, o in zip(names, parts)}
 
     def update(s, seg: Segment, p):
-        return {k: o.update(s[k], seg, p) for k, o in zip(names, parts)}
+        return {k: _same_layout(k, s[k], o.update(s[k], seg, p)) for k, o in zip(names, parts)}
 
     def finish(s, mass, p):
-        return {k: o.finish(s[k], mass, p) for k, o in zip(names, parts)}
+        return {k: _numbers(k, o.finish(s[k], mass, p)) for k, o in zip(names, parts)}
 
     return Observer(init, update, finish)
+
+
+def _layout(tree) -> tuple:
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return treedef, tuple((tuple(jnp.shape(v)), str(jnp.result_type(v))) for v in leaves)
+
+
+def _same_layout(name: str, before, after):
+    """``after`` (an observer's new state) if it has the layout of ``before``; else one InputError naming the
+    observer (checked while the driver's program is traced, once)."""
+    if _layout(after) != _layout(before):
+        raise InputError(f"observers.{name}", f"update(state, segment, params) must return a state of the structure, "
+                                              f"shapes and dtypes init(params) gave ({_layout(before)[1]}), got "
+                                              f"{_layout(after)[1]} (structure {jax.tree_util.tree_structure(after)})")
+    return after
+
+
+def _numbers(name: str, out):
+    """``out`` (an observer's outputs) if it is numbers: a number, an array or a dict of them; else one InputError
+    naming the observer."""
+    leaves = jax.tree_util.tree_leaves(out)
+    ok = out is not None and all(isinstance(v, (int, float, complex, bool)) or hasattr(v, "dtype") for v in leaves)
+    if not ok:
+        raise InputError(f"observers.{name}", f"finish(state, mass, params) must return numbers (a number, an array "
+                                              f"or a dict of them), got {out!r}")
+    return out
 
 
 def combine(observers: Mapping[str, Observer]) -> Observer:

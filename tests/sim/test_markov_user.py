@@ -265,3 +265,25 @@ def test_an_observer_output_named_as_the_controls_is_refused():
         jaxq.simulate(ex.mmcm_with_controls(), reps=8, horizon=5.0, discount=1.0, params=ex.MMCM_PARAMS,
                       observers={"controls": clash})
     assert e.value.key == "observers"
+
+
+@pytest.mark.parametrize("obs,words", [
+    (jaxq.Observer(init=lambda p: jnp.float64(0.0), update=lambda a, s, p: a + s.weight, finish=lambda a, m, p: None),
+     r"finish\(state, mass, params\) must return numbers"),
+    (jaxq.Observer(init=lambda p: jnp.float64(0.0), update=lambda a, s, p: (a + s.weight).astype(jnp.float32),
+                   finish=lambda a, m, p: a), r"update\(state, segment, params\) must return a state of the structure"),
+    (jaxq.Observer(init=lambda p: jnp.float64(0.0), update=lambda a, s, p: jnp.stack([a, a]),
+                   finish=lambda a, m, p: a), r"update\(state, segment, params\) must return a state of the structure"),
+    (jaxq.Observer(init=lambda p: jnp.float64(0.0), update=lambda a, s, p: a + s.weight, finish=lambda a, m, p: "x"),
+     r"finish\(state, mass, params\) must return numbers"),
+], ids=["finish-none", "update-dtype", "update-shape", "finish-string"])
+@pytest.mark.parametrize("where", ["markov", "pss"])
+def test_an_observer_that_returns_the_wrong_thing_is_named(obs, words, where):
+    """An observer whose update changes its state's layout, or whose finish returns None or a non-number, is one
+    InputError naming it (a JAX carry-type traceback, or a result without its estimate, before)."""
+    with pytest.raises(jaxq.InputError, match=words) as e:
+        if where == "markov":
+            jaxq.simulate(_queue(), params={}, reps=8, horizon=5.0, discount=1.0, engine="event", observers={"o": obs})
+        else:
+            jaxq.simulate("pss_P", n=16, reps=8, observers={"o": obs})
+    assert e.value.key == "observers.o"
