@@ -1,4 +1,4 @@
-"""Why does J_n move away from V0 under T1T2 on pss_T1T2 (seed 000, case 2(c))?
+"""Why does J_n move away from V0 under T1T2 on pss_T1T2 (the switched-policies paper, case 2(c))?
 
 Decomposition used (alpha = (1, 1), beta = (0.7, 0.3) and EHTC: sum_i lambda_i/alpha_i = sum_k beta_k = 1):
 
