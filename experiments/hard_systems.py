@@ -40,6 +40,7 @@ from scipy import stats
 import jaxq
 from jaxq.precision import in_float64
 from jaxq.studies.random_draw import draw
+from jaxq.studies.stats import loglog_rate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "results", "random_systems_excursion", "summary.csv")
@@ -89,28 +90,17 @@ def run_point(system, label: str, case: str, n: int, pilot_reps: int = PILOT) ->
 
 
 def fit_rate(ns, gaps, ses) -> tuple[float, float, float, float, int]:
-    """``(r, r_low, r_high, C, points)``: gap = C n^-r by weighted least squares on logarithms over the points with
-    gap > 2 se (weights (gap / se)^2), covariance scaled by max(1, chi^2 / dof), a Student t 95% interval (NaN with
-    fewer than 2 points; with 2 the line is exact and the interval from the errors alone, normal quantile)."""
+    """``(r, r_low, r_high, C, points)``: gap = C n^-r fitted by :func:`jaxq.studies.stats.loglog_rate` (weighted
+    least squares on logarithms, the covariance never below what the errors give) over the points with gap > 2 se,
+    with a Student t 95% interval (NaN with fewer than 2 points; with 2 the line is exact and the interval from the
+    errors alone, normal quantile)."""
     keep = [(n, g, s) for n, g, s in zip(ns, gaps, ses) if g > 2 * s]
     m = len(keep)
     if m < 2:
         return math.nan, math.nan, math.nan, math.nan, m
-    x = np.log([k[0] for k in keep])
-    y = np.log([k[1] for k in keep])
-    w = np.array([(k[1] / k[2]) ** 2 for k in keep])
-    X = np.stack([np.ones(m), -x], axis=1)
-    cov = np.linalg.inv(X.T @ (w[:, None] * X))
-    beta = cov @ X.T @ (w * y)
-    dof = m - 2
-    if dof > 0:
-        chi2 = float(np.sum(w * (y - X @ beta) ** 2))
-        cov = cov * max(1.0, chi2 / dof)
-        q = stats.t.ppf(0.975, dof)
-    else:
-        q = stats.norm.ppf(0.975)
-    r, sd = float(beta[1]), float(math.sqrt(cov[1, 1]))
-    return r, r - q * sd, r + q * sd, float(math.exp(beta[0])), m
+    slope, sd, c = loglog_rate(*zip(*keep), errors_floor=True)
+    q = stats.t.ppf(0.975, m - 2) if m > 2 else stats.norm.ppf(0.975)
+    return -slope, -slope - q * sd, -slope + q * sd, c, m
 
 
 def verdict(rows: list[dict]) -> dict:

@@ -25,11 +25,13 @@ def ks_noise_level(m: int, m2: int, level: float = 0.05) -> float:
     return c * math.sqrt((m + m2) / (m * m2))
 
 
-def loglog_rate(n, y, y_stderr=None) -> tuple[float, float, float]:
+def loglog_rate(n, y, y_stderr=None, errors_floor: bool = False) -> tuple[float, float, float]:
     """Least-squares fit ``log y = log C + rate * log n``; returns ``(rate, rate_stderr, C)``.
 
     Points are weighted by ``y / y_stderr`` when standard errors are given (the delta method:
-    ``sd(log y) ~ y_stderr / y``). Needs at least two positive y; with two points the stderr is nan.
+    ``sd(log y) ~ y_stderr / y``). Needs at least two positive y; with two points the stderr is nan. With
+    ``errors_floor`` (standard errors given) the residual scale never shrinks the covariance below what the errors
+    alone give (a factor ``max(1, chi^2 / dof)``), and with two points the stderr is the errors' alone.
     """
     n = np.asarray(n, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -45,12 +47,10 @@ def loglog_rate(n, y, y_stderr=None) -> tuple[float, float, float]:
     Y = np.log(y) * w
     coef, res, *_ = np.linalg.lstsq(X, Y, rcond=None)
     dof = y.size - 2
-    if dof > 0:
-        s2 = float(np.sum((Y - X @ coef) ** 2)) / dof
-        cov = s2 * np.linalg.inv(X.T @ X)
-        se_rate = float(math.sqrt(cov[1, 1]))
-    else:
-        se_rate = math.nan
+    s2 = float(np.sum((Y - X @ coef) ** 2)) / dof if dof > 0 else math.nan
+    if errors_floor and y_stderr is not None:
+        s2 = max(1.0, s2) if dof > 0 else 1.0
+    se_rate = float(math.sqrt(s2 * np.linalg.inv(X.T @ X)[1, 1])) if math.isfinite(s2) else math.nan
     return float(coef[1]), se_rate, float(math.exp(coef[0]))
 
 
