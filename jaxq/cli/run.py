@@ -113,9 +113,7 @@ def initialize_distributed(timeout_s: float = DISTRIBUTED_TIMEOUT_S) -> None:
         rendezvous(str(address), int(count), int(me), timeout_s)
     try:
         jax.distributed.initialize(initialization_timeout=max(1, int(round(timeout_s))))
-    except ValueError as e:
-        raise InputError("--distributed", f"could not join the cluster: {_first_line(e)}") from None
-    except RuntimeError as e:  # a second initialisation, ...
+    except (ValueError, RuntimeError) as e:  # a second initialisation, ...
         raise InputError("--distributed", f"could not join the cluster: {_first_line(e)}") from None
 
 

@@ -127,7 +127,8 @@ def _combined(items: tuple) -> Observer:
     return Observer(init, update, finish)
 
 
-def _layout(tree) -> tuple:
+def tree_layout(tree) -> tuple:
+    """``(treedef, ((shape, dtype), ...))`` of a pytree: what a carried state must keep from step to step."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     return treedef, tuple((tuple(jnp.shape(v)), str(jnp.result_type(v))) for v in leaves)
 
@@ -135,10 +136,10 @@ def _layout(tree) -> tuple:
 def _same_layout(name: str, before, after):
     """``after`` (an observer's new state) if it has the layout of ``before``; else one InputError naming the
     observer (checked while the driver's program is traced, once)."""
-    if _layout(after) != _layout(before):
+    if tree_layout(after) != tree_layout(before):
         raise InputError(f"observers.{name}", f"update(state, segment, params) must return a state of the structure, "
-                                              f"shapes and dtypes init(params) gave ({_layout(before)[1]}), got "
-                                              f"{_layout(after)[1]} (structure {jax.tree_util.tree_structure(after)})")
+                                              f"shapes and dtypes init(params) gave ({tree_layout(before)[1]}), got "
+                                              f"{tree_layout(after)[1]} (structure {jax.tree_util.tree_structure(after)})")
     return after
 
 

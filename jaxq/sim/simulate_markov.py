@@ -24,7 +24,7 @@ from jaxq.model.validate import check_seed, check_work
 from jaxq.precision import float64
 from jaxq.sim import ENGINES, event, uniformized
 from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov, invalid_rates_message
-from jaxq.mc.observer import check_observers, combine
+from jaxq.mc.observer import check_observers, combine, tree_layout
 from jaxq.mc.replications import Batching
 from jaxq.mc.result import Estimate, SimResult, add_observed, timed
 
@@ -103,11 +103,6 @@ def _shape_of(key: str, what: str, fn, *args):
         raise InputError(key, f"{what} fails on the start state: {type(e).__name__}: {first}") from None
 
 
-def _layout(tree) -> list[tuple[str, tuple, str]]:
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return [(jax.tree_util.keystr(k), tuple(v.shape), str(v.dtype)) for k, v in leaves]
-
-
 def check_model(model: MarkovModel, params) -> None:
     """The model's functions checked on the start state, before any run (one InputError naming the function and
     what was expected): ``init`` runs; ``rates`` gives at least one event, as floats (E,) in the plain form;
@@ -131,19 +126,19 @@ def check_model(model: MarkovModel, params) -> None:
         events = len(c) if isinstance(c, (tuple, list)) else 0
         if events == 0:
             raise InputError("counts", "counts(state, params) must return a tuple of E >= 1 multiplicities")
-    want = _layout(s0)
+    want = tree_layout(s0)
     if model.one_hot:
         event = tuple(jax.ShapeDtypeStruct((), jnp.bool_) for _ in range(events))
     else:
         event = jax.ShapeDtypeStruct((), jnp.int32)
     out = _shape_of("transition", "transition(state, event, params)", model.transition, s0, event, params)
     new = out[0] if model.records and isinstance(out, tuple) else out
-    got = _layout(new)
-    if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(s0) or got != want:
+    if tree_layout(new) != want:
         raise InputError("transition", f"transition(state, event, params) must return a state of the start state's "
-                                       f"structure, shapes and dtypes {want}, got {got}")
+                                       f"structure, shapes and dtypes {want[1]}, got {tree_layout(new)[1]} "
+                                       f"(structure {jax.tree_util.tree_structure(new)})")
     obs = _shape_of("observe", "observe(state, params)", model.observe, s0, params)
-    bad = [k for k, shape, dtype in _layout(obs) if not (jnp.issubdtype(dtype, jnp.number) or dtype == "bool")]
+    bad = [dtype for _, dtype in tree_layout(obs)[1] if not (jnp.issubdtype(dtype, jnp.number) or dtype == "bool")]
     if bad or not jax.tree_util.tree_leaves(obs):
         raise InputError("observe", f"observe(state, params) must return numbers (a dict of scalars or arrays), "
                                     f"got {obs!r}")
