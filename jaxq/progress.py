@@ -147,7 +147,7 @@ class Monitor:
                 free = (self.done - self._first[1]) / (now - self._first[0])
             if free and self.total is not None:
                 rate, left = free, max(self.total - self.done, 0.0) / free
-            if (not self._estimated and free and elapsed + left > long_s
+            if (not self._estimated and free and self.total is not None and elapsed + left > long_s
                     and self.done < self.total):  # the estimate from a rate without compilation in it
                 line = (f"jaxq: note: {self.desc}: about {sci(self.total)} {self.unit}, about {duration(elapsed + left)} "
                         f"at {sci(rate)} {self.unit}/s measured on this machine ({duration(left)} left; progress "

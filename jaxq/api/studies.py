@@ -19,13 +19,15 @@ __all__ = ["check_output_folder", "is_empty_folder", "load_experiment", "parse_e
 
 
 @float64  # its checks compute the systems' limits: in float64 whatever the caller's JAX configuration
-def load_experiment(path, seeds: list[int] | None = None):
+def load_experiment(path, seeds: list[int] | None = None, progress=None):
     """Read and validate an experiment file (``experiments/*.toml``; its systems, grid, work and chunks) before
     anything is written; ``seeds`` replaces the file's seeds. Returns a :class:`jaxq.studies.experiment.Experiment`
-    (``.name``, ``.study``, ...) for :func:`run_study`; bad input is one :class:`InputError` naming the key."""
+    (``.name``, ``.study``, ...) for :func:`run_study`; bad input is one :class:`InputError` naming the key.
+    ``progress``: called with the number of grid points (times seeds) checked since its last call, as the check
+    goes (a counter for a large grid)."""
     from jaxq.studies import experiment
 
-    return experiment.load_experiment(path, seeds)
+    return experiment.load_experiment(path, seeds, progress)
 
 
 @float64

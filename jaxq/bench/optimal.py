@@ -5,7 +5,7 @@ n = 100 (a full CPU run; :func:`jaxq.bench.sizes.grid`, key ``optimal_n``, which
 Two implementations of the same solve, measured in the same run:
   * jaxq: :func:`jaxq.mdp.pss2x2.optimal_cost` (what :func:`jaxq.optimal` runs with ``exact_policy=False``):
     Howard's policy iteration with each policy evaluated by a Jacobi-preconditioned BiCGSTAB written in numpy,
-    the queue cap doubled from ``max(6, 4 sqrt(n))`` until J* changes by at most 1e-6 relative.
+    the queue cap doubled from ``max(6, 4 sqrt(n))`` until the lower and upper truncations agree to 1e-6 relative.
   * the baseline ``benchmarks/baselines/optimal.py``: the same chain, improvement step and caps (reused from
     :mod:`jaxq.mdp.pss2x2`), each evaluation by scipy's sparse LU (``splu``, SuperLU, compiled C). It runs only
     where the final chain has at most ``MAX_STATES`` (300,000) states: the LU factors fill in (at n = 100,

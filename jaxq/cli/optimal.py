@@ -15,8 +15,8 @@ def register(sub) -> None:
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2') or a bundled example name")
     p.add_argument("--n", type=arg_type("number"), required=True, help="index n of the system")
     p.add_argument("--queue-cap", type=arg_type("int"), default=None,
-                   help="cap Q of both queues, checked by doubling (default: doubled from max(6, 4 sqrt(n)) until "
-                        "J*_n changes by at most 1e-6 relative)")
+                   help="cap Q of both queues (default: doubled from max(6, 4 sqrt(n)) until the truncations that "
+                        "lose and that charge arrivals to a full queue agree to 1e-6 relative)")
     p.add_argument("--no-exact-policy", action="store_true",
                    help="skip the exact J_n of Theorem 2.11's policy")
     p.add_argument("--max-states", type=arg_type("int"), default=3_000_000,
@@ -39,7 +39,9 @@ def render(r: dict) -> str:
     r = to_jsonable(r)
     g = (lambda x, f=".6g": "-" if x is None else format(x, f))  # noqa: E731
     lines = [f"n = {r['n']:g}: J*_n = {r['J_star']:.8g}   (queue cap {r['queue_cap']}, {r['states']:,} states, "
-             f"truncation change {r['truncation_change']:.1e}, {r['iterations']} improvements, {r['wall_s']:.1f} s)"]
+             f"truncation change {r['truncation_change']:.1e}, {r['iterations']} improvements, {r['wall_s']:.1f} s)",
+             f"J*_n lies in [{r['J_star_lower']:.8g}, {r['J_star']:.8g}] (the truncations that lose and that charge "
+             f"arrivals to a full queue)"]
     if r["exact_cost"] is not None:
         lines.append(f"Theorem 2.11's policy {r['policy']}: exact J_n = {r['exact_cost']:.8g}")
     lines.append(f"V0 = {r['V0']:.8g}   J*_n / V0 = {g(r['J_star_over_V0'], '.4f')}   "

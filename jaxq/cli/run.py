@@ -45,7 +45,7 @@ def register(sub) -> None:
 def run(args) -> dict | None:
     import jax
 
-    from jaxq.api import check_output_folder, load_experiment, run_study
+    from jaxq.api import check_output_folder, run_study
 
     if args.out is not None and not args.out.strip():
         raise InputError("--out", f"is empty ({args.out!r}); name an output folder (default: "
@@ -59,10 +59,7 @@ def run(args) -> dict | None:
     elif args.distributed_timeout != DISTRIBUTED_TIMEOUT_S:
         raise InputError("--distributed-timeout", "belongs to --distributed: pass it too")
     seeds = None if args.seed is None else [check_seed(args.seed, "--seed")]
-    from jaxq.cli.output import progress
-
-    with progress(None, "run: checking the experiment file", unit="points"):  # a large grid takes a while
-        exp = load_experiment(args.experiment, seeds)  # validates everything before anything is written
+    exp = _load(args.experiment, seeds, not args.no_progress)  # validates everything before anything is written
     devices = check_devices(args.devices, "--devices")  # None, or the first K local devices
     out = Path(args.out) if args.out else Path("results") / exp.name
     check_output_folder(out, resume=args.resume, default=not args.out)  # before any work
@@ -89,6 +86,27 @@ def run(args) -> dict | None:
         "devices": rec["devices"],
         "tables": rec["tables"],
     }
+
+
+def _load(path, seeds, bar: bool):
+    """The experiment, validated, with a counter of the grid points checked: a tqdm bar on a terminal (as the run's
+    own, :func:`jaxq.cli.output.progress_enabled`; ``bar`` False hides it) and, terminal or not, a note once the
+    check has run 30 s and a line a minute after (:mod:`jaxq.progress`); ``--quiet`` silences all of it."""
+    from jaxq.api import Monitor, load_experiment, quiet
+    from jaxq.cli.output import progress_enabled
+
+    desc, shown = "run: checking the experiment file", None
+    if progress_enabled(bar) and not quiet():
+        from tqdm.auto import tqdm
+
+        shown = tqdm(total=None, desc=desc, unit=" points", file=sys.stderr, delay=0.5, leave=False,
+                     dynamic_ncols=True)
+    mon = Monitor(desc, bar=shown)
+    mon.start(None, "points")
+    try:
+        return load_experiment(path, seeds, progress=mon.update)
+    finally:
+        mon.close()
 
 
 def initialize_distributed(timeout_s: float = DISTRIBUTED_TIMEOUT_S) -> None:

@@ -31,6 +31,7 @@ the HJB's closed forms (:mod:`jaxq.diffusion.hjb`) and a finite-difference solve
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -72,8 +73,8 @@ def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.
     edges = [0.0] + xs  # interval k is [edges[k], edges[k+1]) with edges[K+1] = inf
 
     def piece(z):  # the coefficients, slope and offset that hold just right of z
-        j = int(np.searchsorted(levels, z, side="right"))
-        i = int(np.searchsorted(kinks, z, side="right"))
+        j = _right(levels, z)
+        i = _right(kinks, z)
         return b[j], s[j], slopes[i], off[j]
 
     def f(z):  # continuous piecewise linear, f(0) = 0
@@ -122,10 +123,121 @@ def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.
         M[row + 1, ib(k + 1)] = -rm2
         rhs[row + 1] = (coef[k + 1][2] - coef[k][2]) / gamma
     sol = np.linalg.solve(M, rhs)
-    k = int(np.searchsorted(xs, z0, side="right"))
+    k = _right(xs, z0)
     rp, rm = roots[k]
     grow = sol[ia(k)] * math.exp(rp * (z0 - edges[k + 1])) if k < K else 0.0
     return float(f(z0) / gamma + part(k) + grow + sol[ib(k)] * math.exp(rm * (z0 - edges[k])))
+
+
+def _right(values: list, x: float) -> int:
+    """``np.searchsorted(values, x, side="right")``: the same binary search by :func:`bisect.bisect_right` (numpy's
+    own where ``values`` hold a nan, which numpy orders after every number)."""
+    if any(v != v for v in values):
+        return int(np.searchsorted(values, x, side="right"))
+    return bisect.bisect_right(values, x)
+
+
+def discounted_costs(slopes, kinks, gamma: float, b, s, levels=(), offsets=None) -> np.ndarray:
+    """:func:`discounted_cost` at ``z0 = 0`` for a batch of problems of one shape, bit for bit the same numbers.
+
+    Every entry of ``slopes``, ``kinks``, ``b``, ``s``, ``levels`` and ``offsets`` is a number or an array (all
+    arrays of one shape, the batch's); the break points (``kinks`` and ``levels``) must be positive and distinct
+    and lie in one order throughout the batch (a ValueError otherwise). The arithmetic is that of
+    :func:`discounted_cost`, operation for operation, on arrays (the exponentials by :func:`math.exp`, which
+    ``numpy.exp`` does not always match to the last bit), and the linear systems are solved by one batched
+    ``numpy.linalg.solve`` (the same LAPACK call per system)."""
+    if gamma == 0 or gamma**2 == 0:  # discounted_cost divides by these Python floats
+        raise ZeroDivisionError("float division by zero")
+    entries = [list(slopes), list(kinks), list(b), list(s), list(levels),
+               [0.0] * len(b) if offsets is None else list(offsets)]
+    if (len(entries[0]) != len(entries[1]) + 1 or len(entries[2]) != len(entries[4]) + 1
+            or len(entries[3]) != len(entries[2]) or len(entries[5]) != len(entries[2])):
+        raise ValueError("slopes/kinks or b/s/levels/offsets have inconsistent lengths")
+    shape = np.broadcast_shapes(*(np.shape(x) for e in entries for x in e))
+    slopes, kinks, b, s, levels, off = [[np.broadcast_to(np.asarray(x, np.float64), shape).ravel() for x in e]
+                                        for e in entries]
+    size = int(np.prod(shape, dtype=np.int64))
+    # the break points in the order of the first problem; every problem must share it (strictly increasing, > 0)
+    value = {**{("kink", i): x for i, x in enumerate(kinks)}, **{("level", j): x for j, x in enumerate(levels)}}
+    order = sorted(value, key=lambda p: value[p][0]) if size else list(value)
+    for kind, count in (("kink", len(kinks)), ("level", len(levels))):  # each list ascending, as discounted_cost asks
+        ranks = [order.index((kind, i)) for i in range(count)]
+        if ranks != sorted(ranks):
+            raise ValueError(f"the {kind}s are not ascending")
+    below = np.zeros(size)
+    for p in order:
+        if not np.all(value[p] > below):
+            raise ValueError("the break points are not positive, distinct and in one order throughout the batch")
+        below = value[p]
+    xs = [value[p] for p in order]
+    K = len(xs)
+    edges = [np.zeros(size)] + xs
+
+    def piece(k):  # the coefficients just right of edge k: np.searchsorted(..., side="right") of discounted_cost
+        j = sum(1 for p in order[:k] if p[0] == "level")
+        i = sum(1 for p in order[:k] if p[0] == "kink")
+        return b[j], s[j], slopes[i], off[j]
+
+    coef = [piece(k) for k in range(K + 1)]
+    roots = [_roots_batch(bk, sk, gamma) for bk, sk, _, _ in coef]
+    ia = lambda k: k  # noqa: E731
+    ib = lambda k: K + k  # noqa: E731
+    M = np.zeros((size, 2 * K + 1, 2 * K + 1))
+    rhs = np.zeros((size, 2 * K + 1))
+    part = lambda k: coef[k][0] * coef[k][2] / gamma**2 + coef[k][3] / gamma  # noqa: E731
+    rp, rm = roots[0]
+    first = exps(-rp * edges[1]) if K else None  # also the growing term's at z0 = 0: rp (0 - x) is -rp x exactly
+    if K:
+        M[:, 0, ia(0)] = rp * first
+    M[:, 0, ib(0)] = rm
+    rhs[:, 0] = -coef[0][2] / gamma
+    for k in range(K):
+        x = edges[k + 1]
+        rp, rm = roots[k]
+        rp2, rm2 = roots[k + 1]
+        e_left = exps(rm * (x - edges[k]))
+        e_right = exps(-rp2 * (edges[k + 2] - x)) if k + 1 < K else 0.0
+        row = 1 + 2 * k
+        M[:, row, ia(k)] = 1.0
+        M[:, row, ib(k)] = e_left
+        if k + 1 < K:
+            M[:, row, ia(k + 1)] = -e_right
+        M[:, row, ib(k + 1)] = -1.0
+        rhs[:, row] = part(k + 1) - part(k)
+        M[:, row + 1, ia(k)] = rp
+        M[:, row + 1, ib(k)] = rm * e_left
+        if k + 1 < K:
+            M[:, row + 1, ia(k + 1)] = -rp2 * e_right
+        M[:, row + 1, ib(k + 1)] = -rm2
+        rhs[:, row + 1] = (coef[k + 1][2] - coef[k][2]) / gamma
+    sol = np.linalg.solve(M, rhs[:, :, None])[:, :, 0]
+    rp, rm = roots[0]  # z0 = 0 lies on the first interval (every break point is positive)
+    grow = sol[:, ia(0)] * first if K else 0.0
+    # f(0) = 0; exp(rm (0 - 0)) is exp(-0.0) = 1 for a finite rm (nan otherwise, as math.exp gives)
+    one = np.where(np.isfinite(rm), 1.0, math.nan)
+    return (0.0 / gamma + part(0) + grow + sol[:, ib(0)] * one).reshape(shape)
+
+
+def _roots_batch(b: np.ndarray, s: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_roots` elementwise (the same operations; its errors on Python floats raised where any element would
+    raise them)."""
+    with np.errstate(all="ignore"):  # each branch is computed everywhere and kept where it applies
+        square = b * b + 2.0 * gamma * s * s
+        if np.any(square < 0):
+            raise ValueError("math domain error")
+        d = np.sqrt(square)
+        up = b >= 0
+        if np.any(s * s == 0) or np.any(np.where(up, b + d, d - b) == 0):
+            raise ZeroDivisionError("float division by zero")
+        rp = np.where(up, 2.0 * gamma / (b + d), (d - b) / (s * s))
+        rm = np.where(up, -(b + d) / (s * s), -2.0 * gamma / (d - b))
+    return rp, rm
+
+
+def exps(x) -> np.ndarray:
+    """``math.exp`` elementwise (``numpy.exp`` may differ from it in the last bit)."""
+    x = np.asarray(x, np.float64)
+    return np.fromiter(map(math.exp, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
 
 
 def held_workload(analysis, theta_hat: float) -> float | None:

@@ -65,6 +65,14 @@ class Segment(NamedTuple):
     uniformised driver integrates it out and so cannot give it. The SDE driver gives each
     step's ``martingale``: the increment dM of Z over the step (mean zero given ``held``) times w at the step's
     start, so that ``sum f(held) martingale`` (an Ito sum) has mean zero for any f.
+
+    The clock, ``interval = (t0, t1)``, is the part of the path the segment covers: ``held`` over ``[t0, t1)``,
+    ``after`` from ``t1`` on. ``t1`` is the time of the event that ends the interval or the end of the path,
+    whichever comes first: the horizon T on the event drivers (the Markov event driver, the 2x2 event rule), whose
+    last segment is ``[t0, T]`` with no jump (the first event past T never happens: ``after`` is ``held``), and the
+    last step's end on the Euler scheme (T rounded to whole steps). So no interval extends past the path's end, the
+    lengths ``t1 - t0`` add up to T, and the state at T is the last segment's ``after`` (the one after an event
+    exactly at T).
     """
 
     held: Any  # the model's view of the state held over the interval (a diffusion: at the step's start)
@@ -75,7 +83,7 @@ class Segment(NamedTuple):
     fired: Any = None  # a CTMC's event types: a tuple of E bools, the event that ended the interval (None: no CTMC)
     compensator: Any = None  # per event type e, the compensator of jump * fired[e] over the interval (see below)
     record: Any = None  # the model's record of the event that ended the interval (a CTMC; zeros for no event)
-    interval: Any = None  # (t0, t1), the interval's times, where the driver has them (the event driver)
+    interval: Any = None  # (t0, t1), t1 at most the horizon, where the driver has a clock (see above)
     martingale: Any = None  # a diffusion step's martingale increment of the state times w at the step's start
 
 
@@ -222,10 +230,21 @@ def _supremum(f) -> Observer:
 
 
 def snapshots(f: Callable[[Any, Params], Any], start: Callable[[Params], Any]) -> Observer:
-    """The observer of ``f(X_t)`` at fixed times: params ``(params, times)``, ``times`` an (S,) array; the state
-    held at each time in ``[t0, t1)`` of a segment (0 before the path reaches it). Needs the clock
-    (``Segment.interval``: the event driver, the Euler scheme). ``start(params)`` is a state to take the shape
-    of ``f`` from. Cached on ``(f, start)``."""
+    """The observer of ``f(X_t)`` at fixed times, on the drivers with a clock (``Segment.interval``: the event
+    drivers, the Euler scheme). Cached on ``(f, start)``.
+
+    A segment gives the state at each time of ``[t0, t1)`` (``held``) and at ``t1`` (``after``: the path is
+    right-continuous, and its last segment ends at the horizon T with ``after`` the state at T); a time the path
+    does not reach (past its end) stays 0.
+
+    Args:
+      f: ``f(state, params)``, the value recorded (an array of any shape).
+      start: ``start(params)``, a state to take the shape of ``f`` from.
+
+    Returns:
+      An :class:`Observer` whose params are ``(params, times)``, ``times`` an (S,) array, and whose output is
+      ``f`` at each time, an ``(S,) + shape`` float64 array.
+    """
     return _snapshots(f, start)
 
 
@@ -240,9 +259,11 @@ def _snapshots(f, start) -> Observer:
     def update(snap, seg: Segment, pt):
         p, times = pt
         t0, t1 = seg.interval
-        now = (times >= t0) & (times < t1)
-        v = f(seg.held, p)
-        return jnp.where(now.reshape(now.shape + (1,) * jnp.ndim(v)), v, snap)
+        held, after = f(seg.held, p), f(seg.after, p)
+        shape = jnp.shape(times) + (1,) * jnp.ndim(held)
+        now = ((times >= t0) & (times < t1)).reshape(shape)
+        end = (times == t1).reshape(shape)  # the state at t1: the next segment's held, or the state at the horizon
+        return jnp.where(now, held, jnp.where(end, after, snap))
 
     return Observer(init, update, lambda snap, mass, pt: snap)
 

@@ -22,8 +22,9 @@ from jaxq.model.validate import check_float, check_int
 from jaxq.policies.hook import Policy2x2
 
 LOWER_BOUND_NOTE = ("phases observed: J_star is the optimum of a controller that sees the phases of the phase-type "
-                    "primitives, a lower bound on J_n of every non-anticipating policy; J_table is the exact cost "
-                    "of the phase-blind table policy (result.policy)")
+                    "primitives (to within truncation_change; J_star_lower is below it), a lower bound on J_n of "
+                    "every non-anticipating policy; J_table is the exact cost of the phase-blind table policy "
+                    "(result.policy)")
 
 
 def _decide(queues, serving, memory, event, params):
@@ -49,9 +50,13 @@ class Optimal:
 
     Attributes:
       J_star: the optimal discounted cost from the empty system (with phase-type primitives: of a controller that
-        sees the phases, a lower bound for every non-anticipating policy).
-      truncation_change: ``|J*(2Q) - J*(Q)| / J*``, the relative change when the queue cap was last doubled.
-      queue_cap: the cap Q of both queues at which J_star was solved.
+        sees the phases, a lower bound for every non-anticipating policy), solved with the queues truncated at
+        ``queue_cap`` and arrivals to a full queue charged as jobs never served: an upper bound on J*_n, the cost
+        of a policy of the n-th system.
+      J_star_lower: the optimum with arrivals to a full queue lost for free: a lower bound on J*_n.
+      truncation_change: ``(J_star - J_star_lower) / J_star``: J*_n lies in the bracket, and no larger cap moves
+        either truncation's optimum by more than this (relative).
+      queue_cap: the cap Q of both queues at which both were solved.
       states: states of that truncated chain; iterations: policy improvements (all caps); wall_s: seconds.
       V0: the lower bound of the limit (Theorem 2.11).
       exact_cost: the exact J_n of Theorem 2.11's policy (None when not asked for), with ``policy_name``,
@@ -67,6 +72,7 @@ class Optimal:
 
     n: float
     J_star: float
+    J_star_lower: float
     truncation_change: float
     queue_cap: int
     states: int
@@ -92,7 +98,8 @@ class Optimal:
     def to_dict(self) -> dict:
         """The command line's JSON object."""
         ratio = (lambda a, b: None if a is None or b is None or b == 0 else a / b)  # noqa: E731
-        return {"n": self.n, "J_star": self.J_star, "truncation_change": self.truncation_change,
+        return {"n": self.n, "J_star": self.J_star, "J_star_lower": self.J_star_lower,
+                "truncation_change": self.truncation_change,
                 "queue_cap": self.queue_cap, "states": self.states, "iterations": self.iterations,
                 "wall_s": self.wall_s, "V0": self.V0, "exact_cost": self.exact_cost, "policy": self.policy_name,
                 "theta": self.theta, "switch_at": self.switch_at, "J_table": self.J_table,
@@ -111,8 +118,8 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
       system: a 2x2 system with exponential or phase-type primitives (Erlang, hyperexponential, gamma with an
         integer shape); other laws are refused naming the primitive.
       n: the index of the system.
-      queue_cap: the cap of both queues (checked by doubling it); default: chosen by doubling from
-        ``max(6, 4 sqrt(n))`` until J* changes by at most ``rtol`` relative.
+      queue_cap: the cap of both queues; default: doubled from ``max(6, 4 sqrt(n))`` until the two truncations
+        (arrivals to a full queue lost, or charged as jobs never served) agree to ``rtol`` relative.
       exact_policy: also solve Theorem 2.11's policy exactly (:func:`jaxq.sim.exact_ctmc.policy_cost`).
       rtol: the truncation's tolerance; max_states, max_gib: a larger chain is refused before it is built.
     """
@@ -141,7 +148,7 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
             raise InputError(e.key, f"{e.reason} (Theorem 2.11's policy beside the optimum; exact_policy=False "
                                     f"skips it)") from None
         exact, name, theta, switch_at = pc["J"], pc["policy"], pc["theta"], pc["switch_at"]
-    return Optimal(n=n, J_star=opt.J_star, truncation_change=opt.truncation_change, queue_cap=opt.cap,
+    return Optimal(n=n, J_star=opt.J_star, J_star_lower=opt.J_lower, truncation_change=opt.truncation_change, queue_cap=opt.cap,
                    states=opt.states, iterations=opt.iterations, wall_s=opt.wall_s, V0=float(analyze(system).V0),
                    exact_cost=exact, policy_name=name, theta=theta, switch_at=switch_at, J_table=j_table,
                    policy=table_policy(table), table=table, phases_observed=opt.phases_observed,

@@ -12,13 +12,16 @@ and of each job in service are part of the state, and the controller sees them a
 change too. Its optimum is then a lower bound on the cost of every non-anticipating policy (which sees only the
 history of arrivals and completions), and J*_n of the phase-blind policies lies between the two.
 
-The queues are truncated at a cap Q per class (an arrival to a full class is lost). For one cap the solver is
-Howard's policy iteration on the post-decision states: evaluate the policy by a sparse linear solve of
+The queues are truncated at a cap Q per class, in two ways that bracket J*_n. An arrival to a full class is
+either *lost* (the truncated optimum is a lower bound: the truncated system can copy any policy of the full one,
+idling for the lost jobs' services) or *charged*: lost and charged ``h_i / (gamma sqrt(n))``, the discounted cost
+of a job that is never served (an upper bound: the full system copies the truncated policy and never serves the
+jobs the truncation turned away, which costs exactly the charge). For one cap the solver is Howard's policy
+iteration on the post-decision states: evaluate the policy by a sparse linear solve of
 ``(gamma + r(y)) v(y) - sum_e r_e(y) v(pi(e(y))) = c(y)`` (BiCGSTAB with a diagonal preconditioner, warm
 started, to an error bound proven from the M-matrix structure), improve it greedily (ties keep the current
 action), until no action changes. The value is exact for the truncated chain to the solver's tolerance
-(1e-9 relative); the truncation error is measured by solving again at cap 2Q, which optimises the decisions
-inside cap Q and keeps the cap-Q solution's decisions beyond it (:func:`optimal_cost`).
+(1e-9 relative); :func:`optimal_cost` doubles the cap until the two truncations agree.
 """
 
 from __future__ import annotations
@@ -94,13 +97,25 @@ class Chain:
     services: list  # [[(alpha, S)]] per activity (i, k)
     h_hat: np.ndarray  # h / sqrt(n)
     gamma: float
+    charged: bool = False  # an arrival to a full class costs h_i / (gamma sqrt(n)) (else it is lost for free)
     grids: tuple = field(init=False)
 
     def __post_init__(self):
         object.__setattr__(self, "grids", tuple(g.ravel() for g in np.indices(self.lay.shape)))
 
     def cost(self) -> np.ndarray:
-        return self.h_hat[0] * self.grids[0] + self.h_hat[1] * self.grids[1]
+        """The cost rate of each post-decision state: ``h.x / sqrt(n)``, plus on a charged truncation the rate of
+        arrivals turned away times their charge ``h_i / (gamma sqrt(n))``."""
+        c = self.h_hat[0] * self.grids[0] + self.h_hat[1] * self.grids[1]
+        if self.charged:
+            c = c + sum(self.turned_away(i) * self.h_hat[i] / self.gamma for i in (0, 1))
+        return c
+
+    def turned_away(self, i: int) -> np.ndarray:
+        """The rate of class-i arrivals lost at the cap, per state (0 below it)."""
+        _, S = self.arrivals[i]
+        exit_rate = self.lam[i] * -S.sum(axis=1)  # per interarrival phase; the next phase restarts from alpha
+        return np.where(self.grids[i] >= self.lay.cap[i], exit_rate[self.grids[2 + i]], 0.0)
 
     def in_service(self, i: int) -> np.ndarray:
         """Jobs of class i in service, per state."""
@@ -377,12 +392,10 @@ def work_conserving_start(ch: Chain) -> np.ndarray:
 
 
 def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarray | None = None,
-                     max_iterations: int = 200, evaluate=None, free: np.ndarray | None = None) -> CapSolution:
+                     max_iterations: int = 200, evaluate=None) -> CapSolution:
     """Howard's policy iteration on one truncation, from ``policy0`` (default: greedy on ``v0``, or on
     :func:`work_conserving_start`). ``evaluate(a, b, v0, gamma, rtol) -> (v, work)`` solves a policy's equations
-    (default :func:`solve`; ``work`` is summed into ``matvecs``). ``free`` (a mask over the states, default all)
-    marks the states whose decisions are optimised; elsewhere ``policy0`` is kept (a smaller decision set, so
-    the answer is the optimum over the policies that agree with ``policy0`` there)."""
+    (default :func:`solve`; ``work`` is summed into ``matvecs``)."""
     evaluate = solve if evaluate is None else evaluate
     acts = actions(ch.lay)
     trans = transitions(ch)
@@ -394,8 +407,6 @@ def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarra
         v, mv = evaluate(policy_matrix(ch, acts, trans, policy), cost, v, ch.gamma, rtol)
         total += mv
         new = greedy(ch, acts, v, policy, max(TIE_RTOL, 2.0 * rtol))  # a change beyond the values' error
-        if free is not None:
-            new = np.where(free, new, policy)
         if np.array_equal(new, policy):
             if rtol == SOLVE_RTOL:
                 return CapSolution(ch, v, policy, start_value(ch, v), it, total)
@@ -410,11 +421,6 @@ def warm_start(last: CapSolution, ch: Chain) -> tuple[np.ndarray, np.ndarray]:
     v0, p0 = extend(last.chain, ch, last.value, last.policy)
     acts = actions(ch.lay)
     return v0, greedy(ch, acts, v0, np.where(_feasible(ch, acts, p0), p0, -1))
-
-
-def inside(ch: Chain, cap: int) -> np.ndarray:
-    """The states with both queues at most ``cap``: where a doubled cap optimises its decisions."""
-    return np.maximum(ch.grids[0], ch.grids[1]) <= cap
 
 
 def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
@@ -445,11 +451,12 @@ def layout_of(phase_types, cap: tuple[int, int]) -> StateSpace:
                   [[services[i][k][0].size for k in (0, 1)] for i in (0, 1)])
 
 
-def chain(system: PSS2x2, n: float, cap: tuple[int, int], phase_types=None) -> Chain:
+def chain(system: PSS2x2, n: float, cap: tuple[int, int], phase_types=None, charged: bool = False) -> Chain:
+    """The n-th system truncated at ``cap``: arrivals to a full class lost, or lost and ``charged``."""
     lam_n, mu_n = system.rates(n)
     arrivals, services = _laws(phase_types)
     return Chain(layout_of(phase_types, cap), lam_n, mu_n, arrivals, services, system.h / math.sqrt(n),
-                 float(system.gamma))
+                 float(system.gamma), charged)
 
 
 MAX_STATES = 3_000_000
@@ -466,16 +473,17 @@ def check_size(lay: StateSpace, max_states: int, max_bytes: float, key: str) -> 
 
 
 class Optimum(NamedTuple):
-    """J*_n and how it was found (see :func:`optimal_cost`)."""
+    """J*_n bracketed by two truncations at one cap (see :func:`optimal_cost`)."""
 
-    J_star: float
-    truncation_change: float
+    J_star: float  # the charged truncation's optimum: an upper bound on J*_n, the cost of a policy
+    J_lower: float  # the lost truncation's optimum: a lower bound on J*_n
+    truncation_change: float  # (J_star - J_lower) / J_star: what any larger cap could still change
     cap: int
     states: int
     iterations: int
     matvecs: int
     wall_s: float
-    solution: CapSolution
+    solution: CapSolution  # the charged truncation's: its decisions are the policy reported
     phases_observed: bool
 
 
@@ -491,16 +499,18 @@ def first_cap(n: float, queue_cap: int | None = None) -> int:
 
 def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol: float = TRUNCATION_RTOL,
                  max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES, evaluate=None) -> Optimum:
-    """J*_n of the n-th system from empty, with a truncation checked by doubling.
+    """J*_n of the n-th system from empty, bracketed by two truncations of the queues at one cap Q.
 
-    The cap Q of both queues: ``queue_cap``, or from ``max(6, 4 sqrt(n))`` doubled until J* changes by at most
-    ``rtol`` relative. J* is reported at the larger cap 2Q of the last pair, with
-    ``truncation_change = |J*(2Q) - J*(Q)|`` (relative to J*). Every solve starts from the last one's values and
-    decisions (:func:`extend`). A doubled cap optimises the decisions where both queues are at most the last
-    cap and keeps, beyond it, the last solution's decision at the nearest state inside it (what the decision
-    table does beyond its cap): the truncated chain's boundary (lost arrivals) distorts the decisions near it,
-    and optimising them cost dozens of improvements that sweep outward one layer each while moving J* by
-    less than the truncation change. The first cap optimises every decision.
+    With arrivals to a full class lost, the truncated optimum ``J_lower`` is at most J*_n; with them lost and
+    charged ``h_i / (gamma sqrt(n))`` (a job never served), the truncated optimum ``J_star`` is at least J*_n and
+    is the cost of a policy of the n-th system (the truncated decisions, the turned-away jobs never served). The
+    cap is ``queue_cap``, or doubled from ``max(6, 4 sqrt(n))`` until ``truncation_change = (J_star - J_lower) /
+    J_star`` is at most ``rtol``: no larger cap can move either optimum by more (both move towards J*_n).
+
+    Every solve starts from the last one: the lost truncation from the charged one at the same cap, a doubled
+    cap from the last charged solution (:func:`extend`). Both optimise every decision. The charge also keeps the
+    charged optimum from gaming the cap (a lost arrival is free, so the lost truncation's optimum lets a queue
+    fill up near the cap), which is why it settles in fewer improvements.
 
     Refuses (:class:`~jaxq.errors.InputError` naming ``queue_cap`` or ``n``) a truncation whose states or memory
     exceed the limits, before building it.
@@ -511,27 +521,26 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
     c = first_cap(n, queue_cap)
     counts = [0, 0]
 
-    def run(cap, last):
-        check_size(layout_of(phase_types, (cap, cap)), max_states, max_bytes, key)
-        ch = chain(system, n, (cap, cap), phase_types)
-        if last is None:
-            out = policy_iteration(ch, evaluate=evaluate)
-        else:  # beyond the last cap, the decision at the nearest state inside it (the table's own clamp)
-            out = policy_iteration(ch, *warm_start(last, ch), evaluate=evaluate, free=inside(ch, last.chain.lay.cap[0]))
+    def run(cap, charged, v0=None, policy0=None):
+        ch = chain(system, n, (cap, cap), phase_types, charged)
+        out = policy_iteration(ch, v0, policy0, evaluate=evaluate)
         counts[0] += out.iterations
         counts[1] += out.matvecs
         return out
 
-    check_size(layout_of(phase_types, (2 * c, 2 * c)), max_states, max_bytes, key)
-    sol = run(c, None)
+    check_size(layout_of(phase_types, (c, c)), max_states, max_bytes, key)
+    upper = run(c, True)
     while True:
-        big = run(2 * c, sol)
-        change = abs(big.start - sol.start)
-        c, sol = 2 * c, big
-        if queue_cap is not None or change <= rtol * abs(big.start):
+        lower = run(c, False, upper.value, upper.policy)
+        change = max(upper.start - lower.start, 0.0) / abs(upper.start)
+        if queue_cap is not None or change <= rtol:
             break
-    return Optimum(sol.start, change / abs(sol.start), c, sol.chain.lay.size, counts[0], counts[1],
-                   time.perf_counter() - t0, sol, phase_types is not None)
+        check_size(layout_of(phase_types, (2 * c, 2 * c)), max_states, max_bytes, key)
+        ch = chain(system, n, (2 * c, 2 * c), phase_types, True)
+        upper = run(2 * c, True, *warm_start(upper, ch))
+        c *= 2
+    return Optimum(upper.start, lower.start, change, c, upper.chain.lay.size, counts[0], counts[1],
+                   time.perf_counter() - t0, upper, phase_types is not None)
 
 
 def _feasible(ch: Chain, acts: Actions, policy: np.ndarray) -> np.ndarray:

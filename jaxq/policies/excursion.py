@@ -4,7 +4,8 @@ The limit (V0, z*) cannot see what a threshold costs at a finite n. Under a T1 o
 near Theta_n jobs with excursions on both sides whose depths do not depend on n; under the T2 rule an excursion
 deeper than Theta_n empties p's queue and idles the server dedicated to p (Proposition 5.5 fails at that n), which
 the limit's workload never pays for. This module writes both effects into the workload diffusion and minimises the
-result over the switching level z and the threshold Theta (a grid, then a local refinement):
+result over the switching level z and the threshold Theta (a grid, evaluated in one batch by :func:`model_costs`,
+then a local refinement):
 
 * **The held queue** of a mode m (:func:`held_queue`). With rates per unit time divided by n (first order), p's
   queue below Theta is pushed up at ``d_- > 0`` with variance rate ``v_-``, above it pulled down at ``d_+ > 0``
@@ -47,7 +48,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from jaxq.diffusion.threshold import discounted_cost
+from jaxq.diffusion.threshold import discounted_cost, discounted_costs, exps
 from jaxq.errors import InputError
 from jaxq.policies import pss2x2 as pol
 
@@ -69,6 +70,20 @@ class HeldQueue(NamedTuple):
 def held_queue(system, modes, m: int, rule: int, theta: float) -> HeldQueue | None:
     """The held queue of mode ``m`` under ``rule`` (RULE_T1 or RULE_T2) at threshold ``theta`` (module docstring);
     None for the P rule, which holds nothing."""
+    law = _held_law(system, modes, m, rule)
+    if law is None:
+        return None
+    p, d_lo, lo, hi, base = law
+    span = max(theta - base, 0.0)
+    e = math.exp(-span / lo)
+    norm = lo * (1.0 - e) + hi
+    mean = base + (lo * (span - lo) + lo * lo * e + hi * (span + hi)) / norm
+    lost = float(d_lo) * lo * e / norm if rule == pol.RULE_T2 else 0.0
+    return HeldQueue(mean, lost, p)
+
+
+def _held_law(system, modes, m: int, rule: int):
+    """``(p, d_-, D_-, D_+, floor)`` of the held queue of mode ``m`` under ``rule`` (None for the P rule)."""
     if rule not in (pol.RULE_T1, pol.RULE_T2):
         return None
     lam, mu, ca2, cs2 = system.lam, system.mu, system.ca2, system.cs2
@@ -90,11 +105,24 @@ def held_queue(system, modes, m: int, rule: int, theta: float) -> HeldQueue | No
     base = 0.0
     if rule == pol.RULE_T2:  # the integer queue (module docstring): its law is reflected two jobs up
         base = BARRIER
-    span = max(theta - base, 0.0)
-    e = math.exp(-span / lo)
+    return p, d_lo, lo, hi, base
+
+
+def _held_queues(system, modes, m: int, rule: int, thetas: np.ndarray) -> HeldQueue | None:
+    """:func:`held_queue` at each of ``thetas`` (``mean`` and ``lost`` arrays), the same numbers bit for bit."""
+    law = _held_law(system, modes, m, rule)
+    if law is None:
+        return None
+    p, d_lo, lo, hi, base = law
+    if lo == 0.0:  # held_queue divides by these Python floats: a ZeroDivisionError there
+        raise ZeroDivisionError("float division by zero")
+    span = np.maximum(thetas - base, 0.0)
+    e = exps(-span / lo)
     norm = lo * (1.0 - e) + hi
+    if np.any(norm == 0.0):
+        raise ZeroDivisionError("float division by zero")
     mean = base + (lo * (span - lo) + lo * lo * e + hi * (span + hi)) / norm
-    lost = float(d_lo) * lo * e / norm if rule == pol.RULE_T2 else 0.0
+    lost = float(d_lo) * lo * e / norm if rule == pol.RULE_T2 else np.zeros_like(thetas)
     return HeldQueue(mean, lost, p)
 
 
@@ -102,13 +130,23 @@ def model_cost(analysis, resolved, n: float, theta: float, z: float | None) -> f
     """The excursion model's J_n (units of J_n and V0) of the resolved policy switching at scaled workload ``z``
     (ignored by a policy that does not switch) with threshold ``theta``; inf where the held jobs' workload reaches
     z (the model does not describe it)."""
+    return _cost_held(analysis, resolved, n, *_held_pair(analysis, resolved, theta), z)
+
+
+def _held_pair(analysis, resolved, theta: float) -> tuple[HeldQueue, HeldQueue]:
+    """The held queues of the lower and the higher mode at ``theta`` (the lower one twice without a switch)."""
+    s, md, rules = analysis.system, analysis.modes, resolved.rules
+    lower = held_queue(s, md, resolved.lower, rules.lower, theta)
+    return lower, held_queue(s, md, resolved.higher, rules.higher, theta) if _switches(resolved) else lower
+
+
+def _cost_held(analysis, resolved, n: float, lower: HeldQueue, upper: HeldQueue, z: float | None) -> float:
+    """:func:`model_cost` given the held queues at its threshold (:func:`_held_pair`)."""
     an, rules = analysis, resolved.rules
     s, md, g = an.system, an.modes, float(an.system.gamma)
     h, alpha = np.asarray(s.h, float), np.asarray(md.alpha, float)
     rn = math.sqrt(n)
-    lower = held_queue(s, md, resolved.lower, rules.lower, theta)
     dual = _switches(resolved)
-    upper = held_queue(s, md, resolved.higher, rules.higher, theta) if dual else lower
     p = lower.p
     q = 1 - p
     drift = [float(an.b[m]) + rn * held.lost / alpha[p] for m, held in ((resolved.lower, lower),
@@ -130,6 +168,79 @@ def model_cost(analysis, resolved, n: float, theta: float, z: float | None) -> f
     step = excess * (upper.mean - lower.mean) / rn
     return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift, sd, (z,))
                  + discounted_cost([excess * alpha[p], 0.0], [w], g, drift, sd, (z,), offsets=(0.0, step)))
+
+
+def model_costs(analysis, resolved, n: float, thetas, zs=None) -> np.ndarray:
+    """:func:`model_cost` at each pair ``(thetas[i], zs[i])`` (``zs`` None for a policy that does not switch), the
+    same numbers bit for bit: the same floating-point operations on arrays (:func:`jaxq.diffusion.threshold.
+    discounted_costs`); a pair the batch does not take (a held workload that is not positive) by
+    :func:`model_cost` itself, and every pair so where one of them would raise (a division by zero, ...), so that
+    the first of them raises as it would alone."""
+    thetas = np.asarray(thetas, np.float64).ravel()
+    dual = _switches(resolved)
+    zs = np.broadcast_to(np.asarray(zs if dual else math.nan, np.float64), thetas.shape).ravel()
+
+    def alone(mask):
+        return [model_cost(analysis, resolved, n, float(thetas[i]), float(zs[i]) if dual else None)
+                for i in np.flatnonzero(mask)]
+
+    out = np.empty(thetas.shape)
+    if not thetas.size:
+        return out
+    try:
+        inf, batch = _batch_costs(analysis, resolved, n, thetas, zs, out)
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError):  # raised by some pair: each alone, in order
+        return np.array(alone(np.ones(thetas.shape, bool)), np.float64)
+    rest = ~(inf | batch)
+    out[rest] = alone(rest)
+    return out
+
+
+def _batch_costs(analysis, resolved, n, thetas, zs, out):
+    """:func:`model_costs`' arrays: writes the pairs it takes into ``out``; returns the masks of the pairs at inf (the
+    held jobs' workload reaches z) and of those computed. Raises where some pair would raise in :func:`model_cost`."""
+    an, rules = analysis, resolved.rules
+    s, md, g = an.system, an.modes, float(an.system.gamma)
+    h, alpha = np.asarray(s.h, float), np.asarray(md.alpha, float)
+    rn = math.sqrt(n)
+    dual = _switches(resolved)
+    distinct, back = np.unique(thetas, return_inverse=True)  # the held queues depend on Theta alone
+
+    def held_at(m, rule):
+        queue = _held_queues(s, md, m, rule, distinct)
+        return HeldQueue(queue.mean[back], queue.lost[back], queue.p)
+
+    lower = held_at(resolved.lower, rules.lower)
+    upper = held_at(resolved.higher, rules.higher) if dual else lower
+    p = lower.p
+    q = 1 - p
+    with np.errstate(all="ignore"):  # numpy scalars in model_cost too: inf and nan rather than errors
+        drift = [float(an.b[m]) + rn * held.lost / alpha[p] for m, held in ((resolved.lower, lower),
+                                                                            (resolved.higher, upper))]
+        sd = [float(an.sigma[resolved.lower]), float(an.sigma[resolved.higher])]
+        w = lower.mean / rn / alpha[p]  # the held jobs' workload
+        excess = h[p] - h[q] * alpha[q] / alpha[p]  # a held job of p instead of its workload in q
+        step = excess * (upper.mean - lower.mean) / rn
+    inf = zs <= w if dual else np.zeros(thetas.shape, bool)
+    batch = (zs > w) & (w > 0) if dual else w > 0
+    out[inf] = math.inf
+    if not np.any(batch):
+        return inf, batch
+    b0, b1, wb, zb, stepb = drift[0][batch], drift[1][batch], w[batch], zs[batch], step[batch]
+    with np.errstate(all="ignore"):
+        if not dual:
+            cost = (h[q] * alpha[q] * discounted_costs([1.0], [], g, [b0], sd[:1])
+                    + excess * discounted_costs([alpha[p], 0.0], [wb], g, [b0], sd[:1]))
+        elif rules.lower == pol.RULE_T1:  # (T1T2) as in model_cost
+            cost = (h[q] * alpha[q] * discounted_costs([1.0], [], g, [b0, b1], sd, (zb - wb,))
+                    + discounted_costs([0.0], [], g, [b0, b1], sd, (zb - wb,), offsets=(0.0, stepb))
+                    + h[p] * lower.mean[batch] / rn / g)
+        else:
+            cost = (h[q] * alpha[q] * discounted_costs([1.0], [], g, [b0, b1], sd, (zb,))
+                    + discounted_costs([excess * alpha[p], 0.0], [wb], g, [b0, b1], sd, (zb,),
+                                       offsets=(0.0, stepb)))
+    out[batch] = cost
+    return inf, batch
 
 
 class ModelLevels(NamedTuple):
@@ -182,9 +293,9 @@ def _levels(analysis, resolved, n, switch_at) -> ModelLevels | None:
     else:
         zs = list(analysis.z_star * np.geomspace(1.0 / Z_SPAN, Z_SPAN, Z_POINTS))
 
-    def cost(t, z):  # finite for the bounded search (inf where the held jobs' workload reaches z)
-        c = model_cost(analysis, resolved, n, float(t), z)
-        return c if math.isfinite(c) else 1e300
+    def costs(ts, zz):  # model_cost of the pairs of ts and zz, in one batch (model_costs); 1e300 for inf
+        c = model_costs(analysis, resolved, n, np.array(ts, np.float64), np.array(zz, np.float64) if dual else None)
+        return np.where(np.isfinite(c), c, 1e300).tolist()
 
     def from_z_star(z):  # how far z is from z*: in log z where both are positive (a given switch_at may be 0)
         if z is None:
@@ -197,19 +308,33 @@ def _levels(analysis, resolved, n, switch_at) -> ModelLevels | None:
         low = min(c[0] for c in cands)
         return min((c for c in cands if c[0] <= low + TIE * abs(low)), key=lambda c: (c[1], from_z_star(c[2])))
 
-    best = smallest([(cost(t, z), t, z) for t in thetas for z in zs])
+    pairs_t, pairs_z = [t for t in thetas for _ in zs], [z for _ in thetas for z in zs]
+    grid = costs(pairs_t, pairs_z)
+    low = min(grid)  # smallest() of every pair, from those within TIE of the least cost (in their order)
+    ties = np.flatnonzero(np.asarray(grid) <= low + TIE * abs(low))
+    best = smallest([(grid[i], pairs_t[i], pairs_z[i]) for i in ties])
     if best[0] >= 1e300:  # the held jobs alone reach every level tried: the model does not describe this n
         return None
     # refine: every integer Theta between the grid neighbours of the best, then z by a bounded search in log z
     i = thetas.index(best[1])
     lo_t, hi_t = thetas[max(i - 1, 0)], thetas[min(i + 1, len(thetas) - 1)]
-    best = smallest([best] + [(cost(t, best[2]), t, best[2]) for t in range(lo_t, hi_t + 1)])
+    z = best[2]
+    column = next(j for j, zj in enumerate(zs) if zj is z)  # the grid's costs at this z: the same numbers
+    known = {t: grid[k * len(zs) + column] for k, t in enumerate(thetas)}
+    new = [t for t in range(lo_t, hi_t + 1) if t not in known]
+    known.update(zip(new, costs(new, [z] * len(new)) if new else []))
+    best = smallest([best] + [(known[t], t, z) for t in range(lo_t, hi_t + 1)])
     if dual and switch_at is None:
         j = min(range(len(zs)), key=lambda k: abs(math.log(zs[k] / best[2])))
         a, b = math.log(zs[max(j - 1, 0)]), math.log(zs[min(j + 1, len(zs) - 1)])
         if b > a:
-            r = minimize_scalar(lambda u: cost(best[1], math.exp(u)), bounds=(a, b), method="bounded",
-                                options={"xatol": 1e-4})
+            held = _held_pair(analysis, resolved, float(best[1]))  # Theta is fixed: its held queues once
+
+            def cost_at(u):  # cost(best[1], e^u)
+                c = _cost_held(analysis, resolved, n, *held, math.exp(u))
+                return c if math.isfinite(c) else 1e300
+
+            r = minimize_scalar(cost_at, bounds=(a, b), method="bounded", options={"xatol": 1e-4})
             if r.fun < best[0] - TIE * abs(best[0]):
                 best = (float(r.fun), best[1], float(math.exp(r.x)))
     return ModelLevels(int(best[1]), None if best[2] is None else float(best[2]), float(best[0]))

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+import jax
 import jax.numpy as jnp
 
+from jaxq.errors import InputError
+from jaxq.mc.observer import tree_layout
 from jaxq.policies import pss2x2 as pol
 
 ARRIVAL_1, ARRIVAL_2, COMPLETION_1, COMPLETION_2 = 0, 1, 2, 3
@@ -48,7 +51,9 @@ class Policy2x2(NamedTuple):
     same class need two waiting jobs) or a class a server cannot serve (anything but -1, 0, 1) is a violation:
     the engine counts it (the assignment is then not carried out) and the run fails with an ``InputError``
     naming ``policy``. The event driver draws at most two variates an event, so there starting both servers at
-    an arrival (possible only after idling while jobs waited) is a violation too.
+    an arrival (possible only after idling while jobs waited) is a violation too. Before any run the functions are
+    traced once (:func:`check`): an assignment that is not (2,) integers, a ``decide`` that returns no pair, or
+    memory of another structure, shape or kind of dtype than ``init``'s is an ``InputError`` naming ``policy``.
 
     The compiled engines are cached by ``(init, decide, name)``: define the functions once and change ``params``
     (``policy._replace(params=...)``) to run the same policy with other parameters without recompiling.
@@ -85,6 +90,54 @@ class Policy2x2(NamedTuple):
     def static(self) -> "Policy2x2":
         """The policy without its parameters: hashable, the key of the compiled engines."""
         return self._replace(params=None)
+
+
+def _traced(policy: Policy2x2, what: str, fn, *args):
+    """``jax.eval_shape(fn, *args)``, or one InputError naming ``policy`` with what failed (no JAX traceback)."""
+    try:
+        return jax.eval_shape(fn, *args)
+    except Exception as e:  # noqa: BLE001  (a user's function: any error is the policy's, reported by its name)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise InputError("policy", f"the Policy2x2 {policy.name!r}: {what} fails: {type(e).__name__}: "
+                                   f"{first}") from None
+
+
+def _kind(dtype: str) -> str:
+    """The kind of a dtype (``i`` for any integer, ``f`` for any float, ``b``...; another dtype its own name)."""
+    try:
+        return jnp.dtype(dtype).kind.replace("u", "i")
+    except TypeError:
+        return dtype
+
+
+def _kinds(layout) -> tuple:
+    """A :func:`~jaxq.mc.observer.tree_layout` with each dtype's kind for its dtype."""
+    return layout[0], tuple((shape, _kind(dtype)) for shape, dtype in layout[1])
+
+
+def check(policy: Policy2x2, params) -> None:
+    """A user's policy checked on abstract arguments before any run (one InputError naming ``policy`` and what was
+    expected): ``init`` runs; ``decide`` returns a pair ``(assignment, memory)``, ``assignment`` of shape (2,) and an
+    integer dtype (a tuple of two integers too) and ``memory`` of the structure and shapes of ``init``'s, with
+    dtypes of the same kinds (the engines cast it to ``init``'s dtypes, so an int32 for an int64 is fine, a float
+    for an int is not)."""
+    name = f"the Policy2x2 {policy.name!r}"
+    memory = _traced(policy, "init(params)", lambda p: jax.tree_util.tree_map(jnp.asarray, policy.init(p)), params)
+    pair, code = jax.ShapeDtypeStruct((2,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32)
+    call = "decide(queues, serving, memory, event, params)"
+    out = _traced(policy, call, policy.decide, pair, pair, memory, code, params)
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        got = f"an array of shape {out.shape}" if hasattr(out, "shape") else jax.tree_util.tree_structure(out)
+        raise InputError("policy", f"{name}: {call} must return a pair (assignment, memory), got {got}")
+    a = _traced(policy, call, jnp.asarray, out[0])
+    if a.shape != (2,) or not jnp.issubdtype(a.dtype, jnp.integer):
+        raise InputError("policy", f"{name}: {call} must return an assignment of shape (2,) and an integer dtype "
+                                   f"(for each idle server the class it starts, -1 to stay idle), got shape "
+                                   f"{a.shape} {a.dtype}")
+    if _kinds(tree_layout(out[1])) != _kinds(tree_layout(memory)):
+        raise InputError("policy", f"{name}: {call} must return memory of the structure, shapes and dtype kinds init("
+                                   f"params) gave ({tree_layout(memory)[1]}), got {tree_layout(out[1])[1]} "
+                                   f"(structure {jax.tree_util.tree_structure(out[1])})")
 
 
 def event_code(is_arrival, arrival_class, completed_server):

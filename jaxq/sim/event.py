@@ -28,7 +28,7 @@ import numpy as np
 
 from jaxq.mc import replications, rng
 from jaxq.sim.functionals import groups, results
-from jaxq.sim.markov import Functional, Horizon, Markov, invalid_rates
+from jaxq.sim.markov import Functional, Horizon, Markov, invalid_rates, wraps
 from jaxq.mc.observer import Observer, Segment
 
 State = Any
@@ -128,7 +128,8 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
 
     The state holds the model's state, the time, the observers' states and a key; event j draws two 52-bit
     uniforms from draw j of the replication's stream (:func:`jaxq.mc.rng.uniforms`). Each holding interval
-    ``[t0, t1)`` is a :class:`~jaxq.mc.observer.Segment` folded into each functional's observers with its weights:
+    ``[t0, t1)`` is a :class:`~jaxq.mc.observer.Segment` (its clock ``(t0, min(t1, T))``: the last one, ended by
+    the horizon T, is ``[t0, T]`` with no jump) folded into each functional's observers with its weights:
     discounted, ``int exp(-gamma t) dt`` over the interval (up to the horizon) and ``exp(-gamma t1)`` at a jump
     before the horizon; window, the interval's overlap with ``[T0, T)`` and 1 at a jump inside it. The
     compensator of event e is its rate times the interval's weight. ``observer`` is a user's (under the discounted
@@ -141,10 +142,11 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
         p = a.params
         s = markov.init(p)
         checked = invalid_rates(markov.counts(s, p)) is not None  # rates in the state: checked at every event
+        ints = markov.wrap_check and wraps(s, s) is not None  # integers in the state: checked at every event
         return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
                 "events": jnp.int64(0), "disc": disc.init(p) if disc else (), "win": win.init(p) if win else (),
                 "snap": snaps.init((p, a.snap_times)) if snaps else (),
-                **({"invalid": jnp.bool_(False)} if checked else {})}
+                **({"invalid": jnp.bool_(False)} if checked else {}), **({"before": s} if ints else {})}
 
     def step(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
@@ -169,10 +171,12 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
         # past the horizon the path ends in the state held: no event fired, no record (the observers never see it)
         seg = Segment(s, 0.0, s_new, 0.0, fired=tuple(f & inside for f in fired),
                       record=jax.tree_util.tree_map(lambda r: jnp.where(inside, r, jnp.zeros_like(r)), record),
-                      interval=(t0, t1))
+                      interval=(t0, jnp.minimum(t1, hz.horizon)))  # the path ends at the horizon
         out = dict(c, state=s_new, t=t1, j=c["j"] + 1, events=c["events"] + inside.astype(jnp.int64))
         if "invalid" in c:
             out["invalid"] = c["invalid"] | bad
+        if "before" in c:  # the state before the event, for done
+            out["before"] = s
 
         def weighted(w_int, w_jump):
             return seg._replace(weight=w_int, jump=w_jump, compensator=tuple(m * w_int for m in each))
@@ -191,11 +195,18 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
 
     def done(c, a: MarkovArgs):
         ended = c["t"] >= a.horizon.horizon
-        return ended | c["invalid"] if "invalid" in c else ended
+        if "invalid" in c:
+            ended = ended | c["invalid"]
+        if "before" in c:  # an integer that wrapped around its dtype at the last event ends the path there (the
+            # state before it kept: the run is refused after); checked on the carried states, not in the step
+            ended = ended | wraps(c["before"], c["state"])
+        return ended
 
     def output(c, a: MarkovArgs):
         p, hz = a.params, a.horizon
-        out = {"state": c["state"], "events": c["events"], "invalid": c.get("invalid", jnp.bool_(False))}
+        out = {"state": c["state"], "events": c["events"], "invalid": c.get("invalid", jnp.bool_(False)),
+               "wrapped": wraps(c["before"], c["state"]) if "before" in c else jnp.bool_(False),
+               "before": c.get("before", ())}
         if disc:  # the weights' mass: int_0^T exp(-gamma t) dt
             out["disc"] = disc.finish(c["disc"], -jnp.expm1(-hz.gamma * hz.horizon) / hz.gamma, p)
         if win:
@@ -217,7 +228,10 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
 
     Returns ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
     (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),
-    ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events`` and, when
+    ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events``,
+    ``invalid_rates`` and ``wrapped`` (the flags of :func:`~jaxq.sim.markov.invalid_rates` and, with
+    ``markov.wrap_check``, :func:`~jaxq.sim.markov.wraps`: such a replication ended there, ``before`` the state
+    before its last event) and, when
     the model states controls, ``controls``: per functional (``"discounted"``, ``"window"``) a (reps, C) array
     of the martingales weighted as that functional's integral (window: divided by ``horizon - warmup``), and with
     an ``observer`` its per-replication outputs ``observed`` (:func:`markov_engine`).
@@ -229,7 +243,8 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
         replications.announce(batching.progress, float(reps) * markov.bound(params) * horizon, "events")
     engine = markov_engine(markov, functional, observer, bool(snap_times.shape[0]))
     out, timing = run(engine, a, reps, seed, block=block, batching=batching)
-    res = {"state": out["state"], "events": out["events"], "invalid_rates": out["invalid"],
+    res = {"state": out["state"], "events": out["events"], "invalid_rates": out["invalid"], "wrapped": out["wrapped"],
+           "before": out["before"],
            **results(markov, functional, out)}
     if "snap" not in res:  # no snapshot times: an empty record of the snapshot's shape
         shape = () if markov.snapshot is None else jax.eval_shape(markov.snapshot, markov.init(params), params).shape

@@ -66,6 +66,9 @@ class Markov(NamedTuple):
         (:mod:`jaxq.sim.functionals`). Each has mean exactly zero, whatever phi (it is evaluated before the
         step's randomness): control variates. With ``phi[c][e] = g_c(x + d_e) - g_c(x)`` they are the
         martingales ``g_c(X_K) - g_c(X_0) - sum (P g_c - g_c)(X_k)`` of Henderson and Glynn.
+      wrap_check: whether the drivers check every event for an integer leaf of the state that wrapped around its
+        dtype (:func:`wraps`; a user's model): such a replication stops there, the state before the event kept,
+        and the run is refused after (:func:`wrapped_message`).
     """
 
     name: str
@@ -77,6 +80,7 @@ class Markov(NamedTuple):
     observe: Callable[[State, Params], Any]
     snapshot: Callable[[State, Params], Any] | None = None
     controls: Callable[[State, Params], tuple] | None = None
+    wrap_check: bool = False
 
 
 def difference_phi(transition, g, num_events: int):
@@ -121,6 +125,59 @@ def invalid_rates_message(flags, reps: int) -> str | None:
         return None
     return (f"rates(state, params) returned a negative, NaN or infinite rate in a state reached by {hit} of {reps} "
             "replications; every rate must be a finite number >= 0 in every reachable state")
+
+
+def _wrap(old, new):
+    """:func:`wraps` for one leaf (None: not an integer of at most 32 bits)."""
+    dtype = jnp.result_type(old)
+    if not jnp.issubdtype(dtype, jnp.integer) or dtype.itemsize > 4:
+        return None
+    wide = jnp.int64 if dtype.itemsize == 4 else jnp.int32
+    return jnp.abs(jnp.asarray(new).astype(wide) - jnp.asarray(old).astype(wide)) > 2 ** (8 * dtype.itemsize - 1)
+
+
+def wraps(old, new) -> jax.Array | None:
+    """Whether an event moved an integer leaf of the state by more than half its dtype's range (a bool): the mark of
+    a value that passed the end of its dtype and wrapped around (int8: ``127 + 1 = -128``; uint8: ``0 - 1 = 255``).
+    Exact for a change of less than half the range (every wrap of such a change is a jump of more than half of it);
+    a single event that really moves a leaf by more than half its range is taken for a wrap too. Leaves of 8, 16
+    and 32 bits are checked, in a wider integer; None for a state without them (int64 leaves are not checked). A
+    few integer operations a leaf: the drivers call it at every event of a model with ``wrap_check``."""
+    bad = None
+    for o, n in zip(jax.tree_util.tree_leaves(old), jax.tree_util.tree_leaves(new)):
+        w = _wrap(o, n)
+        if w is not None:
+            w = jnp.any(w)
+            bad = w if bad is None else bad | w
+    return bad
+
+
+def wrapped_message(markov: Markov, flags, before, after, params) -> str | None:
+    """The sentence for the flags of :func:`wraps` over the replications (None when none is set), naming the event
+    and the leaf: found again from the states a flagged replication stopped in, ``before`` and ``after`` its last
+    event (the event whose transition gives ``after``)."""
+    hit = np.flatnonzero(np.asarray(flags))
+    if not hit.size:
+        return None
+    s, end = (jax.tree_util.tree_map(lambda v: jnp.asarray(v[hit[0]]), x) for x in (before, after))
+    events = len(markov.counts(s, params))
+    found = []
+    for e in range(events):
+        new = markov.transition(s, tuple(jnp.bool_(k == e) for k in range(events)), params)[0]
+        flat, _ = jax.tree_util.tree_flatten_with_path(s)
+        for (path, o), n, m in zip(flat, jax.tree_util.tree_leaves(new), jax.tree_util.tree_leaves(end)):
+            w = _wrap(o, n)
+            if w is not None and bool(jnp.any(w)):
+                i = tuple(np.argwhere(np.asarray(w))[0])
+                name = "the state" + jax.tree_util.keystr(path) + "".join(f"[{k}]" for k in i)
+                fired = np.array_equal(np.asarray(n), np.asarray(m))  # the event that ended the path
+                values = f"({jnp.result_type(o)}) from {np.asarray(o)[i]} to {np.asarray(n)[i]}"
+                found.append((not fired, e, f": event {e} takes {name} {values}"))
+                break
+    where = min(found)[2] if found else ""
+    return (f"the integer state wrapped around its dtype in {hit.size} of {np.size(flags)} replications{where} "
+            "(an event moved an integer leaf by more than half its dtype's range); give the state a wider integer "
+            "dtype")
 
 
 class Functional(NamedTuple):
@@ -190,6 +247,9 @@ class MarkovModel(NamedTuple):
         averaging window (e.g. an arrival that was lost; zeros on the uniformised chain's self-loop, which is
         no event). With ``one_hot=True`` ``event`` is instead a tuple of E
         bools, at most one True (none: a self-loop of the uniformised chain, which must leave the state as it is).
+        An event that moves an integer leaf of the state (8 to 32 bits) by more than half its dtype's range, the
+        mark of a count that wrapped around (int8: ``127 + 1 = -128``), ends the run with an InputError naming
+        ``transition``, the event and the values (:func:`wraps`).
       observe: ``observe(state, params) -> dict of float64 (or integer) scalars``: the quantities whose
         discounted integral and/or time average are estimated.
       rates: the rates, plain or structured (see above).
@@ -219,10 +279,10 @@ class MarkovModel(NamedTuple):
 
 
 @lru_cache(maxsize=None)
-def as_markov(model: MarkovModel) -> Markov:
+def as_markov(model: MarkovModel, wrap_check: bool = False) -> Markov:
     """The one internal statement (:class:`Markov`) of a :class:`MarkovModel`, built once per model (cached, so
     the drivers' compiled programs are reused). A structured model with ``one_hot`` and ``records`` passes its
-    functions through unchanged."""
+    functions through unchanged. ``wrap_check``: :attr:`Markov.wrap_check` (a user's model)."""
     if not isinstance(model, MarkovModel):
         raise InputError("model", f"expected a jaxq.MarkovModel, got {type(model).__name__}")
     for key in ("init", "transition", "observe", "rates"):
@@ -254,7 +314,7 @@ def as_markov(model: MarkovModel) -> Markov:
         raise InputError("controls", f"expected difference_controls(g) or None, got {phi!r}")
     return Markov(name=model.name, init=model.init, counts=counts, rates=rates,
                   bound=model.rate_bound, transition=transition,
-                  observe=model.observe, snapshot=model.snapshot, controls=phi)
+                  observe=model.observe, snapshot=model.snapshot, controls=phi, wrap_check=wrap_check)
 
 
 def _indexed(transition, records: bool):

@@ -33,7 +33,7 @@ from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss
                                  pss_default_horizon)
 from jaxq.options import grouped as options_grouped
 from jaxq.policies import pss2x2 as pol
-from jaxq.policies.hook import Policy2x2
+from jaxq.policies.hook import Policy2x2, check as check_hook
 from jaxq.policies import thresholds
 from jaxq.precision import float64
 from jaxq.sim import ENGINES, diagnostics as diag
@@ -128,19 +128,26 @@ def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: floa
     return pss_default_horizon(system, n, scale, rel_tol)
 
 
-def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
-          horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Setup:
-    """Parameters of the n-th system under a policy (validated; one-line InputErrors).
+class Plan(NamedTuple):
+    """The numbers of a run of the n-th system, validated, without the simulator's parameters (:func:`plan`)."""
 
-    ``levels`` (:class:`Levels`): the switching level and the threshold ``Theta_n = ceil(c n^a_bar)``, c its
-    ``theta_constant`` times the constant of its ``theta_rule`` (:func:`jaxq.policies.thresholds.rule_levels`:
-    ``paper`` is (2.29)'s c = 1; ``excursion``, the default, also sets the switching level), and the
-    per-replication perturbation of z and c
-    (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`). A :class:`jaxq.Policy2x2` ``policy`` decides alone: it
-    takes no threshold, switching level or perturbation (the control variates use Theorem 2.11's value function).
-    ``horizon``: the event driver's truncation time (default :func:`default_horizon`); ``record_times``: the times
-    at which W_hat(t) is recorded; ``analysis``: the system's (computed when not given).
-    """
+    analysis: Analysis
+    resolved: pol.Resolved  # the policy with its switching level (the rule's, for ``excursion``)
+    policy: str  # the policy actually used (``auto`` resolved; a Policy2x2's name)
+    theta: int | None  # threshold level used (None: the policy has none)
+    theta_constant: float  # c of Theta_n = ceil(c n^a_bar): the levels' constant times the rule's
+    switch_at: float | None  # switching level (scaled workload; None: never switches)
+    modes_used: list[int]  # 1-based
+    horizon: float
+    record_times: np.ndarray
+    hook: Policy2x2 | None = None  # a user's policy
+
+
+def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
+         horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Plan:
+    """What :func:`setup` checks and chooses (the policy, its threshold and switching level, the horizon), with
+    the same one-line InputErrors, without building the simulator's parameters: what an experiment file's
+    validation needs of each grid point (:func:`setup` is this plus the parameters)."""
     switch_at, theta_exponent, theta_rule, theta_constant, perturb = levels
     check_float(n, "n", ge=1)
     check_float(theta_exponent, "theta_exponent", ge=0.0, le=1.0)  # (2.28) asks for (1/3, 1/2)
@@ -176,13 +183,40 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
     theta_constant = theta_constant * rule_c
     theta = thresholds.theta_level(n, theta_exponent, theta_constant) if hook is None and pol.uses_threshold(
         res.rules) else None
+    if perturb is not None:
+        sign, tau_z, tau_c = perturb
+        if not (tau_z >= 0 and tau_c >= 0 and sign in (1, -1)):
+            raise InputError("perturb", f"need sign +-1 and tau >= 0, got {perturb}")
+    if hook is not None:
+        return Plan(an, res, hook.name, None, theta_constant, None, [], float(horizon), rec, hook)
+    return Plan(an, res, res.name, theta, theta_constant, None if not res.rules.dual or math.isinf(res.z) else res.z,
+                sorted({res.lower + 1, res.higher + 1}), float(horizon), rec)
+
+
+def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
+          horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Setup:
+    """Parameters of the n-th system under a policy (validated; one-line InputErrors).
+
+    ``levels`` (:class:`Levels`): the switching level and the threshold ``Theta_n = ceil(c n^a_bar)``, c its
+    ``theta_constant`` times the constant of its ``theta_rule`` (:func:`jaxq.policies.thresholds.rule_levels`:
+    ``paper`` is (2.29)'s c = 1; ``excursion``, the default, also sets the switching level), and the
+    per-replication perturbation of z and c
+    (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`). A :class:`jaxq.Policy2x2` ``policy`` decides alone: it
+    takes no threshold, switching level or perturbation (the control variates use Theorem 2.11's value function).
+    ``horizon``: the event driver's truncation time (default :func:`default_horizon`); ``record_times``: the times
+    at which W_hat(t) is recorded; ``analysis``: the system's (computed when not given). The checks and levels are
+    :func:`plan`'s.
+    """
+    pl = plan(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
+              analysis=analysis)
+    an, res, theta, theta_constant, hook = pl.analysis, pl.resolved, pl.theta, pl.theta_constant, pl.hook
+    theta_exponent, perturb = levels.theta_exponent, levels.perturb
+    lam_n, mu_n = system.rates(n)
     dists = list(system.interarrival) + [system.service[i][k] for i in range(2) for k in range(2)]
     rn = math.sqrt(n)
     q = None
     if perturb is not None:
         sign, tau_z, tau_c = perturb
-        if not (tau_z >= 0 and tau_c >= 0 and sign in (1, -1)):
-            raise InputError("perturb", f"need sign +-1 and tau >= 0, got {perturb}")
         scale = float(n) ** theta_exponent
         q = model.Perturb(jnp.float64(sign), jnp.float64(tau_z * rn), jnp.float64(theta_constant * scale),
                           jnp.float64(tau_c * scale))
@@ -191,16 +225,15 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
     params = model.Params(
         inv_lam=jnp.asarray(1.0 / lam_n), inv_mu=jnp.asarray(1.0 / mu_n), lam=jnp.asarray(lam_n),
         mu=jnp.asarray(mu_n), h_hat=jnp.asarray(system.h / rn), inv_sqrt_n=jnp.float64(1.0 / rn),
-        gamma=jnp.float64(system.gamma), horizon=jnp.float64(horizon),
-        policy=pol.make(res, an.modes, n, theta), t_rec=jnp.asarray(rec),
+        gamma=jnp.float64(system.gamma), horizon=jnp.float64(pl.horizon),
+        policy=pol.make(res, an.modes, n, theta), t_rec=jnp.asarray(pl.record_times),
         table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}, perturb=q,
         value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale), hpc=jnp.int32(an.p),
         hook_params=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.params))
     if hook is not None:
-        return Setup(params, sampling.spec_of(dists), an, hook.name, None, None, [], float(horizon), hook.static())
-    return Setup(params, sampling.spec_of(dists), an, res.name, theta,
-                 None if not res.rules.dual or math.isinf(res.z) else res.z, sorted({res.lower + 1, res.higher + 1}),
-                 float(horizon))
+        check_hook(hook, params.hook_params)  # its functions' results, before any run (one InputError naming policy)
+        return Setup(params, sampling.spec_of(dists), an, pl.policy, None, None, [], pl.horizon, hook.static())
+    return Setup(params, sampling.spec_of(dists), an, pl.policy, theta, pl.switch_at, pl.modes_used, pl.horizon)
 
 
 def _hook(policy, switch_at, perturb) -> Policy2x2 | None:

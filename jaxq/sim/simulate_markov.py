@@ -23,7 +23,7 @@ from jaxq.errors import InputError
 from jaxq.model.validate import check_seed, check_work
 from jaxq.precision import float64
 from jaxq.sim import ENGINES, event, uniformized
-from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov, invalid_rates_message
+from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov, invalid_rates_message, wrapped_message
 from jaxq.mc.observer import check_observers, combine, tree_layout
 from jaxq.mc.replications import Batching
 from jaxq.mc.result import Estimate, SimResult, add_observed, timed
@@ -92,13 +92,54 @@ def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]
     return run, Functional(discounted=discount is not None, window=warmup is not None)
 
 
+def check_params(params):
+    """The model's parameters as JAX arrays; one InputError naming ``params`` and the entry for one that is not a
+    number or an array of numbers (a string, say)."""
+
+    def leaf(path, v):
+        dtype = v.dtype if hasattr(v, "dtype") else np.asarray(v).dtype
+        if not (np.issubdtype(dtype, np.number) or dtype == np.bool_):
+            raise InputError("params", f"params{jax.tree_util.keystr(path)} must be a number or an array of numbers, "
+                                       f"got {v!r}")
+        return jnp.asarray(v)
+
+    return jax.tree_util.tree_map_with_path(leaf, params)
+
+
+def _missing(fn, args, error: KeyError) -> list:
+    """The entries that ``fn(*args)`` reads from its parameters (a dict, ``args[-1]``) but they lack: the key of
+    ``error``, and of the KeyErrors after it, while giving the entry (a number) makes its KeyError go away."""
+    params, missing = args[-1], []
+    while isinstance(params, dict) and len(error.args) == 1 and error.args[0] not in params and len(missing) < 8:
+        key = error.args[0]
+        params = {**params, key: jnp.float64(1.0)}
+        try:
+            jax.eval_shape(fn, *args[:-1], params)
+        except KeyError as e:
+            if e.args == error.args:  # not an entry of the parameters (of the state, say)
+                return missing
+            missing, error = missing + [key], e
+            continue
+        except Exception:  # noqa: BLE001  (another error: the entry was read; its value is the user's to give)
+            pass
+        return missing + [key]
+    return missing
+
+
 def _shape_of(key: str, what: str, fn, *args):
-    """``jax.eval_shape(fn, *args)``, or one InputError naming ``key`` with what failed (no JAX traceback)."""
+    """``jax.eval_shape(fn, *args)``, or one InputError naming ``key`` with what failed (no JAX traceback); one
+    naming ``params`` when ``fn`` reads an entry of the parameters (the last argument) that they lack."""
     try:
         return jax.eval_shape(fn, *args)
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001  (a user's function: any error is the model's, reported by its name)
+        missing = _missing(fn, args, e) if isinstance(e, KeyError) else []
+        if missing:
+            reads = ", ".join(f"params[{k!r}]" for k in missing)
+            raise InputError("params", f"{what} reads {reads}, which {'is' if len(missing) == 1 else 'are'} not "
+                                       f"given (params has {', '.join(sorted(map(str, args[-1]))) or 'no entry'})"
+                             ) from None
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise InputError(key, f"{what} fails on the start state: {type(e).__name__}: {first}") from None
 
@@ -107,7 +148,8 @@ def check_model(model: MarkovModel, params) -> None:
     """The model's functions checked on the start state, before any run (one InputError naming the function and
     what was expected): ``init`` runs; ``rates`` gives at least one event, as floats (E,) in the plain form;
     ``transition`` keeps the state's structure, shapes and dtypes for every event; ``observe`` returns numbers;
-    ``rate_bound`` is a function of the parameters."""
+    ``rate_bound`` is a function of the parameters. A function that reads an entry the parameters lack is one
+    InputError naming ``params`` and the entry."""
     if model.rate_bound is not None and not callable(model.rate_bound):
         raise InputError("rate_bound", f"must be a function of params returning the bound, got {model.rate_bound!r}")
     s0 = _shape_of("init", "init(params)", model.init, params)
@@ -144,6 +186,14 @@ def check_model(model: MarkovModel, params) -> None:
                                     f"got {obs!r}")
 
 
+def _refuse_wrapped(mk, out: dict, params) -> None:
+    """One InputError naming ``transition`` when an integer of the state wrapped around its dtype in a replication
+    (:func:`jaxq.sim.markov.wraps`; checked first: negative counts may then make the rates invalid)."""
+    bad = wrapped_message(mk, out.get("wrapped", ()), out.get("before"), out["state"], params)
+    if bad:
+        raise InputError("transition", bad)
+
+
 def _names(tree) -> list[tuple[str, Any]]:
     """The observed quantities by name: a dict's keys, else the pytree's key paths."""
     if isinstance(tree, dict):
@@ -168,9 +218,9 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
       discount, warmup, ``Lambda`` and ``steps`` of the uniformised driver).
     """
     run, functional = check_run(model, run, reps, seed)
-    params = jax.tree_util.tree_map(jnp.asarray, params)
+    params = check_params(params)
     check_model(model, params)
-    mk = as_markov(model)
+    mk = as_markov(model, wrap_check=True)
     warmup = run.warmup if run.warmup is not None else 0.0
     gamma = run.discount if run.discount is not None else 0.0
     watch = combine(run.observers) if run.observers else None
@@ -186,6 +236,7 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         steps = max(1, round(big * run.horizon) - warm)
         out, timing, uinfo = uniformized.run(mk, params, functional, reps, seed, gamma=gamma, warm_steps=warm,
                                              steps=steps, **opts)
+        _refuse_wrapped(mk, out, params)
         bad = invalid_rates_message(out.get("invalid_rates", 0), reps)
         if bad:
             raise InputError("rates", bad)
@@ -201,6 +252,7 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
                        per_replication_limit=2.0**31)
         out, timing = event.run_markov(mk, params, functional, reps, seed, times=Horizon(gamma, warmup, run.horizon),
                                        **opts)
+        _refuse_wrapped(mk, out, params)
         bad = invalid_rates_message(out["invalid_rates"], reps)
         if bad:
             raise InputError("rates", bad)

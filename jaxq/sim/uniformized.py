@@ -35,7 +35,7 @@ import numpy as np
 from jaxq.errors import InputError
 from jaxq.mc import replications, rng
 from jaxq.sim.functionals import groups, results
-from jaxq.sim.markov import Functional, Markov, invalid_rates
+from jaxq.sim.markov import Functional, Markov, invalid_rates, wraps
 from jaxq.mc.observer import Observer, Segment
 
 PAGE = 64  # words per page (part of the definition of the random stream)
@@ -121,9 +121,10 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
 
     def init_one(key, a: Args):
         s = markov.init(a.params)
+        ints = markov.wrap_check and wraps(s, s) is not None  # integers in the state: checked at every step
         return {"key": key, "state": s, "w": jnp.float64(1.0), "events": jnp.int64(0),
                 "disc": disc.init(a.params) if disc else (), "win": win.init(a.params) if win else (),
-                **({"over": jnp.uint8(0)} if plain(s, a.params) else {})}
+                **({"over": jnp.uint8(0)} if plain(s, a.params) else {}), **({"before": s} if ints else {})}
 
     def step(c, xs, a: Args, record: bool, masked: bool = False):
         u, k = xs if masked else (xs, None)
@@ -133,6 +134,10 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         owned = lengths(counts, a.words)
         fired, real = fired_events(u, owned)
         s_new, rec = markov.transition(s, fired, p)
+        if "before" in c:  # an integer that wrapped around its dtype at the last step stops the replication: the
+            # states after and before it kept (refused after the run); checked on the carried states
+            stuck = wraps(c["before"], s)
+            s_new = jax.tree_util.tree_map(lambda a, b: jnp.where(stuck, b, a), s_new, s)
         # the step's exact event probabilities (computed only where a control uses them)
         prob = [n.astype(jnp.float64) * (1.0 / TWO32) for n in owned]
         seg = Segment(s, 0.0, s_new, 0.0, fired=fired, record=rec)
@@ -142,6 +147,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
                                 compensator=tuple(w_jump * q for q in prob))
 
         out = dict(c, state=s_new, pe=c["pe"] + real.astype(jnp.int32))
+        if "before" in c:
+            out["before"] = jax.tree_util.tree_map(lambda a, b: jnp.where(stuck, a, b), c["before"], s)
         if disc:
             wr = c["w"] * a.r  # r^(k+1)
             out["disc"] = disc.update(c["disc"], weighted(wr), p)
@@ -158,7 +165,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     def run_page(c, b, a: Args, record: bool, masked: bool = False):
         words = rng.block(c["key"], b.astype(jnp.uint64), PAGE)  # draw b of the replication's stream
         # only what a step changes is carried through the page
-        carried = ["state"] + ["disc", "w"] * bool(disc) + ["win"] * record + ["over"] * ("over" in c)
+        carried = (["state"] + ["disc", "w"] * bool(disc) + ["win"] * record + ["over"] * ("over" in c)
+                   + ["before"] * ("before" in c))
         inner = {"pe": jnp.int32(0), **{k: c[k] for k in carried}}
         xs = (words, b.astype(jnp.int64) * PAGE + jnp.arange(PAGE, dtype=jnp.int64)) if masked else words
         inner, _ = jax.lax.scan(lambda cc, x: step(cc, x, a, record, masked), inner, xs)
@@ -193,7 +201,9 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     @jax.jit
     def finish(carry, a: Args):
         c = carry["rep"]
-        out = {"state": c["state"], "events": c["events"], "over": c.get("over", ())}
+        out = {"state": c["state"], "events": c["events"], "over": c.get("over", ()), "before": c.get("before", ())}
+        if "before" in c:
+            out["wrapped"] = jax.vmap(wraps)(c["before"], c["state"])
         if disc:  # the mass over the K steps run: sum_k r^(k+1) / Lambda = (1 - r^K) / gamma, r^K the final w
             mass = lambda w: (1.0 - w) / (1.0 - a.r) * (a.r / a.big)  # noqa: E731  (r / Lambda = 1 / (Lambda + gamma))
             out["disc"] = jax.vmap(lambda o, w: disc.finish(o, mass(w), a.params))(c["disc"], c["w"])
@@ -229,7 +239,9 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
       (the discounted estimate of ``observe``), ``window`` (its average over the window), ``records``
       (the window's event records summed), ``events`` (real jumps), ``controls`` (when the model states
       martingale controls: per functional a (reps, C) array in the units of its estimate, the discrete form of
-      the event driver's, :func:`program`); ``info`` has ``Lambda``, ``steps`` (total, rounded), ``window_steps``,
+      the event driver's, :func:`program`), ``wrapped`` and ``before`` (with ``markov.wrap_check`` and integers
+      in the state: the flags of :func:`~jaxq.sim.markov.wraps`, such a replication stopped there, and the state
+      before its last step); ``info`` has ``Lambda``, ``steps`` (total, rounded), ``window_steps``,
       ``warm_steps``, ``r``.
     """
     if markov.bound is None:
@@ -256,5 +268,7 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
         flags = np.asarray(out["over"])
         res["over_bound"] = (flags & 1) != 0
         res["invalid_rates"] = (flags & 2) != 0
+    if "wrapped" in out:
+        res["wrapped"], res["before"] = np.asarray(out["wrapped"]), out["before"]
     info = {"Lambda": big, "steps": pages * PAGE, "warm_steps": int(warm_steps), "window_steps": window_steps, "r": r}
     return res, timing, info

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -43,6 +44,28 @@ def file_keys(key_of: Callable[[str], str], where: str, reason: Callable[[str], 
         raise InputError(key_of(e.key), f"{where}: {reason(e.reason)}") from None
 
 
+_CHECKED: ContextVar[Callable[[int], None] | None] = ContextVar("jaxq_points_checked", default=None)
+
+
+def point_checked(count: int = 1) -> None:
+    """Tell the validation's progress counter that ``count`` more grid points were checked: a study's ``points``
+    calls it as it goes (:func:`jaxq.studies.experiment.from_dict` counts the points it does not tell about when
+    ``points`` returns). Does nothing outside :func:`counting_points`."""
+    report = _CHECKED.get()
+    if report is not None:
+        report(count)
+
+
+@contextmanager
+def counting_points(report: Callable[[int], None] | None):
+    """Within the block, :func:`point_checked` calls ``report`` (None: nothing)."""
+    token = _CHECKED.set(report)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
 class Study(NamedTuple):
     """One registered study.
 
@@ -52,7 +75,9 @@ class Study(NamedTuple):
       Grid: pydantic model of the experiment's ``[grid]`` table (extra keys forbidden).
       points: ``points(exp) -> list[dict]``: grid points (JSON scalars; optional ``reps``/``chunk``
         override the experiment's replications and chunk size for that point). Must raise InputError
-        on anything it cannot run, so that nothing is written before the run starts.
+        on anything it cannot run, so that nothing is written before the run starts. Called once per
+        experiment (every seed gets the same points); a study whose checks take a while calls
+        :func:`point_checked` after each point, which moves the validation's counter.
       run_chunk: ``run_chunk(exp, point, start, count, devices) -> dict[str, ndarray]``: per-replication
         records (each of length ``count``) of replications ``start .. start+count-1``; an ``events``
         column, when present, feeds the progress bar.

@@ -62,6 +62,15 @@ def pss_setup(system, an, n, policy, horizon=None, record_times=(), theta_expone
                      levels=sim.Levels(switch_at=z, theta_exponent=theta_exponent, theta_rule=theta_rule))
 
 
+def pss_plan(system, an, n, policy, horizon=None, record_times=(), theta_exponent=sim.DEFAULT_THETA_EXPONENT,
+             theta_rule=sim.DEFAULT_THETA_RULE):
+    """:func:`pss_setup`'s checks and levels (:func:`jaxq.sim.pss2x2.plan`) without the simulator's parameters: the
+    validation of a grid point."""
+    name, z = parse_policy(policy, an.z_star)
+    return sim.plan(system, float(n), policy=name, horizon=horizon, record_times=record_times, analysis=an,
+                    levels=sim.Levels(switch_at=z, theta_exponent=theta_exponent, theta_rule=theta_rule))
+
+
 def pss_chunk(path, n, policy, seed, count, batching: sim.Batching, *,
               truncation: sim.Truncation = sim.Truncation(engine="event"), levels: sim.Levels = sim.Levels(),
               outputs: sim.Outputs = sim.Outputs()) -> dict[str, np.ndarray]:

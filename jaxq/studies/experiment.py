@@ -15,10 +15,11 @@ policies = ["auto"]
 ```
 
 Everything is validated (pydantic in strict mode, one-line errors) and every grid point is checked by
-the study before a single file is written. Then the work is estimated (:func:`check_experiment_work`):
-replications per point at most 2^31 - 1, a chunk that fits in memory, at most 2^20 chunk files, and
-per replication at most 2^31 events of the prelimit simulator (``2 sum_i lambda_n_i T``) or 2^40
-time steps of an SDE path (``horizon / dt``), and a finite total. Each refusal names the key.
+the study before a single file is written (once: every seed gets the same points). Then the work is
+estimated (:func:`check_experiment_work`): replications per point at most 2^31 - 1, a chunk that fits in
+memory, at most 2^20 chunk files, and per replication at most 2^31 events of the prelimit simulator
+(``2 sum_i lambda_n_i T``) or 2^40 time steps of an SDE path (``horizon / dt``), and a finite total. Each
+refusal names the key.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -208,9 +209,12 @@ def resolve_system(ref: str, base: Path) -> Path:
     return example_path(ref)
 
 
-def from_dict(data: dict, file: Path) -> Experiment:
-    """Validate an experiment dictionary read from ``file``; raises InputError (one line) on bad input."""
-    from jaxq.studies import get
+def from_dict(data: dict, file: Path, progress: Callable[[int], None] | None = None) -> Experiment:
+    """Validate an experiment dictionary read from ``file``; raises InputError (one line) on bad input.
+
+    The study's grid points are computed and checked once and given every seed. ``progress``: called with the
+    number of points (grid points times seeds) checked since its last call, while they are checked."""
+    from jaxq.studies import counting_points, get
 
     v.check_depth(data, str(file))
     e = v.validate_model(_File, data).experiment
@@ -246,9 +250,21 @@ def from_dict(data: dict, file: Path) -> Experiment:
         records=e.records,
         cv=e.cv,
     )
+    told = 0
+
+    def checked(count: int = 1) -> None:  # the study checked ``count`` more grid points, each for every seed
+        nonlocal told
+        told += count
+        if progress is not None:
+            progress(count * len(exp.seeds))
+
+    with counting_points(checked):
+        grid_points = study.points(exp)  # the same for every seed: checked once
+    if told < len(grid_points):
+        checked(len(grid_points) - told)
     points = []
     for seed in exp.seeds:
-        for pt in study.points(exp):
+        for pt in grid_points:
             pt = {**pt, "seed": seed}
             pt.setdefault("reps", exp.replications)
             pt.setdefault("chunk", exp.chunk)
@@ -322,6 +338,7 @@ def check_experiment_work(exp: Experiment) -> float:
     """Refuse an experiment whose work cannot fit (see the module docstring); returns the total estimate."""
     total, files = 0.0, 0
     analyses: dict[str, Any] = {}
+    works: dict[tuple, Any] = {}  # a point's work per replication does not depend on its seed: once per grid point
     for pt in exp.points:
         reps_key, chunk_key = _keys(exp, pt)
         reps, chunk = int(pt["reps"]), int(pt["chunk"])
@@ -332,7 +349,17 @@ def check_experiment_work(exp: Experiment) -> float:
         if files > v.MAX_CHUNKS:
             raise InputError(chunk_key, f"more than {v.MAX_CHUNKS} chunk files ({reps} replications in chunks "
                                         f"of {chunk} per grid point); use larger chunks")
-        work = point_work(exp, pt, analyses)
+        try:
+            grid_point = tuple(sorted((k, v) for k, v in pt.items() if k != "seed"))
+            hash(grid_point)
+        except TypeError:  # a value that is not a scalar: no memo
+            grid_point = None
+        if grid_point is None:
+            work = point_work(exp, pt, analyses)
+        elif grid_point in works:
+            work = works[grid_point]
+        else:
+            work = works[grid_point] = point_work(exp, pt, analyses)
         if work is None:
             continue
         per_rep, unit, key = work
@@ -343,10 +370,12 @@ def check_experiment_work(exp: Experiment) -> float:
     return total
 
 
-def load_experiment(path: str | Path, seeds: list[int] | None = None) -> Experiment:
-    """Read and validate an experiment file (see the module docstring); ``seeds`` replaces its seeds."""
+def load_experiment(path: str | Path, seeds: list[int] | None = None,
+                    progress: Callable[[int], None] | None = None) -> Experiment:
+    """Read and validate an experiment file (see the module docstring); ``seeds`` replaces its seeds;
+    ``progress``: :func:`from_dict`'s counter of points checked."""
     p = Path(path).resolve() if Path(path).is_file() else Path(path)
     data = read_toml(p)
     if seeds is not None and isinstance(data.get("experiment"), dict):
         data["experiment"]["seeds"] = list(seeds)
-    return from_dict(data, p)
+    return from_dict(data, p, progress)

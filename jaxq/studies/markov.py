@@ -16,7 +16,9 @@ The experiment file names the model and what to estimate::
     engines = ["event", "uniformized"]  # one grid point per engine (default ["auto"])
     observers = {blocked = "mypackage.queues:BLOCKED"}  # statistics of the path (jaxq.Observer; optional)
 
-Each chunk runs :func:`jaxq.sim.simulate_markov.simulate_markov` for its replications (replication r keyed by
+The model's functions are checked on ``grid.params`` before the run starts: an entry the model reads but
+``params`` lacks, or one that is not a number or an array of numbers, is one error naming ``grid.params`` and the
+entry. Each chunk runs :func:`jaxq.sim.simulate_markov.simulate_markov` for its replications (replication r keyed by
 ``fold_in(PRNGKey(seed), r)``, so the numbers do not depend on the chunking); the records are the per-replication
 estimates and controls. Table ``estimates``: one row per point and estimated quantity, the controlled estimate
 cross-fitted by replication index over all of the point's replications when the model has controls; each
@@ -115,12 +117,15 @@ def _keys(key: str) -> str:
 
 
 def points(exp) -> list[dict]:
-    from jaxq.sim.simulate_markov import check_run
+    from jaxq.precision import in_float64
+    from jaxq.sim.simulate_markov import check_model, check_params, check_run
 
     g = exp.grid
     if exp.systems:
         raise InputError("experiment.systems", "study 'markov' takes its model from grid.model, not from systems")
     model = load_model(g.model)
+    with file_keys(_keys, g.model), in_float64():  # before any run: params the model lacks or cannot take
+        check_model(model, check_params(g.params))
     out = []
     for engine in g.engines:
         with file_keys(_keys, f"engine {engine}"):

@@ -2,8 +2,8 @@
 
 OptimalGrid: the experiment's 2x2 systems (exponential or phase-type primitives) x ``n`` (``n_for``: other values of n for
 the named systems, e.g. fewer for a phase-type system, whose chain is larger). Each point is one deterministic
-solve (:func:`jaxq.mdp.optimum.optimal`: policy iteration on the truncated Markov decision process, the truncation
-checked by doubling the queue cap) and the exact J_n of Theorem 2.11's policy on the same model
+solve (:func:`jaxq.mdp.optimum.optimal`: policy iteration on the truncated Markov decision process, J*_n
+bracketed by two truncations at one queue cap) and the exact J_n of Theorem 2.11's policy on the same model
 (:func:`jaxq.sim.exact_ctmc.policy_cost`). With phase-type primitives J*_n is the optimum of a controller that sees
 the phases (a lower bound on every non-anticipating policy's J_n) and ``J_table`` the exact cost of the phase-blind
 table policy read off it.
@@ -101,7 +101,7 @@ def _check_point(g, system, label, n) -> None:
     cap = dp.first_cap(n, g.queue_cap)
     key = "grid.queue_cap" if g.queue_cap is not None else _n_key(g, label)
     try:
-        dp.check_size(dp.layout_of(phase_types, (2 * cap, 2 * cap)), g.max_states, g.max_gib * 2**30, key)
+        dp.check_size(dp.layout_of(phase_types, (cap, cap)), g.max_states, g.max_gib * 2**30, key)
     except InputError as e:
         raise InputError(key, f"{where}: {e.reason}") from None
 
@@ -194,7 +194,7 @@ def _solve(path: str, mtime: float, n: float, queue_cap, rtol: float, max_states
     system, _ = chunks.system_and_analysis(Path(path))
     r = optimal(system, n, queue_cap, exact_policy=True, rtol=rtol, max_states=max_states, max_gib=max_gib)
     d = r.to_dict()
-    row = {k: d[k] for k in ("J_star", "truncation_change", "queue_cap", "states", "iterations", "wall_s", "V0",
+    row = {k: d[k] for k in ("J_star", "J_star_lower", "truncation_change", "queue_cap", "states", "iterations", "wall_s", "V0",
                              "exact_cost", "theta", "switch_at", "J_table", "phases_observed", "J_star_over_V0",
                              "exact_cost_over_V0", "J_star_over_exact_cost")}
     row["idles_with_waiting"] = idles_with_waiting(r.table, n)
@@ -259,8 +259,8 @@ def aggregate(exp, pts, records):
         _, an = _system(exp, pt["system"])
         row = {"point": i, "system": pt["system"], "case": an.case, "policy": an.policy, "n": pt["n"],
                "seed": pt["seed"]}
-        for key in ("J_star", "exact_cost", "V0", "J_star_over_V0", "exact_cost_over_V0", "J_star_over_exact_cost",
-                    "J_table", "truncation_change", "queue_cap", "states", "iterations", "wall_s", "theta",
+        for key in ("J_star", "J_star_lower", "exact_cost", "V0", "J_star_over_V0", "exact_cost_over_V0",
+                    "J_star_over_exact_cost", "J_table", "truncation_change", "queue_cap", "states", "iterations", "wall_s", "theta",
                     "switch_at", "phases_observed", "idles_with_waiting", "idles_with_waiting_weighted"):
             v = _value(rec, key)
             row[key] = (int(v) if key in INTS else bool(v) if key == "phases_observed" else v) if v is not None \

@@ -33,7 +33,7 @@ from jaxq.errors import InputError
 from jaxq.model import validate as v
 from jaxq.policies.thresholds import EXCURSION_RULE, THETA_RULES
 from jaxq.sim import pss2x2 as sim
-from jaxq.studies import Study, Unique, chunks, figures, register, tuned_policy
+from jaxq.studies import Study, Unique, chunks, figures, point_checked, register, tuned_policy
 from jaxq.studies.tuned_policy import TUNED
 from jaxq.studies.stats import (controlled_estimate, groups_by, ks_distance, ks_noise_level, limit_fit, loglog_rate,
                                 mean_stderr, threshold_rate)
@@ -100,7 +100,7 @@ def _n_key(key: str) -> float:
 
 
 def _setup_key(key: str, g) -> str:
-    """The ``[grid]`` key behind an argument of :func:`chunks.pss_setup` (its InputErrors name those)."""
+    """The ``[grid]`` key behind an argument of :func:`chunks.pss_plan` (its InputErrors name those)."""
     return {"record_times": "grid.times", "switch_at": "grid.policies", "policy": "grid.policies",
             "theta_exponent": "grid.theta_exponents" if g.theta_exponents else "grid.theta_exponent",
             "horizon": "grid.horizon" if g.horizon is not None else "grid.times"}.get(key, f"grid.{key}")
@@ -142,12 +142,20 @@ def points(exp) -> list[dict]:
     lockstep = g.engine == "auto" and not g.times and exp.study.name in ("convergence", "policies")
     for s in exp.systems:
         system, an = _system(exp, s.label)
+        planned = {}  # (policy, n, a_bar) -> the plan: each checked once (the first n also tells has_theta)
+
         def check(pol, n, *a):
+            key = (pol, float(n), float(a[0]) if a else sim.DEFAULT_THETA_EXPONENT)
+            if key not in planned:
+                planned[key] = _check(pol, n, *a)
+            return planned[key]
+
+        def _check(pol, n, *a):
             if pol == TUNED:
                 tuned_policy.check_tunable(an, s.label)
             try:
-                st = chunks.pss_setup(system, an, n, tuned_policy.setup_policy(pol), _horizon(exp), g.times, *a,
-                                       theta_rule=g.theta_rule)
+                st = chunks.pss_plan(system, an, n, tuned_policy.setup_policy(pol), _horizon(exp), g.times, *a,
+                                      theta_rule=g.theta_rule)
             except InputError as e:
                 where = f"{s.label}, n = {n:g}" + (f", policy {pol!r}" if e.key == "switch_at" else "")
                 if e.key == "n" and _horizon(exp) is not None:  # events per replication: n and the horizon
@@ -170,6 +178,7 @@ def points(exp) -> list[dict]:
                     if lockstep and system.exponential and g.horizon is None:
                         pt["driver"] = "uniformized"
                     out.append(pt)
+                    point_checked()
                     if isinstance(g, WeakGrid) and g.shifted and an.policy == "T1T2":
                         out += _shifted_reference(g, pt, check(pol, n, a), an)
         if isinstance(g, WeakGrid):

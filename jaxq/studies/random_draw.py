@@ -64,6 +64,7 @@ FAMILIES = ("exponential", "erlang", "gamma", "lognormal", "hyperexponential")
 SCV_RANGE = (0.1, 10.0)
 MARGIN = 0.05  # |c_i - beta_k| >= MARGIN: nondegeneracy (2.8) with room
 MAX_TRIES = 10_000
+DRAWN_KEPT = 6 * 10_000  # systems draw_system keeps: every system of the largest grid (per_case <= 10^4)
 _DUAL = {"P": False, "T2": False, "PP": True, "T2T2": True, "T1T2": True, "T2T1": True}
 _SWITCHING = {"PP": "server", "T2T2": "server", "T1T2": "class", "T2T1": "class"}
 
@@ -154,8 +155,10 @@ def target_hpc(case: str, an: Analysis) -> int | None:
     return p_lo if p_lo == p_hi else None
 
 
+@lru_cache(maxsize=DRAWN_KEPT)
 def draw_system(seed: int, case: str, index: int) -> Drawn:
-    """System ``index`` of ``case`` for ``seed`` (module docstring); deterministic."""
+    """System ``index`` of ``case`` for ``seed`` (module docstring); deterministic, cached (:func:`draw` of the
+    same systems draws none again)."""
     if case not in CASES:
         raise InputError("case", f"unknown case {case!r}; choose one of {', '.join(CASES)}")
     rng = streams.generator(seed, CASES.index(case), index)

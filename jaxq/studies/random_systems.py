@@ -25,7 +25,8 @@ import hashlib
 import json
 import math
 from functools import lru_cache
-from typing import Annotated
+from types import MappingProxyType
+from typing import Annotated, Mapping
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,9 +40,9 @@ from jaxq.sim import pss2x2 as sim
 from jaxq.sim.diagnostics import limit_threshold_term
 from jaxq.sim.models.pss2x2 import COARSE_CONTROLS
 from jaxq.stats import controlled_values, mean_stderr
-from jaxq.studies import Study, Unique, figures, register
+from jaxq.studies import Study, Unique, figures, point_checked, register
 from jaxq.studies.chunks import control_columns, diagnostic_columns, diagnostics_row
-from jaxq.studies.random_draw import CASES, Drawn, draw
+from jaxq.studies.random_draw import CASES, Drawn, draw, draw_system
 from jaxq.studies.stats import controlled_estimate, controls_of
 
 NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
@@ -94,13 +95,30 @@ def parse_rule(spec: str) -> tuple[str, float, float]:
     return name, k, x
 
 
-def systems_of(exp) -> dict[str, Drawn]:
-    """The drawn systems of the experiment, by label."""
+def systems_of(exp) -> Mapping[str, Drawn]:
+    """The drawn systems of the experiment, by label (read-only; one mapping per draw, built once: the validation
+    looks a system up for every point)."""
     g = exp.grid
+    _check_cases(g)
+    return _by_label(int(g.draw_seed), int(g.per_case), tuple(g.cases))
+
+
+@lru_cache(maxsize=64)
+def _by_label(seed: int, per_case: int, cases: tuple[str, ...]) -> Mapping[str, Drawn]:
+    return MappingProxyType({d.label: d for d in draw(seed, per_case, cases)})
+
+
+def _check_cases(g) -> None:
     bad = [c for c in g.cases if c not in CASES]
     if bad:
         raise InputError("grid.cases", f"unknown case {bad[0]!r}; choose from {', '.join(CASES)}")
-    return {d.label: d for d in draw(int(g.draw_seed), int(g.per_case), tuple(g.cases))}
+
+
+def _drawing(g):
+    """The systems of :func:`systems_of`, in its order, drawn one at a time (:func:`draw_system`, cached)."""
+    for case in g.cases:
+        for j in range(int(g.per_case)):
+            yield draw_system(int(g.draw_seed), case, j)
 
 
 def subset_of(exp, size_key: str = "subset_size", stream: int = 7919, cases=None) -> list[str]:
@@ -149,11 +167,12 @@ def points(exp) -> list[dict]:
         raise InputError("grid.subset_size", "grid.subset_n needs a subset of at least one system")
     if g.tuned_n and g.tuned_size == 0:
         raise InputError("grid.tuned_size", "grid.tuned_n needs a subset of at least one system")
-    drawn = systems_of(exp)
+    _check_cases(g)
     subset = set(subset_of(exp))
     tuned = set(tuned_subset(exp)) if g.tuned_n else set()
     out = []
-    for label, d in drawn.items():
+    for d in _drawing(g):  # drawn one by one, so that the validation's counter moves from the first system on
+        label = d.label
         sha = _sha(d)
         ns = list(g.n) + (list(g.subset_n) if label in subset else [])
         threshold = pol.uses_threshold(pol.resolve(d.analysis, "auto", None).rules)
@@ -162,8 +181,8 @@ def points(exp) -> list[dict]:
                 if not threshold and spec != g.rules[0]:
                     continue
                 try:
-                    st = sim.setup(d.system, float(n), analysis=d.analysis, horizon=g.horizon,
-                                   levels=sim.Levels(theta_exponent=a, theta_rule=rule, theta_constant=k))
+                    st = sim.plan(d.system, float(n), analysis=d.analysis, horizon=g.horizon,
+                                  levels=sim.Levels(theta_exponent=a, theta_rule=rule, theta_constant=k))
                 except InputError as e:
                     raise InputError(f"grid.{'n' if e.key == 'n' else e.key}", f"{label}, n = {n:g}: {e.reason}") \
                         from None
@@ -175,9 +194,10 @@ def points(exp) -> list[dict]:
                 # so that chunks computed under other levels are never reused
                 pt.update(horizon=st.horizon, theta=st.theta, switch_at=st.switch_at)
                 out.append(pt)
+                point_checked()
         if label in tuned:
             for n in g.tuned_n:
-                st = sim.setup(d.system, float(n), analysis=d.analysis, horizon=g.horizon)
+                st = sim.plan(d.system, float(n), analysis=d.analysis, horizon=g.horizon)
                 out.append({"rsystem": label, "case": d.case, "sha": sha, "engine": ENGINE, "n": _num(n), "rule": TUNED,
                             "tune_reps": g.tune_reps, "horizon": st.horizon})
     return out

@@ -70,6 +70,6 @@ def test_baseline_matches_jaxq_at_a_fixed_cap():
     base = jaxq.bench.baseline("optimal")
     j = dp.optimal_cost(system, 16.0, 8)
     b = base.optimal_cost(system, 16.0, 8)
-    assert (b["cap"], b["states"]) == (j.cap, j.states) == (16, 9 * 17**2)
+    assert (b["cap"], b["states"]) == (j.cap, j.states) == (8, 9 * 9**2)
     assert b["J_star"] == pytest.approx(j.J_star, rel=1e-8)
     assert b["truncation_change"] == pytest.approx(j.truncation_change, rel=1e-4)

@@ -208,3 +208,44 @@ def test_run_reports_a_long_check_of_its_experiment_file(monkeypatch, capsys, tm
     err = capsys.readouterr().err
     assert "jaxq: note: run: checking the experiment file: still at work after" in err
     assert err.rstrip().splitlines()[-1].startswith("jaxq: error: grid.n")
+
+
+def test_a_count_of_unknown_total_reports_what_is_done():
+    m, clock, out = _monitor(total=None)
+    m.unit = "points"
+    for t in (1.0, 3.0, 10.0, 31.0):
+        clock.t = t
+        m.update(5)
+        m.tick()
+    assert "still at work after 31 seconds" in out.getvalue()
+    clock.t = 95.0
+    m.update(5)
+    assert m.tick().startswith("jaxq: progress: simulate: 25 points done")
+
+
+def test_run_counts_the_points_it_checks(monkeypatch, capsys, tmp_path):
+    """The check of a large grid shows the points checked so far as it goes: a bar on a terminal, the count in
+    the minute lines on any stderr (here: not a terminal, --json; the lines are the only stderr besides the
+    refusal, nothing of a bar)."""
+    import time
+
+    import jaxq.studies.experiment as experiment
+
+    _slow(monkeypatch)
+    calls = []
+
+    def counting_load(path, seeds=None, progress=None):
+        for _ in range(12):
+            time.sleep(0.1)
+            progress(5)
+            calls.append(5)
+        raise experiment.InputError("grid.n", "refused after the check")
+
+    monkeypatch.setattr(experiment, "load_experiment", counting_load)
+    assert main(["run", str(tmp_path / "x.toml"), "--out", str(tmp_path / "out"), "--json"]) == 2
+    err = capsys.readouterr().err
+    counts = [int(c) for c in re.findall(r"run: checking the experiment file: (\d+) points done", err)]
+    assert len(calls) == 12 and counts and counts == sorted(counts) and 0 < counts[-1] <= 60
+    lines = err.rstrip().splitlines()
+    assert all(line.startswith("jaxq: ") for line in lines)  # no bar off the terminal
+    assert lines[-1].startswith("jaxq: error: grid.n")

@@ -133,3 +133,37 @@ def test_a_cost_that_jumps_at_the_switching_level_matches_finite_differences(c):
     # a constant offset everywhere adds offset / gamma
     assert discounted_cost([1.0], [], g, [bL, bH], [sL, sH], [z], offsets=[0.4, 0.4]) == pytest.approx(
         discounted_cost([1.0], [], g, [bL, bH], [sL, sH], [z]) + 0.4 / g, rel=1e-12)
+
+
+def test_the_batch_gives_the_one_by_one_numbers_bit_for_bit():
+    """``discounted_costs`` (a batch of problems of one shape, at z0 = 0) is ``discounted_cost`` problem by problem,
+    to the last bit: the same operations on arrays, the exponentials by math.exp, one LAPACK solve per problem."""
+    from jaxq.diffusion.threshold import discounted_costs
+
+    rng = np.random.default_rng(7)
+    size = 200
+    b0, b1 = rng.uniform(-2.0, 1.0, size), rng.uniform(-3.0, 0.5, size)
+    s0, s1 = rng.uniform(0.3, 2.0, size), rng.uniform(0.3, 2.0, size)
+    w = rng.uniform(0.01, 1.0, size)
+    z = w + rng.uniform(1e-6, 3.0, size)
+    step, g = rng.uniform(-1.0, 1.0, size), 0.37
+    cases = [  # (slopes, kinks, b, s, levels, offsets): no break point, a kink, a level, a kink below a level
+        ([1.0], [], [b0], [s0], (), None),
+        ([0.8, 0.0], [w], [b0], [s0], (), None),
+        ([1.0], [], [b0, b1], [s0, s1], (z,), None),
+        ([0.0], [], [b0, b1], [s0, 1.3], (z,), (0.0, step)),
+        ([1.7, 0.0], [w], [b0, b1], [s0, s1], (z,), (0.0, step)),
+    ]
+    for slopes, kinks, b, s, levels, offsets in cases:
+        got = discounted_costs(slopes, kinks, g, b, s, levels, offsets)
+
+        def at(x, i):
+            return x[i] if np.ndim(x) else x
+
+        want = [discounted_cost([at(x, i) for x in slopes], [at(x, i) for x in kinks], g, [at(x, i) for x in b],
+                                [at(x, i) for x in s], [at(x, i) for x in levels],
+                                offsets=None if offsets is None else [at(x, i) for x in offsets])
+                for i in range(size)]
+        assert got.tolist() == want
+    with pytest.raises(ValueError, match="one order"):  # a kink above the level in some problems
+        discounted_costs([1.0, 0.0], [z], g, [b0, b1], [s0, s1], (w + 1.0,))

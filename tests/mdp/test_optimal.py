@@ -122,14 +122,68 @@ def test_phase_type_optimum_is_below_every_policy_and_its_table(name):
         assert sol.start <= policy_at(system, n, cap, p) * (1 + 1e-9)
 
 
-def test_the_truncation_is_checked_by_doubling():
+def test_the_two_truncations_bracket_the_optimum_and_close_as_the_cap_grows():
+    """Arrivals to a full queue lost: a lower bound on J*_n that grows with the cap; lost and charged as jobs
+    never served: an upper bound that falls with it."""
+    system, n = jaxq.load("pss_P"), 4.0
+
+    def optimum(cap, charged):
+        return dp.policy_iteration(dp.chain(system, n, (cap, cap), None, charged)).start
+
+    lower = [optimum(c, False) for c in (3, 6, 12, 24)]
+    upper = [optimum(c, True) for c in (3, 6, 12, 24)]
+    tol = 1e-8 * upper[0]
+    assert all(a <= b + tol for a, b in zip(lower, lower[1:])), lower
+    assert all(a >= b - tol for a, b in zip(upper, upper[1:])), upper
+    assert lower[-1] <= upper[-1] + tol and upper[0] - lower[0] > 1e-3 * upper[0]  # a tiny cap: a wide bracket
+    assert upper[-1] - lower[-1] <= 1e-6 * upper[-1]
+
+
+def test_the_bracket_holds_with_phases_in_the_state():
+    """Phase-type arrivals lose an arrival only at the end of the interarrival law (its exit rate from the phase):
+    the two truncations still bracket, and close as the cap grows."""
+    system = jaxq.load("pss_T2T2")
+    phases = exact_ctmc.system_phase_types(system)
+
+    def optimum(cap, charged):
+        return dp.policy_iteration(dp.chain(system, 4.0, (cap, cap), phases, charged)).start
+
+    (l1, u1), (l2, u2) = [(optimum(c, False), optimum(c, True)) for c in (3, 6)]
+    tol = 1e-8 * u1
+    assert l1 <= l2 + tol <= u2 + 2 * tol <= u1 + 3 * tol
+    assert u2 - l2 < 0.5 * (u1 - l1)
+
+
+def test_the_charge_is_the_lost_arrivals_times_a_never_served_job():
+    from dataclasses import replace
+
+    from jaxq.model.distributions import Dist
+
+    system = replace(jaxq.load("pss_T2T2"), interarrival=(Dist("erlang", 1 / 3), Dist("hyperexponential", 2.0)))
+    phases = exact_ctmc.system_phase_types(system)
+    lost, charged = (dp.chain(system, 9.0, (4, 5), phases, c) for c in (False, True))
+    extra = charged.cost() - lost.cost()
+    g = lost.grids
+    assert max(lost.arrivals[i][0].size for i in (0, 1)) > 1  # an interarrival law with phases
+    want = sum(np.where(g[i] == lost.lay.cap[i], lost.lam[i] * -lost.arrivals[i][1].sum(axis=1)[g[2 + i]], 0.0)
+               * system.h[i] / (3.0 * system.gamma) for i in (0, 1))
+    np.testing.assert_allclose(extra, want, rtol=1e-12, atol=0)
+    assert (extra[(g[0] < 4) & (g[1] < 5)] == 0).all() and extra.max() > 0
+
+
+def test_the_reported_bracket_holds_the_optimum_at_any_larger_cap():
     res = jaxq.optimal("pss_P", 4, exact_policy=False)
     assert res.truncation_change <= 1e-6
-    again = jaxq.optimal("pss_P", 4, queue_cap=res.queue_cap, exact_policy=False)  # solves at Q and 2Q
+    assert res.J_star_lower <= res.J_star * (1 + 1e-9)
+    assert res.truncation_change == pytest.approx((res.J_star - res.J_star_lower) / res.J_star, abs=1e-12)
+    again = jaxq.optimal("pss_P", 4, queue_cap=2 * res.queue_cap, exact_policy=False)  # no doubling past a cap
     assert again.queue_cap == 2 * res.queue_cap
-    assert abs(again.J_star - res.J_star) <= 1e-6 * res.J_star
+    tol = 1e-8 * res.J_star
+    for j in (again.J_star, again.J_star_lower):
+        assert res.J_star_lower - tol <= j <= res.J_star + tol
     small = jaxq.optimal("pss_P", 4, queue_cap=3, exact_policy=False)
-    assert small.truncation_change > 1e-3  # a cap far too small shows in the change it reports
+    assert small.truncation_change > 1e-3  # a cap far too small shows in the bracket it reports
+    assert small.J_star_lower - tol <= res.J_star and res.J_star_lower <= small.J_star + tol
 
 
 def test_result_reports_the_policy_the_bound_and_the_ratios():
@@ -141,7 +195,7 @@ def test_result_reports_the_policy_the_bound_and_the_ratios():
     assert d["J_star_over_V0"] == pytest.approx(d["J_star"] / d["V0"])
     assert d["J_star_over_exact_cost"] == pytest.approx(d["J_star"] / d["exact_cost"])
     assert d["J_table"] == d["J_star"] and d["phases_observed"] is False and d["note"] is None
-    for key in ("J_star", "truncation_change", "states", "iterations", "wall_s", "queue_cap"):
+    for key in ("J_star", "J_star_lower", "truncation_change", "states", "iterations", "wall_s", "queue_cap"):
         assert key in d
 
 

@@ -4,6 +4,7 @@ chain and its own density, the workload cost against the threshold term it gener
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -120,6 +121,8 @@ def test_where_every_mode_uses_t2_the_search_starts_at_the_floor(name, monkeypat
     z = res.z if math.isfinite(res.z) else None
     assert excursion.model_cost(an, res, 1e4, 1.0, z) == excursion.model_cost(an, res, 1e4, 2.0, z)
     monkeypatch.setattr(excursion, "held_queue", lambda system, modes, m, rule, th: excursion.HeldQueue(0.0, 0.0, an.p))
+    monkeypatch.setattr(excursion, "_held_queues", lambda system, modes, m, rule, ths: excursion.HeldQueue(
+        np.zeros(len(ths)), np.zeros(len(ths)), an.p))  # the same, for the batched grid
     monkeypatch.setattr(excursion, "_DONE", {})
     assert excursion.levels(an, res, 1e4).theta == 2
 
@@ -252,3 +255,50 @@ def test_a_switching_level_of_zero_is_a_level_like_any_other(monkeypatch):
     monkeypatch.setattr(excursion, "_DONE", {})
     got = excursion.levels(an, res, 100.0, switch_at=0.0)
     assert got is None or got.z == 0.0  # None: the held jobs reach z = 0 (the model does not apply; the rule falls back)
+
+
+@pytest.mark.parametrize("name", THRESHOLD_EXAMPLES + ("pss_T2T1_lognormal",))
+def test_the_batched_model_gives_the_one_by_one_costs_bit_for_bit(name):
+    """The level search evaluates its grid of (Theta, z) in one batch (``model_costs``): every cost is
+    ``model_cost``'s to the last bit, for every policy with a threshold, inf where the held jobs reach z."""
+    an = analyze(load(path(name)))
+    rng = np.random.default_rng(3)
+    for policy in ("auto", "T2", "T2T2", "T1T2", "T2T1"):
+        res = pol.resolve(an, policy, None)
+        for n in (1.0, 100.0, 1e4, 1e7):
+            thetas = np.concatenate([np.arange(1.0, 9.0), rng.integers(1, 4 * int(math.sqrt(n)) + 3, 24)])
+            zs = (an.z_star or 1.0) * np.exp(rng.uniform(-5.0, 5.0, thetas.size))
+            zs[:2] = 0.0, 1e-9
+            dual = excursion._switches(res)
+            try:
+                want = [excursion.model_cost(an, res, n, float(t), float(z) if dual else None)
+                        for t, z in zip(thetas, zs)]
+            except jaxq.InputError as e:  # roles that are not Theorem 2.11's: the batch refuses them alike
+                with pytest.raises(jaxq.InputError, match=re.escape(e.reason)):
+                    excursion.model_costs(an, res, n, thetas, zs)
+                continue
+            got = excursion.model_costs(an, res, n, thetas, zs if dual else None)
+            assert got.tolist() == want
+
+
+# (system, n) -> (Theta_n, z_n, the model's cost) as the one-by-one search found them
+PINNED_LEVELS = {
+    ("pss_T2", 100.0): (6, None, 0.7030351240234003),
+    ("pss_T2T2", 316.0): (18, 1.0167214366320478, 2.0070857446062016),
+    ("pss_T1T2", 1e4): (1, 31.27852122854887, 2.2596947172880117),
+    ("pss_T2T1", 1e3): (1, 0.18657967885716994, 1.663990997700672),
+    ("pss_T2T1_lognormal", 1e5): (22, 0.5155745582120767, 1.6441617116924163),
+}
+
+
+@pytest.mark.parametrize("key", list(PINNED_LEVELS))
+def test_the_levels_are_those_of_the_one_by_one_search(key, monkeypatch):
+    """The batched search chooses the levels the search that evaluated its grid one pair at a time chose (the
+    committed results' thresholds and switching levels depend on them)."""
+    monkeypatch.setattr(excursion, "_DONE", {})
+    an = analyze(load(path(key[0])))
+    got = excursion.levels(an, pol.resolve(an, "auto", None), key[1])
+    theta, z, cost = PINNED_LEVELS[key]
+    assert got.theta == theta
+    assert got.z == (None if z is None else pytest.approx(z, rel=1e-12))
+    assert got.cost == pytest.approx(cost, rel=1e-12)

@@ -138,6 +138,63 @@ def test_a_rate_that_is_negative_nan_or_infinite_in_a_reachable_state_is_refused
     assert e.value.key == "rates"
 
 
+def _overflowing(dtype, counts: bool):
+    """Arrivals (event 0, rate 3) faster than services (event 1, rate 1): an int8 queue from 120 passes 127; a uint8
+    count of free places from 3 (an arrival takes one, without a check) passes 0. Plain or structured rates."""
+    signed = jnp.dtype(dtype) == jnp.int8
+    busy = (lambda x: x > 0) if signed else (lambda x: x < 3)
+    model = jaxq.MarkovModel(
+        init=lambda p: jnp.asarray(120 if signed else 3, dtype),
+        rates=lambda x, p: jnp.stack([jnp.float64(3.0), 1.0 * busy(x)]),
+        transition=lambda x, e, p: jnp.where((e == 0) == signed, x + 1, x - 1),
+        observe=lambda x, p: {"x": x.astype(jnp.float64)}, rate_bound=lambda p: 4.0)
+    if counts:
+        model = model._replace(counts=lambda x, p: (1, busy(x).astype(jnp.int32)),
+                               rates=lambda p: jnp.array([3.0, 1.0]))
+    return model
+
+
+@pytest.mark.parametrize("dtype,counts,engine", [
+    ("int8", False, "event"), ("int8", False, "uniformized"), ("int8", True, "event"), ("uint8", True, "uniformized"),
+])
+def test_an_integer_state_that_wraps_around_its_dtype_is_refused(dtype, counts, engine):
+    """An int8 queue that an arrival takes from 127 to -128 (or a uint8 one from 0 to 255) is one InputError naming
+    ``transition``, the event and the values, on both drivers (the mean queue was negative, without a word)."""
+    with pytest.raises(jaxq.InputError, match=r"transition: .*wrapped around its dtype .*event 0 takes the state "
+                                              rf"\({dtype}\) from (127 to -128|0 to 255)") as e:
+        jaxq.simulate(_overflowing(dtype, counts), params={}, reps=8, horizon=50.0, warmup=1.0, engine=engine)
+    assert e.value.key == "transition"
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_an_integer_state_that_changes_sign_without_wrapping_runs(engine):
+    """Only a jump of more than half a dtype's range is a wrap: an int8 walk between -3 and 3 (one step at a time,
+    through 0) and a uint32 count run as before."""
+    model = jaxq.MarkovModel(
+        init=lambda p: (jnp.int8(0), jnp.uint32(0)),
+        rates=lambda s, p: jnp.stack([1.0 * (s[0] < 3), 1.0 * (s[0] > -3)]),
+        transition=lambda s, e, p: (s[0] + jnp.where(e == 0, jnp.int8(1), jnp.int8(-1)), s[1] + jnp.uint32(1)),
+        observe=lambda s, p: {"x": s[0].astype(jnp.float64)}, rate_bound=lambda p: 2.0)
+    r = jaxq.simulate(model, params={}, reps=64, horizon=40.0, warmup=5.0, engine=engine, seed=3)
+    _within(r.estimates["x_average"], 0.0, "x_average")
+
+
+def test_wraps_flags_a_jump_of_more_than_half_the_range_only():
+    from jaxq.sim.markov import wraps
+
+    def flag(dtype, a, b):
+        return bool(wraps(jnp.asarray(a, dtype), jnp.asarray(b, dtype)))
+
+    assert flag("int8", 127, -128) and flag("uint8", 0, 255) and flag("int16", -32768, 32767)
+    assert flag("int32", 2**31 - 1, -(2**31)) and flag("uint32", 2**32 - 1, 0)
+    assert not flag("int8", 0, -1) and not flag("int8", 100, -28) and not flag("uint8", 0, 128)
+    assert flag("int8", 100, -29)  # a jump of 129: taken for the wrap of +127
+    assert bool(wraps((jnp.int32(0), jnp.zeros(3, jnp.int8).at[1].set(100)),
+                      (jnp.int32(1), jnp.full(3, -100, jnp.int8))))  # one entry of an array leaf
+    assert wraps(jnp.float64(0.0), jnp.float64(1e9)) is None and wraps(jnp.int64(0), jnp.int64(-1)) is None
+    assert wraps(jnp.bool_(False), jnp.bool_(True)) is None
+
+
 def _queue(**kw):
     d = dict(init=lambda p: jnp.int32(0), rates=lambda x, p: jnp.stack([jnp.where(x < 5, 1.0, 0.0), 1.0 * (x > 0)]),
              transition=lambda x, e, p: x + jnp.where(e == 0, 1, -1), observe=lambda x, p: {"x": x.astype(jnp.float64)},
@@ -152,7 +209,7 @@ def _queue(**kw):
     (dict(rates=lambda x, p: jnp.zeros((0,))), "rates", "no event"),
     (dict(observe=lambda x, p: {"x": "abc"}), "observe", r"observe\(state, params\)"),
     (dict(rate_bound=3.0), "rate_bound", "function of params"),
-    (dict(init=lambda p: p["missing"]), "init", r"init\(params\) fails"),
+    (dict(init=lambda p: jnp.int32(0) + "x"), "init", r"init\(params\) fails"),
 ], ids=["transition-dtype", "transition-shape", "integer-rates", "zero-events", "observe-string", "bound-number",
         "init-fails"])
 def test_a_model_function_that_returns_the_wrong_thing_is_named_before_the_run(kw, key, words):
@@ -161,6 +218,21 @@ def test_a_model_function_that_returns_the_wrong_thing_is_named_before_the_run(k
     with pytest.raises(jaxq.InputError, match=words) as e:
         jaxq.simulate(_queue(**kw), params={}, reps=8, horizon=20.0, discount=1.0, engine="event")
     assert e.value.key == key
+
+
+@pytest.mark.parametrize("params,words", [
+    ({"lam": 3.0, "mu": 1.0, "theta": 0.5, "c": 3}, r"params: rates\(state, params\) reads params\['K'\], which is "
+                                                  r"not given \(params has c, lam, mu, theta\)"),
+    ({"lamda": 3.0, "mu": 1.0, "theta": 0.5, "c": 3, "K": 5}, r"reads params\['lam'\], which is not given "
+                                                            r"\(params has K, c, lamda, mu, theta\)"),
+    ({**ex.MMCM_PARAMS, "lam": "3.0"}, r"params: params\['lam'\] must be a number or an array of numbers, got '3.0'"),
+], ids=["missing", "misspelt", "string"])
+def test_params_missing_an_entry_or_not_numbers_are_named(params, words):
+    """A params entry the model reads but the caller does not give, or one that is not a number, is one InputError
+    naming ``params`` and the entry (the model function that failed on it, or a raw JAX TypeError, before)."""
+    with pytest.raises(jaxq.InputError, match=words) as e:
+        jaxq.simulate(ex.MMCM, params=params, reps=8, horizon=5.0, discount=1.0, engine="event")
+    assert e.value.key == "params"
 
 
 @pytest.mark.parametrize("engine", ["event", "uniformized"])

@@ -148,6 +148,46 @@ def test_invalid_assignment_fails_the_run(engine, decide):
         simulate(system, N, 8, policy=bad, truncation=PT.Truncation(engine=engine, steps=2000 if engine == "uniformized" else None))
 
 
+def _returning(assignment=None, memory=None):
+    """A decide returning ``assignment`` (default: both servers idle) and ``memory`` (default: the one it got)."""
+    def decide(queues, serving, mem, event, params):
+        return (jnp.full(2, -1, jnp.int32) if assignment is None else assignment,
+                mem if memory is None else memory)
+    return decide
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+@pytest.mark.parametrize("decide,init,words", [
+    (_returning(jnp.full(3, -1, jnp.int32)), None,
+     r"assignment of shape \(2,\) and an integer dtype .*got shape \(3,\)"),
+    (_returning(jnp.int32(-1)), None, r"assignment of shape \(2,\) and an integer dtype .*got shape \(\)"),
+    (_returning(jnp.full(2, -1.0)), None, r"assignment of shape \(2,\) and an integer dtype .*got .*float64"),
+    (_returning((jnp.int32(-1),)), None, r"assignment of shape \(2,\) and an integer dtype .*got shape \(1,\)"),
+    (lambda q, s, m, e, p: jnp.full(2, -1, jnp.int32), None, r"must return a pair \(assignment, memory\)"),
+    (_returning(memory=(jnp.int32(0), jnp.int32(0))), lambda p: jnp.int32(0), r"memory of the structure"),
+    (_returning(memory=jnp.zeros(3, jnp.int32)), lambda p: jnp.int32(0), r"memory of the structure"),
+    (_returning(memory=jnp.float64(0.5)), lambda p: jnp.int32(0), r"memory of the structure"),
+    (_returning(), lambda p: p["missing"], r"init\(params\) fails: KeyError"),
+], ids=["shape-3", "scalar", "float", "tuple-1", "no-pair", "memory-structure", "memory-shape", "memory-dtype",
+        "init-fails"])
+def test_a_decide_that_returns_the_wrong_thing_is_named_before_the_run(engine, decide, init, words):
+    """An assignment that is not (2,) integers (a scalar or a 1-tuple was broadcast to both servers, a float
+    truncated, a (3,) a JAX traceback), a decide that returns no pair, memory unlike init's (a JAX carry-type
+    traceback, or a float silently truncated to init's int): one InputError naming ``policy``, before the run."""
+    pol = jaxq.Policy2x2(init=init or (lambda params: ()), decide=decide, params={}, name="odd")
+    with pytest.raises(InputError, match=r"policy: the Policy2x2 'odd': .*" + words) as e:
+        simulate(load(path("pss_P")), N, 8, policy=pol, truncation=PT.Truncation(engine=engine))
+    assert e.value.key == "policy"
+
+
+def test_a_decide_may_return_a_pair_of_ints_and_memory_of_another_width():
+    """(2,) integers as a tuple, and memory of init's kind of another width (a Python int's int64 from an int32
+    decide), are what the contract allows: they run."""
+    pol = jaxq.Policy2x2(init=lambda params: 0, decide=_returning((jnp.int32(-1), -1), memory=jnp.int32(1)), name="ok")
+    res = simulate(load(path("pss_P")), N, 8, policy=pol, truncation=PT.Truncation(engine="uniformized", steps=500))
+    assert np.all(np.isfinite(res.samples["J"]))
+
+
 def test_checked_refuses_each_invalid_request():
     q, idle = jnp.array([1, 0], jnp.int32), jnp.array([-1, -1], jnp.int32)
     assert not bool(hk.checked(jnp.array([0, -1]), q, idle)[2])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -114,3 +115,20 @@ def test_an_observer_that_is_not_one_is_refused_naming_its_key(tmp_path, user_mo
     assert main(["run", str(exp), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert "grid.observers.bad" in capsys.readouterr().err
     assert not (tmp_path / "o" / "estimates.csv").exists()
+
+
+@pytest.mark.parametrize("params,words", [
+    ("{lam = 3.0, mu = 1.0, theta = 0.5, c = 3}", r"grid\.params: .*reads params\['K'\], which is not given"),
+    ('{lam = "3.0", mu = 1.0, theta = 0.5, c = 3, K = 5}',
+     r"grid\.params: .*params\['lam'\] must be a number or an array of numbers, got '3.0'"),
+], ids=["missing", "string"])
+def test_params_missing_an_entry_or_not_numbers_are_refused_naming_grid_params(tmp_path, user_module, capsys, params,
+                                                                              words):
+    """grid.params without an entry the model reads, or with a string, is one line naming grid.params and the
+    entry, before the run starts (it named the model function that failed, or was an internal error)."""
+    exp = tmp_path / "m.toml"
+    exp.write_text(EXPERIMENT.format(model="user_markov_models:MMCM", params=params, observers=""))
+    assert main(["run", str(exp), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(words, err[0]), err
+    assert not (tmp_path / "o" / "manifest.json").exists()  # refused before anything is written

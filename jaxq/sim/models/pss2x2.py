@@ -359,7 +359,8 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
     tc0 = _sel(st0, t1 + vs0 * mu0, _sel(comp0, jnp.inf, s.tc0))
     tc1 = _sel(st1, t1 + vs1 * mu1, _sel(comp1, jnp.inf, s.tc1))
 
-    disc1 = jnp.exp(-p.gamma * jnp.minimum(t1, T))
+    end = jnp.minimum(t1, T)  # the segment's end: the event, or the horizon that ends the path first
+    disc1 = jnp.exp(-p.gamma * end)
 
     # Records (outputs): frozen once done and for a void event.
     keep_ev = live if ok is None else live & ok
@@ -387,11 +388,12 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
         martingale = tuple(martingale)
     # The observers (pss2x2_paths: the cost, X(T), sup X, W_hat at the record times; the diagnostics, a user's): the
     # state on [t0, min(t1, T)) with weight int exp(-gamma t) dt there (the cost integrated exactly: the state is
-    # constant), the jump at t1 <= T; past T the path ends in the state held. The weights are materialised once
+    # constant), the jump at t1 <= T; past T the path ends in the state held (the clock: (t0, min(t1, T)), the last
+    # segment [t0, T] with no jump, so the state at T is its after). The weights are materialised once
     # (keep: every accumulator reads them); frozen for a void event and once done.
     seg = Segment(_event_view(x0_, x1_, s.code), keep((s.disc - disc1) / p.gamma),
                   _event_view(_sel(real, x0, x0_), _sel(real, x1, x1_), _sel(real, code, s.code)),
-                  keep(_sel(real, disc1, 0.0)), interval=(t0, t1), martingale=martingale)
+                  keep(_sel(real, disc1, 0.0)), interval=(t0, end), martingale=martingale)
     new_obs = path_observers(observer, cv).update(s.obs, seg, p)
     upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
     if hook is not None:  # the hook's memory (frozen for a void event) and its refused assignments

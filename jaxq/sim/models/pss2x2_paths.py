@@ -5,10 +5,11 @@ it draws: ``Segment.martingale``, one tuple per variate slot).
 
 The event rule (:func:`jaxq.sim.models.pss2x2.engine`) folds them, beside the diagnostics and a user's observers,
 into one observer state (:func:`path_observers`), each segment the state held over ``[t0, min(t1, T))`` with weight
-``int exp(-gamma t) dt`` there, its jump (a real event up to T, else the state held) and the clock ``(t0, t1)``;
-the rule freezes them for a void event and once the replication is done. Parameters: the rule's ``Params``
-(``h_hat``, ``horizon``, ``t_rec``, ``policy.alpha_inv``, ``inv_sqrt_n``). Pairs of integers are packed in one
-int64 (:func:`pack2`), as in the rule's state: XLA:CPU runs one loop over the replications per state array.
+``int exp(-gamma t) dt`` there, its jump (a real event up to T, else the state held) and the clock
+``(t0, min(t1, T))``; the rule freezes them for a void event and once the replication is done. Parameters: the
+rule's ``Params`` (``h_hat``, ``horizon``, ``t_rec``, ``policy.alpha_inv``, ``inv_sqrt_n``). Pairs of integers are
+packed in one int64 (:func:`pack2`), as in the rule's state: XLA:CPU runs one loop over the replications per state
+array.
 """
 
 from __future__ import annotations
@@ -40,8 +41,18 @@ COST = integral(cost_rate)  # J_T = int_0^T exp(-gamma t) h . X_hat(t) dt
 
 
 def _at_horizon(acc, seg: Segment, p):
-    """X(T), packed: the state held over the interval that contains T (t0 < T < t1; t0 < T while the rule runs)."""
-    return jnp.where(p.horizon < seg.interval[1], pack2(seg.held.x0, seg.held.x1), acc)
+    """X(T), packed: the state after the segment whose clock ends at T (the path's last: t0 < T while the rule runs),
+    the state held when the first event past T ended it, the one after an event exactly at T.
+
+    Args:
+      acc: X(T) so far (0 until the last segment).
+      seg: a segment of the rule (``interval = (t0, min(t1, T))``).
+      p: the rule's ``Params`` (``horizon``).
+
+    Returns:
+      The packed X(T) (:func:`pack2`) once the segment ends at T, else ``acc``.
+    """
+    return jnp.where(seg.interval[1] >= p.horizon, pack2(seg.after.x0, seg.after.x1), acc)
 
 
 X_AT_HORIZON = Observer(lambda p: jnp.zeros((), jnp.int64), _at_horizon, lambda acc, mass, p: acc)
