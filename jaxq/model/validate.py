@@ -378,7 +378,8 @@ def check_devices(value: Any, key: str = "devices"):
 
 
 def check_slower(mu1: float, mu2, key: str = "mu2") -> None:
-    """Seed 002's assumption (1): every slow server (``mu2``, a rate or rates) slower than the fast one (``mu1``)."""
+    """The fast/slow-servers paper's assumption (1): every slow server (``mu2``, a rate or rates) slower than the
+    fast one (``mu1``)."""
     slow = np.atleast_1d(np.asarray(mu2, dtype=float))
     if np.any(slow >= mu1):
         raise InputError(key, f"slow servers must be slower than the fast one (mu2 < mu1 = {mu1:g}), got "

@@ -1,8 +1,8 @@
 """LP (2.3) of the uniform-stability paper, which is the static planning problem (SPP) (1) of the LAP-tightness paper,
 and CRP.
 
-Seed 001's LP (2.3) minimises ``max_j sum_i xi_ij`` subject to ``sum_j mu_ij nu_j xi_ij = lambda_i``.
-Seed 003's SPP minimises rho subject to ``sum_j lambda_ij = lambda_i`` (1c) and
+The uniform-stability paper's LP (2.3) minimises ``max_j sum_i xi_ij`` subject to ``sum_j mu_ij nu_j xi_ij = lambda_i``.
+The LAP-tightness paper's SPP minimises rho subject to ``sum_j lambda_ij = lambda_i`` (1c) and
 ``sum_i lambda_ij / (beta_j mu_ij) <= rho`` (1d). With ``lambda_ij = mu_ij beta_j xi_ij`` (and
 ``beta = nu``) the two are the same LP, with the same constraints, so one HiGHS solve gives both the
 primal solution xi* and the SPP duals: nu_i >= 0 of (1c) (workload of one class-i job) and
