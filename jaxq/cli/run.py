@@ -89,24 +89,13 @@ def run(args) -> dict | None:
 
 
 def _load(path, seeds, bar: bool):
-    """The experiment, validated, with a counter of the grid points checked: a tqdm bar on a terminal (as the run's
-    own, :func:`jaxq.cli.output.progress_enabled`; ``bar`` False hides it) and, terminal or not, a note once the
-    check has run 30 s and a line a minute after (:mod:`jaxq.progress`); ``--quiet`` silences all of it."""
-    from jaxq.api import Monitor, load_experiment, quiet
-    from jaxq.cli.output import progress_enabled
+    """The experiment, validated, with a counter of the grid points checked (:func:`jaxq.cli.output.progress`: a bar
+    on a terminal, ``bar`` False hides it; a note once the check has run 30 s, then a line a minute)."""
+    from jaxq.api import load_experiment
+    from jaxq.cli.output import progress
 
-    desc, shown = "run: checking the experiment file", None
-    if progress_enabled(bar) and not quiet():
-        from tqdm.auto import tqdm
-
-        shown = tqdm(total=None, desc=desc, unit=" points", file=sys.stderr, delay=0.5, leave=False,
-                     dynamic_ncols=True)
-    mon = Monitor(desc, bar=shown)
-    mon.start(None, "points")
-    try:
-        return load_experiment(path, seeds, progress=mon.update)
-    finally:
-        mon.close()
+    with progress(None, "run: checking the experiment file", enabled=bar, unit="points") as update:
+        return load_experiment(path, seeds, progress=update)
 
 
 def initialize_distributed(timeout_s: float = DISTRIBUTED_TIMEOUT_S) -> None:
