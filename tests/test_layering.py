@@ -218,3 +218,22 @@ def test_random_streams_are_laid_out_only_by_the_core():
                 if any(text.endswith(m) for m in makers):
                     bad.append(f"{name}:{node.lineno} {text}")
     assert not bad, bad
+
+
+def test_public_class_names_are_unique_but_a_models_own_state_and_params():
+    """One name per idea: a public class name is defined once in the package, except a Markov model's own
+    ``State`` and ``Params`` (each model module defines its pair, read as ``model.State``)."""
+    seen: dict[str, list[str]] = {}
+    for name, path in modules().items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(f"{name}:{node.lineno}")
+    twice = {k: v for k, v in seen.items() if len(v) > 1}
+    assert set(twice) <= {"State", "Params"}, twice
+    assert all(p.startswith("jaxq.sim.models.") for k in ("State", "Params") for p in twice.get(k, []))
+
+
+def test_the_papers_are_cited_by_name_not_by_file_id():
+    bad = [f"{name}:{i}" for name, path in modules().items()
+           for i, line in enumerate(path.read_text().splitlines(), 1) if "seed 00" in line.lower()]
+    assert not bad, bad

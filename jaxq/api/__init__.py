@@ -503,8 +503,8 @@ def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: boo
     phase-type primitives (Erlang, hyperexponential, gamma with an integer shape); with phases the controller
     sees them, so J*_n is a lower bound for every non-anticipating policy and ``J_table`` is the exact cost of the
     phase-blind ``result.policy``. ``queue_cap``: the cap of both queues (default: doubled from
-    ``max(6, 4 sqrt(n))`` until the truncation that loses arrivals to a full queue (a lower bound, ``J_star_lower``)
-    and the one that charges them as jobs never served (an upper bound, ``J_star``) agree to ``rtol`` relative,
+    ``max(6, 4 sqrt(n))`` until the truncation that charges arrivals to a full queue the floor of their cost (a
+    lower bound, ``J_star_lower``) and the one that charges them as jobs never served (an upper bound, ``J_star``) agree to ``rtol`` relative,
     ``truncation_change``). Beside J*_n:
     V0 and, with ``exact_policy``, the exact J_n of Theorem 2.11's policy (``exact_cost``) and the ratios.
     A chain of more than ``max_states`` states or ``max_gib`` GiB is refused before it is built. Returns a

@@ -17,8 +17,8 @@ events each did not finish in 170 s), run to ``jaxq simulate``'s default horizon
 about ``family_target_events`` events each, whichever is shorter (the full CPU size: the default horizon);
 ``pss2x2_mixed_reps`` the same for the mixed-primitive systems (the largest size only on an accelerator).
 ``optimal_n``: the indices n of the optimum's rows (policy iteration in numpy and scipy on the host CPU whatever
-the backend, so an accelerator run takes the quick size only). n = 1000 is left out: on a 2-core CPU its lost
-truncation alone takes about 10 minutes at cap 127 and the bracket needs cap 254 (see docs/performance.md).
+the backend, so an accelerator run takes the quick size only). n = 1000 is left out: on a 2-core CPU its lower
+truncation alone takes over 2 minutes at cap 127 and the bracket needs cap 254 or more (see docs/performance.md).
 """
 
 from __future__ import annotations

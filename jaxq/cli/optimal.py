@@ -16,7 +16,8 @@ def register(sub) -> None:
     p.add_argument("--n", type=arg_type("number"), required=True, help="index n of the system")
     p.add_argument("--queue-cap", type=arg_type("int"), default=None,
                    help="cap Q of both queues (default: doubled from max(6, 4 sqrt(n)) until the truncations that "
-                        "lose and that charge arrivals to a full queue agree to 1e-6 relative)")
+                        "charge arrivals to a full queue the floor of their cost and the cost of a job never served "
+                        "agree to 1e-6 relative)")
     p.add_argument("--no-exact-policy", action="store_true",
                    help="skip the exact J_n of Theorem 2.11's policy")
     p.add_argument("--max-states", type=arg_type("int"), default=3_000_000,
@@ -40,8 +41,8 @@ def render(r: dict) -> str:
     g = (lambda x, f=".6g": "-" if x is None else format(x, f))  # noqa: E731
     lines = [f"n = {r['n']:g}: J*_n = {r['J_star']:.8g}   (queue cap {r['queue_cap']}, {r['states']:,} states, "
              f"truncation change {r['truncation_change']:.1e}, {r['iterations']} improvements, {r['wall_s']:.1f} s)",
-             f"J*_n lies in [{r['J_star_lower']:.8g}, {r['J_star']:.8g}] (the truncations that lose and that charge "
-             f"arrivals to a full queue)"]
+             f"J*_n lies in [{r['J_star_lower']:.8g}, {r['J_star']:.8g}] (the truncations that charge arrivals to "
+             f"a full queue the floor of their cost and the cost of a job never served)"]
     if r["exact_cost"] is not None:
         lines.append(f"Theorem 2.11's policy {r['policy']}: exact J_n = {r['exact_cost']:.8g}")
     lines.append(f"V0 = {r['V0']:.8g}   J*_n / V0 = {g(r['J_star_over_V0'], '.4f')}   "

@@ -85,6 +85,7 @@ def run(args) -> dict | None:
         "compute_s": rec["compute_s"],
         "devices": rec["devices"],
         "tables": rec["tables"],
+        **({"targets": rec["targets"]} if "targets" in rec else {}),  # the plans of a precision target
     }
 
 
@@ -208,7 +209,8 @@ def _first_line(e: BaseException) -> str:
 # in every block of a table wider than the terminal), then the headline numbers, then the rest in the CSV's order.
 KEYS = ("system", "policy", "policy_used", "engine", "criterion", "K", "kind", "mu2", "load", "theta_exponent",
         "switch_at", "n", "dt", "t", "seed")
-HEADLINE = ("reps", "paths", "J_hat", "J_hat_stderr", "V0", "gap", "sup_X_hat_p", "sup_X_hat_p_stderr",
+HEADLINE = ("reps", "paths", "rel_se_target", "rel_se", "stopped_by", "J_hat", "J_hat_stderr", "V0", "gap",
+            "sup_X_hat_p", "sup_X_hat_p_stderr",
             "excess_over_baseline", "excess_over_baseline_stderr", "V_limit", "ks", "ks_noise_95", "V_hat",
             "V_hat_stderr", "V_exact", "bias", "rate", "rate_stderr", "ks_rate", "weak_order", "q_L", "q_H", "cost",
             "threshold", "best_threshold_cost", "rel_gap", "simulated_cost", "simulated_cost_stderr",

@@ -36,7 +36,11 @@ import math
 
 import numpy as np
 
-THRESHOLD_POLICIES = ("T2", "T2T2", "T2T1", "T1T2")
+from jaxq.model.policy_table import POLICY_TABLE, RULE_T1, RULE_T2
+
+# The policies with a threshold (the policy table's), in the order of the two cases above: T2 in the lower mode first.
+THRESHOLD_POLICIES = tuple(sorted((name for name, spec in POLICY_TABLE.items() if spec.threshold),
+                                  key=lambda name: POLICY_TABLE[name].lower != RULE_T2))
 
 
 def _roots(b: float, s: float, gamma: float) -> tuple[float, float]:
@@ -266,7 +270,7 @@ def threshold_term(analysis, policy: str, theta_hat: float, switch_at: float | N
     th, w = float(theta_hat), held_workload(an, theta_hat)
     if w is None:
         return None
-    if policy == "T1T2":  # the workload reflects at w = Theta_hat / alpha_p; Z^s switches at z* - w
+    if POLICY_TABLE[policy].lower == RULE_T1:  # T1T2: the workload reflects at w = Theta_hat / alpha_p; Z^s at z* - w
         J = h[q] * alpha[q] * discounted_cost([1.0], [], g, b, s, (an.z_star - w,)) + h[p] * th / g
         return float(J - an.V0)
     held = discounted_cost([alpha[p], 0.0], [w], g, b, s, levels)  # E int e^{-gt} min(th, a_p Z)

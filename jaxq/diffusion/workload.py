@@ -15,11 +15,12 @@ import numpy as np
 
 from jaxq.diffusion import hjb
 from jaxq.errors import InputError
+from jaxq.model.policy_table import BY_ROLES, POLICY_TABLE, ROLE_I1, ROLE_I2
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.planning.modes import Modes, modes
 from jaxq.precision import float64
 
-POLICIES = ("P", "T2", "PP", "T2T2", "T1T2", "T2T1")
+POLICIES = tuple(POLICY_TABLE)
 
 # Compiled once per process: the analysis is called many times (tests, sweeps, tuning).
 _rbm_value = jax.jit(hjb.rbm_value)
@@ -155,11 +156,10 @@ def classify(b, sigma) -> tuple[str, int | None, int | None, int | None]:
 
 
 def policy_name(case: str, p: int, i1, active, lower, higher) -> str:
-    """Theorem 2.11: which of the six policies applies."""
-    if case == "single":
-        return "P" if i1[active] == p else "T2"
-    role = lambda mode: "1" if i1[mode] == p else "2"  # noqa: E731
-    return {"11": "PP", "22": "T2T2", "12": "T1T2", "21": "T2T1"}[role(lower) + role(higher)]
+    """Theorem 2.11: which of the six policies applies, by the role of the HPC p in the active mode (single case) or
+    in the lower and the higher mode (dual case): the policy table's :data:`~jaxq.model.policy_table.BY_ROLES`."""
+    role = lambda mode: ROLE_I1 if i1[mode] == p else ROLE_I2  # noqa: E731
+    return BY_ROLES[(role(active),) if case == "single" else (role(lower), role(higher))]
 
 
 @float64

@@ -138,7 +138,7 @@ def core_count() -> int:
         return os.cpu_count() or 1
 
 
-class Plan(NamedTuple):
+class Slicing(NamedTuple):
     """How ``reps`` replications are cut: chunks of ``chunk`` (padded), each in ``parts`` slices of ``size``;
     slice j runs on ``devices[j % len(devices)]`` (None: the default device)."""
 
@@ -151,7 +151,7 @@ class Plan(NamedTuple):
 DEFAULT_CHUNK = {"cpu": 1 << 16}  # replications per chunk when none is given (accelerators: 1 << 20)
 
 
-def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE) -> Plan:
+def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE) -> Slicing:
     """The chunk/slice/device layout for ``reps`` replications.
 
     ``chunk`` None: all replications, at most ``DEFAULT_CHUNK`` at once (memory). ``max_slice``: the largest
@@ -175,7 +175,7 @@ def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX
                 parts = max(parts, -(-chunk // max_slice))
     unit = parts * LANES
     chunk = -(-chunk // unit) * unit
-    return Plan(chunk, parts, chunk // parts, devs)
+    return Slicing(chunk, parts, chunk // parts, devs)
 
 
 def announce(progress, total: float, unit: str) -> None:

@@ -53,7 +53,8 @@ class Optimal:
         sees the phases, a lower bound for every non-anticipating policy), solved with the queues truncated at
         ``queue_cap`` and arrivals to a full queue charged as jobs never served: an upper bound on J*_n, the cost
         of a policy of the n-th system.
-      J_star_lower: the optimum with arrivals to a full queue lost for free: a lower bound on J*_n.
+      J_star_lower: the optimum with arrivals to a full queue charged the floor of their cost in the full system
+        (:func:`jaxq.mdp.pss2x2.charges`): a lower bound on J*_n.
       truncation_change: ``(J_star - J_star_lower) / J_star``: J*_n lies in the bracket, and no larger cap moves
         either truncation's optimum by more than this (relative).
       queue_cap: the cap Q of both queues at which both were solved.
@@ -119,7 +120,8 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
         integer shape); other laws are refused naming the primitive.
       n: the index of the system.
       queue_cap: the cap of both queues; default: doubled from ``max(6, 4 sqrt(n))`` until the two truncations
-        (arrivals to a full queue lost, or charged as jobs never served) agree to ``rtol`` relative.
+        (arrivals to a full queue charged the floor of their cost, or as jobs never served) agree to ``rtol``
+        relative.
       exact_policy: also solve Theorem 2.11's policy exactly (:func:`jaxq.sim.exact_ctmc.policy_cost`).
       rtol: the truncation's tolerance; max_states, max_gib: a larger chain is refused before it is built.
     """

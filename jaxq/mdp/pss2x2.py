@@ -13,10 +13,14 @@ change too. Its optimum is then a lower bound on the cost of every non-anticipat
 history of arrivals and completions), and J*_n of the phase-blind policies lies between the two.
 
 The queues are truncated at a cap Q per class, in two ways that bracket J*_n. An arrival to a full class is
-either *lost* (the truncated optimum is a lower bound: the truncated system can copy any policy of the full one,
-idling for the lost jobs' services) or *charged*: lost and charged ``h_i / (gamma sqrt(n))``, the discounted cost
-of a job that is never served (an upper bound: the full system copies the truncated policy and never serves the
-jobs the truncation turned away, which costs exactly the charge). For one cap the solver is Howard's policy
+turned away and charged (:func:`charges`). Charged its *floor*, the truncated optimum is a lower bound: the
+truncated system can copy any policy of the full one (idling for the turned-away jobs' services), and each
+turned-away job costs the full system at least the floor, since it arrives behind Q jobs of its class and
+(labelled the last of them to start) leaves only after Q completions of class i, which come at rate at most
+R_i. Charged ``h_i / (gamma sqrt(n))``, the cost of a job that is never served, the truncated optimum is an
+upper bound: the full system copies the truncated policy and never serves the jobs the truncation turned away,
+which costs exactly the charge. (Turned away for free, ``lost``, is the plain lower bound; its optimum lets a
+queue fill up near the cap, and the floor removes part of that gain.) For one cap the solver is Howard's policy
 iteration on the post-decision states: evaluate the policy by a sparse linear solve of
 ``(gamma + r(y)) v(y) - sum_e r_e(y) v(pi(e(y))) = c(y)`` (BiCGSTAB with a diagonal preconditioner, warm
 started, to an error bound proven from the M-matrix structure), improve it greedily (ties keep the current
@@ -97,19 +101,17 @@ class Chain:
     services: list  # [[(alpha, S)]] per activity (i, k)
     h_hat: np.ndarray  # h / sqrt(n)
     gamma: float
-    charged: bool = False  # an arrival to a full class costs h_i / (gamma sqrt(n)) (else it is lost for free)
+    charge: tuple = (0.0, 0.0)  # the cost of each class-i arrival turned away at the cap (0: lost for free)
     grids: tuple = field(init=False)
 
     def __post_init__(self):
         object.__setattr__(self, "grids", tuple(g.ravel() for g in np.indices(self.lay.shape)))
 
     def cost(self) -> np.ndarray:
-        """The cost rate of each post-decision state: ``h.x / sqrt(n)``, plus on a charged truncation the rate of
-        arrivals turned away times their charge ``h_i / (gamma sqrt(n))``."""
+        """The cost rate of each post-decision state: ``h.x / sqrt(n)`` plus the rate of arrivals turned away
+        times their ``charge``."""
         c = self.h_hat[0] * self.grids[0] + self.h_hat[1] * self.grids[1]
-        if self.charged:
-            c = c + sum(self.turned_away(i) * self.h_hat[i] / self.gamma for i in (0, 1))
-        return c
+        return c + sum(self.turned_away(i) * self.charge[i] for i in (0, 1) if self.charge[i] != 0.0)
 
     def turned_away(self, i: int) -> np.ndarray:
         """The rate of class-i arrivals lost at the cap, per state (0 below it)."""
@@ -451,12 +453,42 @@ def layout_of(phase_types, cap: tuple[int, int]) -> StateSpace:
                   [[services[i][k][0].size for k in (0, 1)] for i in (0, 1)])
 
 
-def chain(system: PSS2x2, n: float, cap: tuple[int, int], phase_types=None, charged: bool = False) -> Chain:
-    """The n-th system truncated at ``cap``: arrivals to a full class lost, or lost and ``charged``."""
+TRUNCATIONS = ("lost", "floor", "never_served")
+
+
+def charges(lam_n, mu_n, services, h_hat, gamma: float, cap: tuple[int, int], truncation: str) -> tuple:
+    """The charge per class-i arrival turned away at the cap.
+
+    ``lost``: 0. ``never_served``: ``h_i / (gamma sqrt(n))``, the cost of a job never served (an upper bound).
+    ``floor``: ``h_i / (gamma sqrt(n)) (1 - (R_i / (R_i + gamma))^Q_i)``, a lower bound on what such a job costs
+    in the full system: it arrives behind ``Q_i`` jobs of its class, and (the jobs of a class being exchangeable,
+    label it the last of them to start) it leaves only after ``Q_i`` completions of class i, which come at rate
+    at most ``R_i = sum_k mu_ik max_phase exit_ik`` (both servers serving class i in their fastest phase), so its
+    time in the system is at least a Gamma(Q_i, R_i) time.
+    """
+    if truncation == "lost":
+        return (0.0, 0.0)
+    never = [float(h_hat[i]) / gamma for i in (0, 1)]
+    if truncation == "never_served":
+        return tuple(never)
+    if truncation != "floor":
+        raise ValueError(f"truncation: expected one of {TRUNCATIONS}, got {truncation!r}")
+    out = []
+    for i in (0, 1):
+        r = sum(float(mu_n[i, k]) * float((-services[i][k][1].sum(axis=1)).max()) for k in (0, 1))
+        out.append(never[i] * -math.expm1(cap[i] * math.log(r / (r + gamma))))
+    return tuple(out)
+
+
+def chain(system: PSS2x2, n: float, cap: tuple[int, int], phase_types=None, truncation: str = "lost") -> Chain:
+    """The n-th system truncated at ``cap``, arrivals to a full class turned away and charged as ``truncation``
+    says (:func:`charges`)."""
     lam_n, mu_n = system.rates(n)
     arrivals, services = _laws(phase_types)
-    return Chain(layout_of(phase_types, cap), lam_n, mu_n, arrivals, services, system.h / math.sqrt(n),
-                 float(system.gamma), charged)
+    h_hat = system.h / math.sqrt(n)
+    gamma = float(system.gamma)
+    return Chain(layout_of(phase_types, cap), lam_n, mu_n, arrivals, services, h_hat, gamma,
+                 charges(lam_n, mu_n, services, h_hat, gamma, cap, truncation))
 
 
 MAX_STATES = 3_000_000
@@ -475,18 +507,19 @@ def check_size(lay: StateSpace, max_states: int, max_bytes: float, key: str) -> 
 class Optimum(NamedTuple):
     """J*_n bracketed by two truncations at one cap (see :func:`optimal_cost`)."""
 
-    J_star: float  # the charged truncation's optimum: an upper bound on J*_n, the cost of a policy
-    J_lower: float  # the lost truncation's optimum: a lower bound on J*_n
+    J_star: float  # the never-served truncation's optimum: an upper bound on J*_n, the cost of a policy
+    J_lower: float  # the floor truncation's optimum: a lower bound on J*_n
     truncation_change: float  # (J_star - J_lower) / J_star: what any larger cap could still change
     cap: int
     states: int
     iterations: int
     matvecs: int
     wall_s: float
-    solution: CapSolution  # the charged truncation's: its decisions are the policy reported
+    solution: CapSolution  # the never-served truncation's: its decisions are the policy reported
     phases_observed: bool
 
 
+LOWER = "floor"
 FIRST_CAP_PER_ROOT_N = 4  # queue lengths live on the sqrt(n) scale
 MIN_CAP = 6
 TRUNCATION_RTOL = 1e-6
@@ -501,16 +534,17 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
                  max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES, evaluate=None) -> Optimum:
     """J*_n of the n-th system from empty, bracketed by two truncations of the queues at one cap Q.
 
-    With arrivals to a full class lost, the truncated optimum ``J_lower`` is at most J*_n; with them lost and
-    charged ``h_i / (gamma sqrt(n))`` (a job never served), the truncated optimum ``J_star`` is at least J*_n and
-    is the cost of a policy of the n-th system (the truncated decisions, the turned-away jobs never served). The
-    cap is ``queue_cap``, or doubled from ``max(6, 4 sqrt(n))`` until ``truncation_change = (J_star - J_lower) /
-    J_star`` is at most ``rtol``: no larger cap can move either optimum by more (both move towards J*_n).
+    With arrivals to a full class charged their floor (:func:`charges`), the truncated optimum ``J_lower`` is at
+    most J*_n; with them charged ``h_i / (gamma sqrt(n))`` (a job never served), the truncated optimum
+    ``J_star`` is at least J*_n and is the cost of a policy of the n-th system (the truncated decisions, the
+    turned-away jobs never served). The cap is ``queue_cap``, or doubled from ``max(6, 4 sqrt(n))`` until
+    ``truncation_change = (J_star - J_lower) / J_star`` is at most ``rtol``: no larger cap can move either
+    optimum by more (both move towards J*_n).
 
-    Every solve starts from the last one: the lost truncation from the charged one at the same cap, a doubled
-    cap from the last charged solution (:func:`extend`). Both optimise every decision. The charge also keeps the
-    charged optimum from gaming the cap (a lost arrival is free, so the lost truncation's optimum lets a queue
-    fill up near the cap), which is why it settles in fewer improvements.
+    Every solve starts from the last one: the floor truncation from the never-served one at the same cap, a
+    doubled cap from the last never-served solution (:func:`extend`). Both optimise every decision. A turned-away
+    arrival that costs less than its real cost lets the lower truncation's optimum game the cap (let a queue fill
+    up near it); the floor charge removes part of that gain, so it settles in fewer improvements than a free loss.
 
     Refuses (:class:`~jaxq.errors.InputError` naming ``queue_cap`` or ``n``) a truncation whose states or memory
     exceed the limits, before building it.
@@ -521,23 +555,23 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
     c = first_cap(n, queue_cap)
     counts = [0, 0]
 
-    def run(cap, charged, v0=None, policy0=None):
-        ch = chain(system, n, (cap, cap), phase_types, charged)
+    def run(cap, truncation, v0=None, policy0=None):
+        ch = chain(system, n, (cap, cap), phase_types, truncation)
         out = policy_iteration(ch, v0, policy0, evaluate=evaluate)
         counts[0] += out.iterations
         counts[1] += out.matvecs
         return out
 
     check_size(layout_of(phase_types, (c, c)), max_states, max_bytes, key)
-    upper = run(c, True)
+    upper = run(c, "never_served")
     while True:
-        lower = run(c, False, upper.value, upper.policy)
+        lower = run(c, LOWER, upper.value, upper.policy)
         change = max(upper.start - lower.start, 0.0) / abs(upper.start)
         if queue_cap is not None or change <= rtol:
             break
         check_size(layout_of(phase_types, (2 * c, 2 * c)), max_states, max_bytes, key)
-        ch = chain(system, n, (2 * c, 2 * c), phase_types, True)
-        upper = run(2 * c, True, *warm_start(upper, ch))
+        ch = chain(system, n, (2 * c, 2 * c), phase_types, "never_served")
+        upper = run(2 * c, "never_served", *warm_start(upper, ch))
         c *= 2
     return Optimum(upper.start, lower.start, change, c, upper.chain.lay.size, counts[0], counts[1],
                    time.perf_counter() - t0, upper, phase_types is not None)

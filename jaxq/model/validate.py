@@ -343,6 +343,30 @@ def check_times(value: Any, key: str, lo: float = 0.0) -> tuple[float, ...]:
     return tuple(out)
 
 
+def check_path_times(value: Any, key: str, horizon: float) -> np.ndarray:
+    """Fixed times at which a simulated path is recorded (snapshots): numbers in ``[0, horizon]``, in any order, as a
+    float64 array (S,). A time before 0, past the horizon or NaN is never reached (it read 0): one InputError naming
+    ``key`` and the entry."""
+    if isinstance(value, (str, bytes, dict, set)) or value is None:
+        raise InputError(key, f"must be a list of numbers, got {_fmt(value)}")
+    if isinstance(value, (list, tuple)):
+        items = np.asarray(list(value), dtype=object)
+    elif hasattr(value, "shape") and hasattr(value, "dtype"):  # a NumPy or JAX array
+        items = np.asarray(value).astype(object)
+    else:
+        items = np.asarray([value], dtype=object)
+    out = []
+    for i, t in enumerate(items.reshape(-1)):
+        try:
+            out.append(check_float(t.item() if isinstance(t, np.generic) else t, f"{key}[{i}]", ge=0.0))
+        except InputError as e:
+            raise InputError(key, f"{e.key} {e.reason}") from None
+        if out[-1] > horizon:
+            raise InputError(key, f"{key}[{i}] = {out[-1]:g} is past the horizon {horizon:g}: a path is recorded at "
+                                  f"times in [0, horizon] only")
+    return np.asarray(out, dtype=np.float64)
+
+
 def check_vector(value: Any, key: str) -> np.ndarray:
     """A non-empty one-dimensional sequence of finite numbers (not strings or booleans), as a float64 array."""
     if isinstance(value, (str, bytes, dict, set)) or np.ndim(value) != 1 or len(value) == 0:

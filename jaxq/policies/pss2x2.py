@@ -24,42 +24,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.errors import InputError
-
-# Rules of Definition 2.8.
-RULE_P, RULE_T1, RULE_T2 = 0, 1, 2
-RULE_NAMES = ("P", "T1", "T2")
-
-# Sampling times of the current mode (Definition 2.10).
-SAMPLE_NEVER = 0  # single-mode and fixed-mode policies: the mode never changes
-SAMPLE_K1_COMPLETION = 1  # PP, T2T2: service completions of the current mode's single-activity server
-SAMPLE_EVERY_EVENT = 2  # T1T2, T2T1: every arrival and every service completion
+from jaxq.model.policy_table import (  # noqa: F401  (the policy table, re-exported: pss2x2.POLICIES, FIXED, ...)
+    CHOICES,
+    FIXED,
+    POLICIES,
+    RULE_NAMES,
+    RULE_P,
+    RULE_T1,
+    RULE_T2,
+    SAMPLE_EVERY_EVENT,
+    SAMPLE_K1_COMPLETION,
+    SAMPLE_NEVER,
+    PolicyRules,
+    uses_threshold,
+)
 
 IDLE = -1
-
-
-class PolicyRules(NamedTuple):
-    """A policy as data: the rule in the lower / higher mode and when the current mode is sampled."""
-
-    lower: int
-    higher: int
-    sampling: int
-    dual: bool
-
-
-POLICIES: dict[str, PolicyRules] = {
-    # Definition 2.9 (single mode): one rule at all times, w.r.t. the active mode.
-    "P": PolicyRules(RULE_P, RULE_P, SAMPLE_NEVER, False),
-    "T2": PolicyRules(RULE_T2, RULE_T2, SAMPLE_NEVER, False),
-    # Definition 2.10 (dual mode).
-    "PP": PolicyRules(RULE_P, RULE_P, SAMPLE_K1_COMPLETION, True),
-    "T2T2": PolicyRules(RULE_T2, RULE_T2, SAMPLE_K1_COMPLETION, True),
-    "T1T2": PolicyRules(RULE_T1, RULE_T2, SAMPLE_EVERY_EVENT, True),
-    "T2T1": PolicyRules(RULE_T2, RULE_T1, SAMPLE_EVERY_EVENT, True),
-}
-
-# Fixed-mode baselines "RULE@m": rule P, T1 or T2 w.r.t. mode m (1-based) at all times.
-FIXED = {f"{r}@{m}": (rule, m - 1) for rule, r in enumerate(RULE_NAMES) for m in (1, 2)}
-CHOICES = ("auto",) + tuple(POLICIES) + tuple(FIXED)
 
 
 class Policy(NamedTuple):
@@ -171,11 +151,6 @@ def pick(a, i):
     and clamps indices beyond the end).
     """
     return jnp.where(i == 0, a[0], a[1])
-
-
-def uses_threshold(rules: PolicyRules) -> bool:
-    """True when the policy's rules involve the threshold Theta_n (T1 or T2 in some mode)."""
-    return rules.lower != RULE_P or rules.higher != RULE_P
 
 
 def priority_class(rule, x, i1, i2, theta):

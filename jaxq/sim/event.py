@@ -141,7 +141,8 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
     def init(key, a: MarkovArgs):
         p = a.params
         s = markov.init(p)
-        checked = invalid_rates(markov.counts(s, p)) is not None  # rates in the state: checked at every event
+        # rates in the state (a user's multiplicities too): checked at every event
+        checked = invalid_rates(markov.counts(s, p), markov.wrap_check) is not None
         ints = markov.wrap_check and wraps(s, s) is not None  # integers in the state: checked at every event
         return {"key": key, "j": jnp.uint32(0), "t": jnp.float64(0.0), "state": s,
                 "events": jnp.int64(0), "disc": disc.init(p) if disc else (), "win": win.init(p) if win else (),
@@ -161,12 +162,15 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
             cum.append(tot)
         t0 = c["t"]
         t1 = t0 - jnp.log1p(-u[0]) / tot
-        if "invalid" in c:  # a rate that is not a finite number >= 0 ends the path (done; the run is refused after)
-            bad = invalid_rates(counts)
+        if "invalid" in c:  # a rate that is not a finite number >= 0 (a multiplicity below 0) ends the path in that
+            # state (done; the run is refused after, naming the event found again from it)
+            bad = invalid_rates(counts, markov.wrap_check)
         target = u[1] * tot
         fired = tuple((target < cum[e]) & (target >= (cum[e - 1] if e else 0.0)) for e in range(len(cum)))
         s_new, record = markov.transition(s, fired, p)
         inside = t1 <= hz.horizon  # the state at the horizon is the one before the first event past it
+        if "invalid" in c:
+            inside = inside & ~bad
         s_new = jax.tree_util.tree_map(lambda a, b: jnp.where(inside, a, b), s_new, s)
         # past the horizon the path ends in the state held: no event fired, no record (the observers never see it)
         seg = Segment(s, 0.0, s_new, 0.0, fired=tuple(f & inside for f in fired),

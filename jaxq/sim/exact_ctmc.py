@@ -35,6 +35,15 @@ from scipy.sparse.linalg import LinearOperator, bicgstab, spsolve
 from jaxq.diffusion.workload import analyze
 from jaxq.errors import InputError
 from jaxq.model.distributions import Dist
+from jaxq.model.policy_table import (
+    RULE_NAMES,
+    RULE_P,
+    RULE_T1,
+    RULE_T2,
+    SAMPLE_K1_COMPLETION,
+    SAMPLE_NEVER,
+    SAMPLING_NAMES,
+)
 from jaxq.model.pss2x2 import PSS2x2
 from jaxq.model.validate import check_float
 from jaxq.planning.modes import modes
@@ -43,18 +52,19 @@ IDLE = -1
 
 
 def _decide(x, s, i1, i2, k1, rule, theta):
-    """Post-decision server assignment (Definitions 2.7-2.8) written out case by case."""
+    """Post-decision server assignment (Definitions 2.7-2.8) written out case by case (``rule``: RULE_P, RULE_T1 or
+    RULE_T2, the policy table's codes)."""
     s = list(s)
     k2 = 1 - k1
     q = [x[c] - (s[0] == c) - (s[1] == c) for c in (0, 1)]
     if s[k1] == IDLE and q[i2] > 0:  # dedicated server first (arrival rule of 2.7.2)
         s[k1] = i2
         q[i2] -= 1
-    if rule == "P":
+    if rule == RULE_P:
         prio = i1
-    elif rule == "T1":
+    elif rule == RULE_T1:
         prio = i1 if x[i1] >= theta else i2
-    elif rule == "T2":
+    elif rule == RULE_T2:
         prio = i2 if x[i2] >= theta else i1
     else:
         raise ValueError(rule)
@@ -67,10 +77,11 @@ def _decide(x, s, i1, i2, k1, rule, theta):
 
 
 def _next_mode(mode, is_arrival, server, x, sampling, k1, alpha, level, lower, higher):
-    """Definition 2.10: the current mode after an event (``server``: the one that completed)."""
-    if sampling == "never":
+    """Definition 2.10: the current mode after an event (``server``: the one that completed; ``sampling``: the policy
+    table's SAMPLE_* code)."""
+    if sampling == SAMPLE_NEVER:
         return mode
-    if sampling == "k1" and (is_arrival or server != k1[mode]):
+    if sampling == SAMPLE_K1_COMPLETION and (is_arrival or server != k1[mode]):
         return mode
     workload = x[0] / alpha[0] + x[1] / alpha[1]
     return lower if workload < level else higher
@@ -348,14 +359,21 @@ class Switching(NamedTuple):
 
     ``higher``, ``rule_higher``: the higher mode (0-based) and its rule (default: the lower mode's, no switch).
     ``sampling``: ``"never"``, ``"k1"`` (completions of the current mode's single-activity server: PP, T2T2) or
-    ``"every"`` (every arrival and completion: T1T2, T2T1). ``switch_at``: the switching level z in scaled
-    workload units (the lower mode below sqrt(n) z).
+    ``"every"`` (every arrival and completion: T1T2, T2T1): the policy table's ``SAMPLING_NAMES``. ``switch_at``: the
+    switching level z in scaled workload units (the lower mode below sqrt(n) z).
     """
 
     higher: int | None = None
     rule_higher: str | None = None
-    sampling: str = "never"
+    sampling: str = SAMPLING_NAMES[SAMPLE_NEVER]
     switch_at: float = math.inf
+
+
+def _code(names: tuple[str, ...], name: str, key: str) -> int:
+    """The policy table's code of a rule or sampling-time name (``names``: RULE_NAMES or SAMPLING_NAMES)."""
+    if name not in names:
+        raise ValueError(f"{key}: expected one of {', '.join(names)}, got {name!r}")
+    return names.index(name)
 
 
 def discounted_cost(system: PSS2x2, n: float, mode: int, rule: str, theta: int = 0, cap: int = 60,
@@ -398,8 +416,9 @@ def discounted_cost(system: PSS2x2, n: float, mode: int, rule: str, theta: int =
     lam_n, mu_n = system.rates(n)
     h_hat = system.h / math.sqrt(n)
     hi = mode if higher is None else higher
-    rules = {mode: rule}
-    rules[hi] = rule if rule_higher is None else rule_higher
+    rules = {mode: _code(RULE_NAMES, rule, "rule")}
+    rules[hi] = rules[mode] if rule_higher is None else _code(RULE_NAMES, rule_higher, "rule_higher")
+    sampling = _code(SAMPLING_NAMES, sampling, "sampling")
     roles = (md.i1.tolist(), md.i2.tolist(), md.k1.tolist())
     level = math.sqrt(n) * switch_at
     args = (lam_n, mu_n, h_hat, system.gamma, roles, rules, sampling, md.alpha, level, mode, hi, theta)
@@ -465,9 +484,8 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
     levels = Levels(switch_at, exponent, DEFAULT_THETA_RULE if theta_rule is None else theta_rule, theta_constant)
     st = setup(system, n, policy=policy, levels=levels)
     res = pol.resolve(st.analysis, policy, st.switch_at)  # the level the setup chose (the rule's, or switch_at)
-    sampling = {pol.SAMPLE_NEVER: "never", pol.SAMPLE_K1_COMPLETION: "k1", pol.SAMPLE_EVERY_EVENT: "every"}
-    kw = dict(theta=st.theta or 0, check=False, switching=Switching(res.higher, pol.RULE_NAMES[res.rules.higher],
-                                                                    sampling[res.rules.sampling], res.z))
+    kw = dict(theta=st.theta or 0, check=False, switching=Switching(res.higher, RULE_NAMES[res.rules.higher],
+                                                                    SAMPLING_NAMES[res.rules.sampling], res.z))
     dual = res.lower != res.higher
     cap, last, out = max(FIRST_CAP, math.ceil(START_CAP_PER_ROOT_N * math.sqrt(n))), None, None
     while True:
@@ -477,7 +495,7 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
                                   f"max_states = {max_states:.3g})" + ("" if last is None else
                                   f" before J_n settles within rtol = {rtol:g}") + "; take a smaller n"
                                   + ("" if last is None else " or a larger rtol"))
-        out = discounted_cost(system, n, res.lower, pol.RULE_NAMES[res.rules.lower], cap=cap, **kw)
+        out = discounted_cost(system, n, res.lower, RULE_NAMES[res.rules.lower], cap=cap, **kw)
         if last is not None:
             change = abs(out["J"] - last)
             if change <= rtol * abs(out["J"]):

@@ -68,7 +68,10 @@ class Markov(NamedTuple):
         martingales ``g_c(X_K) - g_c(X_0) - sum (P g_c - g_c)(X_k)`` of Henderson and Glynn.
       wrap_check: whether the drivers check every event for an integer leaf of the state that wrapped around its
         dtype (:func:`wraps`; a user's model): such a replication stops there, the state before the event kept,
-        and the run is refused after (:func:`wrapped_message`).
+        and the run is refused after (:func:`wrapped_message`); and every event of a structured model for a
+        multiplicity below 0 (:func:`invalid_rates` with ``ints``; the uniformised driver, also for a total rate
+        above ``bound``): the state in which it was invalid kept, the run refused after
+        (:func:`invalid_rates_message`). The built-in models, whose multiplicities are counts of servers, skip both.
     """
 
     name: str
@@ -105,26 +108,49 @@ def difference_phi(transition, g, num_events: int):
     return controls
 
 
-def invalid_rates(counts) -> jax.Array | None:
-    """Whether a rate in a state is not a finite number >= 0 (a bool), for a model that states float rates in the
-    state (``MarkovModel.rates``); None for one that states integer multiplicities of fixed rates (those rates are
-    checked once, before the run). One comparison a rate: the drivers call it at every event."""
-    floats = [m for m in counts if not isinstance(m, int) and jnp.issubdtype(jnp.asarray(m).dtype, jnp.floating)]
-    if not floats:
-        return None
-    bad = ~(floats[0] >= 0) | (floats[0] == jnp.inf)
-    for m in floats[1:]:
-        bad = bad | ~(m >= 0) | (m == jnp.inf)
+def invalid_rates(counts, ints: bool = False) -> jax.Array | None:
+    """Whether a rate in a state is not a finite number >= 0 (a bool): the float rates of a model that states them in
+    the state (``MarkovModel.rates``) and, with ``ints`` (a user's model in the structured form), the signed integer
+    multiplicities below 0 (a Python int below 0 too; their unit rates are checked once, before the run, so every
+    rate ``counts[e] * rates[e]`` is then a finite number >= 0); None when nothing is checked (the built-in models'
+    multiplicities). One comparison an event: the drivers call it at every event."""
+    bad = None
+    for m in counts:
+        if isinstance(m, int):  # a Python constant (bool included): known when the program is traced
+            b = jnp.bool_(True) if ints and m < 0 else None
+        elif jnp.issubdtype(jnp.asarray(m).dtype, jnp.floating):
+            b = ~(m >= 0) | (m == jnp.inf)
+        elif ints and jnp.issubdtype(jnp.asarray(m).dtype, jnp.signedinteger):
+            b = m < 0
+        else:  # unsigned or bool: never below 0
+            b = None
+        if b is not None:
+            bad = b if bad is None else bad | b
     return bad
 
 
-def invalid_rates_message(flags, reps: int) -> str | None:
-    """The sentence for the flags of :func:`invalid_rates` over the replications (None when none is set)."""
-    hit = int(np.count_nonzero(np.asarray(flags)))
-    if not hit:
+def invalid_rates_message(markov: Markov, flags, states, params, plain: bool) -> str | None:
+    """The sentence for the flags of :func:`invalid_rates` over the replications (None when none is set), naming the
+    event and its rate (``plain``: ``MarkovModel.rates`` in the state) or multiplicity (``counts``): found again
+    from the state a flagged replication stopped in (the drivers keep the state in which the rate was invalid)."""
+    hit = np.flatnonzero(np.asarray(flags))
+    if not hit.size:
         return None
-    return (f"rates(state, params) returned a negative, NaN or infinite rate in a state reached by {hit} of {reps} "
-            "replications; every rate must be a finite number >= 0 in every reachable state")
+    reps = np.size(flags)
+    s = jax.tree_util.tree_map(lambda v: jnp.asarray(v[hit[0]]), states)
+    where = ""
+    for e, m in enumerate(markov.counts(s, params)):
+        b = invalid_rates((m,), ints=True)
+        if b is not None and bool(b):
+            where = f"event {e} has {'rate' if plain else 'multiplicity'} {np.asarray(m).item()!r}"
+            break
+    if plain:
+        return (f"rates(state, params) returned a negative, NaN or infinite rate in a state reached by {hit.size} "
+                f"of {reps} replications{f' ({where})' if where else ''}; every rate must be a finite number >= 0 "
+                "in every reachable state")
+    return (f"counts(state, params) returned a negative (or NaN or infinite) multiplicity in a state reached by "
+            f"{hit.size} of {reps} replications{f' ({where})' if where else ''}; the multiplicity of every event must "
+            "be a non-negative integer in every reachable state (the rate of event e is counts[e] * rates(params)[e])")
 
 
 def _wrap(old, new):
@@ -238,7 +264,9 @@ class MarkovModel(NamedTuple):
     * plain: ``rates(state, params) -> (E,) float64``, the rate of every event in the state;
     * structured (faster on the uniformised driver, which then draws with exact integer thresholds):
       ``counts(state, params) -> tuple of E int32 scalars`` (a multiplicity: busy servers, or a Python ``1``)
-      and ``rates(params) -> (E,) float64`` unit rates, the rate of event e being ``counts[e] * rates[e]``.
+      and ``rates(params) -> (E,) float64`` unit rates, the rate of event e being ``counts[e] * rates[e]``. The
+      unit rates must be finite numbers >= 0 (checked before the run), the multiplicities integers >= 0 in every
+      reachable state: one below 0 ends the run with an InputError naming ``counts`` and the event.
 
     Attributes:
       init: ``init(params) -> state``, the start state (a pytree of JAX scalars or arrays).
@@ -255,8 +283,8 @@ class MarkovModel(NamedTuple):
       rates: the rates, plain or structured (see above).
       counts: the multiplicities of the structured form (None: the plain form).
       rate_bound: ``rate_bound(params) -> float`` (on the host), a bound on the total rate over every reachable
-        state: the uniformisation rate. Without it only the event driver runs. A plain-form model whose rates
-        exceed it in a replication is refused after the run (an InputError naming ``rate_bound``).
+        state: the uniformisation rate. Without it only the event driver runs. A model whose rates exceed it in a
+        replication is refused after the run (an InputError naming ``rate_bound``).
       controls: ``difference_controls(g)``, or None (the built-in models may give a function in the form of
         :attr:`Markov.controls`).
       records: whether ``transition`` returns ``(state, record)``.

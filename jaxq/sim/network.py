@@ -25,7 +25,7 @@ from jaxq.diffusion.network import b_matrices, spare_capacity_n
 from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.network import Network
-from jaxq.model.validate import check_work
+from jaxq.model.validate import check_path_times, check_work
 from jaxq.options import grouped as options_grouped
 from jaxq.policies import network as pol
 from jaxq.precision import float64
@@ -53,7 +53,8 @@ class Window(NamedTuple):
 class NetworkOutputs(NamedTuple):
     """What a run records besides the window averages of the counts.
 
-    ``snap_times``: times at which the class counts are recorded (event engine; transience studies; None: none).
+    ``snap_times``: times in [0, horizon] at which the class counts are recorded, in any order (event engine;
+    transience studies; None: none).
     ``hist_range``, ``hist_bins``: histograms of X_hat on [-range, range] (bins = 0: none, a faster run).
     ``cv``: control variates: approximating martingales with a quadratic basis in X_hat
     (:func:`jaxq.sim.models.network.controls`), every reported mean cross-fitted by replication index
@@ -122,6 +123,8 @@ def _check(reps, window: Window, engine, snap_times, batching: Batching) -> Batc
         raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "uniformized" and snap_times is not None:
         raise InputError("snap_times", "snapshots at fixed times need the event engine (engine = 'event')")
+    if snap_times is not None:  # a time the path never reaches (before 0, past the horizon, NaN) read 0
+        check_path_times(snap_times, "snap_times", horizon)
     return batching
 
 

@@ -29,7 +29,7 @@ from jaxq.diffusion.value import value_function
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.pss2x2 import PSS2x2
-from jaxq.model.validate import (check_float, check_pss_horizon, check_work, pss_cost_scale,
+from jaxq.model.validate import (check_float, check_path_times, check_pss_horizon, check_work, pss_cost_scale,
                                  pss_default_horizon)
 from jaxq.options import grouped as options_grouped
 from jaxq.policies import pss2x2 as pol
@@ -82,12 +82,13 @@ class Truncation(NamedTuple):
 class Outputs(NamedTuple):
     """What a run records besides J per replication.
 
-    ``record_times``: fixed times at which W_hat(t) is recorded (event driver). ``cv``: the control variates from
-    the diffusion limit (:mod:`jaxq.sim.models.pss2x2`), cross-fitted by replication index. ``diagnostics``: the
-    diagnostics of :mod:`jaxq.sim.diagnostics` and their warning. ``debug``: the Definition 2.7 invariant counters
-    (event driver; a :class:`jaxq.Policy2x2` is checked in every run). ``observers``: a user's statistics of the
-    path, a dict of name -> :class:`jaxq.Observer` of :class:`~jaxq.sim.models.pss2x2_diagnostics.View` segments
-    (both drivers; each output is an estimate named ``<name>`` or ``<name>_<key>``, docs/guides/observers.md).
+    ``record_times``: fixed times in [0, horizon] at which W_hat(t) is recorded (event driver). ``cv``: the control
+    variates from the diffusion limit (:mod:`jaxq.sim.models.pss2x2`), cross-fitted by replication index.
+    ``diagnostics``: the diagnostics of :mod:`jaxq.sim.diagnostics` and their warning. ``debug``: the Definition 2.7
+    invariant counters (event driver; a :class:`jaxq.Policy2x2` is checked in every run). ``observers``: a user's
+    statistics of the path, a dict of name -> :class:`jaxq.Observer` of
+    :class:`~jaxq.sim.models.pss2x2_diagnostics.View` segments (both drivers; each output is an estimate named
+    ``<name>`` or ``<name>_<key>``, docs/guides/observers.md).
     """
 
     record_times: tuple = ()
@@ -171,9 +172,7 @@ def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: 
     if expected_events > 2.0**31:  # the per-event counter of the random stream is 32-bit
         raise InputError("horizon" if given else "n", f"about {expected_events:.3g} events per replication (n = {n:g}, "
                                                       f"horizon {horizon:g}) exceed the 2^31 supported")
-    rec = np.asarray(record_times, dtype=np.float64).reshape(-1)
-    if np.any(rec < 0) or np.any(rec > horizon):
-        raise InputError("record_times", f"must lie in [0, horizon = {horizon:g}]")
+    rec = check_path_times(record_times, "record_times", horizon)  # a time never reached (NaN too) read 0
     if hook is None:
         rule_c, rule_z = thresholds.rule_levels(theta_rule, an, res, n, theta_exponent, switch_at)
         res = res if rule_z is None else res._replace(z=rule_z)

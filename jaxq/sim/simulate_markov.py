@@ -106,7 +106,17 @@ def check_params(params):
     return jax.tree_util.tree_map_with_path(leaf, params)
 
 
-def _missing(fn, args, error: KeyError) -> list:
+def _traced(fn, *args):
+    """``fn(*args)`` traced only (:func:`jax.eval_shape`): the model's functions of the state."""
+    return jax.eval_shape(fn, *args)
+
+
+def _host(fn, *args):
+    """``fn(*args)`` called on the host: ``rate_bound``, a function of the parameters' values."""
+    return fn(*args)
+
+
+def _missing(fn, args, error: KeyError, call=_traced) -> list:
     """The entries that ``fn(*args)`` reads from its parameters (a dict, ``args[-1]``) but they lack: the key of
     ``error``, and of the KeyErrors after it, while giving the entry (a number) makes its KeyError go away."""
     params, missing = args[-1], []
@@ -114,7 +124,7 @@ def _missing(fn, args, error: KeyError) -> list:
         key = error.args[0]
         params = {**params, key: jnp.float64(1.0)}
         try:
-            jax.eval_shape(fn, *args[:-1], params)
+            call(fn, *args[:-1], params)
         except KeyError as e:
             if e.args == error.args:  # not an entry of the parameters (of the state, say)
                 return missing
@@ -126,30 +136,87 @@ def _missing(fn, args, error: KeyError) -> list:
     return missing
 
 
-def _shape_of(key: str, what: str, fn, *args):
-    """``jax.eval_shape(fn, *args)``, or one InputError naming ``key`` with what failed (no JAX traceback); one
-    naming ``params`` when ``fn`` reads an entry of the parameters (the last argument) that they lack."""
+class _Entries(dict):
+    """A stand-in for parameters that are not a dict (None: not given): records the entries a model function reads
+    by name (``p["lam"]``, ``p.get("lam")``; ``p.lam``, a named tuple's field), each read a 1.0."""
+
+    def __init__(self):
+        super().__init__()
+        self.read: list = []
+
+    def __getitem__(self, key):
+        if isinstance(key, str) and f"params[{key!r}]" not in self.read:
+            self.read.append(f"params[{key!r}]")
+        return jnp.float64(1.0)
+
+    def get(self, key, default=None):
+        return self[key]
+
+    def __getattr__(self, name):
+        if name.startswith("_"):  # Python's and JAX's own probes of an object
+            raise AttributeError(name)
+        if f"params.{name}" not in self.read:
+            self.read.append(f"params.{name}")
+        return jnp.float64(1.0)
+
+
+def _entries_read(fn, args, call=_traced) -> list:
+    """The entries that ``fn(*args)`` reads by name from its parameters (``args[-1]``), as ``params['lam']`` or
+    ``params.lam``, found by running it on a stand-in (:class:`_Entries`): what it needs when the parameters given
+    are not a dict."""
+    probe = _Entries()
     try:
-        return jax.eval_shape(fn, *args)
+        call(lambda *a: fn(*a, probe), *args[:-1])
+    except Exception:  # noqa: BLE001  (the entries read before the error are what is asked)
+        pass
+    return probe.read[:8]
+
+
+def _kind(params) -> str:
+    """What parameters that are not a dict are, for a message."""
+    if params is None:
+        return "None (not given)"
+    if isinstance(params, (int, float, np.generic, np.ndarray, jax.Array)) and np.ndim(params) == 0:
+        return f"the number {np.asarray(params).item()!r}"
+    return "an array" if isinstance(params, (np.ndarray, jax.Array)) else f"a {type(params).__name__}"
+
+
+def _shape_of(key: str, what: str, fn, *args, call=_traced):
+    """``jax.eval_shape(fn, *args)`` (``call``: :func:`_host` calls it), or one InputError naming ``key`` with what
+    failed (no JAX traceback); one naming ``params`` when ``fn`` reads an entry of the parameters (the last argument)
+    that they lack, or reads entries by name of parameters that are not a dict (None: not given)."""
+    try:
+        return call(fn, *args)
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001  (a user's function: any error is the model's, reported by its name)
-        missing = _missing(fn, args, e) if isinstance(e, KeyError) else []
+        params = args[-1]
+        missing = _missing(fn, args, e, call) if isinstance(e, KeyError) else []
         if missing:
             reads = ", ".join(f"params[{k!r}]" for k in missing)
             raise InputError("params", f"{what} reads {reads}, which {'is' if len(missing) == 1 else 'are'} not "
-                                       f"given (params has {', '.join(sorted(map(str, args[-1]))) or 'no entry'})"
+                                       f"given (params has {', '.join(sorted(map(str, params))) or 'no entry'})"
                              ) from None
+        named = [] if isinstance(params, dict) else [  # the fields the parameters have are not what failed
+            k for k in _entries_read(fn, args, call) if not (k.startswith("params.") and hasattr(params, k[7:]))]
+        if named:
+            one = len(named) == 1
+            give = ((f"with {'this field' if one else 'these fields'} (a named tuple, say)")
+                    if any(k.startswith("params.") for k in named)
+                    else f"as a dict with {'this entry' if one else 'these entries'}")
+            raise InputError("params", f"{what} reads {', '.join(named)}, but params is {_kind(params)}: give params "
+                                       f"{give}") from None
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise InputError(key, f"{what} fails on the start state: {type(e).__name__}: {first}") from None
 
 
 def check_model(model: MarkovModel, params) -> None:
     """The model's functions checked on the start state, before any run (one InputError naming the function and
-    what was expected): ``init`` runs; ``rates`` gives at least one event, as floats (E,) in the plain form;
-    ``transition`` keeps the state's structure, shapes and dtypes for every event; ``observe`` returns numbers;
-    ``rate_bound`` is a function of the parameters. A function that reads an entry the parameters lack is one
-    InputError naming ``params`` and the entry."""
+    what was expected): ``init`` runs; ``rates`` gives at least one event, as floats (E,) in the plain form, and
+    finite unit rates >= 0, one per event of ``counts``, in the structured form; ``transition`` keeps the state's
+    structure, shapes and dtypes for every event; ``observe`` returns numbers; ``rate_bound`` is a function of the
+    parameters returning a number. A function that reads an entry the parameters lack (or reads entries by name of
+    parameters that are not a dict: None, not given) is one InputError naming ``params`` and the entries."""
     if model.rate_bound is not None and not callable(model.rate_bound):
         raise InputError("rate_bound", f"must be a function of params returning the bound, got {model.rate_bound!r}")
     s0 = _shape_of("init", "init(params)", model.init, params)
@@ -168,6 +235,7 @@ def check_model(model: MarkovModel, params) -> None:
         events = len(c) if isinstance(c, (tuple, list)) else 0
         if events == 0:
             raise InputError("counts", "counts(state, params) must return a tuple of E >= 1 multiplicities")
+        _check_unit_rates(model, params, events)
     want = tree_layout(s0)
     if model.one_hot:
         event = tuple(jax.ShapeDtypeStruct((), jnp.bool_) for _ in range(events))
@@ -184,6 +252,26 @@ def check_model(model: MarkovModel, params) -> None:
     if bad or not jax.tree_util.tree_leaves(obs):
         raise InputError("observe", f"observe(state, params) must return numbers (a dict of scalars or arrays), "
                                     f"got {obs!r}")
+    if model.rate_bound is not None:  # on the host, as the drivers call it
+        big = _shape_of("rate_bound", "rate_bound(params)", model.rate_bound, params, call=_host)
+        try:
+            float(big)
+        except (TypeError, ValueError):
+            raise InputError("rate_bound", f"rate_bound(params) must return a number, got {big!r}") from None
+
+
+def _check_unit_rates(model: MarkovModel, params, events: int) -> None:
+    """The unit rates ``rates(params)`` of a structured model: a vector (E,) of finite numbers >= 0, one per event of
+    ``counts`` (with the multiplicities, checked at every event, every rate is then a finite number >= 0)."""
+    shape = _shape_of("rates", "rates(params)", lambda p: jnp.asarray(model.rates(p), jnp.float64), params).shape
+    if shape != (events,):
+        raise InputError("rates", f"rates(params) must return a vector ({events},) of unit rates, one per event of "
+                                  f"counts(state, params), got shape {shape}")
+    values = np.asarray(jnp.asarray(model.rates(params), jnp.float64))
+    bad = np.flatnonzero(~(np.isfinite(values) & (values >= 0)))
+    if bad.size:
+        raise InputError("rates", f"rates(params) gives event {int(bad[0])} the unit rate {float(values[bad[0]])!r}; "
+                                  "every unit rate must be a finite number >= 0")
 
 
 def _refuse_wrapped(mk, out: dict, params) -> None:
@@ -192,6 +280,16 @@ def _refuse_wrapped(mk, out: dict, params) -> None:
     bad = wrapped_message(mk, out.get("wrapped", ()), out.get("before"), out["state"], params)
     if bad:
         raise InputError("transition", bad)
+
+
+def _refuse_invalid(model: MarkovModel, mk, out: dict, params) -> None:
+    """One InputError naming ``rates`` (the plain form) or ``counts`` (the structured form) and the event when a
+    rate was not a finite number >= 0, or a multiplicity below 0, in a state a replication reached
+    (:func:`jaxq.sim.markov.invalid_rates`)."""
+    plain = model.counts is None
+    bad = invalid_rates_message(mk, out.get("invalid_rates", ()), out["state"], params, plain)
+    if bad:
+        raise InputError("rates" if plain else "counts", bad)
 
 
 def _names(tree) -> list[tuple[str, Any]]:
@@ -237,9 +335,7 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         out, timing, uinfo = uniformized.run(mk, params, functional, reps, seed, gamma=gamma, warm_steps=warm,
                                              steps=steps, **opts)
         _refuse_wrapped(mk, out, params)
-        bad = invalid_rates_message(out.get("invalid_rates", 0), reps)
-        if bad:
-            raise InputError("rates", bad)
+        _refuse_invalid(model, mk, out, params)
         over = int(np.sum(out.get("over_bound", 0)))
         if over:
             raise InputError("rate_bound", f"the total rate exceeded rate_bound(params) = {big:.6g} in {over} of "
@@ -253,9 +349,7 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         out, timing = event.run_markov(mk, params, functional, reps, seed, times=Horizon(gamma, warmup, run.horizon),
                                        **opts)
         _refuse_wrapped(mk, out, params)
-        bad = invalid_rates_message(out["invalid_rates"], reps)
-        if bad:
-            raise InputError("rates", bad)
+        _refuse_invalid(model, mk, out, params)
         span = run.horizon - warmup
     per: dict[str, np.ndarray] = {}
     if functional.discounted:

@@ -89,6 +89,14 @@ def fired_events(u, owned):
     return tuple(out), u < lo
 
 
+def exact_lengths(counts, words):
+    """The words of every event in a state, in float64 before any uint32 conversion (:func:`lengths`, which wraps
+    for a length of 2^32 or more): their sum exceeds ``2^32 - 1`` exactly when the rates exceed the uniformisation
+    rate."""
+    return [jnp.floor(m * words[e].astype(jnp.float64)) if _is_rate(m)
+            else jnp.asarray(m).astype(jnp.float64) * words[e].astype(jnp.float64) for e, m in enumerate(counts)]
+
+
 def _plain(counts) -> bool:
     """Whether a model states its rates in the plain form (float rates, unit rate 1)."""
     return any(_is_rate(m) for m in counts)
@@ -116,15 +124,15 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
     """
     disc, win, _ = groups(markov, functional, observer)
 
-    def plain(s, p):
-        return _plain(markov.counts(s, p))
+    def checked(s, p):  # rates in the state, or a user's model: every step checked (the flags "over")
+        return _plain(markov.counts(s, p)) or markov.wrap_check
 
     def init_one(key, a: Args):
         s = markov.init(a.params)
         ints = markov.wrap_check and wraps(s, s) is not None  # integers in the state: checked at every step
         return {"key": key, "state": s, "w": jnp.float64(1.0), "events": jnp.int64(0),
                 "disc": disc.init(a.params) if disc else (), "win": win.init(a.params) if win else (),
-                **({"over": jnp.uint8(0)} if plain(s, a.params) else {}), **({"before": s} if ints else {})}
+                **({"over": jnp.uint8(0)} if checked(s, a.params) else {}), **({"before": s} if ints else {})}
 
     def step(c, xs, a: Args, record: bool, masked: bool = False):
         u, k = xs if masked else (xs, None)
@@ -138,6 +146,14 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
             # states after and before it kept (refused after the run); checked on the carried states
             stuck = wraps(c["before"], s)
             s_new = jax.tree_util.tree_map(lambda a, b: jnp.where(stuck, b, a), s_new, s)
+        if "over" in c:  # bit 1: rates above the uniformisation rate (the words would wrap); bit 2: a rate that is
+            # not a finite number >= 0 or a multiplicity below 0 (its state kept: the event is named after the run)
+            total = sum(exact_lengths(counts, a.words))
+            over = (total > TWO32 - 1.0).astype(jnp.uint8)
+            bad = invalid_rates(counts, markov.wrap_check)
+            if bad is not None:
+                over = over | (bad.astype(jnp.uint8) << 1)
+                s_new = jax.tree_util.tree_map(lambda a, b: jnp.where(bad, b, a), s_new, s)
         # the step's exact event probabilities (computed only where a control uses them)
         prob = [n.astype(jnp.float64) * (1.0 / TWO32) for n in owned]
         seg = Segment(s, 0.0, s_new, 0.0, fired=fired, record=rec)
@@ -156,10 +172,8 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
         if record:
             one = jnp.float64(1.0) if not masked else ((k >= a.warm) & (k < a.end)).astype(jnp.float64)
             out["win"] = win.update(c["win"], weighted(one), p)
-        if "over" in c:  # bit 1: a plain model's rates above the uniformisation rate (the words would wrap);
-            # bit 2: a rate that is not a finite number >= 0 (both refused after the run)
-            total = sum(n.astype(jnp.float64) for n in owned)
-            out["over"] = c["over"] | (total > TWO32 - 1.0).astype(jnp.uint8) | (invalid_rates(counts).astype(jnp.uint8) << 1)
+        if "over" in c:  # both refused after the run
+            out["over"] = c["over"] | over
         return out, None
 
     def run_page(c, b, a: Args, record: bool, masked: bool = False):

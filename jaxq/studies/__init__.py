@@ -66,6 +66,33 @@ def counting_points(report: Callable[[int], None] | None):
         _CHECKED.reset(token)
 
 
+class PointTarget(NamedTuple):
+    """How a study takes a precision target (``experiment.target_rel_se``, :mod:`jaxq.studies.targets`).
+
+    Attributes:
+      applies: ``applies(point) -> bool`` on a point as the study's ``points`` returns it: whether a target
+        chooses its replications (not a reference point with its own count, nor a deterministic case).
+      rel_se: ``rel_se(exp, point, records) -> float``: the standard error over the estimate the target controls,
+        from a point's records (the pilot's, then the run's): :func:`relative_se` of the table's estimate.
+      estimate: the table column of that estimate (notes and docs).
+    """
+
+    applies: Callable[[dict], bool]
+    rel_se: Callable[[Any, dict, dict], float]
+    estimate: str
+
+
+def relative_se(value: float, stderr: float) -> float:
+    """``stderr / |value|``: 0 where the standard error is 0, inf where the value is 0 with a positive standard
+    error, NaN where either is not finite (as :func:`jaxq.mc.target.relative_stderr`)."""
+    value, stderr = float(value), float(stderr)
+    if not (np.isfinite(value) and np.isfinite(stderr)):
+        return float("nan")
+    if stderr == 0:
+        return 0.0
+    return float("inf") if value == 0 else stderr / abs(value)
+
+
 class Study(NamedTuple):
     """One registered study.
 
@@ -87,6 +114,8 @@ class Study(NamedTuple):
       enumeration_keys: ``[grid]`` keys that only list the points (``n``, ...), never change a point's
         numbers: a resumed run may change them (and the systems, seeds, replications) and keeps the chunks
         of every point it shares with the earlier run (:mod:`jaxq.studies.runner`).
+      target: how the study takes ``experiment.target_rel_se`` (:class:`PointTarget`); None: it takes none (a
+        deterministic study, or one that compares laws), and the key is refused naming the study.
     """
 
     name: str
@@ -98,6 +127,7 @@ class Study(NamedTuple):
     figure: Callable[..., list[str]]
     needs_systems: bool = True
     enumeration_keys: tuple[str, ...] = ()
+    target: PointTarget | None = None
 
 
 REGISTRY: dict[str, Study] = {}
@@ -111,10 +141,16 @@ def register(study: Study) -> Study:
     return study
 
 
-def get(name: str) -> Study:
-    """The registered study ``name``; an InputError naming the known studies otherwise."""
+def builtins() -> dict[str, Study]:
+    """The registry with every built-in study registered."""
     for mod in _BUILTIN:
         importlib.import_module(mod)
+    return REGISTRY
+
+
+def get(name: str) -> Study:
+    """The registered study ``name``; an InputError naming the known studies otherwise."""
+    builtins()
     if name not in REGISTRY:
         raise InputError("experiment.study", f"unknown study {name!r}; known: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name]

@@ -5,7 +5,8 @@
 study = "convergence"                 # a registered study (jaxq.studies.REGISTRY)
 name = "convergence_Jn"               # optional; default: the file's stem (a plain folder name)
 systems = ["pss_PP", "my_system.toml"]  # bundled example names or paths relative to this file
-replications = 256                    # per grid point
+replications = 256                    # per grid point (with target_rel_se: the most per grid point)
+target_rel_se = 0.01                  # optional: replications chosen per point by a pilot (jaxq.studies.targets)
 chunk = 64                            # replications per chunk file (the unit of resume)
 seeds = [0]                           # optional; every grid point is run for every seed
 records = true                        # optional; false: no records.csv (large runs)
@@ -19,7 +20,7 @@ the study before a single file is written (once: every seed gets the same points
 estimated (:func:`check_experiment_work`): replications per point at most 2^31 - 1, a chunk that fits in
 memory, at most 2^20 chunk files, and per replication at most 2^31 events of the prelimit simulator
 (``2 sum_i lambda_n_i T``) or 2^40 time steps of an SDE path (``horizon / dt``), and a finite total. Each
-refusal names the key.
+refusal names the key. A targeted point's work is estimated at its cap, the most replications it may run.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from jaxq.examples import names as example_names
 from jaxq.examples import path as example_path
 from jaxq.model import load, read_toml
 from jaxq.model import validate as v
-from jaxq.studies import Unique
+from jaxq.studies import Unique, targets
 
 
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")  # a plain folder name: not ".", "..", hidden or an option
@@ -59,7 +60,8 @@ class _Experiment(BaseModel):
     description: str = ""
     system: str | None = None
     systems: Annotated[list[str], Field(max_length=1000)] = []
-    replications: Annotated[int, Field(ge=2, le=v.MAX_REPLICATIONS)]
+    replications: Annotated[int, Field(ge=2, le=v.MAX_REPLICATIONS)] | None = None  # required without a target
+    target_rel_se: float | None = None  # a precision target (jaxq.studies.targets); replications: its cap
     chunk: Annotated[int, Field(ge=1)] = 64
     seeds: Annotated[list[Annotated[int, Field(ge=0, lt=2**32)]], Field(min_length=1), Unique] = [0]
     records: bool = True  # write records.csv (one row per replication); chunks/ keep them anyway
@@ -103,6 +105,7 @@ class Experiment:
     records: bool = True
     cv: bool = True
     points: tuple[dict, ...] = field(default=())
+    target_rel_se: float | None = None  # the precision target of the points that take one (jaxq.studies.targets)
 
     def system(self, label: str) -> SystemRef:
         """The system with this label."""
@@ -122,6 +125,7 @@ class Experiment:
             "grid": digested_grid(self.grid.model_dump(mode="json")),
             "points": list(self.points),
             "cv": self.cv,
+            **({} if self.target_rel_se is None else {"target_rel_se": self.target_rel_se}),
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -139,7 +143,8 @@ class Experiment:
         ``points``: other points (an earlier run's, from its manifest) digested against this experiment's
         systems (None for a point whose system this experiment does not have). ``without``: the keys left out;
         ``("reps", "chunk")`` names the replications themselves, whatever the chunking
-        (:meth:`replication_digests`)."""
+        (:meth:`replication_digests`). A precision target's keys (:data:`jaxq.studies.targets.TARGET_KEYS`) are
+        always left out: a targeted point's replications are a fixed run's."""
         base = self.base_fingerprint()
         texts = {s.label: s.path.read_text(encoding="utf-8") for s in self.systems}
 
@@ -148,7 +153,7 @@ class Experiment:
             if label is not None and label not in texts:
                 return None
             data = {"base": base, "systems": {label: texts[label]} if label is not None else texts,
-                    "point": {k: v for k, v in point.items() if k not in without}}
+                    "point": {k: v for k, v in point.items() if k not in without and k not in targets.TARGET_KEYS}}
             return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
         return [digest(pt) for pt in (self.points if points is None else points)]
@@ -177,12 +182,13 @@ class Experiment:
             "records": self.records,
             "cv": self.cv,
             "grid": self.grid.model_dump(mode="json"),
+            **({} if self.target_rel_se is None else {"target_rel_se": self.target_rel_se}),
         }
 
 
 # [grid] keys added after runs were recorded, with the value those runs had: a key at that value is left out of the
 # digests, so a run recorded before the key existed still reads and resumes, and any other value is a new run
-DIGEST_OMITS = {"theta_rule": "paper"}
+DIGEST_OMITS = {"theta_rule": "paper", "target_rel_se_at": {}}
 
 
 def digested_grid(grid: dict) -> dict:
@@ -219,6 +225,13 @@ def from_dict(data: dict, file: Path, progress: Callable[[int], None] | None = N
     v.check_depth(data, str(file))
     e = v.validate_model(_File, data).experiment
     study = get(e.study)
+    if e.target_rel_se is not None:
+        targets.check_rel_se(e.target_rel_se, "experiment.target_rel_se")
+        if study.target is None:
+            raise targets.refuse_study(study)
+    elif e.replications is None:
+        raise InputError("experiment.replications", "missing: give replications (per grid point), or target_rel_se "
+                                                    "(a precision target; replications is then the most per point)")
     grid = v.validate_model(study.Grid, data.get("grid", {}), prefix="grid.")
     refs = [e.system] if e.system is not None else e.systems
     if study.needs_systems and not refs:
@@ -242,13 +255,14 @@ def from_dict(data: dict, file: Path, progress: Callable[[int], None] | None = N
         file=file,
         study=study,
         systems=tuple(systems),
-        replications=e.replications,
+        replications=targets.DEFAULT_MAX_REPS if e.replications is None else e.replications,
         chunk=e.chunk,
         seeds=tuple(e.seeds),
         grid=grid,
         description=e.description,
         records=e.records,
         cv=e.cv,
+        target_rel_se=e.target_rel_se,
     )
     told = 0
 
@@ -264,12 +278,14 @@ def from_dict(data: dict, file: Path, progress: Callable[[int], None] | None = N
         checked(len(grid_points) - told)
     points = []
     for seed in exp.seeds:
-        for pt in grid_points:
-            pt = {**pt, "seed": seed}
+        for raw in grid_points:
+            pt = {**raw, "seed": seed}
             pt.setdefault("reps", exp.replications)
             pt.setdefault("chunk", exp.chunk)
+            targets.attach(exp, raw, pt)  # a targeted point: reps is its cap (max_reps) until the pilot plans it
             points.append(pt)
     exp = Experiment(**{**exp.__dict__, "points": tuple(points)})
+    targets.check_points(exp)
     check_experiment_work(exp)
     return exp
 

@@ -15,7 +15,9 @@ exactly (:func:`jaxq.mdp.fastslow.solve`, truncation verified by doubling) and i
 
 A case is deterministic, so its replications are the simulation's (one replication when ``simulate`` is
 off); the exact results are the same in every record of a case. Tables: ``summary`` (one row per case); figures:
-the maps of q_L and q_H (two identical slow servers) and the relative gap of the best threshold policy.
+the maps of q_L and q_H (two identical slow servers) and the relative gap of the best threshold policy. A precision
+target (``target_rel_se``, :mod:`jaxq.studies.targets`) chooses the replications of the simulated cases: the
+standard error of ``simulated_cost`` over ``simulated_cost``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.studies import Study, Unique, figures, file_keys, register
+from jaxq.studies import PointTarget, Study, Unique, figures, file_keys, register, relative_se
 from jaxq.studies.stats import mean_stderr
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -246,6 +248,12 @@ def figure(exp, pts, records, tables, out):
     return paths
 
 
+def _rel_se(exp, pt, rec) -> float:
+    """The standard error of a simulated case's simulated_cost over simulated_cost."""
+    return relative_se(*mean_stderr(rec["simulated_cost"]))
+
+
 register(Study("fastslow",
                "optimal thresholds of one fast and K slow servers over a grid of cases (the fast/slow-servers paper)",
-               FastSlowGrid, points, run_chunk, aggregate, figure, needs_systems=False))
+               FastSlowGrid, points, run_chunk, aggregate, figure, needs_systems=False,
+               target=PointTarget(lambda pt: "reps" not in pt, _rel_se, "simulated_cost")))

@@ -23,7 +23,9 @@ entry. Each chunk runs :func:`jaxq.sim.simulate_markov.simulate_markov` for its 
 estimates and controls. Table ``estimates``: one row per point and estimated quantity, the controlled estimate
 cross-fitted by replication index over all of the point's replications when the model has controls; each
 observer's outputs are rows too (quantity ``<name>`` or ``<name>_<key>``, the plain mean; an array output one row
-per entry, ``_<i>`` appended), as :func:`jaxq.simulate` names them.
+per entry, ``_<i>`` appended), as :func:`jaxq.simulate` names them. A precision target (``target_rel_se``,
+:mod:`jaxq.studies.targets`) chooses the replications of every point: the largest standard error over the estimate
+of the model's estimates (not the observers'), as ``jaxq.simulate(model, rel_se=...)`` targets a MarkovModel.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.studies import Study, Unique, file_keys, register
+from jaxq.studies import PointTarget, Study, Unique, file_keys, register, relative_se
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -168,19 +170,38 @@ def _controls(rec: dict, kind: str):
     return np.stack([np.asarray(rec[k], np.float64) for k in cols], axis=1) if cols else None
 
 
-def aggregate(exp, pts, records):
+def _estimates(rec: dict):
+    """``(column, estimate, observed)`` of every estimate of a point's records: the model's (controlled,
+    cross-fitted by replication index, when it has controls) and the observers' (plain means)."""
     from jaxq.mc.result import Estimate
 
+    ctl = {"discounted": _controls(rec, "discounted"), "window": _controls(rec, "window")}
+    for k, v in rec.items():
+        mine = k.startswith(OBSERVED)
+        if not mine and (k.startswith("controls_") or not k.endswith(("_discounted", "_average", "_rate"))):
+            continue  # the runner's columns (rep, events) and the controls
+        v = np.asarray(v, np.float64)
+        c = None if mine else ctl["discounted"] if k.endswith("_discounted") else ctl["window"]
+        yield k, Estimate.with_controls(v, c, np.arange(v.size)), mine
+
+
+def _rel_se(exp, pt, rec) -> float:
+    """The largest standard error over the estimate among the model's estimates of a point (NaN: none finite)."""
+    worst = 0.0
+    for _, est, observed in _estimates(rec):
+        if not observed:
+            q = relative_se(est.value, est.stderr)
+            if np.isnan(q):
+                return q
+            worst = max(worst, q)
+    return worst
+
+
+def aggregate(exp, pts, records):
     rows = []
     for i, (pt, rec) in enumerate(zip(pts, records)):
-        ctl = {"discounted": _controls(rec, "discounted"), "window": _controls(rec, "window")}
-        for k, v in rec.items():
-            mine = k.startswith(OBSERVED)
-            if not mine and (k.startswith("controls_") or not k.endswith(("_discounted", "_average", "_rate"))):
-                continue  # the runner's columns (rep, events) and the controls
-            v = np.asarray(v, np.float64)
-            c = None if mine else ctl["discounted"] if k.endswith("_discounted") else ctl["window"]
-            est = Estimate.with_controls(v, c, np.arange(v.size))
+        for k, est, mine in _estimates(rec):
+            v = np.asarray(rec[k], np.float64)
             lo, hi = est.ci95
             row = {"point": i, "engine": pt["ran"], "seed": pt["seed"], "quantity": k.removeprefix(OBSERVED),
                    "estimate": est.value,
@@ -196,4 +217,5 @@ def figure(exp, pts, records, tables, out):
 
 
 register(Study("markov", "a user's MarkovModel (grid.model = 'package.module:attribute'): discounted integrals and "
-                         "time averages", MarkovGrid, points, run_chunk, aggregate, figure, needs_systems=False))
+                         "time averages", MarkovGrid, points, run_chunk, aggregate, figure, needs_systems=False,
+               target=PointTarget(lambda pt: True, _rel_se, "every estimate of the model")))

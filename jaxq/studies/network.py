@@ -15,6 +15,9 @@ that the papers' statements call for:
   linearly; a fitted growth rate per n;
 * LAP concentration (the LAP-tightness paper): ``sum_ij E|Psi_ij - r psi*_ij|`` against r with a fitted exponent (the
   paper: ``r^(1/2 + eps)``) and the fluid error ``max |E Psi / r - psi*|``.
+
+A precision target (``target_rel_se``, :mod:`jaxq.studies.targets`) chooses the replications of the prelimit points
+(not of the diffusion's reference paths, ``sde_paths``): the standard error of ``queue_hat`` over ``queue_hat``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.network import Network
 from jaxq.policies.network import POLICIES
-from jaxq.studies import Study, Unique, figures, file_keys, register
+from jaxq.studies import PointTarget, Study, Unique, figures, file_keys, register, relative_se
 from jaxq.studies.chunks import control_columns
 from jaxq.studies.stats import controlled_estimate, groups_by, loglog_rate
 
@@ -299,5 +302,12 @@ def _groups(rows):
     return {k: sorted(v, key=lambda r: r["n"]) for k, v in groups_by(rows, ("system", "policy")).items()}
 
 
+def _rel_se(exp, pt, rec) -> float:
+    """The standard error of the point's queue_hat (controlled, as its table's) over queue_hat."""
+    v, se, _ = controlled_estimate(rec, "queue_hat")
+    return relative_se(v, se)
+
+
 register(Study("network", "stationary averages of many-server networks across n (tightness, identity (3.6), "
-                          "transience, LAP concentration)", NetworkGrid, points, run_chunk, aggregate, figure))
+                          "transience, LAP concentration)", NetworkGrid, points, run_chunk, aggregate, figure,
+               target=PointTarget(lambda pt: pt.get("engine") == "ctmc", _rel_se, "queue_hat")))

@@ -18,6 +18,11 @@ switching level and threshold tuned at each n (:func:`jaxq.tuning.prelimit.tune_
 derived from the point's and never equal to it; the point's replications are then fresh and share their seed
 with the ``auto`` point (common random numbers). Its tables carry the tuned ``switch_at``, ``theta`` and
 ``theta_constant`` per n.
+
+A precision target (``[experiment] target_rel_se``, :mod:`jaxq.studies.targets`) chooses the replications of the
+2x2 points (not of the weak study's, which compares laws, nor of its SDE references): the standard error of
+``J_hat`` (collapse: of ``sup_X_hat_p``) over the estimate; ``[grid] target_rel_se_at = {"1000" = 0.005}`` sets
+another target at one n, as ``replications_at`` sets another count (with a target: the most replications there).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from jaxq.errors import InputError
 from jaxq.model import validate as v
 from jaxq.policies.thresholds import EXCURSION_RULE, THETA_RULES
 from jaxq.sim import pss2x2 as sim
-from jaxq.studies import Study, Unique, chunks, figures, point_checked, register, tuned_policy
+from jaxq.studies import (PointTarget, Study, Unique, chunks, figures, point_checked, register, relative_se, targets,
+                          tuned_policy)
 from jaxq.studies.tuned_policy import TUNED
 from jaxq.studies.stats import (controlled_estimate, groups_by, ks_distance, ks_noise_level, limit_fit, loglog_rate,
                                 mean_stderr, threshold_rate)
@@ -57,6 +63,8 @@ class ConvergenceGrid(BaseModel):
     times: Annotated[list[PosFloat], Unique] = []  # fixed times at which W_hat(t) is recorded
     engine: Literal["event", "auto"] = "event"  # auto: the uniformised engine for exponential primitives
     replications_at: dict[str, Annotated[int, Field(ge=2)]] = {}  # {"1000000": 64}: replications at that n
+    # {"1000" = 0.005}: the precision target at that n (jaxq.studies.targets; beside or instead of target_rel_se)
+    target_rel_se_at: dict[str, float] = {}
 
 
 class CollapseGrid(ConvergenceGrid):
@@ -91,12 +99,23 @@ def _num(n: float):
     return int(n) if float(n).is_integer() else float(n)
 
 
-def _n_key(key: str) -> float:
-    """A key of ``grid.replications_at``: a value of n written as a string (``"1000"``, ``"1e6"``)."""
+def _n_key(key: str, grid_key: str = "grid.replications_at") -> float:
+    """A key of ``grid.replications_at`` (or ``grid_key``): a value of n written as a string (``"1000"``, ``"1e6"``)."""
     try:
         return float(key)
     except ValueError:
-        raise InputError("grid.replications_at", f"{key!r} is not a number (a value of n)") from None
+        raise InputError(grid_key, f"{key!r} is not a number (a value of n)") from None
+
+
+def _check_n_keys(g, grid_key: str) -> None:
+    """The keys of a per-n table (``replications_at``, ``target_rel_se_at``) name values of ``grid.n``, each once."""
+    named: dict[float, str] = {}
+    for key in getattr(g, grid_key.removeprefix("grid.")):  # a typo (31622 for 31623) must not pass silently
+        if _n_key(key, grid_key) not in [float(n) for n in g.n]:
+            raise InputError(grid_key, f"{key!r} is not a value of grid.n")
+        if _n_key(key, grid_key) in named:
+            raise InputError(grid_key, f"{named[_n_key(key, grid_key)]!r} and {key!r} name the same n")
+        named[_n_key(key, grid_key)] = key
 
 
 def _setup_key(key: str, g) -> str:
@@ -125,13 +144,13 @@ def _check_times(g) -> None:
 def points(exp) -> list[dict]:
     """systems x policies x n (weak: x n plus one SDE reference point per system). Checks each point."""
     g = exp.grid
-    named: dict[float, str] = {}
-    for key in g.replications_at:  # a typo (31622 for 31623) must not pass silently
-        if _n_key(key) not in [float(n) for n in g.n]:
-            raise InputError("grid.replications_at", f"{key!r} is not a value of grid.n")
-        if _n_key(key) in named:
-            raise InputError("grid.replications_at", f"{named[_n_key(key)]!r} and {key!r} name the same n")
-        named[_n_key(key)] = key
+    _check_n_keys(g, "grid.replications_at")
+    if g.target_rel_se_at:
+        if exp.study.target is None:
+            raise targets.refuse_study(exp.study, "grid.target_rel_se_at")
+        _check_n_keys(g, "grid.target_rel_se_at")
+        for key, t in g.target_rel_se_at.items():
+            targets.check_rel_se(t, f"grid.target_rel_se_at.{key}")
     _check_times(g)
     out = []
     policies = ["auto"] if isinstance(g, WeakGrid) else g.policies
@@ -173,6 +192,9 @@ def points(exp) -> list[dict]:
                     for key, reps in g.replications_at.items():
                         if _n_key(key) == float(n):
                             pt.update(reps=reps, chunk=min(reps, exp.chunk))
+                    for key, t in g.target_rel_se_at.items():
+                        if _n_key(key) == float(n):
+                            pt["rel_se_target"] = float(t)
                     if sweep:
                         pt["a"] = a
                     if lockstep and system.exponential and g.horizon is None:
@@ -594,13 +616,33 @@ def figure_policies(exp, pts, records, tables, out):
     return [figures.save(fig, out, "policies.png")]
 
 
+# ---------------------------------------------------------------------------------- precision targets
+def _is_2x2_point(pt) -> bool:
+    return pt.get("engine") == "pss"
+
+
+def _rel_se_J(exp, pt, rec) -> float:
+    """The standard error of the point's J_hat (controlled, as its table's) over J_hat."""
+    J, se, _ = controlled_estimate(rec, "J", coarse=sim.COARSE_CONTROLS)
+    return relative_se(J, se)
+
+
+def _rel_se_sup(exp, pt, rec) -> float:
+    """The standard error of the point's sup_X_hat_p (its table's) over sup_X_hat_p."""
+    _, an = _system(exp, pt["system"])
+    return relative_se(*mean_stderr(rec[f"sup_X_hat_{an.p + 1}"]))
+
+
+TARGET_J = PointTarget(_is_2x2_point, _rel_se_J, "J_hat")
+
 # [grid] keys that only list the points: a resumed run may change them and keeps the shared points' chunks
-ENUMERATION = ("n", "policies", "theta_exponents", "replications_at", "shifted")
+ENUMERATION = ("n", "policies", "theta_exponents", "replications_at", "target_rel_se_at", "shifted")
 register(Study("convergence", "J_n against n with the lower bound V0 (Theorem 2.11)", ConvergenceGrid, points, run_chunk,
-               aggregate_convergence, figure_convergence, enumeration_keys=ENUMERATION))
+               aggregate_convergence, figure_convergence, enumeration_keys=ENUMERATION, target=TARGET_J))
 register(Study("weak", "law of W_hat^n(t) against the controlled reflected SDE Z(t)", WeakGrid, points, run_chunk,
                aggregate_weak, figure_weak, enumeration_keys=ENUMERATION))
 register(Study("collapse", "E sup_[0,T] X_hat_p^n of the high-priority class", CollapseGrid, points, run_chunk,
-               aggregate_collapse, figure_collapse, enumeration_keys=ENUMERATION))
+               aggregate_collapse, figure_collapse, enumeration_keys=ENUMERATION,
+               target=PointTarget(_is_2x2_point, _rel_se_sup, "sup_X_hat_p")))
 register(Study("policies", "the six policies and naive ones on the same systems at the same n", ConvergenceGrid, points,
-               run_chunk, aggregate_policies, figure_policies, enumeration_keys=ENUMERATION))
+               run_chunk, aggregate_policies, figure_policies, enumeration_keys=ENUMERATION, target=TARGET_J))

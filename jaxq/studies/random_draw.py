@@ -57,16 +57,17 @@ from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
 from jaxq.mc import rng as streams
 from jaxq.model.distributions import Dist
+from jaxq.model.policy_table import POLICY_TABLE, ROLE_I1
 from jaxq.model.pss2x2 import PSS2x2
 
-CASES = ("P", "T2", "PP", "T2T2", "T1T2", "T2T1")
+CASES = tuple(POLICY_TABLE)
 FAMILIES = ("exponential", "erlang", "gamma", "lognormal", "hyperexponential")
 SCV_RANGE = (0.1, 10.0)
 MARGIN = 0.05  # |c_i - beta_k| >= MARGIN: nondegeneracy (2.8) with room
 MAX_TRIES = 10_000
 DRAWN_KEPT = 6 * 10_000  # systems draw_system keeps: every system of the largest grid (per_case <= 10^4)
-_DUAL = {"P": False, "T2": False, "PP": True, "T2T2": True, "T1T2": True, "T2T1": True}
-_SWITCHING = {"PP": "server", "T2T2": "server", "T1T2": "class", "T2T1": "class"}
+_DUAL = {case: spec.dual for case, spec in POLICY_TABLE.items()}
+_SWITCHING = {case: spec.switching for case, spec in POLICY_TABLE.items() if spec.dual}  # the kind of modes it needs
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,16 +144,14 @@ def _candidate(rng, case: str) -> PSS2x2:
 
 
 def target_hpc(case: str, an: Analysis) -> int | None:
-    """The class p (0-based) that makes ``case`` the system's case, or None when no choice of p can."""
+    """The class p (0-based) that makes ``case`` the system's case, or None when no choice of p can: the class with
+    the case's role (the policy table's ``roles``) in the active mode, or in both the lower and the higher mode."""
     i1, i2 = an.modes.i1, an.modes.i2
     if an.case != ("dual" if _DUAL[case] else "single"):
         return None
-    if case in ("P", "T2"):
-        return int((i1 if case == "P" else i2)[an.active])
-    lo, hi = an.lower, an.higher
-    want = {"PP": (i1, i1), "T2T2": (i2, i2), "T1T2": (i1, i2), "T2T1": (i2, i1)}[case]
-    p_lo, p_hi = int(want[0][lo]), int(want[1][hi])
-    return p_lo if p_lo == p_hi else None
+    at = (an.lower, an.higher) if _DUAL[case] else (an.active,)
+    ps = {int((i1 if role == ROLE_I1 else i2)[m]) for role, m in zip(POLICY_TABLE[case].roles, at)}
+    return ps.pop() if len(ps) == 1 else None
 
 
 @lru_cache(maxsize=DRAWN_KEPT)

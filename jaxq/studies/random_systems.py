@@ -34,13 +34,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from jaxq.errors import InputError
 from jaxq.mc import rng as streams
 from jaxq.model import validate as v
+from jaxq.model.policy_table import POLICY_TABLE
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
 from jaxq.sim import pss2x2 as sim
 from jaxq.sim.diagnostics import limit_threshold_term
 from jaxq.sim.models.pss2x2 import COARSE_CONTROLS
 from jaxq.stats import controlled_values, mean_stderr
-from jaxq.studies import Study, Unique, figures, point_checked, register
+from jaxq.studies import PointTarget, Study, Unique, figures, point_checked, register, relative_se
 from jaxq.studies.chunks import control_columns, diagnostic_columns, diagnostics_row
 from jaxq.studies.random_draw import CASES, Drawn, draw, draw_system
 from jaxq.studies.stats import controlled_estimate, controls_of
@@ -136,7 +137,7 @@ def subset_of(exp, size_key: str = "subset_size", stream: int = 7919, cases=None
     return dealt[:size]
 
 
-TUNABLE_CASES = ("T2", "PP", "T2T2", "T1T2", "T2T1")  # P has neither a switching level nor a threshold
+TUNABLE_CASES = tuple(case for case, spec in POLICY_TABLE.items() if spec.tunable)  # a switching level or a threshold
 
 
 def tuned_subset(exp) -> list[str]:
@@ -274,12 +275,13 @@ def _rows(exp, pts, records) -> list[dict]:
     g = exp.grid
     drawn = systems_of(exp)
     rows = []
-    for pt, rec in zip(pts, records):
+    for i, (pt, rec) in enumerate(zip(pts, records)):
         d = drawn[pt["rsystem"]]
         J, se, extra = controlled_estimate(rec, "J", coarse=COARSE_CONTROLS)
         st = _setup(d, pt, rec, g.horizon)
         dn = limit_threshold_term(d.analysis, st.policy, st.theta, float(pt["n"]), st.switch_at)
-        base = {"system": pt["rsystem"], "case": d.case, "policy": d.analysis.policy, "n": pt["n"],
+        base = {**({"point": i} if "rel_se_target" in pt else {}),  # a targeted point's row takes its plan's columns
+                "system": pt["rsystem"], "case": d.case, "policy": d.analysis.policy, "n": pt["n"],
                 "seed": pt["seed"], "reps": int(rec["J"].size), "V0": d.analysis.V0, "J_hat": J, "J_hat_stderr": se,
                 "J_over_V0": J / d.analysis.V0, "J_over_V0_stderr": se / d.analysis.V0, "theta": st.theta,
                 "threshold_term_over_V0": None if dn is None else dn / d.analysis.V0,
@@ -493,7 +495,14 @@ def figure(exp, pts, records, tables, out) -> list[str]:
     return paths
 
 
+def _rel_se_J(exp, pt, rec) -> float:
+    """The standard error of the point's J_hat (controlled, as its table's) over J_hat."""
+    J, se, _ = controlled_estimate(rec, "J", coarse=COARSE_CONTROLS)
+    return relative_se(J, se)
+
+
 ENUMERATION = ("per_case", "cases", "n", "rules", "subset_n", "subset_size", "replications_at", "tuned_n", "tuned_size",
                "tune_reps")
 register(Study("random_systems", "Theorem 2.11's policy on random systems of all six cases; threshold rules",
-               RandomSystemsGrid, points, run_chunk, aggregate, figure, needs_systems=False, enumeration_keys=ENUMERATION))
+               RandomSystemsGrid, points, run_chunk, aggregate, figure, needs_systems=False, enumeration_keys=ENUMERATION,
+               target=PointTarget(lambda pt: True, _rel_se_J, "J_hat")))

@@ -20,6 +20,13 @@ run's chunk files never leak into this run's tables. ``resume=True`` refuses a f
 jaxq run (:func:`check_resumable`): it never overwrites files that are not a run's. ``jaxq run`` without
 ``--resume`` refuses any non-empty folder before it starts (:func:`check_output_folder`).
 
+Precision targets (``target_rel_se``, :mod:`jaxq.studies.targets`). Before its chunks are cut, every targeted
+grid point is planned: its pilot (on a seed of its own) is read from ``DIR/pilots`` or run and written there at
+once, and the point's replication count becomes the plan R. The run is then exactly a fixed run of R
+replications (the same chunk files: their digests leave the target out), so a resumed run keeps every finished
+chunk and pilot and ends with the bytes of an uninterrupted run. The tables get ``rel_se_target``, ``rel_se``
+(reached), ``stopped_by``, ``max_reps``, ``pilot_reps`` and ``pilot_rel_se`` per targeted point.
+
 With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
 writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
 draws. Within a process each chunk's replications are cut into one slice per local device, every slice
@@ -43,7 +50,7 @@ import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.precision import float64
-from jaxq.studies import storage
+from jaxq.studies import storage, targets
 from jaxq.studies.experiment import Experiment, base_fingerprint
 
 MANIFEST = "manifest.json"
@@ -212,6 +219,7 @@ def _lock(fd: int, out: Path) -> None:
 
 def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
     """Create the output directory and manifest; keep (resume) or clear earlier chunk files."""
+    targets.require_planned(exp)
     fp = exp.fingerprint()
     _check_manifest(exp, out, resume)
     if not is_main:
@@ -412,6 +420,7 @@ def _progress_bar(total: int, name: str, enabled: bool | None):
 def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progress: bool | None = None) -> dict:
     """Compute this process's missing chunks; returns counts of computed and reused chunks."""
     p, P = process
+    targets.require_planned(exp)
     mine = [t for k, t in enumerate(tasks(exp)) if k % P == p]
     digests = chunk_digests(exp)
     todo, reused, bad = [], 0, {}
@@ -488,7 +497,7 @@ def tidy_records(exp: Experiment, records: list[dict]) -> list[dict]:
     rows = []
     for i, (pt, rec) in enumerate(zip(exp.points, records)):
         keys = [k for k in rec if k != "rep"]
-        base = {"point": i, **{k: v for k, v in pt.items() if k not in ("reps", "chunk")}}
+        base = {"point": i, **{k: v for k, v in pt.items() if k not in ("reps", "chunk", *targets.TARGET_KEYS)}}
         for j in range(rec["rep"].shape[0]):
             rows.append({**base, "rep": int(rec["rep"][j]), **{k: _cell_value(rec[k][j]) for k in keys}})
     return rows
@@ -510,11 +519,12 @@ def finish(exp: Experiment, out: Path, session: dict, devices_used, process=(0, 
     else:  # a stale table of an earlier run must not pass for this one's
         for ext in ("csv", "parquet"):
             (out / f"records.{ext}").unlink(missing_ok=True)
-    tables = {name: [{k: _finite_or_none(v) for k, v in row.items()} for row in rows]
+    planned, target_notes = targets.summaries(exp, records)
+    tables = {name: [{k: _finite_or_none(v) for k, v in _with_target(row, planned).items()} for row in rows]
               for name, rows in exp.study.aggregate(exp, list(exp.points), records).items()}
     for name, rows in tables.items():
         files += storage.write_table(out, name, rows)
-    notes = nan_notes(exp, records)
+    notes = nan_notes(exp, records) + target_notes
     try:
         files += exp.study.figure(exp, list(exp.points), records, tables, out)
     except Exception as e:  # noqa: BLE001  (the tables are written: a figure that cannot be drawn is a note)
@@ -540,10 +550,19 @@ def finish(exp: Experiment, out: Path, session: dict, devices_used, process=(0, 
         "tables": tables,
         "warnings": notes,
     }
+    if planned:  # the plan of every targeted grid point
+        record["targets"] = [{"point": i, "reps": exp.points[i]["reps"],
+                              **{k: _finite_or_none(v) for k, v in c.items()}} for i, c in planned.items()]
     files.append(str(out / "run.json"))
     record["files"] = files
     storage.write_json(out / "run.json", record)
     return record
+
+
+def _with_target(row: dict, planned: dict[int, dict]) -> dict:
+    """A table row with its grid point's precision target columns (:func:`jaxq.studies.targets.summaries`)."""
+    i = row.get("point")
+    return {**row, **planned[i]} if isinstance(i, (int, np.integer)) and i in planned else row
 
 
 def nan_notes(exp: Experiment, records: list[dict]) -> list[str]:
@@ -596,6 +615,13 @@ def run(exp: Experiment, out: str | Path, *, resume: bool = False, devices=None,
         _barrier("jaxq-run-checked")
     lock = output_lock(out) if p == 0 else contextlib.nullcontext()
     with lock:
+        if targets.unplanned(exp):  # the pilots of targeted points, before their chunks are cut
+            if p == 0:
+                targets.clear(out, resume)
+            if P > 1:
+                _barrier("jaxq-run-pilots-cleared")
+            exp = targets.plan(exp, out, devices=devices, process=(p, P), barrier=_barrier if P > 1 else None,
+                               progress=progress)
         _prepare(exp, out, resume, is_main=p == 0)
         if P > 1:
             _barrier("jaxq-run-prepared")

@@ -3,7 +3,8 @@
 SdeGrid: systems x step sizes dt. Each path is the skew-exact scheme (``jaxq.sde.skew``) started at 0 with
 the lower mode below z* and the higher above (one mode in the single case); its discounted cost
 ``int_0^T exp(-gamma t) Z dt`` estimates V_WCP(0), which the HJB gives exactly. The figure shows the
-bias |V_hat - V_WCP(0)| against dt with its 95% interval.
+bias |V_hat - V_WCP(0)| against dt with its 95% interval. A precision target (``target_rel_se``,
+:mod:`jaxq.studies.targets`) chooses the paths of every point: the standard error of ``V_hat`` over ``V_hat``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
 from jaxq.mc.replications import Batching
-from jaxq.studies import Study, Unique, chunks, figures, register
+from jaxq.studies import PointTarget, Study, Unique, chunks, figures, register, relative_se
 from jaxq.studies.stats import controlled_estimate, loglog_rate
 
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -77,5 +78,11 @@ def figure(exp, pts, records, tables, out):
     return [figures.save(fig, out, "sde_bias.png")]
 
 
+def _rel_se(exp, pt, rec) -> float:
+    """The standard error of the point's V_hat (controlled, as its table's) over V_hat."""
+    v, se, _ = controlled_estimate(rec, "V")
+    return relative_se(v, se)
+
+
 register(Study("sde", "the controlled reflected SDE's discounted cost against the exact WCP value", SdeGrid, points,
-               run_chunk, aggregate, figure))
+               run_chunk, aggregate, figure, target=PointTarget(lambda pt: True, _rel_se, "V_hat")))

@@ -382,8 +382,10 @@ def tune_prelimit(system: PSS2x2, n: float, *, policy: str = "auto", seed: int =
                 smoothed[m, k] = j
                 if progress is not None:
                     progress(1)
-        while eval_seed in used:
-            eval_seed = (eval_seed + 1) % 2**32
+        retry = 0
+        while eval_seed in used:  # a collision with a search seed (about 1 in 10^6 per run): the next derived one
+            retry += 1
+            eval_seed = derived_seed(seed, EVALUATION, retry)
         tail = paths[:, iterations // 2 + 1:, :].mean(axis=1)  # Polyak-Ruppert average per chain
         z_t = float(tail[:, 0].mean()) if tune_z else None
         theta_t = thresholds.theta_level(n, exponent, float(tail[:, 1].mean())) if tune_c else theta_d

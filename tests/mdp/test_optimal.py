@@ -122,21 +122,75 @@ def test_phase_type_optimum_is_below_every_policy_and_its_table(name):
         assert sol.start <= policy_at(system, n, cap, p) * (1 + 1e-9)
 
 
-def test_the_two_truncations_bracket_the_optimum_and_close_as_the_cap_grows():
-    """Arrivals to a full queue lost: a lower bound on J*_n that grows with the cap; lost and charged as jobs
-    never served: an upper bound that falls with it."""
+def test_the_truncations_bracket_the_optimum_and_close_as_the_cap_grows():
+    """Arrivals to a full queue lost, or charged the floor of their cost: lower bounds on J*_n that grow with the
+    cap (the floor above the free loss); charged as jobs never served: an upper bound that falls with it."""
     system, n = jaxq.load("pss_P"), 4.0
 
-    def optimum(cap, charged):
-        return dp.policy_iteration(dp.chain(system, n, (cap, cap), None, charged)).start
+    def optimum(cap, truncation):
+        return dp.policy_iteration(dp.chain(system, n, (cap, cap), None, truncation)).start
 
-    lower = [optimum(c, False) for c in (3, 6, 12, 24)]
-    upper = [optimum(c, True) for c in (3, 6, 12, 24)]
+    caps = (3, 6, 12, 24)
+    lost, floor, upper = ([optimum(c, t) for c in caps] for t in ("lost", "floor", "never_served"))
     tol = 1e-8 * upper[0]
-    assert all(a <= b + tol for a, b in zip(lower, lower[1:])), lower
+    for lower in (lost, floor):
+        assert all(a <= b + tol for a, b in zip(lower, lower[1:])), lower
     assert all(a >= b - tol for a, b in zip(upper, upper[1:])), upper
-    assert lower[-1] <= upper[-1] + tol and upper[0] - lower[0] > 1e-3 * upper[0]  # a tiny cap: a wide bracket
-    assert upper[-1] - lower[-1] <= 1e-6 * upper[-1]
+    assert all(a < b < c for a, b, c in zip(lost[:2], floor, upper))
+    assert floor[-1] <= upper[-1] + tol and upper[0] - floor[0] > 1e-3 * upper[0]  # a tiny cap: a wide bracket
+    assert upper[-1] - floor[-1] <= 1e-6 * upper[-1]
+
+
+def _floor_systems():
+    from dataclasses import replace
+
+    from jaxq.model.distributions import Dist
+
+    hyper = ((Dist("hyperexponential", 2.0), Dist("erlang", 1 / 2)),
+             (Dist("exponential", 1.0), Dist("hyperexponential", 3.0)))
+    for seed in (10, 11, 12):  # a high discount rate: the floor is a large part of a never-served job's cost
+        system = replace(random_system(seed), gamma=3 * random_system(seed).gamma)
+        yield system if seed < 12 else replace(system, service=hyper)
+
+
+@pytest.mark.parametrize("system", list(_floor_systems()), ids=["exp10", "exp11", "hyper"])
+def test_the_floor_charge_is_below_the_optimum_of_the_full_system(system, monkeypatch):
+    """An arrival to a full class charged the floor of its cost in the full system (behind Q jobs of its class it
+    leaves after Q class-i completions, at most R_i of them per unit time) keeps the truncated optimum below
+    J*_n at every cap (J*_n from a cap where the bracket is closed to 1e-8), and well above the free loss. The
+    check has teeth: the same charge with Q + 2 jobs ahead, or R_i halved, rises above J*_n on the exponential
+    systems."""
+    phases = exact_ctmc.system_phase_types(system)
+
+    def optimum(cap, truncation):
+        return dp.policy_iteration(dp.chain(system, 2.0, (cap, cap), phases, truncation)).start
+
+    best, lost_big = optimum(20, "never_served"), optimum(20, "lost")
+    assert best - lost_big <= 1e-8 * best
+    for cap in (1, 2, 3, 4):
+        lost, floor = optimum(cap, "lost"), optimum(cap, "floor")
+        assert lost < floor <= best * (1 + 1e-9), (cap, lost, floor, best)
+        assert best - floor < 0.6 * (best - lost)
+    if phases is not None:  # the fastest phase of a hyperexponential law makes the floor loose: no teeth to test
+        return
+    charges = dp.charges
+    for wrong in (lambda lam, mu, *a: charges(lam, mu, *a[:3], (a[3][0] + 2, a[3][1] + 2), *a[4:]),
+                  lambda lam, mu, *a: charges(lam, 0.5 * mu, *a)):
+        monkeypatch.setattr(dp, "charges", wrong)
+        assert max(optimum(cap, "floor") for cap in (1, 2)) > best * (1 + 1e-6)
+
+
+def test_the_floor_charge_is_a_gamma_time_at_the_fastest_class_rate():
+    system, n, cap = random_system(3), 4.0, (5, 7)
+    ch = dp.chain(system, n, cap, None, "floor")
+    lam, mu = system.rates(n)
+    for i in (0, 1):
+        r = mu[i, 0] + mu[i, 1]
+        never = system.h[i] / (2.0 * system.gamma)
+        assert ch.charge[i] == pytest.approx(never * (1 - (r / (r + system.gamma)) ** cap[i]), rel=1e-12)
+    assert dp.chain(system, n, cap, None, "lost").charge == (0.0, 0.0)
+    with pytest.raises(ValueError, match="truncation"):
+        dp.chain(system, n, cap, None, "free")
 
 
 def test_the_bracket_holds_with_phases_in_the_state():
@@ -145,13 +199,14 @@ def test_the_bracket_holds_with_phases_in_the_state():
     system = jaxq.load("pss_T2T2")
     phases = exact_ctmc.system_phase_types(system)
 
-    def optimum(cap, charged):
-        return dp.policy_iteration(dp.chain(system, 4.0, (cap, cap), phases, charged)).start
+    def optimum(cap, truncation):
+        return dp.policy_iteration(dp.chain(system, 4.0, (cap, cap), phases, truncation)).start
 
-    (l1, u1), (l2, u2) = [(optimum(c, False), optimum(c, True)) for c in (3, 6)]
-    tol = 1e-8 * u1
-    assert l1 <= l2 + tol <= u2 + 2 * tol <= u1 + 3 * tol
-    assert u2 - l2 < 0.5 * (u1 - l1)
+    for lower in ("lost", "floor"):
+        (l1, u1), (l2, u2) = [(optimum(c, lower), optimum(c, "never_served")) for c in (3, 6)]
+        tol = 1e-8 * u1
+        assert l1 <= l2 + tol <= u2 + 2 * tol <= u1 + 3 * tol
+        assert u2 - l2 < 0.5 * (u1 - l1)
 
 
 def test_the_charge_is_the_lost_arrivals_times_a_never_served_job():
@@ -161,7 +216,7 @@ def test_the_charge_is_the_lost_arrivals_times_a_never_served_job():
 
     system = replace(jaxq.load("pss_T2T2"), interarrival=(Dist("erlang", 1 / 3), Dist("hyperexponential", 2.0)))
     phases = exact_ctmc.system_phase_types(system)
-    lost, charged = (dp.chain(system, 9.0, (4, 5), phases, c) for c in (False, True))
+    lost, charged = (dp.chain(system, 9.0, (4, 5), phases, c) for c in ("lost", "never_served"))
     extra = charged.cost() - lost.cost()
     g = lost.grids
     assert max(lost.arrivals[i][0].size for i in (0, 1)) > 1  # an interarrival law with phases

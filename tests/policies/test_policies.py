@@ -14,7 +14,7 @@ from jaxq.policies import fastslow as fs
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import exact_ctmc
 
-RULES = {pol.RULE_P: "P", pol.RULE_T1: "T1", pol.RULE_T2: "T2"}
+RULES = (pol.RULE_P, pol.RULE_T1, pol.RULE_T2)  # the policy table's codes, which both statements take
 
 
 def test_pss2x2_dispatch_matches_the_exact_solvers_statement():
@@ -37,7 +37,7 @@ def test_pss2x2_dispatch_matches_the_exact_solvers_statement():
         # the assignment only counts where it is feasible (jobs in service never exceed jobs in the system)
         if any(x[j][cls] < int(srv[j][0] == cls) + int(srv[j][1] == cls) for cls in (0, 1)):
             continue
-        ref = exact_ctmc._decide(tuple(x[j]), tuple(srv[j]), int(i1[j]), int(i2[j]), int(k1[j]), RULES[int(rule[j])],
+        ref = exact_ctmc._decide(tuple(x[j]), tuple(srv[j]), int(i1[j]), int(i2[j]), int(k1[j]), int(rule[j]),
                                  int(theta[j]))
         assert tuple(got[j]) == ref, c
 

@@ -15,6 +15,7 @@ import pytest
 from jaxq.diffusion.workload import analyze
 from jaxq.examples import path
 from jaxq.model import load
+from jaxq.model.policy_table import RULE_NAMES, SAMPLING_NAMES
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import diagnostics as diag
 from jaxq.sim import event, exact_ctmc
@@ -24,8 +25,8 @@ from jaxq.sim.pss2x2 import DISCOUNTED, setup, simulate
 from jaxq.sim import pss2x2 as PT
 
 N = 16
-SAMPLING = {0: "never", 1: "k1", 2: "every"}
-RULES = ("P", "T1", "T2")
+SAMPLING = dict(enumerate(SAMPLING_NAMES))  # the policy table's codes -> exact_ctmc's names
+RULES = RULE_NAMES
 KEYS = ("idle_waiting", "X_hat_p", "mode_fraction", "switch_rate")
 
 

@@ -14,14 +14,15 @@ from jaxq.errors import InputError
 from jaxq.examples import path
 from jaxq.model import load
 from jaxq.model.distributions import Dist
+from jaxq.model.policy_table import RULE_NAMES, SAMPLING_NAMES
 from jaxq.policies import pss2x2 as pol
 from jaxq.sim import exact_ctmc
 from jaxq.sim.pss2x2 import setup, simulate
 from jaxq.sim import pss2x2 as PT
 
 N = 16
-SAMPLING = {0: "never", 1: "k1", 2: "every"}
-RULES = ("P", "T1", "T2")
+SAMPLING = dict(enumerate(SAMPLING_NAMES))  # the policy table's codes -> exact_ctmc's names
+RULES = RULE_NAMES
 
 
 def _exact(system, policy="auto", switch_at=None, cap=45, rule=PT.DEFAULT_THETA_RULE, **kw):

@@ -133,9 +133,68 @@ def test_a_rate_that_is_negative_nan_or_infinite_in_a_reachable_state_is_refused
     model = jaxq.MarkovModel(init=lambda p: jnp.int32(0), rates=rates,
                              transition=lambda x, e, p: x + jnp.where(e == 0, 1, -1),
                              observe=lambda x, p: {"x": x.astype(jnp.float64)}, rate_bound=lambda p: 3.0)
-    with pytest.raises(jaxq.InputError, match=r"rates: .*negative, NaN or infinite rate in a state reached by") as e:
+    with pytest.raises(jaxq.InputError, match=r"rates: .*negative, NaN or infinite rate in a state reached by "
+                                              rf"\d+ of 16 replications \(event 1 has rate {bad!r}\)") as e:
         jaxq.simulate(model, params={}, reps=16, horizon=20.0, discount=1.0, engine=engine)
     assert e.value.key == "rates"
+
+
+def _climbing(unit_rates, **kw):
+    """Structured rates: x climbs from 0 to 3 (event 0) and event 1 has the multiplicity 1 - x, below 0 once x
+    reaches 2 (with unit rates (1, 1) the total rate there is 0: the event driver stopped with a wrong number; with
+    (1, 2) it is negative: the holding time too, and the event driver never reached the horizon)."""
+    return jaxq.MarkovModel(init=lambda p: jnp.int32(0), counts=lambda x, p: ((x < 3).astype(jnp.int32), 1 - x),
+                            rates=lambda p: jnp.asarray(unit_rates),
+                            transition=lambda x, e, p: jnp.where(e == 0, x + 1, jnp.maximum(x - 1, 0)),
+                            observe=lambda x, p: {"x": x.astype(jnp.float64)}, rate_bound=lambda p: 3.0, **kw)
+
+
+@pytest.mark.parametrize("unit_rates,engine", [((1.0, 1.0), "event"), ((1.0, 2.0), "event"),
+                                               ((1.0, 2.0), "uniformized")], ids=["event-stopped", "event-hung",
+                                                                                  "uniformized"])
+def test_a_negative_multiplicity_in_a_reachable_state_is_refused_naming_counts(unit_rates, engine):
+    """A structured model whose multiplicity is below 0 in a state the paths reach is one InputError naming
+    ``counts``, the event and its multiplicity, on both drivers (the event driver hung or returned a wrong number,
+    the uniformised one returned a wrong number without a word)."""
+    with pytest.raises(jaxq.InputError, match=r"counts: counts\(state, params\) returned a negative .*multiplicity "
+                                              r"in a state reached by 8 of 8 replications \(event 1 has multiplicity "
+                                              r"-1\); .*must be a non-negative integer") as e:
+        jaxq.simulate(_climbing(unit_rates), params={}, reps=8, horizon=20.0, discount=1.0, engine=engine)
+    assert e.value.key == "counts"
+
+
+def test_a_multiplicity_that_stays_non_negative_runs_on_both_drivers():
+    """The checks of a structured model's multiplicities leave a valid one alone: x climbs to 3 and stays (event 1
+    has the multiplicity 0 throughout)."""
+    model = _climbing((1.0, 1.0))._replace(counts=lambda x, p: ((x < 3).astype(jnp.int32), 0 * x))
+    for engine in ("event", "uniformized"):
+        r = jaxq.simulate(model, params={}, reps=8, horizon=40.0, warmup=30.0, engine=engine)
+        assert r.estimates["x_average"].value == pytest.approx(3.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("rates,words", [
+    (lambda p: jnp.stack([p["lam"], -p["mu1"], p["mu2"]]), r"gives event 1 the unit rate -1\.3; every unit rate must "
+                                                           r"be a finite number >= 0"),
+    (lambda p: jnp.stack([p["lam"], p["mu1"], jnp.nan]), r"gives event 2 the unit rate nan"),
+    (lambda p: jnp.stack([p["lam"], p["mu1"]]), r"must return a vector \(3,\) of unit rates, one per event of counts"),
+], ids=["negative", "nan", "short"])
+def test_unit_rates_of_a_structured_model_are_checked_before_the_run(rates, words):
+    """rates(params) of the structured form below 0 or NaN (the event driver hung, the uniformised one drew from
+    wrapped words) or not one per event (an index past its end read its last entry) is one InputError naming
+    ``rates``, before any run."""
+    with pytest.raises(jaxq.InputError, match=words) as e:
+        jaxq.simulate(ex.TANDEM._replace(rates=rates), params=ex.TANDEM_PARAMS, reps=8, horizon=20.0, discount=1.0,
+                      engine="event")
+    assert e.value.key == "rates"
+
+
+def test_rates_above_the_rate_bound_of_a_structured_model_are_refused_naming_rate_bound():
+    """A structured model's total rate above its rate_bound (its words wrapped: a wrong number, without a word)."""
+    model = ex.TANDEM._replace(rate_bound=lambda p: p["lam"])
+    with pytest.raises(jaxq.InputError, match=r"rate_bound: the total rate exceeded rate_bound\(params\) = 1 in 8 of "
+                                              r"8 replications") as e:
+        jaxq.simulate(model, params=ex.TANDEM_PARAMS, reps=8, horizon=20.0, discount=1.0, engine="uniformized")
+    assert e.value.key == "rate_bound"
 
 
 def _overflowing(dtype, counts: bool):
@@ -226,13 +285,49 @@ def test_a_model_function_that_returns_the_wrong_thing_is_named_before_the_run(k
     ({"lamda": 3.0, "mu": 1.0, "theta": 0.5, "c": 3, "K": 5}, r"reads params\['lam'\], which is not given "
                                                             r"\(params has K, c, lamda, mu, theta\)"),
     ({**ex.MMCM_PARAMS, "lam": "3.0"}, r"params: params\['lam'\] must be a number or an array of numbers, got '3.0'"),
-], ids=["missing", "misspelt", "string"])
+    (None, r"params: rates\(state, params\) reads params\['c'\], params\['K'\], params\['lam'\], params\['mu'\], "
+           r"params\['theta'\], but params is None \(not given\): give params as a dict with these entries"),
+    (3.0, r"params: rates\(state, params\) reads params\['c'\], .* but params is the number 3\.0: give params as a "
+          r"dict"),
+], ids=["missing", "misspelt", "string", "none", "number"])
 def test_params_missing_an_entry_or_not_numbers_are_named(params, words):
     """A params entry the model reads but the caller does not give, or one that is not a number, is one InputError
     naming ``params`` and the entry (the model function that failed on it, or a raw JAX TypeError, before)."""
     with pytest.raises(jaxq.InputError, match=words) as e:
         jaxq.simulate(ex.MMCM, params=params, reps=8, horizon=5.0, discount=1.0, engine="event")
     assert e.value.key == "params"
+
+
+def test_a_model_reading_fields_of_params_not_given_is_named():
+    """A model whose functions read fields of a named tuple (the built-in M/M/c statement), run without params: one
+    InputError naming ``params`` and the field (a TypeError reported against counts, before)."""
+    from jaxq.sim.models import mmc
+
+    with pytest.raises(jaxq.InputError, match=r"params: counts\(state, params\) reads params\.c, but params is None "
+                                              r"\(not given\): give params with this field") as e:
+        jaxq.simulate(mmc.MODEL, reps=8, horizon=5.0, discount=1.0, engine="event")
+    assert e.value.key == "params"
+
+
+@pytest.mark.parametrize("params,words", [
+    ({}, r"params: rate_bound\(params\) reads params\['lam'\], params\['c'\], params\['mu'\], params\['K'\], "
+         r"params\['theta'\], which are not given \(params has no entry\)"),
+    (None, r"params: rate_bound\(params\) reads params\['lam'\], .* but params is None \(not given\)"),
+], ids=["missing", "none"])
+def test_a_rate_bound_that_reads_params_they_lack_is_named_before_the_run(params, words):
+    """rate_bound(params), called on the host, reads entries the caller does not give (the other functions read
+    none): one InputError naming ``params`` and the entries (a raw KeyError or TypeError, before)."""
+    model = ex.MMCM._replace(rates=lambda x, p: ex._mmcm_rates(x, ex.MMCM_PARAMS),
+                             observe=lambda x, p: {"x": x.astype(jnp.float64)})
+    with pytest.raises(jaxq.InputError, match=words) as e:
+        jaxq.simulate(model, params=params, reps=8, horizon=5.0, discount=1.0, engine="event")
+    assert e.value.key == "params"
+
+
+def test_a_rate_bound_that_returns_no_number_is_named():
+    with pytest.raises(jaxq.InputError, match=r"rate_bound: rate_bound\(params\) must return a number, got 'x'") as e:
+        jaxq.simulate(_queue(rate_bound=lambda p: "x"), params={}, reps=8, horizon=5.0, discount=1.0, engine="event")
+    assert e.value.key == "rate_bound"
 
 
 @pytest.mark.parametrize("engine", ["event", "uniformized"])

@@ -11,6 +11,7 @@ from jaxq.diffusion.workload import analyze
 from jaxq.errors import InputError
 from jaxq.examples import path
 from jaxq.model import load
+from jaxq.model.policy_table import RULE_NAMES, SAMPLING_NAMES
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies.thresholds import theta_level
 from jaxq.sim import exact_ctmc
@@ -229,8 +230,8 @@ def test_cli_bad_input(argv, key, capsys):
 
 
 # ------------------------------------------------------------------------- the uniformised driver
-SAMPLING = {0: "never", 1: "k1", 2: "every"}
-RULES = ("P", "T1", "T2")
+SAMPLING = dict(enumerate(SAMPLING_NAMES))  # the policy table's codes -> exact_ctmc's names
+RULES = RULE_NAMES
 
 
 def exact_of(system, policy, switch_at=None):

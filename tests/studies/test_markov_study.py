@@ -132,3 +132,41 @@ def test_params_missing_an_entry_or_not_numbers_are_refused_naming_grid_params(t
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.search(words, err[0]), err
     assert not (tmp_path / "o" / "manifest.json").exists()  # refused before anything is written
+
+
+BAD_MODELS = '''
+import jax.numpy as jnp
+import jaxq
+
+# event 1 has the multiplicity 1 - x, below 0 once x reaches 2 (the event driver hung on it)
+CLIMBING = jaxq.MarkovModel(init=lambda p: jnp.int32(0), counts=lambda x, p: ((x < 3).astype(jnp.int32), 1 - x),
+                            rates=lambda p: jnp.stack([p["up"], 2.0 * p["up"]]),
+                            transition=lambda x, e, p: jnp.where(e == 0, x + 1, jnp.maximum(x - 1, 0)),
+                            observe=lambda x, p: {"x": x.astype(jnp.float64)}, rate_bound=lambda p: 3.0 * p["up"])
+# only the rate bound reads params
+BOUND_READS = CLIMBING._replace(counts=lambda x, p: ((x < 3).astype(jnp.int32), jnp.int32(0) * x),
+                                rates=lambda p: jnp.array([1.0, 1.0]), rate_bound=lambda p: 2.0 * p["up"])
+'''
+
+
+@pytest.mark.parametrize("which,engine,words", [
+    ("CLIMBING", "event", r"engine event: counts\(state, params\) returned a negative .*multiplicity .*"
+                          r"\(event 1 has multiplicity -1\); .*non-negative integer"),
+    ("CLIMBING", "uniformized", r"engine uniformized: counts\(state, params\) .*\(event 1 has multiplicity -1\)"),
+    ("BOUND_READS", "event", r"grid\.params: .*rate_bound\(params\) reads params\['up'\], which is not given"),
+], ids=["negative-count-event", "negative-count-uniformized", "bound-reads-params"])
+def test_a_model_with_a_negative_multiplicity_or_a_bound_reading_missing_params_is_one_line(
+        tmp_path, monkeypatch, capsys, which, engine, words):
+    """`jaxq run` of a markov study: a multiplicity below 0 in a reachable state (the event driver hung) and a
+    rate_bound reading an entry grid.params lacks (an internal error) are one line on stderr and exit code 2."""
+    (tmp_path / "user_bad_models.py").write_text(BAD_MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "user_bad_models", raising=False)
+    exp = tmp_path / "m.toml"
+    params = "{}" if which == "BOUND_READS" else "{up = 1.0}"
+    exp.write_text(EXPERIMENT.format(model=f"user_bad_models:{which}", params=params, observers="")
+                   .replace("replications = 256\nchunk = 128", "replications = 8\nchunk = 8")
+                   .replace('engines = ["event", "uniformized"]', f'engines = ["{engine}"]'))
+    assert main(["run", str(exp), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(words, err[0]), err
