@@ -113,8 +113,16 @@ def _run(g, engine: str):
                      observers=load_observers(g.observers) or None)
 
 
+_MODEL_FUNCTIONS = frozenset({"init", "transition", "observe", "rates", "counts", "rate_bound", "controls",
+                              "snapshot"})  # the functions of a jaxq.MarkovModel
+
+
 def _keys(key: str) -> str:
+    """The file's key for an InputError's key: a function of the model is named as the model's (``grid.model``'s
+    ``counts``), not as a grid key."""
     keys = {"model": "grid.model", "reps": "experiment.replications", "seed": "experiment.seeds"}
+    if key in _MODEL_FUNCTIONS:
+        return f"grid.model's {key}"
     return keys.get(key, f"grid.{key}")
 
 

@@ -150,9 +150,9 @@ BOUND_READS = CLIMBING._replace(counts=lambda x, p: ((x < 3).astype(jnp.int32), 
 
 
 @pytest.mark.parametrize("which,engine,words", [
-    ("CLIMBING", "event", r"engine event: counts\(state, params\) returned a negative .*multiplicity .*"
+    ("CLIMBING", "event", r"jaxq: error: grid\.model's counts: engine event: counts\(state, params\) returned a negative .*multiplicity .*"
                           r"\(event 1 has multiplicity -1\); .*non-negative integer"),
-    ("CLIMBING", "uniformized", r"engine uniformized: counts\(state, params\) .*\(event 1 has multiplicity -1\)"),
+    ("CLIMBING", "uniformized", r"grid\.model's counts: engine uniformized: counts\(state, params\) .*\(event 1 has multiplicity -1\)"),
     ("BOUND_READS", "event", r"grid\.params: .*rate_bound\(params\) reads params\['up'\], which is not given"),
 ], ids=["negative-count-event", "negative-count-uniformized", "bound-reads-params"])
 def test_a_model_with_a_negative_multiplicity_or_a_bound_reading_missing_params_is_one_line(
