@@ -7,12 +7,13 @@ from __future__ import annotations
 __all__ = ["bench_parts", "bench_sections", "run_bench"]
 
 
-def bench_sections() -> list[str]:
-    """The sections this installation can measure (``pss2x2``, ``mmc``, ``network``, ``sde``, ``fastslow``,
-    ``optimal``: those whose module is present; each runs without its baseline)."""
+def bench_sections(on_request: bool = True) -> list[str]:
+    """The sections this installation can measure (those whose module is present; each runs without its
+    baseline): ``pss2x2``, ``mmc``, ``network``, ``sde``, ``fastslow``, ``optimal``, run by default, and with
+    ``on_request`` also ``verdict`` (time to a precision target beside a plain loop), run only when named."""
     from jaxq import bench
 
-    return bench.available()
+    return bench.available(on_request)
 
 
 def bench_parts() -> tuple[str, ...]:
@@ -24,7 +25,8 @@ def bench_parts() -> tuple[str, ...]:
 
 
 def run_bench(sections: list[str] | None = None, quick: bool = False, progress=None, on_row=None) -> dict:
-    """Measure ``sections`` (default: :func:`bench_sections`), small sizes with ``quick``; returns ``{"machine",
+    """Measure ``sections`` (default: those run by default, ``bench_sections(on_request=False)``), small sizes
+    with ``quick``; returns ``{"machine",
     "quick", "sections"}`` (per section its rows, wall time and peak memory).
 
     ``progress(name)`` is called as each section starts; ``on_row(result)`` with the result so far after every

@@ -29,7 +29,8 @@ import jax
 
 import jaxq
 
-SECTIONS = ("pss2x2", "mmc", "network", "sde", "fastslow", "optimal")
+SECTIONS = ("pss2x2", "mmc", "network", "sde", "fastslow", "optimal")  # run by default
+ON_REQUEST = ("verdict",)  # run when named (``--only verdict``): hours at the full size
 BASELINES_ENV = "JAXQ_BASELINES"  # a folder holding ``baselines/`` (default: ``benchmarks/`` of the checkout)
 REQUIRES = ("numba", "ciw")  # what the baselines import (pip install -e ".[bench]")
 
@@ -115,10 +116,11 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def available() -> list[str]:
-    """Sections whose module is present (every section runs without its baseline)."""
+def available(on_request: bool = False) -> list[str]:
+    """Sections whose module is present (every section runs without its baseline): those run by default, and
+    with ``on_request`` also those run only when named (:data:`ON_REQUEST`)."""
     out = []
-    for name in SECTIONS:
+    for name in SECTIONS + (ON_REQUEST if on_request else ()):
         try:
             importlib.import_module(f"jaxq.bench.{name}")
         except ModuleNotFoundError as e:
@@ -154,7 +156,7 @@ def run(sections: list[str] | None = None, quick: bool = False, progress=None, o
     ``on_row(result)``, if given, is called with the result so far after every row (a section's ``bench``
     may be a generator that yields its rows as it measures them), e.g. to save partial figures.
     """
-    names = available() if sections is None else sections
+    names = available() if sections is None else sections  # the default sections (not those run on request)
     out = {"machine": machine(), "quick": quick, "sections": {}}
     for name in names:
         if progress:

@@ -43,7 +43,7 @@ def grid(quick: bool) -> dict:
                 "mmc_reps": 1000, "mmc_horizon": 5.0, "ciw_horizon": 0.5, "rep_events": None,
                 "lockstep_chunk": 1 << 16, "event_chunk": 10_000,
                 "sde_paths": (256,), "sde_chunk": 256, "fastslow_ctmc": ((32, 2_000),), "network_reps": (64, 256), "mmc_scale": (),
-                "optimal_n": (16,)}
+                "optimal_n": (16,), "verdict_n": 100, "verdict_rel_se": 0.05}
     if accel:
         return {"target_events": 2e7 if quick else 1e8, "lockstep_target_events": 1e9 if quick else 4e9,
                 "pss2x2_event_reps": (1, 100, 10_000) if quick else (1, 100, 10_000, 100_000),
@@ -57,7 +57,7 @@ def grid(quick: bool) -> dict:
                 "sde_paths": (10_000, 1_000_000), "sde_chunk": 1 << 20,
                 "fastslow_ctmc": ((10_000, 2_000), (100_000, 2_000)),
                 "network_reps": (256, 100_000), "mmc_scale": ((100, 1_000_000), (10_000, 100_000)),
-                "optimal_n": (16,)}
+                "optimal_n": (16,), "verdict_n": 10_000 if quick else 1_000_000, "verdict_rel_se": 0.001}
     return {"target_events": 2e6 if quick else 2e7, "lockstep_target_events": 2e6 if quick else 2e8,
             "pss2x2_event_reps": (1, 100) if quick else (1, 100, 10_000),
             "pss2x2_family_reps": (1_000,) if quick else (10_000,),
@@ -71,4 +71,5 @@ def grid(quick: bool) -> dict:
             "fastslow_ctmc": ((32, 2_000),) if quick else ((256, 20_000), (10_000, 2_000)),
             "network_reps": (64, 256) if quick else (256, 4096),
             "mmc_scale": () if quick else ((100, 100), (10_000, 100), (10_000, 10_000)),
-            "optimal_n": (16,) if quick else (16, 100)}
+            "optimal_n": (16,) if quick else (16, 100),
+            "verdict_n": 1_000 if quick else 100_000, "verdict_rel_se": 0.01 if quick else 0.001}

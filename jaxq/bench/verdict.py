@@ -1,0 +1,108 @@
+"""Time to a verdict: J_n of the default policy to a relative standard error, jaxq against a plain compiled loop.
+
+Run on request only (``jaxq bench --only verdict``: the full size takes hours on a 2-core CPU). For each system,
+jaxq runs what a user types, ``jaxq.simulate(system, n=n, rel_se=target)``: a pilot on its own seed plans the
+replications, the run is a prefix of the fixed stream with its control variates (:mod:`jaxq.mc.target`). Its
+``wall_s`` is the wall time of the whole call (pilot, compilation and run), the user's time to the verdict.
+
+The baseline is a plain compiled loop with no variance reduction: the numba event loop of
+``benchmarks/baselines/pss2x2.py`` (one replication at a time, ``prange`` over replications on all cores) on
+the same system, n and horizon. Its time to the same standard error is its time per replication (its wall time
+over ``BASE_REPS`` replications, after a call that compiles it) times the replications a plain estimator needs,
+``plain_var / (target J)^2``, with ``plain_var`` the variance of the uncontrolled discounted costs of the jaxq run
+(the same policy's). The loop runs the P rule of the system's (lower) mode whatever the policy, so its time per
+replication is that of the cheapest policy; its variance is the policy's own.
+
+The systems: the six bundled cases (``pss_P``, ``pss_T2``, ``pss_PP``, ``pss_T2T2``, ``pss_T1T2``, ``pss_T2T1``)
+and the six random systems furthest above V0 at n = 10^5 in the hard-systems study (the random-systems draw with
+``draw_seed`` 0, 40 per case: :func:`jaxq.studies.random_draw.draw_system`).
+
+``bench(quick)`` yields a row per system: system, case, n, rel_se_target, reps, stopped_by, rel_se, J_hat,
+J_hat_stderr, V0, J_over_V0, variance_reduction, events, wall_s, plain_var, baseline_s_per_rep, baseline_reps,
+baseline_s, ratio (baseline_s / wall_s) and note.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+import jaxq.bench
+from jaxq.bench.sizes import grid
+from jaxq.examples import path
+from jaxq.model import load
+
+BUNDLED = ("pss_P", "pss_T2", "pss_PP", "pss_T2T2", "pss_T1T2", "pss_T2T1")
+HARD = ("T2T2_015", "T2T2_001", "T2_011", "T2T2_037", "T2T2_021", "T2_001")  # worst J_n / V0 at n = 10^5
+DRAW_SEED = 0
+BASE_REPS = 16  # replications of the baseline's timed call (after one that compiles)
+SEED = 0
+
+
+def systems() -> list[tuple[str, object]]:
+    """``(label, system)`` of the bundled cases, then the hard random systems."""
+    from jaxq.precision import in_float64
+    from jaxq.studies.random_draw import draw_system
+
+    out = [(name, load(path(name))) for name in BUNDLED]
+    with in_float64():
+        for label in HARD:
+            case, index = label.rsplit("_", 1)
+            out.append((label, draw_system(DRAW_SEED, case, int(index)).system))
+    return out
+
+
+def plain_reps(plain_var: float, target: float, value: float) -> int:
+    """The replications a plain estimator needs for a standard error of ``target`` times ``value``."""
+    return max(2, math.ceil(plain_var / (target * value) ** 2))
+
+
+def row(label: str, system, n: float, target: float, base) -> dict:
+    """One system's row (module docstring)."""
+    import jaxq
+
+    t = time.perf_counter()
+    r = jaxq.simulate(system, n=n, rel_se=target, seed=SEED)
+    wall = time.perf_counter() - t
+    J = np.asarray(r.samples["J"], dtype=np.float64)
+    plain_var = float(J.var(ddof=1))
+    info = r.info
+    out = {"system": label, "case": jaxq.analyze(system).case, "policy": info.get("policy"), "n": n,
+           "rel_se_target": target, "reps": r.reps, "stopped_by": info.get("stopped_by"),
+           "rel_se": info.get("rel_se"), "J_hat": r.value, "J_hat_stderr": r.stderr, "V0": info.get("V0"),
+           "J_over_V0": r.value / info["V0"], "variance_reduction": r.main.variance_reduction,
+           "events": r.events, "wall_s": wall, "plain_var": plain_var,
+           "baseline_reps": plain_reps(plain_var, target, r.value)}
+    if base is None:
+        return {**out, "baseline_s_per_rep": None, "baseline_s": None, "ratio": None,
+                "note": jaxq.bench.baseline_note("pss2x2")}
+    horizon = float(info["horizon"])
+    base.run(system, n, 2, horizon, seed=1)  # compiles
+    b = base.run(system, n, BASE_REPS, horizon, seed=2)
+    per_rep = b["wall_s"] / BASE_REPS
+    baseline_s = per_rep * out["baseline_reps"]
+    return {**out, "baseline_s_per_rep": per_rep, "baseline_s": baseline_s, "ratio": baseline_s / wall,
+            "note": "baseline: numba loop, P rule, plain estimator"}
+
+
+def bench(quick: bool) -> Iterator[dict]:
+    """Time to a verdict per system (module docstring), a row as each is measured.
+
+    Args:
+      quick: n = 1000 and a 1% target (about a minute a system on a 2-core CPU); full: n = 10^5 and 0.1%
+        (an accelerator run: 10^6 and 0.1%).
+    Yields:
+      rows (see the module docstring).
+    """
+    sizes = grid(quick)
+    base = jaxq.bench.baseline("pss2x2")
+    for label, system in systems():
+        yield row(label, system, float(sizes["verdict_n"]), float(sizes["verdict_rel_se"]), base)
+
+
+if __name__ == "__main__":
+    for r in bench(quick=True):
+        print(r)
