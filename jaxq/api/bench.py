@@ -24,11 +24,17 @@ def bench_parts() -> tuple[str, ...]:
 
 
 def run_bench(sections: list[str] | None = None, quick: bool = False, progress=None, on_row=None) -> dict:
-    """Measure ``sections`` (default: :func:`bench_sections`), small sizes with ``quick``; returns ``{"machine",
-    "quick", "sections"}`` (per section its rows, wall time and peak memory).
+    """Measure ``sections`` (default: :func:`bench_sections`), small sizes with ``quick``.
 
-    ``progress(name)`` is called as each section starts; ``on_row(result)`` with the result so far after every
-    measured row (e.g. to rewrite a file, so that an interrupted run keeps what it measured).
+    Args:
+        sections: The sections (default: :func:`bench_sections`).
+        quick: Small sizes.
+        progress (typing.Callable | None): ``progress(name)`` is called as each section starts.
+        on_row (typing.Callable | None): ``on_row(result)`` is called with the result so far after every measured row
+            (e.g. to rewrite a file, so that an interrupted run keeps what it measured).
+
+    Returns:
+        ``{"machine", "quick", "sections"}`` (per section its rows, wall time and peak memory).
     """
     from jaxq import bench
 
