@@ -66,7 +66,14 @@ class StaticPlan:
 
 
 def is_spanning_tree(edges: np.ndarray) -> bool:
-    """True when the bipartite graph on classes and pools with these (I, J) edges is a spanning tree."""
+    """True when the bipartite graph on classes and pools with these (I, J) edges is a spanning tree.
+
+    Args:
+        edges: Boolean (I, J) edges between classes and pools.
+
+    Returns:
+        Whether the graph is a spanning tree.
+    """
     num_i, num_j = edges.shape
     if int(edges.sum()) != num_i + num_j - 1:
         return False
