@@ -151,9 +151,9 @@ def plan(q: float, pilot_reps: int, rel_se: float) -> float:
 
 def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Target, *, key: str = "rel_se",
                   estimate: str | None = None) -> SimResult:
-    """``run(reps, seed)`` with the replications planned by a pilot so that the standard error is at most ``target.rel_se``.
+    """``run(reps, seed)`` with the replications planned by a pilot.
 
-    Of the estimate (see the module).
+    So that the standard error is at most ``target.rel_se`` of the estimate (see the module).
 
     Args:
         run: The simulator, ``run(reps, seed) -> SimResult``.
