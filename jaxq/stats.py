@@ -212,8 +212,8 @@ def controlled_mean(y, controls, index, coarse=None) -> Controlled:
         controls (numpy.typing.ArrayLike): Per-replication controls, (R, c) (columns with no variance are ignored).
         index (numpy.typing.ArrayLike): The global replication indices, (R,).
         coarse (tuple | None): Optional groups of control columns (a tuple of index tuples) to sum when the
-            replications do not afford the full set (a fit or a fit of the gate would see fewer than ``ROWS_PER_CONTROL`` = 4
-            replications per control): the groups' sums are used where they are afforded, else the first group's
+            replications do not afford the full set (a fit or a fit of the gate would see fewer than
+            ``ROWS_PER_CONTROL`` = 4 replications per control): the groups' sums are used where they are afforded, else the first group's
             alone, else none. The choice depends on the replication indices only, never on the values, and sums of
             mean-zero controls have mean zero, so the estimate stays unbiased and independent of chunking.
             ``coefficients`` are then the coarse set's. Why 4: on the 2x2 engines (eleven controls, three coarse)
