@@ -211,15 +211,15 @@ def controlled_mean(y, controls, index, coarse=None) -> Controlled:
         y (numpy.typing.ArrayLike): Per-replication values, (R,) or (R, m) for m quantities sharing the controls.
         controls (numpy.typing.ArrayLike): Per-replication controls, (R, c) (columns with no variance are ignored).
         index (numpy.typing.ArrayLike): The global replication indices, (R,).
-        coarse (tuple | None): Optional groups of control columns (a tuple of index tuples) to sum when the
-            replications do not afford the full set (a fit or a fit of the gate would see fewer than
-            ``ROWS_PER_CONTROL`` = 4 replications per control): the groups' sums are used where they are afforded, else the first group's
-            alone, else none. The choice depends on the replication indices only, never on the values, and sums of
-            mean-zero controls have mean zero, so the estimate stays unbiased and independent of chunking.
-            ``coefficients`` are then the coarse set's. Why 4: on the 2x2 engines (eleven controls, three coarse)
-            the coarse set gave the smaller standard error on 68% of 512 estimates at 32 replications, 56% at 48,
-            41% at 64 and 9% at 256; at 32 replications the full set's worst standard error was 8-244 times the
-            coarse set's (a control nonzero in one replication, fitted to a coefficient of -516).
+        coarse (tuple | None): Optional groups of control columns (a tuple of index tuples) to sum when the replications
+            do not afford the full set (a fit or a fit of the gate would see fewer than ``ROWS_PER_CONTROL`` = 4
+            replications per control): the groups' sums are used where they are afforded, else the first group's alone,
+            else none. The choice depends on the replication indices only, never on the values, and sums of mean-zero
+            controls have mean zero, so the estimate stays unbiased and independent of chunking. ``coefficients`` are
+            then the coarse set's. Why 4: on the 2x2 engines (eleven controls, three coarse) the coarse set gave the
+            smaller standard error on 68% of 512 estimates at 32 replications, 56% at 48, 41% at 64 and 9% at 256; at 32
+            replications the full set's worst standard error was 8-244 times the coarse set's (a control nonzero in one
+            replication, fitted to a coefficient of -516).
 
     Returns:
         :class:`Controlled`; when no set of controls can be fitted the controlled estimate is the plain one and
