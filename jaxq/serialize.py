@@ -11,7 +11,16 @@ import numpy as np
 def to_jsonable(x: Any) -> Any:
     """Plain Python types for ``json``: arrays become (nested) lists, numpy scalars Python numbers.
 
-    A non-finite float is refused (ValueError): no NaN or infinity is ever printed as a result.
+    No NaN or infinity is ever printed as a result.
+
+    Args:
+        x: A value: dicts (their keys become strings), lists and tuples are converted element by element.
+
+    Returns:
+        The value in plain Python types.
+
+    Raises:
+        ValueError: A non-finite float is refused.
     """
     if isinstance(x, dict):
         return {str(k): to_jsonable(v) for k, v in x.items()}

@@ -11,8 +11,13 @@ import numpy as np
 def mean_stderr(x, axis: int = 0):
     """Mean over replications (``axis``) and its standard error ``std(ddof=1) / sqrt(m)``.
 
-    Returns two floats for a 1-D sample, two arrays otherwise; the standard error of a single replication
-    is NaN (undefined), without a warning.
+    Args:
+        x (numpy.typing.ArrayLike): The sample.
+        axis: The axis of the replications.
+
+    Returns:
+        (tuple): The mean and its standard error: two floats for a 1-D sample, two arrays otherwise; the standard error
+            of a single replication is NaN (undefined), without a warning.
     """
     x = np.asarray(x, dtype=np.float64)
     mean = x.mean(axis=axis)
@@ -26,15 +31,32 @@ def mean_stderr(x, axis: int = 0):
 
 
 def t95(count: int) -> float:
-    """The 97.5% quantile of Student's t with ``count - 1`` degrees of freedom: the half-width of a 95% interval in
-    standard errors of a mean of ``count`` independent values (1.96 for many, 12.7 for two)."""
+    """The 97.5% quantile of Student's t with ``count - 1`` degrees of freedom.
+
+    The half-width of a 95% interval in standard errors of a mean of ``count`` independent values (1.96 for many, 12.7
+    for two).
+
+    Args:
+        count: The number of independent values (at least 2 is used).
+
+    Returns:
+        The quantile.
+    """
     from scipy import stats
 
     return float(stats.t.ppf(0.975, max(int(count), 2) - 1))
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float]:
-    """Student-t confidence interval for the mean of a few independent values (e.g. tuning chains)."""
+    """Student-t confidence interval for the mean of a few independent values (e.g. tuning chains).
+
+    Args:
+        values (numpy.typing.ArrayLike): The independent values.
+        level: The confidence level.
+
+    Returns:
+        ``(low, high)``.
+    """
     from scipy import stats
 
     m, s = mean_stderr(values)
@@ -43,7 +65,15 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float]:
 
 
 class Controlled(NamedTuple):
-    """A control-variate estimate: the controlled mean and its standard error, the plain ones, the coefficients."""
+    """A control-variate estimate: the controlled mean and its standard error, the plain ones, the coefficients.
+
+    Attributes:
+        mean (typing.Any): The controlled mean.
+        stderr (typing.Any): Its standard error.
+        plain (typing.Any): The plain mean.
+        plain_stderr (typing.Any): Its standard error.
+        coefficients (typing.Any): (controls,) or (quantities, controls); None when too few replications to fit.
+    """
 
     mean: Any
     stderr: Any
@@ -102,17 +132,37 @@ def _affords(fold, present, controls: int) -> bool:
 
 
 def coarsen(controls, groups) -> np.ndarray:
-    """The controls summed within ``groups`` (a tuple of column-index tuples): ``(R, len(groups))``.
+    """The controls summed within ``groups``.
 
-    A sum of mean-zero controls has mean zero, so a coarse set keeps the unbiasedness of the fine one."""
+    A sum of mean-zero controls has mean zero, so a coarse set keeps the unbiasedness of the fine one.
+
+    Args:
+        controls (numpy.typing.ArrayLike): Per-replication controls, (R, c).
+        groups (tuple[tuple[int, ...], ...]): A tuple of column-index tuples.
+
+    Returns:
+        ``(R, len(groups))``.
+    """
     c = np.asarray(controls, dtype=np.float64)
     return np.stack([c[:, list(g)].sum(axis=1) for g in groups], axis=1)
 
 
 def controlled_values(y, controls, index, folds: int = CROSS_FIT_FOLDS, coarse=None):
-    """Per-replication values with the controls subtracted, cross-fitted by replication index (see
-    :func:`controlled_mean`): ``(adjusted (R,) or (R, m), coefficients)``; ``y`` itself and None when a fold's
-    complement has too few replications to fit (after the ``coarse`` fallbacks, see :func:`controlled_mean`)."""
+    """Per-replication values with the controls subtracted, cross-fitted by replication index.
+
+    See :func:`controlled_mean`.
+
+    Args:
+        y (numpy.typing.ArrayLike): Per-replication values, (R,) or (R, m).
+        controls (numpy.typing.ArrayLike): Per-replication controls, (R, c).
+        index (numpy.typing.ArrayLike): The global replication indices, (R,).
+        folds: The number of folds (replication r belongs to fold r mod ``folds``).
+        coarse (tuple | None): Groups of control columns to fall back on, see :func:`controlled_mean`.
+
+    Returns:
+        (tuple): ``(adjusted (R,) or (R, m), coefficients)``; ``y`` itself and None when a fold's complement has too
+            few replications to fit (after the ``coarse`` fallbacks, see :func:`controlled_mean`).
+    """
     y = np.asarray(y, dtype=np.float64)
     c = np.asarray(controls, dtype=np.float64).reshape(y.shape[0], -1)
     Y = y[:, None] if y.ndim == 1 else y.reshape(y.shape[0], -1)
@@ -158,21 +208,22 @@ def controlled_mean(y, controls, index, coarse=None) -> Controlled:
     (at 64 replications and 10 controls a two-fold split lost up to 30x of the reduction on some points).
 
     Args:
-      y: per-replication values, (R,) or (R, m) for m quantities sharing the controls.
-      controls: per-replication controls, (R, c) (columns with no variance are ignored).
-      index: the global replication indices, (R,).
-      coarse: optional groups of control columns (a tuple of index tuples) to sum when the replications do not
-        afford the full set (a fit or a fit of the gate would see fewer than ``ROWS_PER_CONTROL`` = 4
-        replications per control): the groups' sums are used where they are afforded, else the first group's
-        alone, else none. The choice depends on the replication indices only, never on the values, and sums of
-        mean-zero controls have mean zero, so the estimate stays unbiased and independent of chunking.
-        ``coefficients`` are then the coarse set's. Why 4: on the 2x2 engines (eleven controls, three coarse)
-        the coarse set gave the smaller standard error on 68% of 512 estimates at 32 replications, 56% at 48,
-        41% at 64 and 9% at 256; at 32 replications the full set's worst standard error was 8-244 times the
-        coarse set's (a control nonzero in one replication, fitted to a coefficient of -516).
+        y (numpy.typing.ArrayLike): Per-replication values, (R,) or (R, m) for m quantities sharing the controls.
+        controls (numpy.typing.ArrayLike): Per-replication controls, (R, c) (columns with no variance are ignored).
+        index (numpy.typing.ArrayLike): The global replication indices, (R,).
+        coarse (tuple | None): Optional groups of control columns (a tuple of index tuples) to sum when the replications
+            do not afford the full set (a fit or a fit of the gate would see fewer than ``ROWS_PER_CONTROL`` = 4
+            replications per control): the groups' sums are used where they are afforded, else the first group's alone,
+            else none. The choice depends on the replication indices only, never on the values, and sums of mean-zero
+            controls have mean zero, so the estimate stays unbiased and independent of chunking. ``coefficients`` are
+            then the coarse set's. Why 4: on the 2x2 engines (eleven controls, three coarse) the coarse set gave the
+            smaller standard error on 68% of 512 estimates at 32 replications, 56% at 48, 41% at 64 and 9% at 256; at 32
+            replications the full set's worst standard error was 8-244 times the coarse set's (a control nonzero in one
+            replication, fitted to a coefficient of -516).
+
     Returns:
-      :class:`Controlled`; when no set of controls can be fitted the controlled estimate is the plain one and
-      ``coefficients`` is None.
+        :class:`Controlled`; when no set of controls can be fitted the controlled estimate is the plain one and
+            ``coefficients`` is None.
     """
     y = np.asarray(y, dtype=np.float64)
     vector = y.ndim == 1

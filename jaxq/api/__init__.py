@@ -297,8 +297,15 @@ def example_names() -> list[str]:
 def load(source):
     """Load a system: a bundled example name (``"pss_PP"``, ``"network_N"``) or a TOML file path.
 
-    Returns a :class:`jaxq.model.pss2x2.PSS2x2` (``kind = "pss2x2"``) or a :class:`jaxq.model.network.Network`
-    (``kind = "network"``); bad files raise :class:`jaxq.InputError` naming the key and the reason.
+    Args:
+        source (str | os.PathLike): A bundled example name (``"pss_PP"``, ``"network_N"``) or a TOML file path.
+
+    Returns:
+        (jaxq.model.pss2x2.PSS2x2 | jaxq.model.network.Network): A :class:`jaxq.model.pss2x2.PSS2x2`
+            (``kind = "pss2x2"``) or a :class:`jaxq.model.network.Network` (``kind = "network"``).
+
+    Raises:
+        InputError: A bad file, naming the key and the reason.
     """
     from jaxq.model import load as load_file
 
@@ -310,10 +317,18 @@ def analyze(system, basis_pool: int | None = None):
     """The exact limit objects of a system.
 
     2x2 system (the switched-policies paper): LP (2.7), modes (3.2)-(3.3), b and sigma (2.13), the HPC (2.12), single or
-    dual case, z* (smooth fit) and the lower bound V0, the policy of Theorem 2.11: a
-    :class:`jaxq.diffusion.workload.Analysis` (``.to_dict()`` is ``jaxq analyze``'s JSON). Network (the
-    uniform-stability and LAP-tightness papers): LP (2.3), CRP, scaling, LAP priorities and psi*, the diffusion limit
-    and the spare capacity: a :class:`jaxq.diffusion.network_analysis.NetworkAnalysis` (``basis_pool``: jhat, 1-based).
+    dual case, z* (smooth fit) and the lower bound V0, the policy of Theorem 2.11. Network (the uniform-stability and
+    LAP-tightness papers): LP (2.3), CRP, scaling, LAP priorities and psi*, the diffusion limit and the spare capacity.
+
+    Args:
+        system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2 | jaxq.model.network.Network): A 2x2 system or a network
+            (an example name or a TOML path is loaded as :func:`load` does).
+        basis_pool: For a network, jhat, 1-based.
+
+    Returns:
+        (jaxq.diffusion.workload.Analysis | jaxq.diffusion.network_analysis.NetworkAnalysis): For a 2x2 system a
+            :class:`jaxq.diffusion.workload.Analysis` (``.to_dict()`` is ``jaxq analyze``'s JSON); for a network a
+            :class:`jaxq.diffusion.network_analysis.NetworkAnalysis`.
     """
     from jaxq.model.network import Network
 
@@ -329,13 +344,23 @@ def analyze(system, basis_pool: int | None = None):
 @_checked(system="pss2x2")
 def threshold_term(system, n: float, theta_exponent: float | None = None,
                    theta_rule: str | None = None) -> float | None:
-    """``Delta_n``: the part of ``J_n - V0`` that the threshold of Theorem 2.11's policy costs in the n-th
-    system (0 for P and PP; :mod:`jaxq.diffusion.threshold`), with ``Theta_n = ceil(c n^a)`` ((2.29): c = 1),
-    ``a`` the simulator's default exponent and c the constant of the simulator's default rule unless given
-    (``theta_rule``: :func:`jaxq.policies.thresholds.rule_levels`); None where the formula does not apply (the
-    held jobs reach the switching level z*, or the rule moves the switching level away from z*, as ``excursion``
-    may). ``J_n - V0 - Delta_n`` is what the diffusion approximation itself leaves; the convergence study reports
-    both."""
+    """``Delta_n``: the part of ``J_n - V0`` that the threshold of Theorem 2.11's policy costs in the n-th system.
+
+    It is 0 for P and PP (:mod:`jaxq.diffusion.threshold`), with ``Theta_n = ceil(c n^a)`` ((2.29): c = 1), ``a`` the
+    simulator's default exponent and c the constant of the simulator's default rule unless given. ``J_n - V0 - Delta_n``
+    is what the diffusion approximation itself leaves; the convergence study reports both.
+
+    Args:
+        system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2): The 2x2 system (an example name or a TOML path is
+            loaded).
+        n: The index of the system.
+        theta_exponent: The exponent ``a`` of ``Theta_n`` (default the simulator's).
+        theta_rule: The rule of the constant c (default the simulator's; :func:`jaxq.policies.thresholds.rule_levels`).
+
+    Returns:
+        ``Delta_n``; None where the formula does not apply (the held jobs reach the switching level z*, or the rule
+            moves the switching level away from z*, as ``excursion`` may).
+    """
     import math
 
     from jaxq.diffusion.threshold import threshold_term as term
@@ -352,8 +377,7 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
 def simulate(system, n: float | None = None, reps: int | None = None, *, policy: str | None = None,
              engine: str = "auto", seed: int = 0, rel_se: float | None = None, max_reps: int | None = None,
              budget: float | None = None, **options):
-    """Monte Carlo of the n-th (prelimit) system or of a :class:`MarkovModel`; returns a
-    :class:`jaxq.mc.result.SimResult`.
+    """Monte Carlo of the n-th (prelimit) system or of a :class:`MarkovModel`.
 
     A :class:`MarkovModel` (no ``n``, no ``policy``): options ``horizon`` (required), ``discount`` (the
     discounted integral ``E int_0^T exp(-gamma t) observe dt``), ``warmup`` (the time average over
@@ -370,19 +394,40 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     itself, so the replications reported are fresh; ``info["tuned"]`` holds z, Theta_n and the search's cost; option
     ``tune_reps``: replications per candidate, default 128), ``reps`` replications (default 1000); options of
     :func:`jaxq.sim.pss2x2.simulate` (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``,
-    ``observers``, ``chunk``, ``devices``, ...); the default truncation is checked against the estimate (:func:`jaxq.sim.pss2x2.simulate_bounded`). ``devices``: None (all
-    local devices), a count K (the first K) or a list of local JAX devices.
+    ``observers``, ``chunk``, ``devices``, ...); the default truncation is checked against the estimate
+    (:func:`jaxq.sim.pss2x2.simulate_bounded`).
+
     Network: stationary averages over [warmup, horizon] (``result["mean_queue"]``, ...) under ``policy``
     (default ``"priority"``; ``lap``, ``lqfs``, ``swc``), ``reps`` default 64; options of
     :func:`jaxq.sim.network.simulate` (``warmup``, ``horizon``, ``snap_times``, ...).
-    ``engine``: ``auto``, ``event`` or ``uniformized``. Replication r uses ``fold_in(PRNGKey(seed), r)``.
 
-    Precision target (every kind above), in place of ``reps``: ``rel_se`` (the standard error over the estimate
-    to reach; for a network, over each class's ``mean_queue``; for a MarkovModel, over every estimate), ``max_reps`` (default 100,000; a target that needs more is
-    refused before the run), ``budget`` (seconds; the run stops short when they do not suffice). A pilot on a seed
-    derived from ``seed`` plans the replications; the run is then replications ``0 .. R-1`` of ``seed``, a prefix
+    Precision target (every kind above), in place of ``reps``: ``rel_se``, ``max_reps``, ``budget``. A pilot on a
+    seed derived from ``seed`` plans the replications; the run is then replications ``0 .. R-1`` of ``seed``, a prefix
     of the fixed run, unbiased (:func:`jaxq.mc.target.run_to_target`). ``info``: ``rel_se_target``,
     ``stopped_by`` (``target``, ``max_reps``, ``budget``), ``pilot``.
+
+    Args:
+        system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2 | jaxq.model.network.Network | MarkovModel): A 2x2
+            system, a network (an example name or a TOML path is loaded) or a :class:`MarkovModel`.
+        n: The index of the system (needed for a 2x2 system and a network; none for a :class:`MarkovModel`).
+        reps: Replications (default 1000 for a 2x2 system, 64 for a network, 256 for a :class:`MarkovModel`).
+        policy: The policy (2x2 system: default ``"auto"``; network: default ``"priority"``; none for a
+            :class:`MarkovModel`, which states its own decisions).
+        engine: ``auto``, ``event`` or ``uniformized``.
+        seed: Replication r uses ``fold_in(PRNGKey(seed), r)``.
+        rel_se: The standard error over the estimate to reach; for a network, over each class's ``mean_queue``; for a
+            MarkovModel, over every estimate.
+        max_reps: Default 100,000; a target that needs more is refused before the run.
+        budget: Seconds; the run stops short when they do not suffice.
+        **options (typing.Any): The options of each kind above. ``devices``: None (all local devices), a count K (the
+            first K) or a list of local JAX devices.
+
+    Returns:
+        (jaxq.mc.result.SimResult): The estimates.
+
+    Raises:
+        InputError: Naming the argument: no ``n`` for a 2x2 system or a network, an ``n`` or a ``policy`` for a
+            :class:`MarkovModel`, a :class:`jaxq.Policy2x2` for a network, an unknown option.
     """
     from jaxq.model.network import Network
     from jaxq.sim.markov import MarkovModel
@@ -477,14 +522,22 @@ def _placed(options: dict, reps) -> dict:
 
 @_checked(system="pss2x2")
 def exact_cost(system, n: float, **options) -> dict:
-    """The exact J_n of a 2x2 system under a policy, no Monte Carlo: a sparse solve of its truncated CTMC, with
-    the phases of the interarrival and service times in the state for Erlang, hyperexponential and
-    integer-shape gamma primitives (:func:`jaxq.sim.exact_ctmc.policy_cost`).
+    """The exact J_n of a 2x2 system under a policy, no Monte Carlo.
 
-    ``options``: ``policy`` (default ``"auto"``, as :func:`simulate`), ``switch_at``, ``theta_exponent``,
-    ``theta_constant``, ``rtol`` (the cap grows until two caps agree within it, default 1e-5) and
-    ``max_states`` (refused beforehand, on ``n``, beyond it; default 2e6: small n, a few seconds to a minute).
-    Returns ``J``, ``truncation_change``, ``cap``, ``states``, ``policy``, ``theta``, ``switch_at``.
+    A sparse solve of its truncated CTMC, with the phases of the interarrival and service times in the state for
+    Erlang, hyperexponential and integer-shape gamma primitives (:func:`jaxq.sim.exact_ctmc.policy_cost`).
+
+    Args:
+        system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2): The 2x2 system (an example name or a TOML path is
+            loaded).
+        n: The index of the system.
+        **options (typing.Any): ``policy`` (default ``"auto"``, as :func:`simulate`), ``switch_at``,
+            ``theta_exponent``, ``theta_constant``, ``rtol`` (the cap grows until two caps agree within it, default
+            1e-5) and ``max_states`` (refused beforehand, on ``n``, beyond it; default 2e6: small n, a few seconds to a
+            minute).
+
+    Returns:
+        ``J``, ``truncation_change``, ``cap``, ``states``, ``policy``, ``theta``, ``switch_at``.
     """
     from jaxq.sim.exact_ctmc import policy_cost
 
@@ -495,20 +548,33 @@ def exact_cost(system, n: float, **options) -> dict:
 @_checked(system="pss2x2")
 def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: bool = True, rtol: float = 1e-6,
             max_states: int = 3_000_000, max_gib: float = 8.0):
-    """The optimal discounted cost J*_n of the n-th 2x2 system from empty, by policy iteration on its truncated
-    Markov decision process, with the optimal policy as a :class:`jaxq.Policy2x2` (:func:`jaxq.mdp.optimum.optimal`).
+    """The optimal discounted cost J*_n of the n-th 2x2 system from empty.
+
+    By policy iteration on its truncated Markov decision process, with the optimal policy as a
+    :class:`jaxq.Policy2x2` (:func:`jaxq.mdp.optimum.optimal`).
 
     The model is :func:`simulate`'s (the n-th rates, non-preemptive service, cost h.X/sqrt(n), discount gamma);
     after every event each idle server may start a waiting job of either class or stay idle. Exponential and
     phase-type primitives (Erlang, hyperexponential, gamma with an integer shape); with phases the controller
     sees them, so J*_n is a lower bound for every non-anticipating policy and ``J_table`` is the exact cost of the
-    phase-blind ``result.policy``. ``queue_cap``: the cap of both queues (default: doubled from
-    ``max(6, 4 sqrt(n))`` until the truncation that charges arrivals to a full queue the floor of their cost (a
-    lower bound, ``J_star_lower``) and the one that charges them as jobs never served (an upper bound, ``J_star``) agree to ``rtol`` relative,
-    ``truncation_change``). Beside J*_n:
-    V0 and, with ``exact_policy``, the exact J_n of Theorem 2.11's policy (``exact_cost``) and the ratios.
-    A chain of more than ``max_states`` states or ``max_gib`` GiB is refused before it is built. Returns a
-    :class:`jaxq.mdp.optimum.Optimal`: J*_n and the rest; ``to_dict()`` is the command line's JSON.
+    phase-blind ``result.policy``. Beside J*_n: V0 and, with ``exact_policy``, the exact J_n of Theorem 2.11's policy
+    (``exact_cost``) and the ratios.
+
+    Args:
+        system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2): The 2x2 system (an example name or a TOML path is
+            loaded).
+        n: The index of the system.
+        queue_cap: The cap of both queues (default: doubled from ``max(6, 4 sqrt(n))`` until the truncation that
+            charges arrivals to a full queue the floor of their cost (a lower bound, ``J_star_lower``) and the one
+            that charges them as jobs never served (an upper bound, ``J_star``) agree to ``rtol`` relative,
+            ``truncation_change``).
+        exact_policy: Also the exact J_n of Theorem 2.11's policy (``exact_cost``) and the ratios.
+        rtol: The relative agreement of the two truncations.
+        max_states: A chain of more than ``max_states`` states is refused before it is built.
+        max_gib: A chain of more than ``max_gib`` GiB is refused before it is built.
+
+    Returns:
+        (jaxq.mdp.optimum.Optimal): J*_n and the rest; ``to_dict()`` is the command line's JSON.
     """
     from jaxq.mdp.optimum import optimal as solve
 
@@ -521,14 +587,30 @@ def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: boo
 def simulate_sde(system, *, paths: int | None = None, dt: float | None = None, scheme: str = "skew", z0: float = 0.0,
                  switch_at: float | None = None, horizon: float | None = None, seed: int = 0,
                  rel_se: float | None = None, max_reps: int | None = None, budget: float | None = None, **options):
-    """The workload diffusion (2.23)/(2.24) of a 2x2 system, ``dZ = b(Z)dt + sigma(Z)dB + dL``, switching modes
-    at ``switch_at`` (default z*); estimates V_WCP(z0) = E int exp(-gamma t) Z dt.
+    """The workload diffusion (2.23)/(2.24) of a 2x2 system, ``dZ = b(Z)dt + sigma(Z)dB + dL``.
 
-    Returns a :class:`jaxq.mc.result.SimResult` (primary ``V_hat``; ``info["V_exact"]`` is the exact ODE value
-    for the same switching level). ``scheme``: ``skew`` (default), ``exact`` or ``euler``. ``dt``: default
-    ``1e-3 min(1, 1/gamma)``, and at most 0.01 sigma^2/b^2 (the drift's time scale); a step with ``gamma dt > 0.1`` or
-    ``b^2 dt / sigma^2 > 0.3`` is refused (:func:`jaxq.sde.estimators.check_resolution`). ``paths`` default 20,000;
-    or a precision target in its place (``rel_se``, ``max_reps`` paths, ``budget``), as in :func:`simulate`.
+    It switches modes at ``switch_at`` (default z*) and estimates V_WCP(z0) = E int exp(-gamma t) Z dt.
+
+    Args:
+        system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2): The 2x2 system (an example name or a TOML path is
+            loaded).
+        paths: Default 20,000; or a precision target in its place (``rel_se``, ``max_reps`` paths, ``budget``), as in
+            :func:`simulate`.
+        dt: Default ``1e-3 min(1, 1/gamma)``, and at most 0.01 sigma^2/b^2 (the drift's time scale); a step with
+            ``gamma dt > 0.1`` or ``b^2 dt / sigma^2 > 0.3`` is refused (:func:`jaxq.sde.estimators.check_resolution`).
+        scheme: ``skew`` (default), ``exact`` or ``euler``.
+        z0: The initial workload.
+        switch_at: The switching level (default z*).
+        horizon: The simulated horizon (:func:`jaxq.sde.estimators.wcp_value`).
+        seed: The seed of the paths.
+        rel_se: The precision target, as in :func:`simulate`.
+        max_reps: The most paths of a precision target, as in :func:`simulate`.
+        budget: Seconds of a precision target, as in :func:`simulate`.
+        **options (typing.Any): Options of :func:`jaxq.sde.estimators.discounted_cost`.
+
+    Returns:
+        (jaxq.mc.result.SimResult): Primary ``V_hat``; ``info["V_exact"]`` is the exact ODE value for the same
+            switching level.
     """
     from jaxq.options import grouped
     from jaxq.sde.estimators import GROUPS, discounted_cost, wcp_value
@@ -544,12 +626,26 @@ def simulate_sde(system, *, paths: int | None = None, dt: float | None = None, s
 @_checked(network="network")
 def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None, paths: int = 256,
                          dt: float = 0.01, horizon: float = 200.0, warmup: float = 20.0, seed: int = 0, **options):
-    """Euler scheme of the controlled network diffusion (2.27) of a critically loaded network (the uniform-stability
-    paper).
+    """Euler scheme of the controlled network diffusion (2.27) of a critically loaded network.
 
-    Returns a :class:`jaxq.mc.result.SimResult` of long-run averages (``mean_neg`` = E<e,X>^-, ``mean_pos``,
-    ``mean_x``, ``identity_rhs``; ``info["identity_lhs"]`` the spare capacity of (3.6)); ``uc``, ``us`` default
-    to uniform shares.
+    The uniform-stability paper.
+
+    Args:
+        network (str | os.PathLike | jaxq.model.network.Network): The network (an example name or a TOML path is
+            loaded).
+        control: The control (:class:`jaxq.sde.network_euler.Control`).
+        uc (typing.Any): Default uniform shares.
+        us (typing.Any): Default uniform shares.
+        paths: The number of paths.
+        dt: The Euler step.
+        horizon: The simulated horizon.
+        warmup: The start of the long-run averages.
+        seed: The seed of the paths.
+        **options (typing.Any): Options of :func:`jaxq.sde.network_euler.simulate_diffusion`.
+
+    Returns:
+        (jaxq.mc.result.SimResult): Long-run averages (``mean_neg`` = E<e,X>^-, ``mean_pos``, ``mean_x``,
+            ``identity_rhs``; ``info["identity_lhs"]`` the spare capacity of (3.6)).
     """
     from jaxq.diffusion.network_analysis import stationary_diffusion
     from jaxq.options import grouped
@@ -566,13 +662,23 @@ def simulate_network_sde(network, *, control: str = "constant", uc=None, us=None
 def tune(system, target: str = "exact", **options):
     """Tune the switching level z (and, for the prelimit, the threshold Theta_n = ceil(c n^a)).
 
-    ``target="exact"``: L-BFGS on the closed-form WCP cost J(0; z) (:func:`jaxq.tuning.exact.tune_exact`);
-    ``"sde"``: pathwise gradients of the Monte Carlo cost of the sigmoid-blended control
-    (:func:`jaxq.tuning.sde.tune_sde`); ``"prelimit"``: J_n of the n-th system (needs ``n``;
-    :func:`jaxq.tuning.prelimit.tune_prelimit`): one-dimensional searches in Theta_n and z on common random
-    numbers (``method="search"``, default, about a minute at n = 1000 on two cores) or Adam on smoothed gradients
-    (``method="gradient"``), then the tuned and the default policy on fresh replications (``.evaluation``).
-    Options are passed to the tuner.
+    Args:
+        system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2): The 2x2 system (an example name or a TOML path is
+            loaded).
+        target: ``"exact"``: L-BFGS on the closed-form WCP cost J(0; z) (:func:`jaxq.tuning.exact.tune_exact`);
+            ``"sde"``: pathwise gradients of the Monte Carlo cost of the sigmoid-blended control
+            (:func:`jaxq.tuning.sde.tune_sde`); ``"prelimit"``: J_n of the n-th system (needs ``n``;
+            :func:`jaxq.tuning.prelimit.tune_prelimit`): one-dimensional searches in Theta_n and z on common random
+            numbers (``method="search"``, default, about a minute at n = 1000 on two cores) or Adam on smoothed
+            gradients (``method="gradient"``), then the tuned and the default policy on fresh replications
+            (``.evaluation``).
+        **options (typing.Any): Passed to the tuner.
+
+    Returns:
+        (typing.Any): The tuner's result.
+
+    Raises:
+        InputError: ``n`` missing for the prelimit target, a single-mode system (no z to tune), an unknown target.
     """
     if target == "prelimit":
         from jaxq.options import grouped
@@ -607,9 +713,17 @@ def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None
                    truncation: int | None = None):
     """The optimal policy of one fast and K slow servers (the fast/slow-servers paper) by value iteration.
 
-    ``discount=None`` gives the long-run average cost; ``mu2`` a number (K identical slow servers, K =
-    ``slow_servers``, default 2) or a list (heterogeneous). Returns a :class:`jaxq.mdp.fastslow.Solution`
-    (thresholds q_L <= q_H, policy table, structure, inequalities (K1)-(K6)).
+    Args:
+        lam: The arrival rate.
+        mu1: The rate of the fast server.
+        mu2 (float | list[float]): A number (K identical slow servers, K = ``slow_servers``, default 2) or a list
+            (heterogeneous).
+        discount: None gives the long-run average cost.
+        slow_servers: K, for a number ``mu2``.
+        truncation: The truncation of the queue (:func:`jaxq.mdp.fastslow.solve`).
+
+    Returns:
+        (jaxq.mdp.fastslow.Solution): Thresholds q_L <= q_H, policy table, structure, inequalities (K1)-(K6).
     """
     from jaxq.mdp.fastslow import solve
 
@@ -618,8 +732,18 @@ def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None
 
 @_checked()
 def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **options):
-    """Simulate a threshold policy of one fast and K identical slow servers: discounted cost from empty
-    (``value_empty``) and average cost; options of :func:`jaxq.sim.fastslow.simulate`."""
+    """Simulate a threshold policy of one fast and K identical slow servers.
+
+    Args:
+        lam: The arrival rate.
+        mu1: The rate of the fast server.
+        mu2: The rate of each slow server.
+        q_thresholds (typing.Any): The thresholds of the policy.
+        **options (typing.Any): Options of :func:`jaxq.sim.fastslow.simulate`.
+
+    Returns:
+        (typing.Any): Discounted cost from empty (``value_empty``) and average cost.
+    """
     from jaxq.sim import fastslow
 
     _check_options("jaxq.simulate_fastslow", options, _own(simulate_fastslow), (fastslow.simulate, 4),
@@ -632,7 +756,18 @@ def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | 
                    progress: bool | None = None) -> dict:
     """Run a study from an experiment file (path) or its TOML text, resumably, into the folder ``out``.
 
-    Returns the run record (``run.json``: tables, files, events, times). See ``experiments/*.toml``.
+    See ``experiments/*.toml``.
+
+    Args:
+        experiment (str | os.PathLike): An experiment file (path) or its TOML text.
+        out (str | os.PathLike): The output folder; a non-empty folder needs ``resume=True``.
+        resume: Continue the run in ``out``.
+        seeds: The seeds (in place of the experiment's).
+        devices (typing.Any): The devices of the run.
+        progress: Show progress (None: the default).
+
+    Returns:
+        The run record (``run.json``: tables, files, events, times).
     """
     text = str(experiment)
     if "\n" in text or "[experiment]" in text:
@@ -647,15 +782,22 @@ def run_experiment(experiment, out, *, resume: bool = False, seeds: list[int] | 
 def read_run(out, *, complete_only: bool = False) -> tuple[list[dict], list[dict]]:
     """The grid points and the per-replication records of a finished run in the folder ``out``.
 
-    Returns ``(points, records)``: ``points[i]`` is the grid point (JSON of the manifest: system, policy, n,
-    seed, ...) and ``records[i]`` a dict of numpy arrays, one entry per replication (``J``, ``W_hat@2``, ...).
-    Every chunk is checked against the digests of the run's manifest, as ``jaxq run --resume`` checks them: a
-    grid point with a chunk that is missing, damaged or foreign (another run's, or an earlier run's of an
-    edited experiment), or that disagrees with the point's other chunks (without a column they have, or with NaN
-    where their replications hold numbers), is an :class:`InputError` naming the folder, the point and the chunk,
-    unless ``complete_only=True``:
-    then only the points whose chunks all check are returned, and the result's ``left_out`` (the points left
-    out, with their chunks' states) and ``warnings`` (one sentence per point) say what is missing.
+    Every chunk is checked against the digests of the run's manifest, as ``jaxq run --resume`` checks them.
+
+    Args:
+        out (str | os.PathLike): The folder of the run.
+        complete_only: Then only the points whose chunks all check are returned, and the result's ``left_out`` (the
+            points left out, with their chunks' states) and ``warnings`` (one sentence per point) say what is missing.
+
+    Returns:
+        ``(points, records)``: ``points[i]`` is the grid point (JSON of the manifest: system, policy, n, seed, ...)
+            and ``records[i]`` a dict of numpy arrays, one entry per replication (``J``, ``W_hat@2``, ...).
+
+    Raises:
+        InputError: Unless ``complete_only=True``, a grid point with a chunk that is missing, damaged or foreign
+            (another run's, or an earlier run's of an edited experiment), or that disagrees with the point's other
+            chunks (without a column they have, or with NaN where their replications hold numbers), naming the folder,
+            the point and the chunk.
     """
     from jaxq.studies.reading import read_records
 

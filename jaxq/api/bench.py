@@ -9,8 +9,16 @@ __all__ = ["bench_parts", "bench_sections", "run_bench"]
 
 def bench_sections(on_request: bool = True) -> list[str]:
     """The sections this installation can measure (those whose module is present; each runs without its
-    baseline): ``pss2x2``, ``mmc``, ``network``, ``sde``, ``fastslow``, ``optimal``, run by default, and with
-    ``on_request`` also ``verdict`` (time to a precision target beside a plain loop), run only when named."""
+    baseline).
+
+    Args:
+        on_request: Also the sections run only when named: ``verdict`` (time to a precision target beside a
+            plain loop). The sections run by default are ``pss2x2``, ``mmc``, ``network``, ``sde``,
+            ``fastslow`` and ``optimal``.
+
+    Returns:
+        The section names.
+    """
     from jaxq import bench
 
     return bench.available(on_request)
@@ -26,11 +34,17 @@ def bench_parts() -> tuple[str, ...]:
 
 def run_bench(sections: list[str] | None = None, quick: bool = False, progress=None, on_row=None) -> dict:
     """Measure ``sections`` (default: those run by default, ``bench_sections(on_request=False)``), small sizes
-    with ``quick``; returns ``{"machine",
-    "quick", "sections"}`` (per section its rows, wall time and peak memory).
+    with ``quick``.
 
-    ``progress(name)`` is called as each section starts; ``on_row(result)`` with the result so far after every
-    measured row (e.g. to rewrite a file, so that an interrupted run keeps what it measured).
+    Args:
+        sections: The sections (default: those run by default; ``verdict`` runs only when named).
+        quick: Small sizes.
+        progress (typing.Callable | None): ``progress(name)`` is called as each section starts.
+        on_row (typing.Callable | None): ``on_row(result)`` is called with the result so far after every measured row
+            (e.g. to rewrite a file, so that an interrupted run keeps what it measured).
+
+    Returns:
+        ``{"machine", "quick", "sections"}`` (per section its rows, wall time and peak memory).
     """
     from jaxq import bench
 

@@ -26,11 +26,20 @@ __all__ = ["InputError", "MAX_MAGNITUDE", "arg_type", "check_devices", "check_ou
 
 
 def read_system(source):
-    """A system from a TOML file or a bundled example's name (when no such file exists), as the command line
-    reads it: :func:`jaxq.api.load` without the argument check of the API, so that a refusal names the file's
-    keys (``system`` for an empty path, ``system.kind``, ``arrivals.lambda``, ...) as :func:`jaxq.model.load` does.
+    """A system from a TOML file or a bundled example's name (when no such file exists), as the command line reads it.
 
-    Returns a :class:`jaxq.model.pss2x2.PSS2x2` or a :class:`jaxq.model.network.Network`.
+    :func:`jaxq.api.load` without the argument check of the API, so that a refusal names the file's keys as
+    :func:`jaxq.model.load` does.
+
+    Args:
+        source (str | os.PathLike): A TOML file or a bundled example's name.
+
+    Returns:
+        (jaxq.model.pss2x2.PSS2x2 | jaxq.model.network.Network): A :class:`jaxq.model.pss2x2.PSS2x2` or a
+            :class:`jaxq.model.network.Network`.
+
+    Raises:
+        InputError: Naming the file's key (``system`` for an empty path, ``system.kind``, ``arrivals.lambda``, ...).
     """
     from jaxq.model import load
 
@@ -38,8 +47,14 @@ def read_system(source):
 
 
 def example_path(name: str):
-    """The TOML file of the bundled example ``name`` (``"pss_PP"``, ``"network_N"``, ...; :func:`jaxq.api.example_names`
-    lists them), a :class:`pathlib.Path` whether or not a file of that name exists in the current folder."""
+    """The TOML file of the bundled example ``name``.
+
+    Args:
+        name: ``"pss_PP"``, ``"network_N"``, ...; :func:`jaxq.api.example_names` lists them.
+
+    Returns:
+        (pathlib.Path): The file, whether or not a file of that name exists in the current folder.
+    """
     from jaxq.examples import path
 
     return path(name)

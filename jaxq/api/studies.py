@@ -20,11 +20,20 @@ __all__ = ["check_output_folder", "is_empty_folder", "load_experiment", "parse_e
 
 @float64  # its checks compute the systems' limits: in float64 whatever the caller's JAX configuration
 def load_experiment(path, seeds: list[int] | None = None, progress=None):
-    """Read and validate an experiment file (``experiments/*.toml``; its systems, grid, work and chunks) before
-    anything is written; ``seeds`` replaces the file's seeds. Returns a :class:`jaxq.studies.experiment.Experiment`
-    (``.name``, ``.study``, ...) for :func:`run_study`; bad input is one :class:`InputError` naming the key.
-    ``progress``: called with the number of grid points (times seeds) checked since its last call, as the check
-    goes (a counter for a large grid)."""
+    """Read and validate an experiment file (its systems, grid, work and chunks) before anything is written.
+
+    Args:
+        path (str | os.PathLike): The experiment file (``experiments/*.toml``).
+        seeds: Replaces the file's seeds.
+        progress (typing.Callable | None): Called with the number of grid points (times seeds) checked since its last
+            call, as the check goes (a counter for a large grid).
+
+    Returns:
+        (jaxq.studies.experiment.Experiment): ``.name``, ``.study``, ... for :func:`run_study`.
+
+    Raises:
+        InputError: Bad input, naming the key.
+    """
     from jaxq.studies import experiment
 
     return experiment.load_experiment(path, seeds, progress)
@@ -32,9 +41,20 @@ def load_experiment(path, seeds: list[int] | None = None, progress=None):
 
 @float64
 def parse_experiment(text: str, file, seeds: list[int] | None = None):
-    """:func:`load_experiment` of an experiment given as TOML text; ``file`` is where it would live (relative
-    system paths are resolved from its folder; it is also the file the run records). Text that is not TOML is an
-    :class:`InputError` naming ``experiment``."""
+    """:func:`load_experiment` of an experiment given as TOML text.
+
+    Args:
+        text: The TOML text.
+        file (str | os.PathLike): Where it would live (relative system paths are resolved from its folder; it is also
+            the file the run records).
+        seeds: Replaces the text's seeds.
+
+    Returns:
+        (jaxq.studies.experiment.Experiment): As :func:`load_experiment`.
+
+    Raises:
+        InputError: Naming ``experiment``, for text that is not TOML.
+    """
     import tomllib
 
     from jaxq.studies.experiment import from_dict
@@ -49,26 +69,50 @@ def parse_experiment(text: str, file, seeds: list[int] | None = None):
 
 
 def check_output_folder(out, *, resume: bool, default: bool = False) -> None:
-    """Refuse, before any work, a folder a run must not write into (one :class:`InputError` naming ``--out``): a
-    path that cannot be a folder; without ``resume`` a folder that is not empty (its files would be overwritten
-    or mixed with the run's); with ``resume`` one that holds files but no jaxq run, or a run in use by another
-    process. ``default``: ``out`` is the default folder ``results/<experiment name>`` (the message says so)."""
+    """Refuse, before any work, a folder a run must not write into.
+
+    Args:
+        out (str | os.PathLike): The folder.
+        resume: Without ``resume`` a folder that is not empty is refused (its files would be overwritten or mixed with
+            the run's); with ``resume`` one that holds files but no jaxq run, or a run in use by another process.
+        default: ``out`` is the default folder ``results/<experiment name>`` (the message says so).
+
+    Raises:
+        InputError: Naming ``--out``: a path that cannot be a folder, or a folder refused as ``resume`` says.
+    """
     from jaxq.studies.runner import check_output_folder as check
 
     check(Path(out), resume=resume, default=default)
 
 
 def is_empty_folder(out, key: str = "--out") -> bool:
-    """Whether ``out`` is missing or an empty folder (a folder that cannot be listed is an :class:`InputError`
-    naming ``key``)."""
+    """Whether ``out`` is missing or an empty folder.
+
+    Args:
+        out (str | os.PathLike): The folder.
+        key: The name a refusal gives.
+
+    Returns:
+        Whether ``out`` is missing or an empty folder.
+
+    Raises:
+        InputError: Naming ``key``, for a folder that cannot be listed.
+    """
     from jaxq.studies.runner import is_empty_folder as empty
 
     return empty(Path(out), key)
 
 
 def read_manifest(out) -> dict | None:
-    """The manifest of the jaxq run in the folder ``out`` (its fingerprint and experiment: ``name``, ``study``,
-    ``file``, ...), or None where there is none or it is not a jaxq run's."""
+    """The manifest of the jaxq run in the folder ``out``.
+
+    Args:
+        out (str | os.PathLike): The folder.
+
+    Returns:
+        Its fingerprint and experiment (``name``, ``study``, ``file``, ...), or None where there is none or it is not a
+            jaxq run's.
+    """
     from jaxq.studies.runner import read_manifest as read
 
     return read(Path(out))
@@ -78,10 +122,16 @@ def run_study(experiment, out: str | os.PathLike, *, resume: bool = False, devic
               progress: bool | None = None) -> dict | None:
     """Run a validated experiment (:func:`load_experiment`, :func:`parse_experiment`) into the folder ``out``.
 
-    ``resume``: keep the chunks of an earlier run of the same experiment and compute the rest; ``devices``: None
-    (all local devices) or a list of local JAX devices to shard each chunk over; ``distributed``: this process is
-    one of several ``jax.distributed`` processes sharing ``out``; ``progress``: the bar (None: on a terminal).
-    Returns the run record (``run.json``: tables, files, chunks, events, times), None on processes other than 0.
+    Args:
+        experiment (jaxq.studies.experiment.Experiment): The validated experiment.
+        out: The folder.
+        resume: Keep the chunks of an earlier run of the same experiment and compute the rest.
+        devices (list | None): None (all local devices) or a list of local JAX devices to shard each chunk over.
+        distributed: This process is one of several ``jax.distributed`` processes sharing ``out``.
+        progress: The bar (None: on a terminal).
+
+    Returns:
+        The run record (``run.json``: tables, files, chunks, events, times), None on processes other than 0.
     """
     from jaxq.studies.runner import run
 

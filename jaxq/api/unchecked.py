@@ -18,11 +18,21 @@ __all__ = ["analyze_network", "check_tunable", "network_diffusion", "sde_tuning_
 
 @float64
 def simulate_2x2(system, n: float, reps: int, **options):
-    """J_n of a 2x2 system by Monte Carlo, its default truncation checked against the estimate
-    (:func:`jaxq.sim.pss2x2.simulate_bounded`; ``options``: ``policy``, ``seed`` and the fields of the typed
-    arguments of :func:`jaxq.sim.pss2x2.simulate`, flat: ``engine``, ``horizon``, ``theta_exponent``, ``chunk``,
-    ``progress``, ...; grouped once by :func:`jaxq.sim.pss2x2.grouped`). Returns a
-    :class:`jaxq.mc.result.SimResult`."""
+    """J_n of a 2x2 system by Monte Carlo, its default truncation checked against the estimate.
+
+    :func:`jaxq.sim.pss2x2.simulate_bounded`.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        n: The index of the system.
+        reps: Replications.
+        **options (typing.Any): ``policy``, ``seed`` and the fields of the typed arguments of
+            :func:`jaxq.sim.pss2x2.simulate`, flat: ``engine``, ``horizon``, ``theta_exponent``, ``chunk``,
+            ``progress``, ...; grouped once by :func:`jaxq.sim.pss2x2.grouped`.
+
+    Returns:
+        (jaxq.mc.result.SimResult): The estimate.
+    """
     from jaxq.sim.pss2x2 import grouped, simulate_bounded
 
     return simulate_bounded(system, n, reps, **grouped(options))
@@ -30,10 +40,17 @@ def simulate_2x2(system, n: float, reps: int, **options):
 
 @float64
 def analyze_network(network, basis_pool: int | None = None):
-    """The exact limit objects of a network (the uniform-stability and LAP-tightness papers): LP (2.3), CRP, scaling,
-    LAP priorities and psi*, the diffusion limit and the spare capacity (``basis_pool``: the pool jhat of the basis
-    for B1, B2, 1-based).
-    Returns a :class:`jaxq.diffusion.network_analysis.NetworkAnalysis`."""
+    """The exact limit objects of a network (the uniform-stability and LAP-tightness papers).
+
+    LP (2.3), CRP, scaling, LAP priorities and psi*, the diffusion limit and the spare capacity.
+
+    Args:
+        network (jaxq.model.network.Network): The network.
+        basis_pool: The pool jhat of the basis for B1, B2, 1-based.
+
+    Returns:
+        (jaxq.diffusion.network_analysis.NetworkAnalysis): The limit objects.
+    """
     from jaxq.diffusion.network_analysis import analyze
 
     return analyze(network, basis_pool)
@@ -41,11 +58,21 @@ def analyze_network(network, basis_pool: int | None = None):
 
 @float64
 def simulate_network(network, n: float, policy: str = "priority", **options):
-    """Stationary averages of the n-th network over [warmup, horizon] under ``policy`` (``priority``, ``lap``,
-    ``lqfs``, ``swc``) with standard errors (:func:`jaxq.sim.network.simulate`; ``options``: ``reps``, ``seed``,
-    ``engine`` and the fields of its typed arguments, flat: ``warmup``, ``horizon``, ``snap_times``, ``cv``,
-    ``chunk``, ``progress``, ...; grouped once by :func:`jaxq.sim.network.grouped`). Returns a
-    :class:`jaxq.mc.result.SimResult`."""
+    """Stationary averages of the n-th network over [warmup, horizon] under ``policy`` with standard errors.
+
+    :func:`jaxq.sim.network.simulate`.
+
+    Args:
+        network (jaxq.model.network.Network): The network.
+        n: The index of the network.
+        policy: ``priority``, ``lap``, ``lqfs``, ``swc``.
+        **options (typing.Any): ``reps``, ``seed``, ``engine`` and the fields of its typed arguments, flat:
+            ``warmup``, ``horizon``, ``snap_times``, ``cv``, ``chunk``, ``progress``, ...; grouped once by
+            :func:`jaxq.sim.network.grouped`.
+
+    Returns:
+        (jaxq.mc.result.SimResult): The averages.
+    """
     from jaxq.sim.network import grouped, simulate
 
     return simulate(network, n, policy, **grouped(options))
@@ -53,9 +80,19 @@ def simulate_network(network, n: float, policy: str = "priority", **options):
 
 @float64
 def network_diffusion(analysis):
-    """The diffusion limit (2.27) of an analysed network whose long-run averages exist (critically loaded, spare
-    capacity rho > 0), or an :class:`jaxq.InputError` saying why not
-    (:func:`jaxq.diffusion.network_analysis.stationary_diffusion`); ``.spare_capacity`` is rho (2.35)."""
+    """The diffusion limit (2.27) of an analysed network whose long-run averages exist.
+
+    Critically loaded, spare capacity rho > 0 (:func:`jaxq.diffusion.network_analysis.stationary_diffusion`).
+
+    Args:
+        analysis (jaxq.diffusion.network_analysis.NetworkAnalysis): The analysed network.
+
+    Returns:
+        (typing.Any): The diffusion limit; ``.spare_capacity`` is rho (2.35).
+
+    Raises:
+        InputError: Saying why the long-run averages do not exist.
+    """
     from jaxq.diffusion.network_analysis import stationary_diffusion
 
     return stationary_diffusion(analysis)
@@ -63,11 +100,21 @@ def network_diffusion(analysis):
 
 @float64
 def simulate_network_diffusion(diffusion, uc=None, us=None, control: str = "constant", **options):
-    """Long-run averages of the network diffusion (:func:`network_diffusion`) under a control (``constant`` or
-    ``proportional``; ``uc``, ``us``: its shares, default uniform) by the Euler scheme
-    (:func:`jaxq.sde.network_euler.simulate_diffusion`; ``options``: ``paths``, ``seed``, ``cv`` and the fields of
-    its typed arguments, flat: ``dt``, ``horizon``, ``warmup``, ``chunk``, ``progress``, ...; grouped once by
-    :func:`jaxq.options.grouped`). Returns a :class:`jaxq.mc.result.SimResult`."""
+    """Long-run averages of the network diffusion (:func:`network_diffusion`) under a control by the Euler scheme.
+
+    :func:`jaxq.sde.network_euler.simulate_diffusion`.
+
+    Args:
+        diffusion (typing.Any): The diffusion limit (:func:`network_diffusion`).
+        uc (typing.Any): The control's shares, default uniform.
+        us (typing.Any): The control's shares, default uniform.
+        control: ``constant`` or ``proportional``.
+        **options (typing.Any): ``paths``, ``seed``, ``cv`` and the fields of its typed arguments, flat: ``dt``,
+            ``horizon``, ``warmup``, ``chunk``, ``progress``, ...; grouped once by :func:`jaxq.options.grouped`.
+
+    Returns:
+        (jaxq.mc.result.SimResult): The long-run averages.
+    """
     from jaxq.options import grouped
     from jaxq.sde.network_euler import GROUPS, Control, simulate_diffusion
 
@@ -76,11 +123,21 @@ def simulate_network_diffusion(diffusion, uc=None, us=None, control: str = "cons
 
 @float64
 def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **options):
-    """V_WCP(z0) of an analysed 2x2 system by Monte Carlo of the workload diffusion, switching at ``switch_at``
-    (default z*), beside the exact value for the same level (:func:`jaxq.sde.estimators.wcp_value`; ``options``:
-    ``dt``, ``paths``, ``seed``, ``scheme_name``, ``cv`` and the fields of the typed arguments of
-    :func:`jaxq.sde.estimators.discounted_cost`, flat: ``horizon``, ``chunk``, ``progress``, ...; grouped once by
-    :func:`jaxq.options.grouped`). Returns a :class:`jaxq.mc.result.SimResult` (``info["V_exact"]``)."""
+    """V_WCP(z0) of an analysed 2x2 system by Monte Carlo of the workload diffusion.
+
+    Beside the exact value for the same level (:func:`jaxq.sde.estimators.wcp_value`).
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The analysed 2x2 system.
+        z0: The initial workload.
+        switch_at: The switching level (default z*).
+        **options (typing.Any): ``dt``, ``paths``, ``seed``, ``scheme_name``, ``cv`` and the fields of the typed
+            arguments of :func:`jaxq.sde.estimators.discounted_cost`, flat: ``horizon``, ``chunk``, ``progress``, ...;
+            grouped once by :func:`jaxq.options.grouped`.
+
+    Returns:
+        (jaxq.mc.result.SimResult): The estimate (``info["V_exact"]``).
+    """
     from jaxq.options import grouped
     from jaxq.sde.estimators import GROUPS
     from jaxq.sde.estimators import wcp_value as value
@@ -90,8 +147,18 @@ def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **optio
 
 @float64
 def check_tunable(analysis, policy: str) -> tuple[str, bool, bool, float]:
-    """``(policy name, tunes z?, tunes c?, z*)`` of a policy of an analysed 2x2 system for the prelimit tuner;
-    a policy with neither a switching level nor a threshold is an :class:`jaxq.InputError` naming ``policy``."""
+    """A policy of an analysed 2x2 system for the prelimit tuner.
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The analysed 2x2 system.
+        policy: The policy's name.
+
+    Returns:
+        ``(policy name, tunes z?, tunes c?, z*)``.
+
+    Raises:
+        InputError: Naming ``policy``, for a policy with neither a switching level nor a threshold.
+    """
     from jaxq.tuning.prelimit import tunable
 
     return tunable(analysis, policy)
@@ -107,11 +174,23 @@ def sde_tuning_step(analysis, dt: float | None = None, *, paths: int, chains: in
                     dt_key: str = "dt", paths_key: str = "paths") -> float:
     """The time step of ``tune(target="sde")`` on an analysed dual-mode 2x2 system, checked before any work.
 
-    ``dt`` (default ``min(0.02, 0.01/gamma, 0.1 sigma^2/b^2)``) must resolve the discount time scale and the
-    drift's (:func:`jaxq.sde.estimators.check_resolution`) and be shorter than the horizon of the truncation
-    bound (:func:`jaxq.sde.estimators.default_horizon`); then the work of ``chains`` chains of ``iterations``
-    iterations (three stages) of ``paths`` paths is checked against the limits. Refusals name ``dt_key`` and
-    ``paths_key``. Returns the step.
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The analysed dual-mode 2x2 system.
+        dt: Default ``min(0.02, 0.01/gamma, 0.1 sigma^2/b^2)``; it must resolve the discount time scale and the drift's
+            (:func:`jaxq.sde.estimators.check_resolution`) and be shorter than the horizon of the truncation bound
+            (:func:`jaxq.sde.estimators.default_horizon`).
+        paths: Paths per iteration; the work of ``chains`` chains of ``iterations`` iterations (three stages) of
+            ``paths`` paths is checked against the limits.
+        chains: The number of chains.
+        iterations: Iterations per stage.
+        dt_key: The name refusals of the step give.
+        paths_key: The name refusals of the work give.
+
+    Returns:
+        The step.
+
+    Raises:
+        InputError: Naming ``dt_key`` or ``paths_key``.
     """
     from jaxq.model.validate import check_work
     from jaxq.sde.coefficients import wcp

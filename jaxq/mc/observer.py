@@ -73,6 +73,18 @@ class Segment(NamedTuple):
     last step's end on the Euler scheme (T rounded to whole steps). So no interval extends past the path's end, the
     lengths ``t1 - t0`` add up to T, and the state at T is the last segment's ``after`` (the one after an event
     exactly at T).
+
+    Attributes:
+        held: The model's view of the state held over the interval (a diffusion: at the step's start).
+        weight: Int over the interval of w(t) dt (a diffusion: the start point's share).
+        after: The view of the state right after the jump that ends the interval (``held`` for no jump).
+        jump: w(t) at the jump when it is a real event the run counts, else 0.
+        weight_after: The end point's share of the integral (a diffusion's step; 0 for a jump process).
+        fired: A CTMC's event types: a tuple of E bools, the event that ended the interval (None: no CTMC).
+        compensator: Per event type e, the compensator of jump * fired[e] over the interval (see above).
+        record: The model's record of the event that ended the interval (a CTMC; zeros for no event).
+        interval: (t0, t1), t1 at most the horizon, where the driver has a clock (see above).
+        martingale: A diffusion step's martingale increment of the state times w at the step's start.
     """
 
     held: Any  # the model's view of the state held over the interval (a diffusion: at the step's start)
@@ -88,7 +100,13 @@ class Segment(NamedTuple):
 
 
 class Observer(NamedTuple):
-    """What a run accumulates (see the module docstring); all functions pure, on one replication."""
+    """What a run accumulates (see the module docstring); all functions pure, on one replication.
+
+    Attributes:
+        init: ``init(params) -> state``, before the first segment.
+        update: ``update(state, segment, params) -> state``, after each segment.
+        finish: ``finish(state, mass, params) -> outputs``, per-replication results (a pytree of arrays).
+    """
 
     init: Callable[[Params], State]
     update: Callable[[State, Segment, Params], State]
@@ -96,8 +114,15 @@ class Observer(NamedTuple):
 
 
 def viewed(observer: Observer, view: Callable[[Any, Params], Any]) -> Observer:
-    """``observer`` (on views) for segments whose ``held``/``after`` are a model's own states:
-    ``view(state, params)`` builds the view the observer reads."""
+    """``observer`` (on views) for segments whose ``held``/``after`` are a model's own states.
+
+    Args:
+        observer: The observer of views.
+        view: ``view(state, params)`` builds the view the observer reads.
+
+    Returns:
+        The observer of the model's own states.
+    """
 
     def update(s, seg: Segment, p):
         return observer.update(s, seg._replace(held=view(seg.held, p), after=view(seg.after, p)), p)
@@ -106,15 +131,34 @@ def viewed(observer: Observer, view: Callable[[Any, Params], Any]) -> Observer:
 
 
 def with_params(observer: Observer, select: Callable[[Params], Any]) -> Observer:
-    """``observer`` run on ``select(params)`` instead of the driver's params (e.g. the model's parameters and the
-    times of :func:`snapshots`). Define the result once (module level): a new one is a new compiled program."""
+    """``observer`` run on ``select(params)`` instead of the driver's params.
+
+    E.g. the model's parameters and the times of :func:`snapshots`. Define the result once (module level): a new one
+    is a new compiled program.
+
+    Args:
+        observer: The observer.
+        select: ``select(params)``, the params the observer gets.
+
+    Returns:
+        The observer on the selected params.
+    """
     return Observer(lambda p: observer.init(select(p)),
                     lambda s, seg, p: observer.update(s, seg, select(p)),
                     lambda s, mass, p: observer.finish(s, mass, select(p)))
 
 
 def per_mass(acc, mass, params):
-    """A ``finish`` that divides every leaf of the state by the mass: averages under the weights' measure."""
+    """A ``finish`` that divides every leaf of the state by the mass: averages under the weights' measure.
+
+    Args:
+        acc (typing.Any): The state (a pytree of accumulators).
+        mass (typing.Any): The functional's mass.
+        params (typing.Any): The params (unused).
+
+    Returns:
+        (typing.Any): The state with every leaf divided by ``mass``.
+    """
     return jax.tree_util.tree_map(lambda v: v / mass, acc)
 
 
@@ -136,7 +180,14 @@ def _combined(items: tuple) -> Observer:
 
 
 def tree_layout(tree) -> tuple:
-    """``(treedef, ((shape, dtype), ...))`` of a pytree: what a carried state must keep from step to step."""
+    """``(treedef, ((shape, dtype), ...))`` of a pytree: what a carried state must keep from step to step.
+
+    Args:
+        tree (typing.Any): The pytree.
+
+    Returns:
+        ``(treedef, ((shape, dtype), ...))``.
+    """
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     return treedef, tuple((tuple(jnp.shape(v)), str(jnp.result_type(v))) for v in leaves)
 
@@ -167,14 +218,30 @@ def combine(observers: Mapping[str, Observer]) -> Observer:
 
     Cached on the observers themselves, so that the same dict gives the same (hashable) observer and a driver
     that caches its compiled program by observer compiles once.
+
+    Args:
+        observers: Name -> observer.
+
+    Returns:
+        The combined observer.
     """
     return _combined(tuple(observers.items()))
 
 
 def check_observers(observers, key: str = "observers") -> dict[str, Observer]:
-    """``observers`` as a dict of :class:`Observer` by name (None: empty); an :class:`~jaxq.errors.InputError`
-    naming ``key`` for anything else (not a mapping, a name that is not an identifier, a value that is not an
-    Observer)."""
+    """``observers`` as a dict of :class:`Observer` by name (None: empty).
+
+    Args:
+        observers (typing.Any): A dict of name -> :class:`Observer`, or None.
+        key: The name a refusal gives.
+
+    Returns:
+        The observers by name.
+
+    Raises:
+        InputError: Naming ``key`` for anything else (not a mapping, a name that is not an identifier, a value that is
+            not an Observer).
+    """
     if observers is None:
         return {}
     if not isinstance(observers, Mapping):
@@ -191,9 +258,16 @@ def check_observers(observers, key: str = "observers") -> dict[str, Observer]:
 
 
 def integral(f: Callable[[Any, Params], Any]) -> Observer:
-    """The observer of ``int_0^T w(t) f(X_t) dt`` (returned as it is, not divided by the mass), on every driver:
-    ``weight f(held) + weight_after f(after)`` per segment. ``f(view, params)`` returns a scalar. Cached on ``f``:
-    the same function gives the same observer."""
+    """The observer of ``int_0^T w(t) f(X_t) dt`` (returned as it is, not divided by the mass), on every driver.
+
+    ``weight f(held) + weight_after f(after)`` per segment. Cached on ``f``: the same function gives the same observer.
+
+    Args:
+        f: ``f(view, params)`` returns a scalar.
+
+    Returns:
+        The observer.
+    """
     return _integral(f)
 
 
@@ -212,8 +286,16 @@ def _integral(f) -> Observer:
 
 
 def supremum(f: Callable[[Any, Params], Any]) -> Observer:
-    """The observer of ``sup_t f(X_t)`` over the path (the states held and reached; the weights play no part; ``f`` returns a
-    scalar). Cached on ``f``."""
+    """The observer of ``sup_t f(X_t)`` over the path (the states held and reached; the weights play no part).
+
+    Cached on ``f``.
+
+    Args:
+        f: ``f(view, params)`` returns a scalar.
+
+    Returns:
+        The observer.
+    """
     return _supremum(f)
 
 
@@ -238,12 +320,12 @@ def snapshots(f: Callable[[Any, Params], Any], start: Callable[[Params], Any]) -
     does not reach (past its end) stays 0.
 
     Args:
-      f: ``f(state, params)``, the value recorded (an array of any shape).
-      start: ``start(params)``, a state to take the shape of ``f`` from.
+        f: ``f(state, params)``, the value recorded (an array of any shape).
+        start: ``start(params)``, a state to take the shape of ``f`` from.
 
     Returns:
-      An :class:`Observer` whose params are ``(params, times)``, ``times`` an (S,) array, and whose output is
-      ``f`` at each time, an ``(S,) + shape`` float64 array.
+        An :class:`Observer` whose params are ``(params, times)``, ``times`` an (S,) array, and whose output is
+            ``f`` at each time, an ``(S,) + shape`` float64 array.
     """
     return _snapshots(f, start)
 

@@ -60,11 +60,14 @@ PROGRAMS_KEPT = 32
 class Program(NamedTuple):
     """A simulator compiled for batches of replications (see the module docstring).
 
-    ``start``, ``advance`` and ``finish`` are jitted functions; ``advance`` returns ``(carry, done, work)``
-    with ``done`` a scalar bool (every replication of the batch has finished) and ``work`` a scalar
-    integer (work units done by this call, for progress). ``unit`` names the work unit ("events",
-    "steps"). A Program must be hashable (module-level functions or cached constructors), since it keys
-    the compile cache.
+    A Program must be hashable (module-level functions or cached constructors), since it keys the compile cache.
+
+    Attributes:
+        start: A jitted function.
+        advance: A jitted function; returns ``(carry, done, work)`` with ``done`` a scalar bool (every replication of
+            the batch has finished) and ``work`` a scalar integer (work units done by this call, for progress).
+        finish: A jitted function.
+        unit: Names the work unit ("events", "steps").
     """
 
     start: Callable
@@ -82,9 +85,19 @@ HOST_BELOW = 256
 
 
 def small_run_devices(reps: int, devices=None, backend: str | None = None):
-    """The devices of a single run of ``reps`` replications: ``devices`` as given, except that None on an
-    accelerator (``backend``, default JAX's) with fewer than :data:`HOST_BELOW` replications becomes the host CPU
-    (where the process has one). The experiment runner does not use it: its chunks all run on one platform."""
+    """The devices of a single run of ``reps`` replications.
+
+    The experiment runner does not use it: its chunks all run on one platform.
+
+    Args:
+        reps: The replications of the run.
+        devices (typing.Any): The devices as given.
+        backend: The accelerator's backend (default JAX's).
+
+    Returns:
+        (typing.Any): ``devices`` as given, except that None on an accelerator with fewer than :data:`HOST_BELOW`
+            replications becomes the host CPU (where the process has one).
+    """
     backend = jax.default_backend() if backend is None else backend
     if devices is not None or backend == "cpu" or reps >= HOST_BELOW:
         return devices
@@ -97,11 +110,14 @@ def small_run_devices(reps: int, devices=None, backend: str | None = None):
 class Batching(NamedTuple):
     """How a simulator's replications are executed, never what they estimate: any value gives the same numbers.
 
-    ``start``: the index of the first replication (replication r uses ``fold_in(PRNGKey(seed), r)``); ``chunk``:
-    replications per compiled call (None: all, at most ``DEFAULT_CHUNK``); ``devices``: the devices each chunk
-    is cut over (None: all local devices); ``progress``: called with the work done after every call (an object
-    with a ``start(total, unit)`` method is told the expected work first). :meth:`checked` validates user input
-    once, at the API; the drivers trust it.
+    :meth:`checked` validates user input once, at the API; the drivers trust it.
+
+    Attributes:
+        start: The index of the first replication (replication r uses ``fold_in(PRNGKey(seed), r)``).
+        chunk: Replications per compiled call (None: all, at most ``DEFAULT_CHUNK``).
+        devices: The devices each chunk is cut over (None: all local devices).
+        progress: Called with the work done after every call (an object with a ``start(total, unit)`` method is told
+            the expected work first).
     """
 
     start: int = 0
@@ -124,7 +140,12 @@ class Batching(NamedTuple):
 
 
 class Timing(NamedTuple):
-    """Seconds spent compiling (0 when every shape was compiled before in this process) and in total."""
+    """Seconds spent compiling (0 when every shape was compiled before in this process) and in total.
+
+    Attributes:
+        compile_s: Seconds spent compiling (0 when every shape was compiled before in this process).
+        wall_s: Seconds in total.
+    """
 
     compile_s: float
     wall_s: float
@@ -139,8 +160,14 @@ def core_count() -> int:
 
 
 class Slicing(NamedTuple):
-    """How ``reps`` replications are cut: chunks of ``chunk`` (padded), each in ``parts`` slices of ``size``;
-    slice j runs on ``devices[j % len(devices)]`` (None: the default device)."""
+    """How ``reps`` replications are cut.
+
+    Attributes:
+        chunk: Chunks of ``chunk`` replications (padded).
+        parts: Each chunk in ``parts`` slices.
+        size: The replications of a slice.
+        devices: Slice j runs on ``devices[j % len(devices)]`` (None: the default device).
+    """
 
     chunk: int
     parts: int
@@ -154,10 +181,15 @@ DEFAULT_CHUNK = {"cpu": 1 << 16}  # replications per chunk when none is given (a
 def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE) -> Slicing:
     """The chunk/slice/device layout for ``reps`` replications.
 
-    ``chunk`` None: all replications, at most ``DEFAULT_CHUNK`` at once (memory). ``max_slice``: the largest
-    slice on a single CPU device (None: one slice per core at most, no cap; 0: never slice). ``devices``: None
-    (all local devices of the default backend) or the devices named, used even when one is not the default (a
-    CPU device on a GPU machine is sliced over the cores).
+    Args:
+        reps: The replications.
+        chunk: None: all replications, at most ``DEFAULT_CHUNK`` at once (memory).
+        devices (typing.Any): None (all local devices of the default backend) or the devices named, used even when one
+            is not the default (a CPU device on a GPU machine is sliced over the cores).
+        max_slice: The largest slice on a single CPU device (None: one slice per core at most, no cap; 0: never slice).
+
+    Returns:
+        The layout.
     """
     devs = jax.local_devices() if devices is None else list(devices)
     platform = jax.default_backend() if devices is None else devs[0].platform
@@ -179,7 +211,13 @@ def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX
 
 
 def announce(progress, total: float, unit: str) -> None:
-    """Tell a progress callback the work expected (``progress.start(total, unit)``, when it has that method)."""
+    """Tell a progress callback the work expected (``progress.start(total, unit)``, when it has that method).
+
+    Args:
+        progress (typing.Any): The progress callback.
+        total: The work expected.
+        unit: The work unit.
+    """
     if progress is not None and hasattr(progress, "start"):
         progress.start(total, unit)
 
@@ -195,7 +233,12 @@ _COMPILED: OrderedDict = OrderedDict()
 def compiled(fn, *args):
     """``fn.lower(*args).compile()``, cached by (fn, argument shapes and dtypes, shardings).
 
-    Returns ``(executable, seconds spent compiling)`` (0 when it was cached).
+    Args:
+        fn (typing.Any): A jitted function.
+        *args (typing.Any): Its arguments.
+
+    Returns:
+        (tuple): ``(executable, seconds spent compiling)`` (0 when it was cached).
     """
     shard = tuple(getattr(a, "sharding", None) for a in jax.tree_util.tree_leaves(args))
     key = (fn, _signature(args), shard)
@@ -221,15 +264,17 @@ def run(program: Program, args, reps: int, seed: int, *, batching: Batching = Ba
     """Run replications ``start .. start+reps-1`` of a program; outputs are numpy arrays (axis 0: replications).
 
     Args:
-      program: the compiled simulator (:class:`Program`).
-      args: its traced arguments (a pytree of arrays; other values do not recompile).
-      reps, seed: number of replications and base seed.
-      batching: the first replication, replications per compiled call (default all; any value gives identical
-        results), the devices each chunk is cut over (default all local devices) and the progress callback,
-        called with the work done (in ``program.unit``) after every ``advance`` call (:class:`Batching`).
-      max_slice: see :func:`plan`.
+        program: The compiled simulator (:class:`Program`).
+        args (typing.Any): Its traced arguments (a pytree of arrays; other values do not recompile).
+        reps: Number of replications.
+        seed: Base seed.
+        batching: The first replication, replications per compiled call (default all; any value gives identical
+            results), the devices each chunk is cut over (default all local devices) and the progress callback,
+            called with the work done (in ``program.unit``) after every ``advance`` call (:class:`Batching`).
+        max_slice: See :func:`plan`.
+
     Returns:
-      ``(outputs, timing)``.
+        ``(outputs, timing)``.
     """
     start, chunk, devices, progress = batching
     p = plan(reps, chunk, devices, max_slice)

@@ -24,9 +24,13 @@ from jaxq.stats import controlled_mean, mean_stderr
 class Estimate:
     """A Monte Carlo mean (scalar or array) with its standard error over replications.
 
-    When a control variate was used (:func:`jaxq.stats.controlled_mean`), ``plain`` and ``plain_stderr``
-    are the uncontrolled mean and standard error of the same replications, and ``coefficients`` the
-    fitted control coefficients.
+    Attributes:
+        value: The mean (scalar or array).
+        stderr: Its standard error over replications.
+        plain: When a control variate was used (:func:`jaxq.stats.controlled_mean`), the uncontrolled mean of the same
+            replications (None without one).
+        plain_stderr: The uncontrolled standard error of the same replications (None without a control).
+        coefficients: The fitted control coefficients (None without a control).
     """
 
     value: Any
@@ -37,7 +41,15 @@ class Estimate:
 
     @classmethod
     def of(cls, samples, axis: int = 0) -> "Estimate":
-        """The mean of ``samples`` over replications (``axis``) and its standard error (nan for one)."""
+        """The mean of ``samples`` over replications (``axis``) and its standard error (nan for one).
+
+        Args:
+            samples (numpy.typing.ArrayLike): Per-replication values.
+            axis: The axis of the replications.
+
+        Returns:
+            The estimate.
+        """
         x = np.asarray(samples, dtype=np.float64)
         if x.shape[axis] < 2:
             m = x.mean(axis=axis)
@@ -47,9 +59,20 @@ class Estimate:
 
     @classmethod
     def with_controls(cls, samples, controls, index, coarse=None) -> "Estimate":
-        """The mean over replications (axis 0) of a scalar or array statistic controlled by ``controls``
-        (reps, C), cross-fitted by replication ``index`` (:func:`jaxq.stats.controlled_mean`, with its
-        ``coarse`` fallback for few replications); without controls (None) the plain :meth:`of`."""
+        """The mean over replications (axis 0) of a scalar or array statistic controlled by ``controls``.
+
+        Cross-fitted by replication ``index`` (:func:`jaxq.stats.controlled_mean`, with its ``coarse`` fallback for few
+        replications).
+
+        Args:
+            samples (numpy.typing.ArrayLike): Per-replication values, replications on axis 0.
+            controls (numpy.typing.ArrayLike | None): (reps, C); without controls (None) the plain :meth:`of`.
+            index (numpy.typing.ArrayLike): The global replication indices.
+            coarse (tuple | None): The coarse groups of control columns (:func:`jaxq.stats.controlled_mean`).
+
+        Returns:
+            The estimate.
+        """
         if controls is None:
             return cls.of(samples)
         c = controlled_mean(samples, controls, index, coarse=coarse)
@@ -80,16 +103,30 @@ class Estimate:
 
 @dataclass(frozen=True)
 class TruncatedEstimate(Estimate):
-    """A discounted cost over [0, T] as an estimate of the cost over [0, inf): the left-out tail is a one-sided
-    bias in [0, ``tail``] (a cost is never negative; ``tail`` is the simulator's ``truncation_bound``), so the
-    95% interval is ``[value - 1.96 stderr, value + 1.96 stderr + tail]``. Both the SDE estimators
+    """A discounted cost over [0, T] as an estimate of the cost over [0, inf).
+
+    The left-out tail is a one-sided bias in [0, ``tail``] (a cost is never negative), so the 95% interval is
+    ``[value - 1.96 stderr, value + 1.96 stderr + tail]``. Both the SDE estimators
     (:func:`jaxq.sde.estimators.discounted_cost`) and the 2x2 system's J_n (:func:`jaxq.sim.pss2x2.simulate`)
-    report their interval so."""
+    report their interval so.
+
+    Attributes:
+        tail: The simulator's ``truncation_bound``.
+    """
 
     tail: float = 0.0
 
     @classmethod
     def of_estimate(cls, est: Estimate, tail: float) -> "TruncatedEstimate":
+        """An :class:`Estimate` with the left-out tail ``tail``.
+
+        Args:
+            est: The estimate over [0, T].
+            tail: The simulator's ``truncation_bound``.
+
+        Returns:
+            The truncated estimate.
+        """
         return cls(**{f.name: getattr(est, f.name) for f in dataclasses.fields(Estimate)}, tail=tail)
 
     @property
@@ -110,13 +147,21 @@ def _finite_or_null(v):
 
 
 def observer_estimates(observed: dict) -> tuple[dict[str, "Estimate"], dict[str, np.ndarray]]:
-    """Estimates and per-replication samples of observers' outputs (``observed``: name -> the pytree that the
-    observer's ``finish`` returned, leaves with replications on axis 0).
+    """Estimates and per-replication samples of observers' outputs.
 
     Each leaf is named by its observer and its path in the pytree, joined by ``_`` (``"blocked"`` for an observer
     that returns one array, ``"blocked_rate"`` for the key ``"rate"`` of a dict it returns); its estimate is the
     plain mean over replications with its standard error (:meth:`Estimate.of`; an array leaf gives an array
     estimate), its samples are kept under the same name.
+
+    Args:
+        observed: Name -> the pytree that the observer's ``finish`` returned, leaves with replications on axis 0.
+
+    Returns:
+        ``(estimates, samples)``, by name.
+
+    Raises:
+        InputError: Naming ``observers`` when two observers' outputs get the same name.
     """
     import jax
 
@@ -135,9 +180,19 @@ def observer_estimates(observed: dict) -> tuple[dict[str, "Estimate"], dict[str,
 
 
 def add_observed(observed: dict, estimates: dict, samples: dict, info: dict) -> None:
-    """Add observers' outputs to a result in the making (in place): their estimates and samples
-    (:func:`observer_estimates`) and ``info["observed"]``, the names added; an
-    :class:`~jaxq.errors.InputError` naming ``observers`` when a name is one the simulator's own result has."""
+    """Add observers' outputs to a result in the making (in place).
+
+    Their estimates and samples (:func:`observer_estimates`) and ``info["observed"]``, the names added.
+
+    Args:
+        observed: Name -> the pytree that the observer's ``finish`` returned.
+        estimates: The result's estimates, updated.
+        samples: The result's samples, updated.
+        info: The result's ``info``, updated.
+
+    Raises:
+        InputError: Naming ``observers`` when a name is one the simulator's own result has.
+    """
     user_est, user_samples = observer_estimates(observed)
     clash = sorted((set(user_est) & set(estimates)) | (set(user_samples) & set(samples)))
     if clash:
@@ -248,9 +303,18 @@ class SimResult:
 
 
 def timed(fn):
-    """A simulator whose result's ``wall_s`` is the whole call: the setup, the checks and the fit of the control
-    variates after the compiled program, not only the program (``events_per_s`` is then what a user gets).
-    ``wall_s`` only grows (a result that already counts earlier runs keeps them)."""
+    """A simulator whose result's ``wall_s`` is the whole call.
+
+    The setup, the checks and the fit of the control variates after the compiled program, not only the program
+    (``events_per_s`` is then what a user gets). ``wall_s`` only grows (a result that already counts earlier runs keeps
+    them).
+
+    Args:
+        fn (typing.Callable): The simulator.
+
+    Returns:
+        (typing.Callable): The simulator, timed.
+    """
     @functools.wraps(fn)
     def call(*args, **kwargs):
         t0 = time.perf_counter()
@@ -264,8 +328,18 @@ def timed(fn):
 
 
 def with_work_of(res: SimResult, *earlier: SimResult, **info) -> SimResult:
-    """``res`` with the seconds, compile seconds and events of ``earlier`` runs added (a pilot, the shorter
-    truncations a run repeated), and ``info`` entries set: what a command did, not only its last run."""
+    """``res`` with the seconds, compile seconds and events of ``earlier`` runs added, and ``info`` entries set.
+
+    What a command did, not only its last run.
+
+    Args:
+        res: The result.
+        *earlier: Earlier runs (a pilot, the shorter truncations a run repeated).
+        **info (typing.Any): Entries set in ``info``.
+
+    Returns:
+        The result with the work added.
+    """
     return dataclasses.replace(res, wall_s=res.wall_s + sum(e.wall_s for e in earlier),
                                compile_s=res.compile_s + sum(e.compile_s for e in earlier),
                                events=res.events + sum(e.events for e in earlier), info={**res.info, **info})

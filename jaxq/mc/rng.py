@@ -64,21 +64,46 @@ MAX_WORD = 1 << 17  # words per draw addressable by the counter layout (2^16 blo
 
 
 def keys(seed: int, start: int, count: int) -> jax.Array:
-    """Keys of replications ``start .. start+count-1``: ``fold_in(PRNGKey(seed), r)``."""
+    """Keys of replications ``start .. start+count-1``: ``fold_in(PRNGKey(seed), r)``.
+
+    Args:
+        seed: The base seed.
+        start: The first replication.
+        count: The number of replications.
+
+    Returns:
+        The keys, one per replication.
+    """
     base = jax.random.PRNGKey(seed)
     idx = jnp.arange(start, start + count, dtype=jnp.uint32)
     return jax.vmap(lambda r: jax.random.fold_in(base, r))(idx)
 
 
 def seed_of(*entropy: int) -> int:
-    """A 32-bit seed drawn from a tuple of integers (``numpy.random.SeedSequence``): distinct tuples give
-    independent seeds. Every seed jaxq derives from a user's seed is one of these."""
+    """A 32-bit seed drawn from a tuple of integers (``numpy.random.SeedSequence``).
+
+    Distinct tuples give independent seeds. Every seed jaxq derives from a user's seed is one of these.
+
+    Args:
+        *entropy: The integers.
+
+    Returns:
+        The seed.
+    """
     return int(np.random.SeedSequence(tuple(int(e) for e in entropy)).generate_state(1)[0])
 
 
 def generator(*entropy: int) -> np.random.Generator:
-    """A NumPy generator seeded by a tuple of integers (``numpy.random.default_rng``, a ``SeedSequence`` of the
-    tuple): the host-side stream of what is drawn before any simulation (random systems, orders of systems)."""
+    """A NumPy generator seeded by a tuple of integers (``numpy.random.default_rng``, a ``SeedSequence`` of the tuple).
+
+    The host-side stream of what is drawn before any simulation (random systems, orders of systems).
+
+    Args:
+        *entropy: The integers.
+
+    Returns:
+        The generator.
+    """
     return np.random.default_rng(tuple(int(e) for e in entropy))
 
 
@@ -86,11 +111,20 @@ SEARCH, EVALUATION, PILOT = 1, 2, 3  # purposes of derived seeds: a tuner's sear
 
 
 def derived_seed(seed: int, purpose: int, *index: int) -> int:
-    """A seed for one purpose (:data:`SEARCH`, :data:`EVALUATION`, :data:`PILOT`), and optionally one index within
-    it (a chain, a step), drawn from ``(seed, purpose, *index)`` and never equal to ``seed`` itself: a result
-    simulated with ``seed`` shares no replication with the search that chose its parameters
-    (``simulate(policy="tuned")``) or with the pilot that chose its number of replications
-    (``simulate(rel_se=...)``)."""
+    """A seed for one purpose, and optionally one index within it, drawn from ``(seed, purpose, *index)``.
+
+    It is never equal to ``seed`` itself: a result simulated with ``seed`` shares no replication with the search that
+    chose its parameters (``simulate(policy="tuned")``) or with the pilot that chose its number of replications
+    (``simulate(rel_se=...)``).
+
+    Args:
+        seed: The user's seed.
+        purpose: :data:`SEARCH`, :data:`EVALUATION`, :data:`PILOT`.
+        *index: An index within the purpose (a chain, a step).
+
+    Returns:
+        The seed.
+    """
     s = seed_of(seed, 0x6A617871, purpose, *index)
     return s if s != seed else (s + 1) % 2**32
 
@@ -100,10 +134,19 @@ def _rotl(x, d):
 
 
 def threefry2x32(k0, k1, x0, x1):
-    """The Threefry-2x32 block function (20 rounds) on uint32 arrays (broadcast): ``(y0, y1)``.
+    """The Threefry-2x32 block function (20 rounds) on uint32 arrays (broadcast).
 
     Same outputs as ``jax.extend.random.threefry_2x32`` and Random123's ``threefry2x32``; written out
     so that XLA fuses it with the code that consumes the words.
+
+    Args:
+        k0 (jax.Array): The first key word, uint32.
+        k1 (jax.Array): The second key word, uint32.
+        x0 (jax.Array): The first counter word, uint32.
+        x1 (jax.Array): The second counter word, uint32.
+
+    Returns:
+        (tuple): ``(y0, y1)``.
     """
     k0, k1, x0, x1 = (jnp.asarray(v, U32) for v in (k0, k1, x0, x1))
     ks = (k0, k1, k0 ^ k1 ^ U32(_PARITY))
@@ -119,7 +162,14 @@ def threefry2x32(k0, k1, x0, x1):
 
 
 def key_words(key):
-    """The two uint32 words of a replication key (raw ``uint32[2]`` or a typed JAX key)."""
+    """The two uint32 words of a replication key.
+
+    Args:
+        key (jax.Array): Raw ``uint32[2]`` or a typed JAX key.
+
+    Returns:
+        (tuple): The two words.
+    """
     if jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)
     key = jnp.asarray(key)
@@ -127,7 +177,14 @@ def key_words(key):
 
 
 def counter_words(counter):
-    """``(lo32(c), 2^16 hi32(c))`` of a uint32 or uint64 draw counter."""
+    """``(lo32(c), 2^16 hi32(c))`` of a uint32 or uint64 draw counter.
+
+    Args:
+        counter (jax.Array): The draw counter, uint32 or uint64.
+
+    Returns:
+        (tuple): ``(lo32(c), 2^16 hi32(c))``.
+    """
     c = jnp.asarray(counter)
     if c.dtype in (jnp.uint64, jnp.int64):
         c = c.astype(U64)
@@ -139,7 +196,15 @@ def word_list(key, counter, count: int, offset: int = 0) -> list:
     """Words ``offset .. offset+count-1`` of draw ``counter`` as a list of uint32 scalars (arrays).
 
     What :func:`words` stacks; engines that consume the words one by one can use the list directly.
-    ``count`` and ``offset`` are static Python ints.
+
+    Args:
+        key (jax.Array): The replication key (as :func:`words`).
+        counter (jax.Array): The draw (event) number (as :func:`words`).
+        count: A static Python int.
+        offset: A static Python int.
+
+    Returns:
+        The words.
     """
     if count < 0 or offset < 0 or offset + count > MAX_WORD:
         raise ValueError(f"words {offset}..{offset + count - 1} outside 0..{MAX_WORD - 1}")
@@ -157,26 +222,43 @@ def words(key, counter, count: int, offset: int = 0) -> jax.Array:
     """``uint32[count]``: words ``offset .. offset+count-1`` of draw ``counter`` of the replication ``key``.
 
     Args:
-      key: the replication key, ``uint32[2]`` (e.g. ``fold_in(PRNGKey(seed), r)``) or a typed key.
-      counter: the draw (event) number, uint32 or uint64 below 2^48, traced.
-      count, offset: static; ``offset + count <= 2^17``.
+        key (jax.Array): The replication key, ``uint32[2]`` (e.g. ``fold_in(PRNGKey(seed), r)``) or a typed key.
+        counter (jax.Array): The draw (event) number, uint32 or uint64 below 2^48, traced.
+        count: Static; ``offset + count <= 2^17``.
+        offset: Static; ``offset + count <= 2^17``.
 
     Returns:
-      The words; one Threefry block per two words, no key derivation. ``words(k, c, n)[:m]`` equals
-      ``words(k, c, m)``, and ``words(k, c, n, m)`` continues where ``words(k, c, m)`` stops.
+        The words; one Threefry block per two words, no key derivation. ``words(k, c, n)[:m]`` equals
+            ``words(k, c, m)``, and ``words(k, c, n, m)`` continues where ``words(k, c, m)`` stops.
     """
     return jnp.stack(word_list(key, counter, count, offset)) if count else jnp.zeros((0,), U32)
 
 
 def uniform(w) -> jax.Array:
-    """``(w + 1/2) 2^-32`` (float64, in the open interval (0, 1)) of a uint32 word, exactly."""
+    """``(w + 1/2) 2^-32`` (float64, in the open interval (0, 1)) of a uint32 word, exactly.
+
+    Args:
+        w (jax.Array): A uint32 word.
+
+    Returns:
+        The uniform.
+    """
     b = (jnp.asarray(w, U32).astype(U64) << U64(20)) | U64(0x3FF0000000000000 | (1 << 19))
     return lax.bitcast_convert_type(b, jnp.float64) - 1.0  # 1 + (w + 1/2) 2^-32 is exact; so is the difference
 
 
 def low_bits(w, bits: int) -> jax.Array:
-    """``(w mod 2^bits) + 1/2`` (float64, exactly) of a uint32 word: the position on a grid of ``2^bits`` midpoints
-    in units of the grid's spacing (``bits`` static, at most 32)."""
+    """``(w mod 2^bits) + 1/2`` (float64, exactly) of a uint32 word.
+
+    The position on a grid of ``2^bits`` midpoints in units of the grid's spacing.
+
+    Args:
+        w (jax.Array): A uint32 word.
+        bits: Static, at most 32.
+
+    Returns:
+        The position.
+    """
     return _u32_to_f64(jnp.asarray(w, U32) & U32((1 << bits) - 1 if bits < 32 else 0xFFFFFFFF)) + 0.5
 
 
@@ -190,6 +272,13 @@ def uniform52(w_hi, w_lo) -> jax.Array:
     """``(b + 1/2) 2^-52`` with ``b = 2^20 w_hi + floor(w_lo / 2^12)`` (52 random bits), exactly.
 
     In the open interval (0, 1); the smallest value is ``2^-53`` and ``1 - u`` is exact as well.
+
+    Args:
+        w_hi (jax.Array): The uint32 word of the high bits.
+        w_lo (jax.Array): The uint32 word of the low bits.
+
+    Returns:
+        The uniform.
     """
     frac = _u32_to_f64(jnp.asarray(w_lo, U32) >> U32(12)) + 0.5  # < 2^20, 21 significant bits
     return (_u32_to_f64(w_hi) + frac * 2.0**-20) * 2.0**-32  # 53 significant bits at most: exact
@@ -199,9 +288,19 @@ PERTURB_DRAW = 1 << 47  # the draw of a perturbed 2x2 run's perturbation: beyond
 
 
 def block(key, counter, count: int) -> jax.Array:
-    """``uint32[count]``: words ``0 .. count-1`` of draw ``counter`` (the values of :func:`words`), computed as one
-    vectorised Threefry call over the ``ceil(count / 2)`` counter blocks (``count`` static, at most ``2^17``): the
-    form for many words of one draw (a page of the uniformised driver, a block of SDE steps)."""
+    """``uint32[count]``: words ``0 .. count-1`` of draw ``counter`` (the values of :func:`words`).
+
+    Computed as one vectorised Threefry call over the ``ceil(count / 2)`` counter blocks: the form for many words of
+    one draw (a page of the uniformised driver, a block of SDE steps).
+
+    Args:
+        key (jax.Array): The replication key.
+        counter (jax.Array): The draw (event) number.
+        count: Static, at most ``2^17``.
+
+    Returns:
+        The words.
+    """
     if not 0 < count <= MAX_WORD:
         raise ValueError(f"count {count} outside 1..{MAX_WORD}")
     k0, k1 = key_words(key)
@@ -211,12 +310,31 @@ def block(key, counter, count: int) -> jax.Array:
 
 
 def uniforms(key, counter, count: int) -> jax.Array:
-    """``float64[count]``: 52-bit uniforms in (0, 1) (:func:`uniform52`) from the ``2 count`` words of draw
-    ``counter``, word ``2i`` the high and ``2i + 1`` the low bits of uniform i."""
+    """``float64[count]``: 52-bit uniforms in (0, 1) (:func:`uniform52`) from the ``2 count`` words of draw ``counter``.
+
+    Word ``2i`` the high and ``2i + 1`` the low bits of uniform i.
+
+    Args:
+        key (jax.Array): The replication key.
+        counter (jax.Array): The draw (event) number.
+        count: The number of uniforms.
+
+    Returns:
+        The uniforms.
+    """
     w = block(key, counter, 2 * count).reshape(count, 2)
     return uniform52(w[:, 0], w[:, 1])
 
 
 def normals(key, counter, count: int) -> jax.Array:
-    """``float64[count]``: standard normals, the normal quantiles of :func:`uniforms` of the same draw (|Z| <= 8.2)."""
+    """``float64[count]``: standard normals, the normal quantiles of :func:`uniforms` of the same draw (|Z| <= 8.2).
+
+    Args:
+        key (jax.Array): The replication key.
+        counter (jax.Array): The draw (event) number.
+        count: The number of normals.
+
+    Returns:
+        The normals.
+    """
     return jax.scipy.special.ndtri(uniforms(key, counter, count))

@@ -41,9 +41,16 @@ STOPS = ("target", "max_reps", "budget")
 
 
 class Target(NamedTuple):
-    """A precision target: ``rel_se`` the standard error over the estimate; ``max_reps`` the most replications
-    of the run; ``budget`` the most seconds for the pilot and the run together (None: no limit); ``strict``: a
-    target that needs more than ``max_reps`` is refused before the run (False: the run stops at ``max_reps``)."""
+    """A precision target.
+
+    Attributes:
+        rel_se: The standard error over the estimate.
+        max_reps: The most replications of the run.
+        budget: The most seconds for the pilot and the run together (None: no limit).
+        pilot_reps: The replications of the pilot (at most ``max_reps``).
+        strict: A target that needs more than ``max_reps`` is refused before the run (False: the run stops at
+            ``max_reps``).
+    """
 
     rel_se: float
     max_reps: int = 100_000
@@ -53,8 +60,18 @@ class Target(NamedTuple):
 
 
 def checked_target(target: Target, keys: dict | None = None) -> Target:
-    """``target`` with its fields checked: one :class:`InputError` naming the key (``keys`` maps a field to the
-    caller's name of it, e.g. ``{"rel_se": "rel-se"}``)."""
+    """``target`` with its fields checked.
+
+    Args:
+        target: The target.
+        keys: Maps a field to the caller's name of it, e.g. ``{"rel_se": "rel-se"}``.
+
+    Returns:
+        The target, its numbers as Python floats and ints.
+
+    Raises:
+        InputError: Naming the key of a bad field.
+    """
     name = {"rel_se": "rel_se", "max_reps": "max_reps", "budget": "budget", "pilot_reps": "pilot_reps",
             **(keys or {})}
     r = target.rel_se
@@ -72,9 +89,18 @@ def checked_target(target: Target, keys: dict | None = None) -> Target:
 
 
 def relative_stderr(res: SimResult, key: str | None = None) -> float:
-    """The standard error over the estimate ``key`` (default the primary one, or every estimate of a result
-    without one: a user's MarkovModel), the largest over the entries (an entry 0 with standard error 0 counts 0);
-    inf where an entry is 0 with a positive standard error, NaN where one is not finite."""
+    """The standard error over the estimate ``key``, the largest over the entries.
+
+    An entry 0 with standard error 0 counts 0.
+
+    Args:
+        res: The result.
+        key: The estimate (default the primary one, or every estimate of a result without one: a user's MarkovModel).
+
+    Returns:
+        The largest relative standard error; inf where an entry is 0 with a positive standard error, NaN where one is
+            not finite.
+    """
     if key is not None:
         ests = [res.estimates[key]]
     else:
@@ -92,15 +118,32 @@ def relative_stderr(res: SimResult, key: str | None = None) -> float:
 
 
 def safety(pilot_reps: int) -> float:
-    """The factor on the pilot's variance: two standard errors of a sample variance of normal samples."""
+    """The factor on the pilot's variance: two standard errors of a sample variance of normal samples.
+
+    Args:
+        pilot_reps: The replications of the pilot.
+
+    Returns:
+        ``1 + 2 sqrt(2 / (pilot_reps - 1))``.
+    """
     return 1.0 + 2.0 * math.sqrt(2.0 / (pilot_reps - 1))
 
 
 def plan(q: float, pilot_reps: int, rel_se: float) -> float:
-    """The replications that bring a relative standard error ``q`` over ``pilot_reps`` replications down to
-    ``rel_se`` (the standard error falls like one over the square root of the replications), with the pilot's
-    :func:`safety` factor, and never fewer than the pilot's own (with control variates, fitted on the run's
-    replications, a shorter run is noisier than the pilot that measured q); inf when ``q`` is not finite."""
+    """The replications that bring a relative standard error ``q`` over ``pilot_reps`` replications down to ``rel_se``.
+
+    The standard error falls like one over the square root of the replications, with the pilot's :func:`safety`
+    factor, and never fewer than the pilot's own (with control variates, fitted on the run's replications, a shorter
+    run is noisier than the pilot that measured q).
+
+    Args:
+        q: The pilot's relative standard error.
+        pilot_reps: The replications of the pilot.
+        rel_se: The relative standard error to reach.
+
+    Returns:
+        The replications; inf when ``q`` is not finite.
+    """
     if not math.isfinite(q):
         return math.inf
     return max(float(pilot_reps), math.ceil(pilot_reps * (q / rel_se) ** 2 * safety(pilot_reps)))
@@ -108,12 +151,26 @@ def plan(q: float, pilot_reps: int, rel_se: float) -> float:
 
 def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Target, *, key: str = "rel_se",
                   estimate: str | None = None) -> SimResult:
-    """``run(reps, seed)`` with the replications planned by a pilot so that the standard error is at most
-    ``target.rel_se`` of the estimate (see the module). The result is the run's, with ``wall_s``, ``compile_s``
-    and ``events`` counting the pilot too, and in ``info``: ``rel_se_target``, ``rel_se`` (reached),
-    ``stopped_by`` (``target``, ``max_reps`` or ``budget``) and ``pilot`` (its seed, replications, relative
-    standard error, seconds). ``key`` names the target in refusals; ``estimate`` is the estimate targeted
-    (default the primary one; every entry of an array)."""
+    """``run(reps, seed)`` with the replications planned by a pilot.
+
+    So that the standard error is at most ``target.rel_se`` of the estimate (see the module).
+
+    Args:
+        run: The simulator, ``run(reps, seed) -> SimResult``.
+        seed: The seed of the run (the pilot's is derived from it).
+        target: The precision target.
+        key: Names the target in refusals.
+        estimate: The estimate targeted (default the primary one; every entry of an array).
+
+    Returns:
+        The run's result, with ``wall_s``, ``compile_s`` and ``events`` counting the pilot too, and in ``info``:
+            ``rel_se_target``, ``rel_se`` (reached), ``stopped_by`` (``target``, ``max_reps`` or ``budget``) and
+            ``pilot`` (its seed, replications, relative standard error, seconds).
+
+    Raises:
+        InputError: Naming ``key`` where the pilot's estimate is 0 or not finite, or (``strict``) the target needs more
+            than ``max_reps``; naming ``budget`` where no run fits in what the pilot left of it.
+    """
     pilot_seed = derived_seed(seed, PILOT)
     m = min(target.pilot_reps, target.max_reps)
     pilot = run(m, pilot_seed)
@@ -155,10 +212,25 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
 
 def target_from(reps, rel_se, max_reps=None, budget=None, *, names: dict | None = None, reps_name: str = "reps",
                 default: Target | None = None) -> Target | None:
-    """The precision target of a call's options, checked (None: a fixed number of replications). ``reps`` and
-    ``rel_se`` exclude each other; ``max_reps`` and ``budget`` need ``rel_se``; ``default`` is the target when
-    neither is given (None: the caller's fixed default). ``names`` maps the fields (and ``reps``) to the caller's
-    names of them in the one-line refusals (the command line's ``rel-se``, ...)."""
+    """The precision target of a call's options, checked (None: a fixed number of replications).
+
+    Args:
+        reps (int | None): The fixed replications; excludes ``rel_se``.
+        rel_se (float | None): The relative standard error to reach; excludes ``reps``.
+        max_reps (int | None): Needs ``rel_se``.
+        budget (float | None): Needs ``rel_se``.
+        names: Maps the fields (and ``reps``) to the caller's names of them in the one-line refusals (the command
+            line's ``rel-se``, ...).
+        reps_name: The caller's name of ``reps``.
+        default: The target when neither is given (None: the caller's fixed default).
+
+    Returns:
+        The target, or None for a fixed number of replications.
+
+    Raises:
+        InputError: Naming the key: ``reps`` and ``rel_se`` both given, ``max_reps`` or ``budget`` without ``rel_se``,
+            or a bad field (:func:`checked_target`).
+    """
     name = {"rel_se": "rel_se", "max_reps": "max_reps", "budget": "budget", "reps": reps_name, **(names or {})}
     if rel_se is None:
         for key, value in (("max_reps", max_reps), ("budget", budget)):
@@ -174,5 +246,17 @@ def target_from(reps, rel_se, max_reps=None, budget=None, *, names: dict | None 
 
 def run_reps(run: Callable[[int, int], SimResult], reps: int, seed: int, target: Target | None, *,
              key: str = "rel_se", estimate: str | None = None) -> SimResult:
-    """``run(reps, seed)`` when ``target`` is None, else :func:`run_to_target` (``reps`` unused)."""
+    """``run(reps, seed)`` when ``target`` is None, else :func:`run_to_target` (``reps`` unused).
+
+    Args:
+        run: The simulator, ``run(reps, seed) -> SimResult``.
+        reps: The replications of a fixed run.
+        seed: The seed.
+        target: The precision target, or None.
+        key: Names the target in refusals.
+        estimate: The estimate targeted (default the primary one).
+
+    Returns:
+        The result.
+    """
     return run(reps, seed) if target is None else run_to_target(run, seed, target, key=key, estimate=estimate)

@@ -31,7 +31,14 @@ def _degrees(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def class_priorities(tree: np.ndarray) -> list[int]:
-    """Step 1: classes in priority order (0-based, highest first) by leaf removal with our tie-break."""
+    """Step 1: classes in priority order (0-based, highest first) by leaf removal with our tie-break.
+
+    Args:
+        tree: Boolean (I, J) basic activity tree.
+
+    Returns:
+        The classes, 0-based, highest priority first.
+    """
     num_i, num_j = tree.shape
     e = tree.copy()
     alive_i, alive_j = np.ones(num_i, bool), np.ones(num_j, bool)
@@ -96,7 +103,19 @@ def activity_priorities(tree: np.ndarray, classes: list[int] | None = None) -> l
 
 
 def validate_activity_order(tree: np.ndarray, order: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Check that a user-given activity order (0-based pairs) is one the LAP algorithm can produce."""
+    """Check that a user-given activity order (0-based pairs) is one the LAP algorithm can produce.
+
+    Args:
+        tree: Boolean (I, J) basic activity tree.
+        order: The activities (i, j), 0-based, highest priority first.
+
+    Returns:
+        The order, checked.
+
+    Raises:
+        InputError: Naming ``system.lap_order``: an order that does not list every basic activity exactly once, whose
+            activities of a class are not consecutive, or that is not one the LAP algorithm can produce.
+    """
     key = "system.lap_order"
     if sorted(order) != sorted(map(tuple, np.argwhere(tree).tolist())):
         raise InputError(key, "must list every basic activity exactly once")

@@ -60,10 +60,19 @@ def _lp_failed(detail: str) -> InputError:
 def solve_lp(lam: np.ndarray, mu: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """Solve LP (2.7) with HiGHS; return rho* and the optimal face's extremes in ``xi_11``.
 
-    Returns ``(rho_star, xi_min, xi_max)`` where ``xi_min``/``xi_max`` minimise/maximise ``xi_11``
-    over the optimal face (equal when the solution is unique). Row i of the capacity constraint is
-    divided by ``lambda_i`` (``sum_k (mu_ik / lambda_i) xi_ik = 1``), so the LP HiGHS sees does not
-    change when all rates, or one class's rates, are multiplied by a common factor.
+    Row i of the capacity constraint is divided by ``lambda_i`` (``sum_k (mu_ik / lambda_i) xi_ik = 1``), so the LP
+    HiGHS sees does not change when all rates, or one class's rates, are multiplied by a common factor.
+
+    Args:
+        lam: The arrival rates ``lambda_i``, shape (2,).
+        mu: The service rates ``mu_ik``, shape (2, 2).
+
+    Returns:
+        ``(rho_star, xi_min, xi_max)`` where ``xi_min``/``xi_max`` minimise/maximise ``xi_11`` over the optimal face
+            (equal when the solution is unique).
+
+    Raises:
+        InputError: Naming ``system.mu``, where HiGHS cannot solve the LP accurately in float64.
     """
     from scipy.optimize import linprog  # imported here: the command line starts faster without it
 
@@ -98,7 +107,14 @@ def solve_lp(lam: np.ndarray, mu: np.ndarray) -> tuple[float, np.ndarray, np.nda
 
 
 def product_form(mu: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Factors ``alpha, beta`` with ``sum(beta) = 1`` and whether ``mu = alpha beta^T`` holds (relative ``RTOL``)."""
+    """Factors ``alpha, beta`` with ``sum(beta) = 1`` and whether ``mu = alpha beta^T`` holds (relative ``RTOL``).
+
+    Args:
+        mu: The service rates ``mu_ik``, shape (2, 2).
+
+    Returns:
+        ``(alpha, beta, holds)``.
+    """
     alpha = mu.sum(axis=1)
     beta = mu[0] / mu[0].sum()
     ok = np.allclose(np.outer(alpha, beta), mu, rtol=RTOL, atol=0.0)
@@ -106,7 +122,17 @@ def product_form(mu: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def mode_from_xi11(xi11: float, lam, alpha, beta) -> np.ndarray:
-    """Every LP solution as a function of its entry ``xi_11`` (3.2)."""
+    """Every LP solution as a function of its entry ``xi_11`` (3.2).
+
+    Args:
+        xi11: The entry ``xi_11``.
+        lam (numpy.ndarray): The arrival rates ``lambda_i``, shape (2,).
+        alpha (numpy.ndarray): The product-form factor ``alpha`` (:func:`product_form`).
+        beta (numpy.ndarray): The product-form factor ``beta``, ``sum(beta) = 1``.
+
+    Returns:
+        The solution ``xi``, shape (2, 2).
+    """
     c = lam[0] / (alpha[0] * beta[1])
     r = beta[0] / beta[1]
     return np.array([[xi11, c - r * xi11], [1 - xi11, 1 - c + r * xi11]])
@@ -119,6 +145,13 @@ def closed_form_modes(c1: float, beta: np.ndarray) -> np.ndarray:
     ``xi_11 = max(0, (c_1 - beta_2) / beta_1)``, mode 2 ``xi_11 = min(c_1 / beta_1, 1)``. Each branch is
     written so that its zero entry is exactly 0 and every other entry is a ratio of scale-free numbers
     in [0, 1] (no cancellation of large terms, whatever the scale of the rates).
+
+    Args:
+        c1: ``c_1 = lambda_1 / alpha_1``.
+        beta: The product-form factor ``beta``, ``sum(beta) = 1``.
+
+    Returns:
+        The two modes, shape (2, 2, 2).
     """
     b1, b2 = float(beta[0]), float(beta[1])
     if c1 <= b2:  # mode 1: xi_11 = 0
@@ -136,7 +169,19 @@ def closed_form_modes(c1: float, beta: np.ndarray) -> np.ndarray:
 
 
 def modes(lam, mu) -> Modes:
-    """LP (2.7), the product form, and the two modes (3.2)-(3.3), validated against Assumption 2.2."""
+    """LP (2.7), the product form, and the two modes (3.2)-(3.3), validated against Assumption 2.2.
+
+    Args:
+        lam (numpy.typing.ArrayLike): The arrival rates ``lambda_i``, shape (2,).
+        mu (numpy.typing.ArrayLike): The service rates ``mu_ik``, shape (2, 2).
+
+    Returns:
+        The LP (2.7) solution set.
+
+    Raises:
+        InputError: Naming ``system.lambda`` where rho* != 1 (the EHTC fails), or ``system.mu`` where the rates are not
+            of product form, a mode is degenerate (2.8) or the LP cannot be solved accurately in float64.
+    """
     lam = np.asarray(lam, dtype=float)
     mu = np.asarray(mu, dtype=float)
     alpha, beta, is_product = product_form(mu)

@@ -66,7 +66,14 @@ class StaticPlan:
 
 
 def is_spanning_tree(edges: np.ndarray) -> bool:
-    """True when the bipartite graph on classes and pools with these (I, J) edges is a spanning tree."""
+    """True when the bipartite graph on classes and pools with these (I, J) edges is a spanning tree.
+
+    Args:
+        edges: Boolean (I, J) edges between classes and pools.
+
+    Returns:
+        Whether the graph is a spanning tree.
+    """
     num_i, num_j = edges.shape
     if int(edges.sum()) != num_i + num_j - 1:
         return False
@@ -113,10 +120,16 @@ def solve_static_plan(lam: np.ndarray, mu: np.ndarray, nu: np.ndarray) -> Static
     maximised; the solution is unique when every range is below ``TOL``.
 
     Args:
-      lam: arrival rates lambda_i (I,); mu: service rates (I, J), 0 off the graph; nu: pool sizes (J,).
+        lam: Arrival rates lambda_i (I,).
+        mu: Service rates (I, J), 0 off the graph.
+        nu: Pool sizes (J,).
 
     Returns:
-      A :class:`StaticPlan`.
+        A :class:`StaticPlan`.
+
+    Raises:
+        InputError: Naming ``system`` where HiGHS cannot solve LP (2.3), or ``system.mu`` where it cannot solve it
+            accurately in float64.
     """
     lam, mu, nu = (np.asarray(a, dtype=float) for a in (lam, mu, nu))
     num_i, num_j = mu.shape
@@ -174,8 +187,13 @@ def tree_duals(mu: np.ndarray, nu: np.ndarray, tree: np.ndarray) -> tuple[np.nda
     An independent route to the duals (the tree has I + J - 1 edges, so with the normalisation the
     linear system is square and nonsingular).
 
+    Args:
+        mu: Service rates (I, J), 0 off the graph.
+        nu: Pool sizes (J,).
+        tree: Boolean (I, J) basic activity tree.
+
     Returns:
-      ``(workload nu_i, alpha_j)``.
+        ``(workload nu_i, alpha_j)``.
     """
     num_i, num_j = mu.shape
     rows, rhs = [], []
