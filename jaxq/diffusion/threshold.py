@@ -20,7 +20,8 @@ the rule that governs the lower mode (where the workload reflects) decides how t
 
 Both hold while the held jobs stay below the switching level, ``Theta_hat / alpha_p < z*`` (dual-mode
 policies): at or above it the held queue alone moves the workload into the higher mode, which neither formula
-models, and ``threshold_term`` returns None (measured: T2T1 at a = 0.46 is then far from V0, docs/results/threshold-exponent.md).
+models, and ``threshold_term`` returns None (measured: T2T1 at a = 0.46 is then far from V0,
+docs/results/threshold-exponent.md).
 
 ``threshold_term`` returns ``Delta_n = J - V0`` of these formulas; ``J_n - V0 - Delta_n`` is what is left
 for the diffusion approximation itself (it shrinks like n^-1/2 in the convergence studies, docs/results/convergence.md).
