@@ -667,7 +667,7 @@ def arg_type(kind: str = "float", **bounds):
 
     Args:
         kind: ``"float"``, ``"number"``, ``"int"`` or ``"seed"``.
-        **bounds: The bounds of the check.
+        **bounds (float | int): The bounds of the check.
 
     Returns:
         (typing.Callable[[str], typing.Any]): The parser, which raises :class:`argparse.ArgumentTypeError`.
