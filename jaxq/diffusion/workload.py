@@ -242,7 +242,7 @@ def policy_name(case: str, p: int, i1, active, lower, higher) -> str:
     Args:
         case: ``"single"`` or ``"dual"``.
         p: The HPC, 0-based.
-        i1 (typing.Sequence[int]): The single-activity class of each mode, 0-based.
+        i1 (numpy.ndarray): The single-activity class of each mode, 0-based, shape (2,).
         active (int | None): The mode of the single case.
         lower (int | None): The lower mode of the dual case.
         higher (int | None): The higher mode of the dual case.
