@@ -32,7 +32,16 @@ import jax.numpy as jnp
 
 
 def char_roots(b, s, gamma):
-    """Roots ``r_plus > 0 > r_minus`` of ``s^2 r^2 / 2 + b r - gamma = 0``, without cancellation."""
+    """Roots ``r_plus > 0 > r_minus`` of ``s^2 r^2 / 2 + b r - gamma = 0``, without cancellation.
+
+    Args:
+        b (jax.typing.ArrayLike): Drift.
+        s (jax.typing.ArrayLike): Diffusion coefficient.
+        gamma (jax.typing.ArrayLike): Discount rate.
+
+    Returns:
+        (tuple): ``(r_plus, r_minus)``.
+    """
     d = jnp.sqrt(b * b + 2.0 * gamma * s * s)
     s2 = s * s
     pos = b >= 0
@@ -48,6 +57,15 @@ def rbm_value(z0, b, s, gamma):
     ``b/gamma^2 + s^2 / (gamma (b + sqrt(b^2 + 2 gamma s^2)))`` (SPEC.md). Evaluated as
     ``z/gamma + (b W + s^2 W'/2) / gamma^2`` with ``W = -expm1(r_minus z)``: at z = 0 it is
     ``-s^2 r_minus / (2 gamma^2)``, free of the cancellation of ``b/gamma^2`` for b < 0.
+
+    Args:
+        z0 (jax.typing.ArrayLike): Starting point (>= 0).
+        b (jax.typing.ArrayLike): Drift.
+        s (jax.typing.ArrayLike): Diffusion coefficient.
+        gamma (jax.typing.ArrayLike): Discount rate.
+
+    Returns:
+        (jax.Array): The discounted cost ``u(z0)``.
     """
     _, rm = char_roots(b, s, gamma)
     e = jnp.exp(rm * z0)
@@ -116,13 +134,16 @@ def switching_cost(z0, z, bL, sL, bH, sH, gamma):
     """Cost J(z0; z) of using the lower mode below z and the higher mode above it.
 
     Args:
-      z0: starting point (>= 0).
-      z: switching level (>= 0); z = 0 means the higher mode throughout.
-      bL, sL: drift and diffusion coefficient of the lower-workload mode.
-      bH, sH: the same for the higher-workload mode.
-      gamma: discount rate.
+        z0 (jax.typing.ArrayLike): Starting point (>= 0).
+        z (jax.typing.ArrayLike): Switching level (>= 0); z = 0 means the higher mode throughout.
+        bL (jax.typing.ArrayLike): Drift of the lower-workload mode.
+        sL (jax.typing.ArrayLike): Diffusion coefficient of the lower-workload mode.
+        bH (jax.typing.ArrayLike): Drift of the higher-workload mode.
+        sH (jax.typing.ArrayLike): Diffusion coefficient of the higher-workload mode.
+        gamma (jax.typing.ArrayLike): Discount rate.
+
     Returns:
-      ``E int_0^inf exp(-gamma t) Z_t dt`` for the switched reflected diffusion (2.24) started at z0.
+        (jax.Array): ``E int_0^inf exp(-gamma t) Z_t dt`` for the switched reflected diffusion (2.24) started at z0.
     """
     a, c, f, p, q, r = _coefficients(z, bL, sL, bH, sH, gamma)
     w, dw, lower = _marginal(z0, z, bL, a, c, f, p, q, r)
@@ -132,7 +153,19 @@ def switching_cost(z0, z, bL, sL, bH, sH, gamma):
 
 
 def smooth_fit_gap(z, bL, sL, bH, sH, gamma):
-    """``u''(z+) - u''(z-)`` for the policy switching at z; zero at the optimal switching point z*."""
+    """``u''(z+) - u''(z-)`` for the policy switching at z; zero at the optimal switching point z*.
+
+    Args:
+        z (jax.typing.ArrayLike): Switching level.
+        bL (jax.typing.ArrayLike): Drift of the lower-workload mode.
+        sL (jax.typing.ArrayLike): Diffusion coefficient of the lower-workload mode.
+        bH (jax.typing.ArrayLike): Drift of the higher-workload mode.
+        sH (jax.typing.ArrayLike): Diffusion coefficient of the higher-workload mode.
+        gamma (jax.typing.ArrayLike): Discount rate.
+
+    Returns:
+        (jax.Array): The gap ``u''(z+) - u''(z-)``.
+    """
     a, c, f, p, q, r = _coefficients(z, bL, sL, bH, sH, gamma)
     E = jnp.exp(q * z)
     _, dbz = _lower_base(z, z, p, q, bL)
@@ -148,13 +181,35 @@ def _decay_lengths(bL, sL, bH, sH, gamma):
 
 
 def length_scale(bL, sL, bH, sH, gamma):
-    """A natural length of the problem: the largest decay length of the exponentials."""
+    """A natural length of the problem: the largest decay length of the exponentials.
+
+    Args:
+        bL (jax.typing.ArrayLike): Drift of the lower-workload mode.
+        sL (jax.typing.ArrayLike): Diffusion coefficient of the lower-workload mode.
+        bH (jax.typing.ArrayLike): Drift of the higher-workload mode.
+        sH (jax.typing.ArrayLike): Diffusion coefficient of the higher-workload mode.
+        gamma (jax.typing.ArrayLike): Discount rate.
+
+    Returns:
+        (jax.Array): The largest decay length.
+    """
     a, b, c = _decay_lengths(bL, sL, bH, sH, gamma)
     return jnp.maximum(jnp.maximum(a, b), c)
 
 
 def shortest_length(bL, sL, bH, sH, gamma):
-    """The shortest decay length of the exponentials: where the switched cost still varies with z."""
+    """The shortest decay length of the exponentials: where the switched cost still varies with z.
+
+    Args:
+        bL (jax.typing.ArrayLike): Drift of the lower-workload mode.
+        sL (jax.typing.ArrayLike): Diffusion coefficient of the lower-workload mode.
+        bH (jax.typing.ArrayLike): Drift of the higher-workload mode.
+        sH (jax.typing.ArrayLike): Diffusion coefficient of the higher-workload mode.
+        gamma (jax.typing.ArrayLike): Discount rate.
+
+    Returns:
+        (jax.Array): The shortest decay length.
+    """
     a, b, c = _decay_lengths(bL, sL, bH, sH, gamma)
     return jnp.minimum(jnp.minimum(a, b), c)
 
@@ -190,6 +245,16 @@ def switching_point(bL, sL, bH, sH, gamma):
     Found by a log-spaced bracket from 1e-8 of the shortest decay length to 1e4 of the longest and
     bisection to machine precision. NaN when no sign change exists (then the single-mode case (2.19) holds).
     Differentiable: the derivative comes from the implicit function theorem on ``smooth_fit_gap``.
+
+    Args:
+        bL (jax.typing.ArrayLike): Drift of the lower-workload mode.
+        sL (jax.typing.ArrayLike): Diffusion coefficient of the lower-workload mode.
+        bH (jax.typing.ArrayLike): Drift of the higher-workload mode.
+        sH (jax.typing.ArrayLike): Diffusion coefficient of the higher-workload mode.
+        gamma (jax.typing.ArrayLike): Discount rate.
+
+    Returns:
+        (jax.Array): z*, or NaN when no sign change exists.
     """
     return _bracket_and_bisect(bL, sL, bH, sH, gamma)
 
@@ -203,5 +268,17 @@ def _switching_point_jvp(primals, tangents):
 
 
 def wcp_value(z0, bL, sL, bH, sH, gamma):
-    """V_WCP(z0) in the dual-mode case: the switched cost at the optimal switching point."""
+    """V_WCP(z0) in the dual-mode case: the switched cost at the optimal switching point.
+
+    Args:
+        z0 (jax.typing.ArrayLike): Starting point (>= 0).
+        bL (jax.typing.ArrayLike): Drift of the lower-workload mode.
+        sL (jax.typing.ArrayLike): Diffusion coefficient of the lower-workload mode.
+        bH (jax.typing.ArrayLike): Drift of the higher-workload mode.
+        sH (jax.typing.ArrayLike): Diffusion coefficient of the higher-workload mode.
+        gamma (jax.typing.ArrayLike): Discount rate.
+
+    Returns:
+        (jax.Array): V_WCP(z0).
+    """
     return switching_cost(z0, switching_point(bL, sL, bH, sH, gamma), bL, sL, bH, sH, gamma)

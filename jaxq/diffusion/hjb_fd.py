@@ -27,12 +27,18 @@ def solve(b, sigma, gamma, x_max, n=20000, max_iter=100):
     """Solve the HJB by policy iteration.
 
     Args:
-      b, sigma: sequences of drift and diffusion coefficient of each mode.
-      gamma: discount rate.
-      x_max: right end of the grid (take it many length scales beyond the switching point).
-      n: number of grid intervals.
+        b (numpy.typing.ArrayLike): Sequence of the drift of each mode.
+        sigma (numpy.typing.ArrayLike): Sequence of the diffusion coefficient of each mode.
+        gamma (float): Discount rate.
+        x_max (float): Right end of the grid (take it many length scales beyond the switching point).
+        n (int): Number of grid intervals.
+        max_iter (int): Most policy iterations.
+
     Returns:
-      ``(x, u, mode)``: grid, value function, and the index of the minimising mode at each node.
+        (tuple): ``(x, u, mode)``: grid, value function, and the index of the minimising mode at each node.
+
+    Raises:
+        RuntimeError: Policy iteration did not converge within ``max_iter`` iterations.
     """
     b = np.asarray(b, float)
     s2 = np.asarray(sigma, float) ** 2
@@ -71,6 +77,14 @@ def solve(b, sigma, gamma, x_max, n=20000, max_iter=100):
 
 
 def switching_point(x, mode):
-    """The first grid point where the chosen mode changes (NaN when it never changes)."""
+    """The first grid point where the chosen mode changes (NaN when it never changes).
+
+    Args:
+        x (numpy.ndarray): The grid.
+        mode (numpy.ndarray): The index of the chosen mode at each node.
+
+    Returns:
+        (float): The midpoint of the first grid interval where the mode changes, or NaN.
+    """
     change = np.nonzero(np.diff(mode))[0]
     return 0.5 * (x[change[0]] + x[change[0] + 1]) if len(change) else np.nan

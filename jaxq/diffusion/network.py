@@ -29,16 +29,18 @@ class NetworkDiffusion:
     """Limit objects of a critically loaded tree network.
 
     Attributes:
-      tree: boolean (I, J) activity tree; edges: its activities as an (E, 2) int array.
-      phi_matrix: (E, I + J) matrix P with Phi(alpha, beta) = P @ concat(alpha, beta) on D (2.22).
-      drift_matrix: (I, I + J) matrix K = M P with sum_j mu_ij Phi_ij = K @ concat(alpha, beta).
-      B1, B2: the matrices of (2.24)/(2.30) in the basis (alpha, beta_{-basis_pool}).
-      basis_pool: jhat, 0-based.
-      ell: the second-order term l of (2.14).
-      spare_capacity: rho of (2.35).
-      network_type: ``"class-dependent"``, ``"dominant-pool"`` or ``"general"``.
-      b1_diagonal: whether B1 is diagonal (the property the uniform stability results need).
-      sigma: diagonal of the diffusion coefficient, sqrt(2 lambda_i).
+        tree: Boolean (I, J) activity tree.
+        edges: Its activities as an (E, 2) int array.
+        phi_matrix: (E, I + J) matrix P with Phi(alpha, beta) = P @ concat(alpha, beta) on D (2.22).
+        drift_matrix: (I, I + J) matrix K = M P with sum_j mu_ij Phi_ij = K @ concat(alpha, beta).
+        B1: The matrix B1 of (2.24)/(2.30) in the basis (alpha, beta_{-basis_pool}).
+        B2: The matrix B2 of (2.24)/(2.30) in the basis (alpha, beta_{-basis_pool}).
+        basis_pool: jhat, 0-based.
+        ell: The second-order term l of (2.14).
+        spare_capacity: rho of (2.35).
+        network_type: ``"class-dependent"``, ``"dominant-pool"`` or ``"general"``.
+        b1_diagonal: Whether B1 is diagonal (the property the uniform stability results need).
+        sigma: Diagonal of the diffusion coefficient, sqrt(2 lambda_i).
     """
 
     tree: np.ndarray
@@ -55,7 +57,15 @@ class NetworkDiffusion:
     sigma: np.ndarray
 
     def phi(self, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        """Phi(alpha, beta) of (2.22) as an (I, J) matrix (0 off the tree)."""
+        """Phi(alpha, beta) of (2.22) as an (I, J) matrix (0 off the tree).
+
+        Args:
+            alpha: The class sums alpha, shape (I,).
+            beta: The pool sums beta, shape (J,).
+
+        Returns:
+            Phi(alpha, beta), shape (I, J).
+        """
         num_i, num_j = self.tree.shape
         vals = self.phi_matrix @ np.concatenate([alpha, beta])
         out = np.zeros((num_i, num_j))
@@ -63,15 +73,25 @@ class NetworkDiffusion:
         return out
 
     def idleness_weight(self, us: np.ndarray) -> float:
-        """1 + <e, B1^{-1} B2 u^s>, the weight of idleness in identity (3.6) and in (3.1)."""
+        """1 + <e, B1^{-1} B2 u^s>, the weight of idleness in identity (3.6) and in (3.1).
+
+        Args:
+            us: The idleness allocation u^s, shape (J,).
+
+        Returns:
+            The weight.
+        """
         return float(1.0 + np.sum(np.linalg.solve(self.B1, self.B2 @ us)))
 
 
 def phi_matrix(tree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The pseudo-inverse of the tree's incidence matrix: Phi = P @ (alpha, beta) on D (2.22).
 
+    Args:
+        tree: Boolean (I, J) activity tree.
+
     Returns:
-      ``(edges, P)`` with edges an (E, 2) array of (i, j) and P of shape (E, I + J).
+        ``(edges, P)`` with edges an (E, 2) array of (i, j) and P of shape (E, I + J).
     """
     num_i, num_j = tree.shape
     edges = np.argwhere(tree)
@@ -91,7 +111,16 @@ def _m_matrix(mu: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 
 def b_matrices(mu: np.ndarray, tree: np.ndarray, basis_pool: int) -> tuple[np.ndarray, np.ndarray]:
-    """B1 (I, I) and B2 (I, J) of (2.24) in the basis (alpha, beta_{-basis_pool})."""
+    """B1 (I, I) and B2 (I, J) of (2.24) in the basis (alpha, beta_{-basis_pool}).
+
+    Args:
+        mu: Service rates (I, J).
+        tree: Boolean (I, J) activity tree.
+        basis_pool: jhat, 0-based.
+
+    Returns:
+        ``(B1, B2)``.
+    """
     num_i, num_j = tree.shape
     edges, p = phi_matrix(tree)
     k = _m_matrix(mu, edges) @ p
@@ -112,7 +141,15 @@ def b_matrices(mu: np.ndarray, tree: np.ndarray, basis_pool: int) -> tuple[np.nd
 
 
 def network_type(mu: np.ndarray, tree: np.ndarray) -> str:
-    """``"class-dependent"`` (mu_ij = mu_i), ``"dominant-pool"`` (one non-leaf pool) or ``"general"``."""
+    """``"class-dependent"`` (mu_ij = mu_i), ``"dominant-pool"`` (one non-leaf pool) or ``"general"``.
+
+    Args:
+        mu: Service rates (I, J).
+        tree: Boolean (I, J) activity tree.
+
+    Returns:
+        The type.
+    """
     if all(np.ptp(mu[i, tree[i]]) <= 1e-12 * mu[i, tree[i]].max() for i in range(tree.shape[0])):
         return "class-dependent"
     if int((tree.sum(axis=0) > 1).sum()) == 1:
@@ -121,7 +158,15 @@ def network_type(mu: np.ndarray, tree: np.ndarray) -> str:
 
 
 def choose_basis_pool(mu: np.ndarray, tree: np.ndarray) -> int:
-    """jhat: the dominant (non-leaf) pool if unique, else the largest-degree pool with B1 nonsingular."""
+    """jhat: the dominant (non-leaf) pool if unique, else the largest-degree pool with B1 nonsingular.
+
+    Args:
+        mu: Service rates (I, J).
+        tree: Boolean (I, J) activity tree.
+
+    Returns:
+        jhat, 0-based (0 when no pool gives a nonsingular B1).
+    """
     deg = tree.sum(axis=0)
     nonleaf = np.nonzero(deg > 1)[0]
     if len(nonleaf) == 1:
@@ -134,23 +179,58 @@ def choose_basis_pool(mu: np.ndarray, tree: np.ndarray) -> int:
 
 
 def second_order_term(net: Network, plan: StaticPlan) -> np.ndarray:
-    """l_i = lambda_hat_i - sum_j mu_hat_ij z*_ij - sum_j mu_ij xi*_ij nu_hat_j (limit of (2.14))."""
+    """l_i = lambda_hat_i - sum_j mu_hat_ij z*_ij - sum_j mu_ij xi*_ij nu_hat_j (limit of (2.14)).
+
+    Args:
+        net: The network.
+        plan: Its solved LP (2.3).
+
+    Returns:
+        l, shape (I,).
+    """
     return net.lambda_hat - (net.mu_hat * plan.z_star).sum(axis=1) - (net.mu * plan.xi * net.nu_hat).sum(axis=1)
 
 
 def second_order_term_n(net: Network, plan: StaticPlan, n: float) -> np.ndarray:
-    """l^n_i of (2.14) for the n-th system (integer pool sizes)."""
+    """l^n_i of (2.14) for the n-th system (integer pool sizes).
+
+    Args:
+        net: The network.
+        plan: Its solved LP (2.3).
+        n: The scale n.
+
+    Returns:
+        l^n, shape (I,).
+    """
     lam_n, mu_n, big_n = net.rates(n, "halfin-whitt")
     return (lam_n - (mu_n * plan.xi * big_n).sum(axis=1)) / math.sqrt(n)
 
 
 def spare_capacity(b1: np.ndarray, ell: np.ndarray) -> float:
-    """rho = -<e, B1^{-1} l> (2.35)."""
+    """rho = -<e, B1^{-1} l> (2.35).
+
+    Args:
+        b1: B1, shape (I, I).
+        ell: l, shape (I,).
+
+    Returns:
+        rho.
+    """
     return float(-np.sum(np.linalg.solve(b1, ell)))
 
 
 def spare_capacity_n(net: Network, plan: StaticPlan, n: float, basis_pool: int) -> float:
-    """rho_n = -<e, (B1^n)^{-1} l^n> (2.35) of the n-th system."""
+    """rho_n = -<e, (B1^n)^{-1} l^n> (2.35) of the n-th system.
+
+    Args:
+        net: The network.
+        plan: Its solved LP (2.3).
+        n: The scale n.
+        basis_pool: jhat, 0-based.
+
+    Returns:
+        rho_n.
+    """
     _, mu_n, _ = net.rates(n, "halfin-whitt")
     b1n, _ = b_matrices(mu_n, plan.basic, basis_pool)
     return spare_capacity(b1n, second_order_term_n(net, plan, n))
@@ -160,8 +240,12 @@ def diffusion_limit(net: Network, plan: StaticPlan, basis_pool: int | None = Non
     """All limit objects of the uniform-stability paper for a network satisfying CRP with rho* = 1.
 
     Args:
-      net: the network; plan: its solved LP (2.3) (CRP already checked).
-      basis_pool: optional jhat (0-based); default :func:`choose_basis_pool`.
+        net: The network.
+        plan: Its solved LP (2.3) (CRP already checked).
+        basis_pool: Optional jhat (0-based); default :func:`choose_basis_pool`.
+
+    Returns:
+        The limit objects.
     """
     tree = plan.basic
     edges, p = phi_matrix(tree)
@@ -188,8 +272,14 @@ def drift(x, uc, us, ell, drift_matrix):
     """b(x, u) of (2.29) through Phi: l - K (x - (e.x)^+ u^c, -(e.x)^- u^s); works on numpy or jax arrays.
 
     Args:
-      x: state (..., I); uc: (..., I) in the simplex; us: (..., J) in the simplex.
-      ell: l (I,); drift_matrix: K = M P, (I, I + J).
+        x (numpy.ndarray | jax.Array): State (..., I).
+        uc (numpy.ndarray | jax.Array): (..., I) in the simplex.
+        us (numpy.ndarray | jax.Array): (..., J) in the simplex.
+        ell (numpy.ndarray | jax.Array): l (I,).
+        drift_matrix (numpy.ndarray | jax.Array): K = M P, (I, I + J).
+
+    Returns:
+        (numpy.ndarray | jax.Array): b(x, u), shape (..., I).
     """
     s = x.sum(axis=-1, keepdims=True)
     pos = s * (s > 0)

@@ -25,13 +25,13 @@ class NetworkAnalysis:
     """The analysis of a network.
 
     Attributes:
-      network: the configuration.
-      plan: LP (2.3).
-      scaling: ``"halfin-whitt"`` or ``"underloaded"``.
-      lap: the LAP priorities and equilibrium (the LAP-tightness paper).
-      basis_pool: jhat of B1, B2 (0-based).
-      diffusion: the diffusion limit (Halfin-Whitt only, else None).
-      fluid_z: the fluid occupancy per unit of n: z* (Halfin-Whitt) or psi* (underloaded), shape (I, J).
+        network: The configuration.
+        plan: LP (2.3).
+        scaling: ``"halfin-whitt"`` or ``"underloaded"``.
+        lap: The LAP priorities and equilibrium (the LAP-tightness paper).
+        basis_pool: jhat of B1, B2 (0-based).
+        diffusion: The diffusion limit (Halfin-Whitt only, else None).
+        fluid_z: The fluid occupancy per unit of n: z* (Halfin-Whitt) or psi* (underloaded), shape (I, J).
     """
 
     network: Network
@@ -94,6 +94,16 @@ def stationary_diffusion(an: NetworkAnalysis) -> NetworkDiffusion:
     ``rho = E[w(u^s) <e, X>^-]``, need a positive spare capacity rho (2.35): with rho < 0 the diffusion is
     transient, ``<e, X_t>`` growing linearly under any SWC control (the uniform-stability paper, Propositions 3.1-3.2),
     and with rho = 0 the identity would force ``E<e, X>^- = 0``: no stationary law either.
+
+    Args:
+        an: The analysis of the network.
+
+    Returns:
+        Its diffusion limit.
+
+    Raises:
+        InputError: Naming ``system.lambda`` when the network is not critically loaded, or ``system`` when the spare
+            capacity rho is not positive.
     """
     if an.diffusion is None:
         raise InputError("system.lambda", "the diffusion limit (2.27) needs a critically loaded network")
@@ -115,7 +125,14 @@ def analyze(net: Network, basis_pool: int | None = None) -> NetworkAnalysis:
     """LP (2.3), CRP, scaling, LAP and (critical load) the diffusion limit of a network.
 
     Args:
-      net: the network; basis_pool: jhat of B1, B2 as a 1-based label (default: :func:`choose_basis_pool`).
+        net: The network.
+        basis_pool: jhat of B1, B2 as a 1-based label (default: :func:`choose_basis_pool`).
+
+    Returns:
+        The analysis.
+
+    Raises:
+        InputError: Naming ``basis-pool`` for a label outside 1..J.
     """
     plan = solve_static_plan(net.lam, net.mu, net.nu)
     scaling = resolve_scaling(net.scaling, plan, net.has_second_order)

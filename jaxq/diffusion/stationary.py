@@ -45,7 +45,21 @@ def _pieces(levels, b, s):
 
 
 def stationary_density(x, levels, b, s):
-    """The stationary density pi(x) at points x >= 0 (0 for x < 0)."""
+    """The stationary density pi(x) at points x >= 0 (0 for x < 0).
+
+    Args:
+        x (numpy.typing.ArrayLike): The points.
+        levels (numpy.typing.ArrayLike): The levels ``c_1 < ... < c_m``.
+        b (numpy.typing.ArrayLike): The m + 1 drifts.
+        s (numpy.typing.ArrayLike): The m + 1 positive diffusion coefficients.
+
+    Returns:
+        (numpy.ndarray): pi(x).
+
+    Raises:
+        InputError: Naming ``coefficients`` when the sizes do not match or a coefficient is not positive, or ``b`` when
+            the drift above the top level is not negative (no stationary law).
+    """
     x = np.asarray(x, float)
     lo, theta, logc, _, total = _pieces(levels, b, s)
     k = np.clip(np.searchsorted(lo, x, side="left") - 1, 0, lo.size - 1)  # a level belongs below
@@ -54,7 +68,21 @@ def stationary_density(x, levels, b, s):
 
 
 def stationary_cdf(x, levels, b, s):
-    """The stationary distribution function ``P(Z <= x)``."""
+    """The stationary distribution function ``P(Z <= x)``.
+
+    Args:
+        x (numpy.typing.ArrayLike): The points.
+        levels (numpy.typing.ArrayLike): The levels ``c_1 < ... < c_m``.
+        b (numpy.typing.ArrayLike): The m + 1 drifts.
+        s (numpy.typing.ArrayLike): The m + 1 positive diffusion coefficients.
+
+    Returns:
+        (numpy.ndarray): ``P(Z <= x)``.
+
+    Raises:
+        InputError: Naming ``coefficients`` when the sizes do not match or a coefficient is not positive, or ``b`` when
+            the drift above the top level is not negative (no stationary law).
+    """
     x = np.asarray(x, float)
     lo, theta, logc, mass, total = _pieces(levels, b, s)
     k = np.clip(np.searchsorted(lo, x, side="left") - 1, 0, lo.size - 1)
@@ -67,7 +95,23 @@ def stationary_cdf(x, levels, b, s):
 
 
 def stationary_mean(levels, b, s, upper=None, points=200001):
-    """``E_pi Z`` by the trapezoidal rule on the exact density (a check of the density, not a closed form)."""
+    """``E_pi Z`` by the trapezoidal rule on the exact density (a check of the density, not a closed form).
+
+    Args:
+        levels (numpy.typing.ArrayLike): The levels ``c_1 < ... < c_m``.
+        b (numpy.typing.ArrayLike): The m + 1 drifts.
+        s (numpy.typing.ArrayLike): The m + 1 positive diffusion coefficients.
+        upper (float | None): The upper end of the grid (default the top level plus 60 over ``|theta|`` of the top
+            region).
+        points (int): The grid points.
+
+    Returns:
+        (float): ``E_pi Z``.
+
+    Raises:
+        InputError: Naming ``coefficients`` when the sizes do not match or a coefficient is not positive, or ``b`` when
+            the drift above the top level is not negative (no stationary law).
+    """
     lo, theta, *_ = _pieces(levels, b, s)
     top = upper if upper is not None else lo[-1] + 60.0 / abs(theta[-1])
     x = np.linspace(0.0, top, points)
@@ -75,7 +119,21 @@ def stationary_mean(levels, b, s, upper=None, points=200001):
 
 
 def ks_distance(samples, levels, b, s):
-    """Kolmogorov-Smirnov distance ``sup_x |F_n(x) - F(x)|`` between samples and the stationary law."""
+    """Kolmogorov-Smirnov distance ``sup_x |F_n(x) - F(x)|`` between samples and the stationary law.
+
+    Args:
+        samples (numpy.typing.ArrayLike): The samples.
+        levels (numpy.typing.ArrayLike): The levels ``c_1 < ... < c_m``.
+        b (numpy.typing.ArrayLike): The m + 1 drifts.
+        s (numpy.typing.ArrayLike): The m + 1 positive diffusion coefficients.
+
+    Returns:
+        (float): The distance.
+
+    Raises:
+        InputError: Naming ``coefficients`` when the sizes do not match or a coefficient is not positive, or ``b`` when
+            the drift above the top level is not negative (no stationary law).
+    """
     z = np.sort(np.asarray(samples, float).reshape(-1))
     n = z.size
     f = stationary_cdf(z, levels, b, s)
@@ -84,5 +142,13 @@ def ks_distance(samples, levels, b, s):
 
 
 def ks_threshold(n: int, level: float = 1e-3) -> float:
-    """Critical value of the KS distance for n independent samples (asymptotic Kolmogorov law)."""
+    """Critical value of the KS distance for n independent samples (asymptotic Kolmogorov law).
+
+    Args:
+        n: The samples.
+        level: The significance level.
+
+    Returns:
+        The critical value ``sqrt(-log(level / 2) / (2 n))``.
+    """
     return float(np.sqrt(-0.5 * np.log(level / 2.0) / n))

@@ -20,7 +20,8 @@ the rule that governs the lower mode (where the workload reflects) decides how t
 
 Both hold while the held jobs stay below the switching level, ``Theta_hat / alpha_p < z*`` (dual-mode
 policies): at or above it the held queue alone moves the workload into the higher mode, which neither formula
-models, and ``threshold_term`` returns None (measured: T2T1 at a = 0.46 is then far from V0, docs/results/threshold-exponent.md).
+models, and ``threshold_term`` returns None (measured: T2T1 at a = 0.46 is then far from V0,
+docs/results/threshold-exponent.md).
 
 ``threshold_term`` returns ``Delta_n = J - V0`` of these formulas; ``J_n - V0 - Delta_n`` is what is left
 for the diffusion approximation itself (it shrinks like n^-1/2 in the convergence studies, docs/results/convergence.md).
@@ -63,6 +64,22 @@ def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.
     consecutive break points it is the linear particular solution ``f / gamma + b f' / gamma^2`` plus
     ``A e^{r_+ (z - x_right)} + B e^{r_- (z - x_left)}`` (both at most 1 on the interval), and u, u' are
     continuous at every break point: a (2K+1)-square linear system for K break points.
+
+    Args:
+        slopes (typing.Sequence[float]): The slopes of f, one per interval cut by ``kinks``.
+        kinks (typing.Sequence[float]): The kinks of f, ascending.
+        gamma: The discount rate.
+        b (typing.Sequence[float]): The drifts, one per interval cut by ``levels``.
+        s (typing.Sequence[float]): The standard deviations, one per interval cut by ``levels``.
+        levels (typing.Sequence[float]): The levels where the coefficients change, ascending, positive.
+        z0: The starting point.
+        offsets (typing.Sequence[float] | None): The constants of f, one per interval cut by ``levels`` (None: 0).
+
+    Returns:
+        ``u(z0)``.
+
+    Raises:
+        ValueError: ``slopes``/``kinks`` or ``b``/``s``/``levels``/``offsets`` have inconsistent lengths.
     """
     slopes = [float(m) for m in slopes]
     kinks = [float(k) for k in kinks]
@@ -149,7 +166,27 @@ def discounted_costs(slopes, kinks, gamma: float, b, s, levels=(), offsets=None)
     and lie in one order throughout the batch (a ValueError otherwise). The arithmetic is that of
     :func:`discounted_cost`, operation for operation, on arrays (the exponentials by :func:`math.exp`, which
     ``numpy.exp`` does not always match to the last bit), and the linear systems are solved by one batched
-    ``numpy.linalg.solve`` (the same LAPACK call per system)."""
+    ``numpy.linalg.solve`` (the same LAPACK call per system).
+
+    Args:
+        slopes (typing.Sequence): The slopes of f (numbers or arrays), one per interval cut by ``kinks``.
+        kinks (typing.Sequence): The kinks of f (numbers or arrays), ascending.
+        gamma: The discount rate.
+        b (typing.Sequence): The drifts (numbers or arrays), one per interval cut by ``levels``.
+        s (typing.Sequence): The standard deviations (numbers or arrays), one per interval cut by ``levels``.
+        levels (typing.Sequence): The levels where the coefficients change (numbers or arrays), ascending, positive.
+        offsets (typing.Sequence | None): The constants of f (numbers or arrays), one per interval cut by ``levels``
+            (None: 0).
+
+    Returns:
+        ``u(0)`` of each problem, in the batch's shape.
+
+    Raises:
+        ZeroDivisionError: ``gamma`` (or its square) is 0, or a root's denominator vanishes, as in
+            :func:`discounted_cost`.
+        ValueError: Inconsistent lengths, break points that are not positive, distinct and in one order throughout the
+            batch, or a negative discriminant (as :func:`math.sqrt` raises).
+    """
     if gamma == 0 or gamma**2 == 0:  # discounted_cost divides by these Python floats
         raise ZeroDivisionError("float division by zero")
     entries = [list(slopes), list(kinks), list(b), list(s), list(levels),
@@ -239,14 +276,29 @@ def _roots_batch(b: np.ndarray, s: np.ndarray, gamma: float) -> tuple[np.ndarray
 
 
 def exps(x) -> np.ndarray:
-    """``math.exp`` elementwise (``numpy.exp`` may differ from it in the last bit)."""
+    """``math.exp`` elementwise (``numpy.exp`` may differ from it in the last bit).
+
+    Args:
+        x (numpy.typing.ArrayLike): The exponents.
+
+    Returns:
+        ``exp(x)``, of the shape of ``x``.
+    """
     x = np.asarray(x, np.float64)
     return np.fromiter(map(math.exp, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
 
 
 def held_workload(analysis, theta_hat: float) -> float | None:
     """``Theta_hat / alpha_p``: the workload of p's jobs held at the threshold (under T1T2 the level the workload
-    reflects at); None for a dual-mode system where it reaches the switching level z* (not modelled here)."""
+    reflects at); None for a dual-mode system where it reaches the switching level z* (not modelled here).
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The analysis of the 2x2 system.
+        theta_hat: ``Theta_hat = Theta_n / sqrt(n)``.
+
+    Returns:
+        ``Theta_hat / alpha_p``, or None.
+    """
     w = float(theta_hat) / analysis.modes.alpha[analysis.p]
     return None if analysis.case != "single" and w >= analysis.z_star else w
 
@@ -255,7 +307,17 @@ def threshold_term(analysis, policy: str, theta_hat: float, switch_at: float | N
     """``Delta_n`` of the module docstring for the theorem's threshold policy at ``Theta_hat = Theta_n /
     sqrt(n)``; 0 for P and PP; None for a policy other than the one Theorem 2.11 picks for the system, for a
     run that switches at a level ``switch_at`` other than z* (the term is that of z*), and for a dual-mode policy
-    whose held jobs reach the switching level (``Theta_hat / alpha_p >= z*``)."""
+    whose held jobs reach the switching level (``Theta_hat / alpha_p >= z*``).
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The analysis of the 2x2 system.
+        policy: The policy's name.
+        theta_hat: ``Theta_hat = Theta_n / sqrt(n)``.
+        switch_at: The level the run switches at (None: z*).
+
+    Returns:
+        ``Delta_n``, 0 or None.
+    """
     an = analysis
     if policy != an.policy:
         return None

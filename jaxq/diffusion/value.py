@@ -24,7 +24,19 @@ from jaxq.diffusion import hjb
 
 
 class ValueFunction(NamedTuple):
-    """The constants of ``V'`` for a switching level (traced float64 scalars)."""
+    """The constants of ``V'`` for a switching level (traced float64 scalars).
+
+    Attributes:
+        z: The switching level.
+        gamma: The discount rate.
+        bL: The drift of the lower mode.
+        a: The constant a of the lower side of ``W = gamma V'`` (:mod:`jaxq.diffusion.hjb`).
+        c: The constant c of the lower side.
+        f: The constant f of the upper side.
+        p: The root p of the lower mode (``exp(p (x - z))``).
+        q: The root q of the lower mode (``exp(q x)``).
+        r: The root r of the higher mode (``exp(r (x - z))``).
+    """
 
     z: jnp.ndarray
     gamma: jnp.ndarray
@@ -38,7 +50,19 @@ class ValueFunction(NamedTuple):
 
 
 def value_function(b_lo: float, s_lo: float, b_hi: float, s_hi: float, gamma: float, level: float) -> ValueFunction:
-    """The value function of the policy that switches from the lower to the higher mode at ``level``."""
+    """The value function of the policy that switches from the lower to the higher mode at ``level``.
+
+    Args:
+        b_lo: The drift of the lower mode.
+        s_lo: The diffusion coefficient of the lower mode.
+        b_hi: The drift of the higher mode.
+        s_hi: The diffusion coefficient of the higher mode.
+        gamma: The discount rate.
+        level: The switching level (inf: the lower mode throughout; 0 or below: the higher mode throughout).
+
+    Returns:
+        The constants of ``V'``.
+    """
     if not math.isfinite(level):  # never switches: the lower mode throughout (a switch between equal modes)
         b_hi, s_hi, level = b_lo, s_lo, 1.0
     elif level <= 0.0:  # the higher mode throughout
@@ -49,6 +73,14 @@ def value_function(b_lo: float, s_lo: float, b_hi: float, s_hi: float, gamma: fl
 
 
 def marginal(vf: ValueFunction, w):
-    """``V'(w)`` (``w >= 0``, workload units); ``V'(0) = 0`` and ``V' -> 1/gamma`` as w grows."""
+    """``V'(w)`` (``w >= 0``, workload units); ``V'(0) = 0`` and ``V' -> 1/gamma`` as w grows.
+
+    Args:
+        vf: The constants of ``V'`` (:func:`value_function`).
+        w (jax.typing.ArrayLike): The workload.
+
+    Returns:
+        (jax.Array): ``V'(w)``.
+    """
     W, _, _ = hjb._marginal(w, vf.z, vf.bL, vf.a, vf.c, vf.f, vf.p, vf.q, vf.r)
     return W / vf.gamma

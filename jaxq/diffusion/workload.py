@@ -29,29 +29,77 @@ _switching_point = jax.jit(hjb.switching_point)
 
 
 def drift(xi, lam_hat, mu_hat, alpha):
-    """b(xi) of (2.13)."""
+    """b(xi) of (2.13).
+
+    Args:
+        xi (numpy.ndarray): The mode xi, shape (2, 2).
+        lam_hat (numpy.ndarray): The second-order arrival terms lambda_hat_i, shape (2,).
+        mu_hat (numpy.ndarray): The second-order service terms mu_hat_ik, shape (2, 2).
+        alpha (numpy.ndarray): The product-form factor alpha, shape (2,).
+
+    Returns:
+        (float): b(xi).
+    """
     return float(np.sum((lam_hat - np.sum(mu_hat * xi, axis=1)) / alpha))
 
 
 def diffusion(xi, lam, mu, ca2, cs2, alpha):
-    """sigma(xi) of (2.13): ``sigma_A,i^2 = lambda_i C_A,i^2``, ``sigma_S,ik^2 = mu_ik C_S,ik^2``."""
+    """sigma(xi) of (2.13): ``sigma_A,i^2 = lambda_i C_A,i^2``, ``sigma_S,ik^2 = mu_ik C_S,ik^2``.
+
+    Args:
+        xi (numpy.ndarray): The mode xi, shape (2, 2).
+        lam (numpy.ndarray): The arrival rates lambda_i, shape (2,).
+        mu (numpy.ndarray): The service rates mu_ik, shape (2, 2).
+        ca2 (numpy.ndarray): The squared coefficients of variation C_A,i^2 of the interarrival times, shape (2,).
+        cs2 (numpy.ndarray): The squared coefficients of variation C_S,ik^2 of the service times, shape (2, 2).
+        alpha (numpy.ndarray): The product-form factor alpha, shape (2,).
+
+    Returns:
+        (float): sigma(xi).
+    """
     return float(np.sqrt(np.sum((lam * ca2 + np.sum(mu * cs2 * xi, axis=1)) / alpha**2)))
 
 
 def high_priority_class(h, alpha) -> int:
-    """The HPC p of (2.12), 0-based; a tie (:func:`hpc_tie`: equal up to rounding) gives p = 1 (index 0)."""
+    """The HPC p of (2.12), 0-based; a tie (:func:`hpc_tie`: equal up to rounding) gives p = 1 (index 0).
+
+    Args:
+        h (numpy.ndarray): The holding costs h_i, shape (2,).
+        alpha (numpy.ndarray): The product-form factor alpha, shape (2,).
+
+    Returns:
+        p, 0-based.
+    """
     return 0 if hpc_tie(h, alpha) or h[0] * alpha[0] > h[1] * alpha[1] else 1
 
 
 def hpc_tie(h, alpha) -> bool:
     """Whether ``h_1 alpha_1 = h_2 alpha_2`` (up to rounding: relative 1e-10, as :func:`classify`): (2.12) does
-    not decide the HPC."""
+    not decide the HPC.
+
+    Args:
+        h (numpy.ndarray): The holding costs h_i, shape (2,).
+        alpha (numpy.ndarray): The product-form factor alpha, shape (2,).
+
+    Returns:
+        Whether the products tie.
+    """
     a, b = float(h[0] * alpha[0]), float(h[1] * alpha[1])
     return abs(a - b) <= 1e-10 * max(abs(a), abs(b))
 
 
 def theta_exponent(m: float = np.inf) -> tuple[float, float]:
-    """The open interval (2.28) for a_bar given the moment order m (m = inf: all moments finite)."""
+    """The open interval (2.28) for a_bar given the moment order m (m = inf: all moments finite).
+
+    Args:
+        m: The moment order.
+
+    Returns:
+        The ends of the interval.
+
+    Raises:
+        InputError: Naming ``m`` when m <= 2 (Assumption 2.6).
+    """
     m0 = 0.5 * (5 + np.sqrt(17))
     if m <= 2:
         raise InputError("m", "Assumption 2.6 needs moments of order m > 2")
@@ -70,6 +118,23 @@ class Analysis:
 
     ``lower``/``higher`` are the modes used below/above z* (dual case); ``active`` the mode of the
     single case. ``V_wcp0`` is V_WCP(0) in workload units and ``V0 = h_q alpha_q V_WCP(0)``.
+
+    Attributes:
+        system: The 2x2 system.
+        modes: Its LP (2.7) solution set and modes (3.2)-(3.3).
+        b: The drift b(xi) (2.13) of each mode, shape (2,).
+        sigma: The diffusion coefficient sigma(xi) (2.13) of each mode, shape (2,).
+        p: The HPC (2.12).
+        case: ``"single"`` (2.19) or ``"dual"`` (2.20).
+        active: The mode of the single case (None in the dual case).
+        lower: The mode used below z* (dual case; None in the single case).
+        higher: The mode used above z* (dual case; None in the single case).
+        z_star: The optimal switching point z* (dual case; None in the single case).
+        V_wcp0: V_WCP(0) in workload units.
+        V0: ``h_q alpha_q V_WCP(0)``.
+        policy: The policy of Theorem 2.11.
+        warnings: Sentences a reader must see (a tie in (2.12)); also in every 2x2 SimResult.
+        q: The other class, ``1 - p``.
     """
 
     system: PSS2x2
@@ -103,7 +168,15 @@ class Analysis:
 
     @float64
     def wcp_cost(self, z0: float = 0.0, switch_at: float | None = None) -> float:
-        """Exact WCP cost from z0 of switching at ``switch_at`` (default z*; single case: no switch)."""
+        """Exact WCP cost from z0 of switching at ``switch_at`` (default z*; single case: no switch).
+
+        Args:
+            z0: The starting workload.
+            switch_at: The switching level (None: z*, or no switch in the single case).
+
+        Returns:
+            The cost, in workload units.
+        """
         bL, sL, bH, sH = self.mode_coefficients()
         g = self.system.gamma
         if switch_at is None:
@@ -143,6 +216,13 @@ def classify(b, sigma) -> tuple[str, int | None, int | None, int | None]:
 
     When both modes satisfy (2.19) (equal coefficients) the active mode is mode 1. Coefficients equal
     up to rounding (relative 1e-10, as under the symmetry conditions of Lemma B.1) count as equal.
+
+    Args:
+        b (numpy.ndarray): The drift of each mode, shape (2,).
+        sigma (numpy.ndarray): The diffusion coefficient of each mode, shape (2,).
+
+    Returns:
+        ``(case, active, lower, higher)``.
     """
     tol_b = 1e-10 * max(1.0, abs(b[0]), abs(b[1]))
     tol_s = 1e-10 * max(sigma[0], sigma[1])
@@ -157,14 +237,37 @@ def classify(b, sigma) -> tuple[str, int | None, int | None, int | None]:
 
 def policy_name(case: str, p: int, i1, active, lower, higher) -> str:
     """Theorem 2.11: which of the six policies applies, by the role of the HPC p in the active mode (single case) or
-    in the lower and the higher mode (dual case): the policy table's :data:`~jaxq.model.policy_table.BY_ROLES`."""
+    in the lower and the higher mode (dual case): the policy table's :data:`~jaxq.model.policy_table.BY_ROLES`.
+
+    Args:
+        case: ``"single"`` or ``"dual"``.
+        p: The HPC, 0-based.
+        i1 (numpy.ndarray): The single-activity class of each mode, 0-based, shape (2,).
+        active (int | None): The mode of the single case.
+        lower (int | None): The lower mode of the dual case.
+        higher (int | None): The higher mode of the dual case.
+
+    Returns:
+        The policy's name.
+    """
     role = lambda mode: ROLE_I1 if i1[mode] == p else ROLE_I2  # noqa: E731
     return BY_ROLES[(role(active),) if case == "single" else (role(lower), role(higher))]
 
 
 @float64
 def analyze(system: PSS2x2) -> Analysis:
-    """LP, modes, workload coefficients, case, policy, z* and the lower bound V0 of a 2x2 system."""
+    """LP, modes, workload coefficients, case, policy, z* and the lower bound V0 of a 2x2 system.
+
+    Args:
+        system: The 2x2 system.
+
+    Returns:
+        The analysis.
+
+    Raises:
+        InputError: Naming ``system.service`` when every primitive is deterministic (sigma = 0), or ``cost.gamma`` when
+            no switching point is found in float64 or V0 is out of the float64 range the computations need.
+    """
     md = modes(system.lam, system.mu)
     b = np.array([drift(md.xi[m], system.lambda_hat, system.mu_hat, md.alpha) for m in range(2)])
     sigma = np.array([diffusion(md.xi[m], system.lam, system.mu, system.ca2, system.cs2, md.alpha) for m in range(2)])

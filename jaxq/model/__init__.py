@@ -13,6 +13,17 @@ def load(path: str | Path):
 
     ``path`` is a TOML file, or the name of a bundled example (``pss_PP``, ``network_N``, ...; see
     :mod:`jaxq.examples`) when no such file exists.
+
+    Args:
+        path: A TOML file or the name of a bundled example.
+
+    Returns:
+        (jaxq.model.pss2x2.PSS2x2 | jaxq.model.network.Network): The system.
+
+    Raises:
+        InputError: Naming ``system`` for an empty path or a file without a ``[system]`` table, ``system.kind`` for a
+            kind other than ``pss2x2`` or ``network``; as :func:`~jaxq.model.validate.read_toml` for an unreadable
+            file, and as the kind's ``from_dict``.
     """
     from jaxq.examples import names, path as example_path
 

@@ -28,7 +28,12 @@ NAMES = tuple(_DEFAULT_SCV)
 
 @dataclass(frozen=True)
 class Dist:
-    """A mean-1 distribution: ``name`` and its SCV (for Erlang, ``k = 1/scv`` phases)."""
+    """A mean-1 distribution: ``name`` and its SCV (for Erlang, ``k = 1/scv`` phases).
+
+    Attributes:
+        name: One of :data:`NAMES`.
+        scv: Its squared coefficient of variation.
+    """
 
     name: str
     scv: float
@@ -43,7 +48,19 @@ class Dist:
 
 
 def parse(spec: str, key: str) -> Dist:
-    """Parse ``name`` or ``name:scv``; raise :class:`InputError` naming ``key`` when invalid."""
+    """Parse ``name`` or ``name:scv``; raise :class:`InputError` naming ``key`` when invalid.
+
+    Args:
+        spec: ``name`` or ``name:scv``.
+        key: The key of the errors.
+
+    Returns:
+        The distribution.
+
+    Raises:
+        InputError: Naming ``key``: not a string, an unknown name, an SCV that is not a number, missing where the
+            distribution needs one, not finite, outside the supported range, or not one the distribution can have.
+    """
     if not isinstance(spec, str):
         raise InputError(key, f"expected a string like 'erlang:0.5', got {spec!r}")
     name, _, scv_text = spec.strip().partition(":")

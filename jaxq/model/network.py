@@ -60,14 +60,15 @@ class Network:
     """First- and second-order data of a parallel server network.
 
     Attributes:
-      lam: lambda_i, shape (I,).
-      mu: mu_ij, shape (I, J); 0 where pool j cannot serve class i.
-      nu: pool sizes per unit of n (nu_j of the uniform-stability paper, beta_j of the LAP-tightness paper), shape (J,).
-      lambda_hat: Halfin-Whitt second-order term of lam (zeros when absent).
-      mu_hat: Halfin-Whitt second-order term of mu (zeros when absent).
-      nu_hat: Halfin-Whitt second-order term of nu (zeros when absent).
-      scaling: ``"auto"``, ``"halfin-whitt"`` or ``"underloaded"``.
-      lap_order: optional user-given LAP activity order, 0-based pairs, or None.
+        lam: lambda_i, shape (I,).
+        mu: mu_ij, shape (I, J); 0 where pool j cannot serve class i.
+        nu: Pool sizes per unit of n (nu_j of the uniform-stability paper, beta_j of the LAP-tightness paper), shape
+            (J,).
+        lambda_hat: Halfin-Whitt second-order term of lam (zeros when absent).
+        mu_hat: Halfin-Whitt second-order term of mu (zeros when absent).
+        nu_hat: Halfin-Whitt second-order term of nu (zeros when absent).
+        scaling: ``"auto"``, ``"halfin-whitt"`` or ``"underloaded"``.
+        lap_order: Optional user-given LAP activity order, 0-based pairs, or None.
     """
 
     lam: np.ndarray
@@ -100,11 +101,16 @@ class Network:
         """Arrival rates, service rates and pool sizes (integers) of the n-th (r-th) system.
 
         Args:
-          n: scale parameter (n of the uniform-stability paper, r of the LAP-tightness paper), positive.
-          scaling: ``"halfin-whitt"`` (2.2) or ``"underloaded"`` (the LAP-tightness paper).
+            n: Scale parameter (n of the uniform-stability paper, r of the LAP-tightness paper), positive.
+            scaling: ``"halfin-whitt"`` (2.2) or ``"underloaded"`` (the LAP-tightness paper).
 
         Returns:
-          ``(lam_n, mu_n, N_n)`` with shapes (I,), (I, J), (J,); ``N_n`` is an int array.
+            ``(lam_n, mu_n, N_n)`` with shapes (I,), (I, J), (J,); ``N_n`` is an int array.
+
+        Raises:
+            InputError: Naming ``n`` when n is not positive and finite or gives rates beyond ``MAX_RATE``, pools of more
+                than 2^31 - 1 servers, a non-positive rate or an empty pool; ``system.pool_size_hat`` when a pool would
+                be negative.
         """
         if not (n > 0 and math.isfinite(n)):
             raise InputError("n", f"must be positive, got {n}")
@@ -163,6 +169,19 @@ def from_dict(data: dict) -> Network:
 
     Checks shapes, signs, that every class has a pool and every pool a class, that the second-order
     terms vanish off the activity graph, and the user's LAP order (pairs must be activities).
+
+    Args:
+        data: The TOML-shaped dictionary.
+
+    Returns:
+        The network.
+
+    Raises:
+        InputError: Naming the offending key: an unknown top-level table, a value the schema refuses
+            (:func:`~jaxq.model.validate.validate_model`), ``system.mu`` (shape, a class without a pool or a pool
+            without a class), ``system.lambda_hat``, ``system.pool_size_hat``, ``system.mu_hat`` (shape, nonzero off
+            the activity graph), ``system.scaling`` (second-order terms with ``"underloaded"``) or ``system.lap_order``
+            (not an activity, an activity twice).
     """
     check_tables(data, ("system",), "a 'network' system file")
     s = validate_model(_File, data).system
@@ -200,5 +219,15 @@ def from_dict(data: dict) -> Network:
 
 
 def load(path) -> Network:
-    """Load a ``kind = "network"`` configuration file."""
+    """Load a ``kind = "network"`` configuration file.
+
+    Args:
+        path (str | pathlib.Path): The file.
+
+    Returns:
+        The network.
+
+    Raises:
+        InputError: As :func:`~jaxq.model.validate.read_system` and :func:`from_dict`.
+    """
     return from_dict(read_system(path, "network"))

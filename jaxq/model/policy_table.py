@@ -39,7 +39,14 @@ ROLE_I1, ROLE_I2 = 1, 2  # p is the mode's single-activity class i1 / its dual-a
 
 
 class PolicyRules(NamedTuple):
-    """A policy as data: the rule in the lower / higher mode and when the current mode is sampled."""
+    """A policy as data: the rule in the lower / higher mode and when the current mode is sampled.
+
+    Attributes:
+        lower: The rule (``RULE_*``) in the lower mode.
+        higher: The rule in the higher mode.
+        sampling: When the current mode is sampled (``SAMPLE_*``).
+        dual: Whether the policy is dual-mode.
+    """
 
     lower: int
     higher: int
@@ -48,13 +55,33 @@ class PolicyRules(NamedTuple):
 
 
 def uses_threshold(rules) -> bool:
-    """True when the policy's rules involve the threshold Theta_n (T1 or T2 in some mode)."""
+    """True when the policy's rules involve the threshold Theta_n (T1 or T2 in some mode).
+
+    Args:
+        rules (PolicyRules | PolicySpec): The policy's rules (anything with ``lower`` and ``higher``).
+
+    Returns:
+        Whether a rule is T1 or T2.
+    """
     return rules.lower != RULE_P or rules.higher != RULE_P
 
 
 @dataclass(frozen=True)
 class PolicySpec:
-    """One policy of the table (module docstring): name, rules, sampling times, single or dual mode, roles of p."""
+    """One policy of the table (module docstring): name, rules, sampling times, single or dual mode, roles of p.
+
+    Attributes:
+        name: The policy's name.
+        lower: The rule (RULE_*) in the lower mode: the active mode of a single-mode policy.
+        higher: The rule in the higher mode (a single-mode policy: the lower mode's).
+        sampling: SAMPLE_*.
+        dual: Whether the policy is dual-mode.
+        roles: p's role (ROLE_*) in the active mode (single) or in the lower and higher modes (dual).
+
+    Raises:
+        ValueError: Roles that do not fit a single- or dual-mode policy, a single-mode policy that samples the mode or
+            has two rules, or a dual-mode one that never samples it.
+    """
 
     name: str
     lower: int  # the rule (RULE_*) in the lower mode: the active mode of a single-mode policy

@@ -67,7 +67,23 @@ def _check_arrays(lam, mu, lambda_hat, mu_hat, h, gamma) -> None:
 
 @dataclass(frozen=True, eq=False)
 class PSS2x2:
-    """First- and second-order data of the 2x2 system, its primitives and its cost (2.6)."""
+    """First- and second-order data of the 2x2 system, its primitives and its cost (2.6).
+
+    Attributes:
+        lam: lambda_i, shape (2,).
+        mu: mu_ik, shape (2, 2).
+        lambda_hat: The second-order term of lam, shape (2,) (zeros by default).
+        mu_hat: The second-order term of mu, shape (2, 2) (zeros by default).
+        interarrival: The interarrival distribution of each class (exponential by default).
+        service: The service distribution of each activity (i, k) (exponential by default).
+        h: The holding cost rates h_i, shape (2,) (ones by default).
+        gamma: The discount rate.
+
+    Raises:
+        InputError: Naming the key (``system.lambda``, ``system.mu``, ``system.lambda_hat``, ``system.mu_hat``,
+            ``cost.h``, ``cost.gamma``) of an array of the wrong shape, not finite, beyond ``MAX_MAGNITUDE``, or not
+            positive where it must be.
+    """
 
     lam: np.ndarray  # lambda_i, shape (2,)
     mu: np.ndarray  # mu_ik, shape (2, 2)
@@ -101,7 +117,18 @@ class PSS2x2:
         return all(d.name == "exponential" for d in dists)
 
     def rates(self, n: float) -> tuple[np.ndarray, np.ndarray]:
-        """Arrival and service rates of the n-th system; refuses n where a rate is not positive."""
+        """Arrival and service rates of the n-th system; refuses n where a rate is not positive.
+
+        Args:
+            n: The scale n.
+
+        Returns:
+            ``(lam_n, mu_n)`` with shapes (2,) and (2, 2).
+
+        Raises:
+            InputError: Naming ``n`` when n is not a positive finite number, or gives rates beyond ``MAX_RATE`` or a
+                non-positive rate.
+        """
         if not (math.isfinite(n) and n > 0):
             raise InputError("n", f"must be a positive finite number, got {n}")
         rn = math.sqrt(n)
@@ -134,7 +161,19 @@ class PSS2x2:
 
 
 def from_dict(data: dict) -> PSS2x2:
-    """Validate a TOML-shaped dictionary (sections ``system`` and ``cost``)."""
+    """Validate a TOML-shaped dictionary (sections ``system`` and ``cost``).
+
+    Args:
+        data: The TOML-shaped dictionary.
+
+    Returns:
+        The system.
+
+    Raises:
+        InputError: Naming the offending key: an unknown top-level table, a missing ``cost`` table, a value the schema
+            refuses (:func:`~jaxq.model.validate.validate_model`) or a bad distribution
+            (:func:`~jaxq.model.distributions.parse`).
+    """
     check_tables(data, ("system", "cost"), "a 'pss2x2' system file")
     if "cost" not in data:
         raise InputError("cost", "missing [cost] table")
@@ -157,5 +196,15 @@ def from_dict(data: dict) -> PSS2x2:
 
 
 def load(path) -> PSS2x2:
-    """Load a ``kind = "pss2x2"`` configuration file."""
+    """Load a ``kind = "pss2x2"`` configuration file.
+
+    Args:
+        path (str | pathlib.Path): The file.
+
+    Returns:
+        The system.
+
+    Raises:
+        InputError: As :func:`~jaxq.model.validate.read_system` and :func:`from_dict`.
+    """
     return from_dict(read_system(path, "pss2x2"))

@@ -61,7 +61,19 @@ def _fmt(v: Any) -> str:
 
 # ------------------------------------------------------------------------------------------ files
 def parse_toml(data: bytes, name: str) -> dict[str, Any]:
-    """Parse the bytes of a TOML file; anything but valid UTF-8 TOML is an :class:`InputError`."""
+    """Parse the bytes of a TOML file; anything but valid UTF-8 TOML is an :class:`InputError`.
+
+    Args:
+        data: The file's bytes (a UTF-8 byte order mark is skipped).
+        name: The file's name, the key of the errors.
+
+    Returns:
+        The parsed document.
+
+    Raises:
+        InputError: Naming ``name``: more than ``MAX_FILE_BYTES`` bytes, not UTF-8, not valid TOML, or tables and
+            arrays nested deeper than ``MAX_DEPTH``.
+    """
     if len(data) > MAX_FILE_BYTES:
         raise InputError(name, f"{len(data)} bytes is too large for a configuration file (limit {MAX_FILE_BYTES})")
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, as some editors write it
@@ -83,7 +95,17 @@ def parse_toml(data: bytes, name: str) -> dict[str, Any]:
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML configuration file; a missing, unreadable or malformed file is an :class:`InputError`."""
+    """Read a TOML configuration file; a missing, unreadable or malformed file is an :class:`InputError`.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The parsed document.
+
+    Raises:
+        InputError: Naming the path: a directory, no such file, unreadable, or as :func:`parse_toml`.
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError(str(path), "is a directory, not a file" if p.is_dir() else "no such file")
@@ -96,7 +118,19 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 
 def read_system(path: str | Path, kind: str) -> dict[str, Any]:
-    """Read a configuration file whose ``[system]`` table has ``kind = KIND``."""
+    """Read a configuration file whose ``[system]`` table has ``kind = KIND``.
+
+    Args:
+        path: The file.
+        kind: The expected ``kind`` (KIND), e.g. ``"pss2x2"`` or ``"network"``.
+
+    Returns:
+        The parsed document.
+
+    Raises:
+        InputError: As :func:`read_toml`, or naming ``system.kind`` when the ``[system]`` table is missing or has
+            another kind.
+    """
     data = read_toml(path)
     system = data.get("system")
     if not isinstance(system, dict) or system.get("kind") != kind:
@@ -105,7 +139,16 @@ def read_system(path: str | Path, kind: str) -> dict[str, Any]:
 
 
 def check_depth(obj: Any, key: str, limit: int = MAX_DEPTH) -> None:
-    """Refuse tables and arrays nested deeper than ``limit`` (iteratively: no recursion)."""
+    """Refuse tables and arrays nested deeper than ``limit`` (iteratively: no recursion).
+
+    Args:
+        obj: The parsed document (dicts and lists).
+        key: The key of the error.
+        limit: The deepest nesting allowed.
+
+    Raises:
+        InputError: Naming ``key`` when the nesting is deeper than ``limit``.
+    """
     stack = [(obj, 0)]
     while stack:
         x, d = stack.pop()
@@ -118,7 +161,16 @@ def check_depth(obj: Any, key: str, limit: int = MAX_DEPTH) -> None:
 
 
 def check_tables(data: dict, allowed: tuple[str, ...], what: str) -> None:
-    """Refuse top-level tables or keys other than ``allowed`` (e.g. a stray ``[extra]`` table)."""
+    """Refuse top-level tables or keys other than ``allowed`` (e.g. a stray ``[extra]`` table).
+
+    Args:
+        data: The parsed document.
+        allowed: The top-level tables and keys allowed.
+        what: What the document is, for the message (e.g. ``"a 'network' system file"``).
+
+    Raises:
+        InputError: Naming the first top-level table or key not in ``allowed``.
+    """
     for k in data:
         if k not in allowed:
             raise InputError(k, f"unknown top-level table or key in {what} (expected {', '.join(allowed)})")
@@ -132,7 +184,19 @@ def check_output_file(path: Any, key: str, folder: bool = False) -> Path:
     ``folder=True``: an output folder instead (``jaxq run --out``): a path that is a folder or does not exist
     yet, whose nearest existing ancestor is a folder where a file can be created (the missing folders are
     created later, by the command). Refusals name ``key`` and the reason: exists and is not a folder, a
-    file in the way, no file can be created there (``/proc/x``, read-only)."""
+    file in the way, no file can be created there (``/proc/x``, read-only).
+
+    Args:
+        path: The file (or folder) to write.
+        key: The key of the errors.
+        folder: Check an output folder instead of a file.
+
+    Returns:
+        The path.
+
+    Raises:
+        InputError: Naming ``key``: an empty path, or one that cannot be written (the reasons above).
+    """
     text = str(path) if path is not None else ""
     if not text.strip():
         raise InputError(key, f"empty path; name the {'folder' if folder else 'file'} to write")
@@ -177,7 +241,15 @@ def _probe(folder: Path, stem: str, key: str, text: str) -> None:
 
 # ------------------------------------------------------------------------------------------ pydantic
 def pydantic_error(e: pydantic.ValidationError, prefix: str = "") -> InputError:
-    """Turn the first pydantic validation error into one :class:`InputError` line naming the key."""
+    """Turn the first pydantic validation error into one :class:`InputError` line naming the key.
+
+    Args:
+        e: The pydantic error.
+        prefix: Put before the error's location to make the key (e.g. ``"system."``).
+
+    Returns:
+        The error (not raised).
+    """
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err["loc"] if x not in ("function-after",))
     loc = loc.replace(".[", "[")
@@ -212,7 +284,19 @@ def pydantic_error(e: pydantic.ValidationError, prefix: str = "") -> InputError:
 
 
 def validate_model(model: type[pydantic.BaseModel], data: Any, prefix: str = ""):
-    """``model.model_validate(data, strict=True)`` with one-line errors (:func:`pydantic_error`)."""
+    """``model.model_validate(data, strict=True)`` with one-line errors (:func:`pydantic_error`).
+
+    Args:
+        model: The pydantic model.
+        data: The data to validate.
+        prefix: Put before the error's location to make the key.
+
+    Returns:
+        (pydantic.BaseModel): The validated model instance.
+
+    Raises:
+        InputError: As :func:`pydantic_error`, or naming the prefix (default ``config``) for values nested too deeply.
+    """
     try:
         return model.model_validate(data, strict=True)
     except pydantic.ValidationError as e:
@@ -259,7 +343,18 @@ Real = Annotated[float, AfterValidator(_real)]
 
 # ------------------------------------------------------------------------------------------ scalars
 def check_seed(value: Any, key: str = "--seed") -> int:
-    """A random seed: an integer (not a boolean) in ``[0, 2^32)``; returns it as an ``int``."""
+    """A random seed: an integer (not a boolean) in ``[0, 2^32)``; returns it as an ``int``.
+
+    Args:
+        value: The seed.
+        key: The key of the errors.
+
+    Returns:
+        The seed.
+
+    Raises:
+        InputError: Naming ``key``: not an integer, or outside ``[0, 2^32)``.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise InputError(key, f"must be an integer in [0, 2^32), got {_fmt(value)}")
     if not 0 <= int(value) < SEED_LIMIT:
@@ -268,14 +363,38 @@ def check_seed(value: Any, key: str = "--seed") -> int:
 
 
 def check_seeds(value: Any, key: str = "seeds") -> list[int]:
-    """A non-empty list of seeds (each as :func:`check_seed`, named ``key[i]``)."""
+    """A non-empty list of seeds (each as :func:`check_seed`, named ``key[i]``).
+
+    Args:
+        value: The seeds.
+        key: The key of the errors.
+
+    Returns:
+        The seeds.
+
+    Raises:
+        InputError: Naming ``key`` when not a non-empty list or tuple, or ``key[i]`` for a bad seed.
+    """
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
         raise InputError(key, f"must be a non-empty list of seeds, got {_fmt(value)}")
     return [check_seed(x, f"{key}[{i}]") for i, x in enumerate(value)]
 
 
 def check_int(value: Any, key: str, lo: int | None = None, hi: int | None = None) -> int:
-    """An integer (not a boolean, not a float) in ``[lo, hi]``."""
+    """An integer (not a boolean, not a float) in ``[lo, hi]``.
+
+    Args:
+        value: The value.
+        key: The key of the errors.
+        lo: The smallest value allowed (None: no bound).
+        hi: The largest value allowed (None: no bound).
+
+    Returns:
+        The integer.
+
+    Raises:
+        InputError: Naming ``key``: not an integer, or out of bounds.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise InputError(key, f"must be an integer, got {_fmt(value)}")
     v = int(value)
@@ -288,7 +407,22 @@ def check_int(value: Any, key: str, lo: int | None = None, hi: int | None = None
 
 def check_float(value: Any, key: str, *, gt: float | None = None, ge: float | None = None,
                 lt: float | None = None, le: float | None = None) -> float:
-    """A finite number (not a boolean, not a string) within the given bounds."""
+    """A finite number (not a boolean, not a string) within the given bounds.
+
+    Args:
+        value: The value.
+        key: The key of the errors.
+        gt: The value must be greater (None: no bound).
+        ge: The value must be at least this (None: no bound).
+        lt: The value must be smaller (None: no bound).
+        le: The value must be at most this (None: no bound).
+
+    Returns:
+        The number, as a float.
+
+    Raises:
+        InputError: Naming ``key``: not a number, beyond float64, not finite, or out of bounds.
+    """
     if isinstance(value, (bool, np.bool_, str)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InputError(key, f"must be a number, got {_fmt(value)}")
     try:
@@ -309,14 +443,36 @@ def check_float(value: Any, key: str, *, gt: float | None = None, ge: float | No
 
 
 def check_bool(value: Any, key: str) -> bool:
-    """``True`` or ``False`` (a numpy boolean too); strings (``"off"``), numbers and None are refused."""
+    """``True`` or ``False`` (a numpy boolean too); strings (``"off"``), numbers and None are refused.
+
+    Args:
+        value: The value.
+        key: The key of the error.
+
+    Returns:
+        The boolean.
+
+    Raises:
+        InputError: Naming ``key`` when not a boolean.
+    """
     if not isinstance(value, (bool, np.bool_)):
         raise InputError(key, f"must be True or False, got {_fmt(value)}")
     return bool(value)
 
 
 def check_text(value: Any, key: str) -> str:
-    """A string (a policy, engine or scheme name): anything else is refused; the callee checks the value."""
+    """A string (a policy, engine or scheme name): anything else is refused; the callee checks the value.
+
+    Args:
+        value: The value.
+        key: The key of the error.
+
+    Returns:
+        The string.
+
+    Raises:
+        InputError: Naming ``key`` when not a string.
+    """
     if not isinstance(value, str):
         raise InputError(key, f"must be a string, got {_fmt(value)}")
     return value
@@ -324,7 +480,19 @@ def check_text(value: Any, key: str) -> str:
 
 def check_path(value: Any, key: str, what: str = "a file") -> str | os.PathLike:
     """A non-empty file or folder name (a string or path object; ``what`` it should name, for the message):
-    ``""`` would silently mean the current folder."""
+    ``""`` would silently mean the current folder.
+
+    Args:
+        value: The path.
+        key: The key of the errors.
+        what: What it should name, for the message.
+
+    Returns:
+        The path, as given.
+
+    Raises:
+        InputError: Naming ``key``: not a string or path object, or empty.
+    """
     if not isinstance(value, (str, os.PathLike)):
         raise InputError(key, f"must name {what} (a string or a path), got {_fmt(value)}")
     if not str(os.fspath(value)).strip():
@@ -333,7 +501,19 @@ def check_path(value: Any, key: str, what: str = "a file") -> str | os.PathLike:
 
 
 def check_times(value: Any, key: str, lo: float = 0.0) -> tuple[float, ...]:
-    """Times: a number or a sequence of finite numbers >= ``lo`` (not a string); returned as a tuple of floats."""
+    """Times: a number or a sequence of finite numbers >= ``lo`` (not a string); returned as a tuple of floats.
+
+    Args:
+        value: The times.
+        key: The key of the errors (``key[i]`` for an entry).
+        lo: The smallest time allowed.
+
+    Returns:
+        The times.
+
+    Raises:
+        InputError: Naming ``key`` when not numbers, or ``key[i]`` for a bad entry (as :func:`check_float`).
+    """
     if isinstance(value, (str, bytes, dict, set)) or value is None:
         raise InputError(key, f"must be a list of numbers, got {_fmt(value)}")
     items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
@@ -346,7 +526,19 @@ def check_times(value: Any, key: str, lo: float = 0.0) -> tuple[float, ...]:
 def check_path_times(value: Any, key: str, horizon: float) -> np.ndarray:
     """Fixed times at which a simulated path is recorded (snapshots): numbers in ``[0, horizon]``, in any order, as a
     float64 array (S,). A time before 0, past the horizon or NaN is never reached (it read 0): one InputError naming
-    ``key`` and the entry."""
+    ``key`` and the entry.
+
+    Args:
+        value: The times (a number, a list or tuple, or a NumPy or JAX array).
+        key: The key of the errors.
+        horizon: The simulated horizon.
+
+    Returns:
+        The times, shape (S,).
+
+    Raises:
+        InputError: Naming ``key`` (and the entry): not numbers, a bad number, or a time past the horizon.
+    """
     if isinstance(value, (str, bytes, dict, set)) or value is None:
         raise InputError(key, f"must be a list of numbers, got {_fmt(value)}")
     if isinstance(value, (list, tuple)):
@@ -368,7 +560,18 @@ def check_path_times(value: Any, key: str, horizon: float) -> np.ndarray:
 
 
 def check_vector(value: Any, key: str) -> np.ndarray:
-    """A non-empty one-dimensional sequence of finite numbers (not strings or booleans), as a float64 array."""
+    """A non-empty one-dimensional sequence of finite numbers (not strings or booleans), as a float64 array.
+
+    Args:
+        value: The sequence.
+        key: The key of the errors (``key[i]`` for an entry).
+
+    Returns:
+        The numbers.
+
+    Raises:
+        InputError: Naming ``key`` when not a non-empty one-dimensional sequence, or ``key[i]`` for a bad entry.
+    """
     if isinstance(value, (str, bytes, dict, set)) or np.ndim(value) != 1 or len(value) == 0:
         raise InputError(key, f"must be a non-empty list of numbers, got {_fmt(value)}")
     return np.array([check_float(v.item() if isinstance(v, np.generic) else v, f"{key}[{i}]")
@@ -377,7 +580,19 @@ def check_vector(value: Any, key: str) -> np.ndarray:
 
 def check_devices(value: Any, key: str = "devices"):
     """Devices to run on: None (all local devices), a count K (the first K local devices) or a non-empty list of
-    local JAX devices (the host's CPU devices included on an accelerator machine). Returns None or a list."""
+    local JAX devices (the host's CPU devices included on an accelerator machine). Returns None or a list.
+
+    Args:
+        value: None, a count or a list of devices.
+        key: The key of the errors.
+
+    Returns:
+        (list | None): None or the devices.
+
+    Raises:
+        InputError: Naming ``key``: a count outside 1 .. the local devices, not a count or list, an empty list; or
+            ``key[i]`` for an entry that is not a local JAX device.
+    """
     if value is None:
         return None
     import jax
@@ -403,7 +618,16 @@ def check_devices(value: Any, key: str = "devices"):
 
 def check_slower(mu1: float, mu2, key: str = "mu2") -> None:
     """The fast/slow-servers paper's assumption (1): every slow server (``mu2``, a rate or rates) slower than the
-    fast one (``mu1``)."""
+    fast one (``mu1``).
+
+    Args:
+        mu1: The fast server's rate.
+        mu2 (float | numpy.typing.ArrayLike): The slow servers' rate or rates.
+        key: The key of the error.
+
+    Raises:
+        InputError: Naming ``key`` when a slow server is not slower than the fast one.
+    """
     slow = np.atleast_1d(np.asarray(mu2, dtype=float))
     if np.any(slow >= mu1):
         raise InputError(key, f"slow servers must be slower than the fast one (mu2 < mu1 = {mu1:g}), got "
@@ -412,7 +636,18 @@ def check_slower(mu1: float, mu2, key: str = "mu2") -> None:
 
 def parse_float(text: str, key: str) -> float:
     """A number typed by the user; a finite spelling beyond float64 (``1e400``, 400 digits) is refused
-    as too large instead of silently becoming ``inf`` (``inf`` and ``nan`` typed as such are returned)."""
+    as too large instead of silently becoming ``inf`` (``inf`` and ``nan`` typed as such are returned).
+
+    Args:
+        text: The text typed.
+        key: The key of the errors.
+
+    Returns:
+        The number.
+
+    Raises:
+        InputError: Naming ``key``: not a number, or a finite spelling beyond float64.
+    """
     try:
         v = float(text)
     except ValueError:
@@ -429,6 +664,13 @@ def arg_type(kind: str = "float", **bounds):
     it themselves; only a finite spelling beyond float64 is refused), ``"int"`` or ``"seed"``; ``bounds`` go
     to the check (``gt``, ``ge``, ``lt``, ``le`` for floats, ``lo``, ``hi`` for integers). Errors read
     ``argument --opt: REASON``.
+
+    Args:
+        kind: ``"float"``, ``"number"``, ``"int"`` or ``"seed"``.
+        **bounds (float | int): The bounds of the check.
+
+    Returns:
+        (typing.Callable[[str], typing.Any]): The parser, which raises :class:`argparse.ArgumentTypeError`.
     """
 
     def parse(text: str):
@@ -456,6 +698,18 @@ def check_rates(system, n: float, key: str = "n"):
     ``system`` is a :class:`~jaxq.model.pss2x2.PSS2x2` (returns ``(lam_n, mu_n)``) or a
     :class:`~jaxq.model.network.Network` (returns ``(lam_n, mu_n, N_n)``). Simulators call this before
     building anything from n.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2 | jaxq.model.network.Network): The system.
+        n: The scale n.
+        key: The key of the errors.
+
+    Returns:
+        (tuple): ``(lam_n, mu_n)`` or ``(lam_n, mu_n, N_n)``.
+
+    Raises:
+        InputError: Naming ``key`` as :func:`check_float` (n > 0, at most ``MAX_MAGNITUDE``), or when the rates
+            overflow; and as the system's ``rates``.
     """
     n = check_float(n, key, gt=0, le=MAX_MAGNITUDE)
     out = system.rates(n)
@@ -472,6 +726,14 @@ def pss_events_per_replication(system, n: float, horizon: float) -> float:
     """Expected arrivals plus service completions of one replication of the n-th 2x2 system up to ``horizon``.
 
     About ``2 sum_i lambda_n_i T``: every arrival is served at most once.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        n: The scale n.
+        horizon: The horizon T.
+
+    Returns:
+        The expected events.
     """
     lam_n = system.rates(n)[0]
     return 2.0 * float(np.sum(lam_n)) * float(horizon)
@@ -481,7 +743,15 @@ def pss_no_departure_cost(system, n: float) -> float:
     """``sum_i h_i (lambda_n_i / gamma^2 + (1 + ca2_i) / gamma) / sqrt(n)``: the discounted cost from empty of the
     n-th 2x2 system if no job ever left (renewal arrivals: at most ``1 + ca2_i`` more than Poisson's in
     expectation), an upper bound on J_n, and the state-free part of the event engine's tail bound at time 0
-    (:func:`jaxq.sim.models.pss2x2.tail_bound`)."""
+    (:func:`jaxq.sim.models.pss2x2.tail_bound`).
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        n: The scale n.
+
+    Returns:
+        The no-departure cost.
+    """
     lam_n = system.rates(n)[0]
     g = system.gamma
     return float(np.sum(system.h * (lam_n / g**2 + (1.0 + system.ca2) / g))) / math.sqrt(n)
@@ -490,13 +760,32 @@ def pss_no_departure_cost(system, n: float) -> float:
 def pss_cost_scale(system, n: float, v0: float) -> float:
     """The scale the default truncation of the n-th 2x2 system is sized against: ``min(V0, the no-departure
     cost)``. V0 (the diffusion limit) alone fails where it is far above J_n (a service SCV of 1e30 makes V0
-    about 1e15 while J_4 is 0.75); the no-departure cost bounds J_n itself."""
+    about 1e15 while J_4 is 0.75); the no-departure cost bounds J_n itself.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        n: The scale n.
+        v0: The lower bound V0.
+
+    Returns:
+        The scale.
+    """
     return min(float(v0), pss_no_departure_cost(system, n))
 
 
 def pss_default_horizon(system, n: float, v0: float, rel_tol: float = 1e-4) -> float:
     """The simulators' default horizon (at least 1): where the state-free tail bound is ``rel_tol`` times
-    :func:`pss_cost_scale`."""
+    :func:`pss_cost_scale`.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        n: The scale n.
+        v0: The lower bound V0.
+        rel_tol: The tail bound relative to the cost scale.
+
+    Returns:
+        The horizon.
+    """
     b = pss_no_departure_cost(system, n)
     return max(1.0, math.log(b / (rel_tol * pss_cost_scale(system, n, v0))) / system.gamma)
 
@@ -505,7 +794,18 @@ def check_pss_horizon(system, n: float, horizon: float, key: str = "horizon", la
     """Refuse a ``horizon`` in which a replication of the n-th 2x2 system expects less than one arrival: its
     costs, suprema and workloads would be (almost) all zero, numbers that say nothing about the n-th system.
     ``label`` (a system's label in an experiment) starts the reason when given; ``horizon=None`` (the
-    simulator's own horizon, long enough by construction) passes."""
+    simulator's own horizon, long enough by construction) passes.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        n: The scale n.
+        horizon: The horizon (None passes).
+        key: The key of the error.
+        label: The system's label in an experiment.
+
+    Raises:
+        InputError: Naming ``key`` when a replication expects less than one arrival.
+    """
     if horizon is None:
         return
     arrivals = float(np.sum(system.rates(float(n))[0])) * horizon
@@ -517,23 +817,53 @@ def check_pss_horizon(system, n: float, horizon: float, key: str = "horizon", la
 
 
 def sde_steps_per_path(horizon: float, dt: float) -> float:
-    """Time steps of one SDE path: ``horizon / dt`` (a float: it may be astronomically large)."""
+    """Time steps of one SDE path: ``horizon / dt`` (a float: it may be astronomically large).
+
+    Args:
+        horizon: The horizon.
+        dt: The time step.
+
+    Returns:
+        ``horizon / dt``.
+    """
     return float(horizon) / float(dt)
 
 
 def estimate_work(replications: float, per_replication: float) -> float:
-    """Total work (events or steps) of ``replications`` replications."""
+    """Total work (events or steps) of ``replications`` replications.
+
+    Args:
+        replications: The replications.
+        per_replication: The work of one replication.
+
+    Returns:
+        Their product.
+    """
     return float(replications) * float(per_replication)
 
 
 def check_work(key: str, replications: float, per_replication: float, *, unit: str = "events",
                per_replication_limit: float | None = None, total_limit: float = MAX_TOTAL_WORK,
                reps_key: str | None = None) -> float:
-    """Refuse (naming ``reps_key``, default ``key``) more than ``MAX_REPLICATIONS`` replications, (naming ``key``) more than
-    ``per_replication_limit`` units (events or steps) per replication (default: ``MAX_STEPS_PER_PATH`` for
+    """Refuse (naming ``reps_key``, default ``key``) more than ``MAX_REPLICATIONS`` replications, (naming ``key``)
+    more than ``per_replication_limit`` units (events or steps) per replication (default: ``MAX_STEPS_PER_PATH`` for
     steps, ``MAX_EVENTS_PER_REPLICATION`` for events), or a total beyond ``total_limit``.
 
-    Returns the total work estimate.
+    Args:
+        key: The key of the errors.
+        replications: The replications.
+        per_replication: The units of one replication.
+        unit: ``"events"`` or ``"steps"``.
+        per_replication_limit: The most units per replication (None: the default above).
+        total_limit: The most units in total.
+        reps_key: The key of a refusal of the replications (None: ``key``).
+
+    Returns:
+        The total work estimate.
+
+    Raises:
+        InputError: Naming ``reps_key`` (or ``key``) for too many replications, or ``key`` for too many units per
+            replication or in total.
     """
     if not math.isfinite(float(replications)) or replications > MAX_REPLICATIONS:
         raise InputError(reps_key or key, f"{replications:.6g} replications exceed the limit 2^31 - 1")
@@ -557,7 +887,16 @@ def memory_budget() -> float:
 
 
 def check_chunk(key: str, chunk: int, bytes_per_replication: float = BYTES_PER_REPLICATION) -> None:
-    """Refuse a chunk (replications computed at once) whose working memory would not fit."""
+    """Refuse a chunk (replications computed at once) whose working memory would not fit.
+
+    Args:
+        key: The key of the error.
+        chunk: The replications computed at once.
+        bytes_per_replication: The working memory of one replication.
+
+    Raises:
+        InputError: Naming ``key`` when the chunk needs more than :func:`memory_budget`.
+    """
     need = float(chunk) * bytes_per_replication
     budget = memory_budget()
     if need > budget:
