@@ -37,7 +37,16 @@ Unique = AfterValidator(_no_duplicates)
 @contextmanager
 def file_keys(key_of: Callable[[str], str], where: str, reason: Callable[[str], str] = lambda r: r):
     """Re-raise a lower layer's InputError with the experiment file's key (``key_of`` of the argument it named),
-    the point it concerns (``where``) and, optionally, its reason reworded for the file."""
+    the point it concerns (``where``) and, optionally, its reason reworded for the file.
+
+    Args:
+        key_of: The experiment file's key of the argument a lower layer's InputError named.
+        where: The point the error concerns (the start of the reason).
+        reason: Rewords the lower layer's reason for the file (default: as it is).
+
+    Raises:
+        InputError: Naming ``key_of`` of the key the lower layer's error named.
+    """
     try:
         yield
     except InputError as e:
@@ -50,7 +59,11 @@ _CHECKED: ContextVar[Callable[[int], None] | None] = ContextVar("jaxq_points_che
 def point_checked(count: int = 1) -> None:
     """Tell the validation's progress counter that ``count`` more grid points were checked: a study's ``points``
     calls it as it goes (:func:`jaxq.studies.experiment.from_dict` counts the points it does not tell about when
-    ``points`` returns). Does nothing outside :func:`counting_points`."""
+    ``points`` returns). Does nothing outside :func:`counting_points`.
+
+    Args:
+        count: The grid points checked.
+    """
     report = _CHECKED.get()
     if report is not None:
         report(count)
@@ -58,7 +71,11 @@ def point_checked(count: int = 1) -> None:
 
 @contextmanager
 def counting_points(report: Callable[[int], None] | None):
-    """Within the block, :func:`point_checked` calls ``report`` (None: nothing)."""
+    """Within the block, :func:`point_checked` calls ``report`` (None: nothing).
+
+    Args:
+        report: Called with the count of every :func:`point_checked` within the block (None: nothing).
+    """
     token = _CHECKED.set(report)
     try:
         yield
@@ -84,7 +101,15 @@ class PointTarget(NamedTuple):
 
 def relative_se(value: float, stderr: float) -> float:
     """``stderr / |value|``: 0 where the standard error is 0, inf where the value is 0 with a positive standard
-    error, NaN where either is not finite (as :func:`jaxq.mc.target.relative_stderr`)."""
+    error, NaN where either is not finite (as :func:`jaxq.mc.target.relative_stderr`).
+
+    Args:
+        value: The estimate.
+        stderr: Its standard error.
+
+    Returns:
+        The relative standard error.
+    """
     value, stderr = float(value), float(stderr)
     if not (np.isfinite(value) and np.isfinite(stderr)):
         return float("nan")
@@ -136,7 +161,14 @@ _BUILTIN = ("jaxq.studies.pss", "jaxq.studies.sde", "jaxq.studies.network", "jax
 
 
 def register(study: Study) -> Study:
-    """Add a study to the registry (a later registration of the same name replaces it)."""
+    """Add a study to the registry (a later registration of the same name replaces it).
+
+    Args:
+        study: The study.
+
+    Returns:
+        The study.
+    """
     REGISTRY[study.name] = study
     return study
 
@@ -149,7 +181,17 @@ def builtins() -> dict[str, Study]:
 
 
 def get(name: str) -> Study:
-    """The registered study ``name``; an InputError naming the known studies otherwise."""
+    """The registered study ``name``; an InputError naming the known studies otherwise.
+
+    Args:
+        name: The value of ``experiment.study``.
+
+    Returns:
+        The study.
+
+    Raises:
+        InputError: Naming ``experiment.study`` when no study is registered as ``name``.
+    """
     builtins()
     if name not in REGISTRY:
         raise InputError("experiment.study", f"unknown study {name!r}; known: {', '.join(sorted(REGISTRY))}")
