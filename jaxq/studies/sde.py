@@ -60,7 +60,8 @@ def points(exp) -> list[dict]:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
-    """The discounted cost ``V`` (and diagnostics) of paths ``start .. start+count-1`` of a point.
+    """The per-path records (``V``, ``events`` and, with ``exp.cv``, the control) of paths ``start .. start+count-1``
+    of a point.
 
     Args:
         exp (jaxq.studies.experiment.Experiment): The experiment.
