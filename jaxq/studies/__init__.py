@@ -87,11 +87,11 @@ class PointTarget(NamedTuple):
     """How a study takes a precision target (``experiment.target_rel_se``, :mod:`jaxq.studies.targets`).
 
     Attributes:
-      applies: ``applies(point) -> bool`` on a point as the study's ``points`` returns it: whether a target
-        chooses its replications (not a reference point with its own count, nor a deterministic case).
-      rel_se: ``rel_se(exp, point, records) -> float``: the standard error over the estimate the target controls,
-        from a point's records (the pilot's, then the run's): :func:`relative_se` of the table's estimate.
-      estimate: the table column of that estimate (notes and docs).
+        applies: ``applies(point) -> bool`` on a point as the study's ``points`` returns it: whether a target
+            chooses its replications (not a reference point with its own count, nor a deterministic case).
+        rel_se: ``rel_se(exp, point, records) -> float``: the standard error over the estimate the target controls,
+            from a point's records (the pilot's, then the run's): :func:`relative_se` of the table's estimate.
+        estimate: the table column of that estimate (notes and docs).
     """
 
     applies: Callable[[dict], bool]
@@ -122,25 +122,25 @@ class Study(NamedTuple):
     """One registered study.
 
     Attributes:
-      name: the value of ``experiment.study`` that selects it.
-      describe: one line for ``--help`` and the run record.
-      Grid: pydantic model of the experiment's ``[grid]`` table (extra keys forbidden).
-      points: ``points(exp) -> list[dict]``: grid points (JSON scalars; optional ``reps``/``chunk``
-        override the experiment's replications and chunk size for that point). Must raise InputError
-        on anything it cannot run, so that nothing is written before the run starts. Called once per
-        experiment (every seed gets the same points); a study whose checks take a while calls
-        :func:`point_checked` after each point, which moves the validation's counter.
-      run_chunk: ``run_chunk(exp, point, start, count, devices) -> dict[str, ndarray]``: per-replication
-        records (each of length ``count``) of replications ``start .. start+count-1``; an ``events``
-        column, when present, feeds the progress bar.
-      aggregate: ``aggregate(exp, points, records) -> dict[str, list[dict]]``: named tidy tables.
-      figure: ``figure(exp, points, records, tables, out_dir) -> list[str]``: PNG paths written.
-      needs_systems: whether the experiment must name systems (False: the grid defines the cases).
-      enumeration_keys: ``[grid]`` keys that only list the points (``n``, ...), never change a point's
-        numbers: a resumed run may change them (and the systems, seeds, replications) and keeps the chunks
-        of every point it shares with the earlier run (:mod:`jaxq.studies.runner`).
-      target: how the study takes ``experiment.target_rel_se`` (:class:`PointTarget`); None: it takes none (a
-        deterministic study, or one that compares laws), and the key is refused naming the study.
+        name: the value of ``experiment.study`` that selects it.
+        describe: one line for ``--help`` and the run record.
+        Grid: pydantic model of the experiment's ``[grid]`` table (extra keys forbidden).
+        points: ``points(exp) -> list[dict]``: grid points (JSON scalars; optional ``reps``/``chunk``
+            override the experiment's replications and chunk size for that point). Must raise InputError
+            on anything it cannot run, so that nothing is written before the run starts. Called once per
+            experiment (every seed gets the same points); a study whose checks take a while calls
+            :func:`point_checked` after each point, which moves the validation's counter.
+        run_chunk: ``run_chunk(exp, point, start, count, devices) -> dict[str, ndarray]``: per-replication
+            records (each of length ``count``) of replications ``start .. start+count-1``; an ``events``
+            column, when present, feeds the progress bar.
+        aggregate: ``aggregate(exp, points, records) -> dict[str, list[dict]]``: named tidy tables.
+        figure: ``figure(exp, points, records, tables, out_dir) -> list[str]``: PNG paths written.
+        needs_systems: whether the experiment must name systems (False: the grid defines the cases).
+        enumeration_keys: ``[grid]`` keys that only list the points (``n``, ...), never change a point's
+            numbers: a resumed run may change them (and the systems, seeds, replications) and keeps the chunks
+            of every point it shares with the earlier run (:mod:`jaxq.studies.runner`).
+        target: how the study takes ``experiment.target_rel_se`` (:class:`PointTarget`); None: it takes none (a
+            deterministic study, or one that compares laws), and the key is refused naming the study.
     """
 
     name: str
