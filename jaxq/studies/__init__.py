@@ -37,7 +37,16 @@ Unique = AfterValidator(_no_duplicates)
 @contextmanager
 def file_keys(key_of: Callable[[str], str], where: str, reason: Callable[[str], str] = lambda r: r):
     """Re-raise a lower layer's InputError with the experiment file's key (``key_of`` of the argument it named),
-    the point it concerns (``where``) and, optionally, its reason reworded for the file."""
+    the point it concerns (``where``) and, optionally, its reason reworded for the file.
+
+    Args:
+        key_of: The experiment file's key of the argument a lower layer's InputError named.
+        where: The point the error concerns (the start of the reason).
+        reason: Rewords the lower layer's reason for the file (default: as it is).
+
+    Raises:
+        InputError: Naming ``key_of`` of the key the lower layer's error named.
+    """
     try:
         yield
     except InputError as e:
@@ -50,7 +59,11 @@ _CHECKED: ContextVar[Callable[[int], None] | None] = ContextVar("jaxq_points_che
 def point_checked(count: int = 1) -> None:
     """Tell the validation's progress counter that ``count`` more grid points were checked: a study's ``points``
     calls it as it goes (:func:`jaxq.studies.experiment.from_dict` counts the points it does not tell about when
-    ``points`` returns). Does nothing outside :func:`counting_points`."""
+    ``points`` returns). Does nothing outside :func:`counting_points`.
+
+    Args:
+        count: The grid points checked.
+    """
     report = _CHECKED.get()
     if report is not None:
         report(count)
@@ -58,7 +71,11 @@ def point_checked(count: int = 1) -> None:
 
 @contextmanager
 def counting_points(report: Callable[[int], None] | None):
-    """Within the block, :func:`point_checked` calls ``report`` (None: nothing)."""
+    """Within the block, :func:`point_checked` calls ``report`` (None: nothing).
+
+    Args:
+        report: Called with the count of every :func:`point_checked` within the block (None: nothing).
+    """
     token = _CHECKED.set(report)
     try:
         yield
@@ -70,11 +87,11 @@ class PointTarget(NamedTuple):
     """How a study takes a precision target (``experiment.target_rel_se``, :mod:`jaxq.studies.targets`).
 
     Attributes:
-      applies: ``applies(point) -> bool`` on a point as the study's ``points`` returns it: whether a target
-        chooses its replications (not a reference point with its own count, nor a deterministic case).
-      rel_se: ``rel_se(exp, point, records) -> float``: the standard error over the estimate the target controls,
-        from a point's records (the pilot's, then the run's): :func:`relative_se` of the table's estimate.
-      estimate: the table column of that estimate (notes and docs).
+        applies: ``applies(point) -> bool`` on a point as the study's ``points`` returns it: whether a target
+            chooses its replications (not a reference point with its own count, nor a deterministic case).
+        rel_se: ``rel_se(exp, point, records) -> float``: the standard error over the estimate the target controls,
+            from a point's records (the pilot's, then the run's): :func:`relative_se` of the table's estimate.
+        estimate: the table column of that estimate (notes and docs).
     """
 
     applies: Callable[[dict], bool]
@@ -84,7 +101,15 @@ class PointTarget(NamedTuple):
 
 def relative_se(value: float, stderr: float) -> float:
     """``stderr / |value|``: 0 where the standard error is 0, inf where the value is 0 with a positive standard
-    error, NaN where either is not finite (as :func:`jaxq.mc.target.relative_stderr`)."""
+    error, NaN where either is not finite (as :func:`jaxq.mc.target.relative_stderr`).
+
+    Args:
+        value: The estimate.
+        stderr: Its standard error.
+
+    Returns:
+        The relative standard error.
+    """
     value, stderr = float(value), float(stderr)
     if not (np.isfinite(value) and np.isfinite(stderr)):
         return float("nan")
@@ -97,25 +122,25 @@ class Study(NamedTuple):
     """One registered study.
 
     Attributes:
-      name: the value of ``experiment.study`` that selects it.
-      describe: one line for ``--help`` and the run record.
-      Grid: pydantic model of the experiment's ``[grid]`` table (extra keys forbidden).
-      points: ``points(exp) -> list[dict]``: grid points (JSON scalars; optional ``reps``/``chunk``
-        override the experiment's replications and chunk size for that point). Must raise InputError
-        on anything it cannot run, so that nothing is written before the run starts. Called once per
-        experiment (every seed gets the same points); a study whose checks take a while calls
-        :func:`point_checked` after each point, which moves the validation's counter.
-      run_chunk: ``run_chunk(exp, point, start, count, devices) -> dict[str, ndarray]``: per-replication
-        records (each of length ``count``) of replications ``start .. start+count-1``; an ``events``
-        column, when present, feeds the progress bar.
-      aggregate: ``aggregate(exp, points, records) -> dict[str, list[dict]]``: named tidy tables.
-      figure: ``figure(exp, points, records, tables, out_dir) -> list[str]``: PNG paths written.
-      needs_systems: whether the experiment must name systems (False: the grid defines the cases).
-      enumeration_keys: ``[grid]`` keys that only list the points (``n``, ...), never change a point's
-        numbers: a resumed run may change them (and the systems, seeds, replications) and keeps the chunks
-        of every point it shares with the earlier run (:mod:`jaxq.studies.runner`).
-      target: how the study takes ``experiment.target_rel_se`` (:class:`PointTarget`); None: it takes none (a
-        deterministic study, or one that compares laws), and the key is refused naming the study.
+        name: the value of ``experiment.study`` that selects it.
+        describe: one line for ``--help`` and the run record.
+        Grid: pydantic model of the experiment's ``[grid]`` table (extra keys forbidden).
+        points: ``points(exp) -> list[dict]``: grid points (JSON scalars; optional ``reps``/``chunk``
+            override the experiment's replications and chunk size for that point). Must raise InputError
+            on anything it cannot run, so that nothing is written before the run starts. Called once per
+            experiment (every seed gets the same points); a study whose checks take a while calls
+            :func:`point_checked` after each point, which moves the validation's counter.
+        run_chunk: ``run_chunk(exp, point, start, count, devices) -> dict[str, ndarray]``: per-replication
+            records (each of length ``count``) of replications ``start .. start+count-1``; an ``events``
+            column, when present, feeds the progress bar.
+        aggregate: ``aggregate(exp, points, records) -> dict[str, list[dict]]``: named tidy tables.
+        figure: ``figure(exp, points, records, tables, out_dir) -> list[str]``: PNG paths written.
+        needs_systems: whether the experiment must name systems (False: the grid defines the cases).
+        enumeration_keys: ``[grid]`` keys that only list the points (``n``, ...), never change a point's
+            numbers: a resumed run may change them (and the systems, seeds, replications) and keeps the chunks
+            of every point it shares with the earlier run (:mod:`jaxq.studies.runner`).
+        target: how the study takes ``experiment.target_rel_se`` (:class:`PointTarget`); None: it takes none (a
+            deterministic study, or one that compares laws), and the key is refused naming the study.
     """
 
     name: str
@@ -136,7 +161,14 @@ _BUILTIN = ("jaxq.studies.pss", "jaxq.studies.sde", "jaxq.studies.network", "jax
 
 
 def register(study: Study) -> Study:
-    """Add a study to the registry (a later registration of the same name replaces it)."""
+    """Add a study to the registry (a later registration of the same name replaces it).
+
+    Args:
+        study: The study.
+
+    Returns:
+        The study.
+    """
     REGISTRY[study.name] = study
     return study
 
@@ -149,7 +181,17 @@ def builtins() -> dict[str, Study]:
 
 
 def get(name: str) -> Study:
-    """The registered study ``name``; an InputError naming the known studies otherwise."""
+    """The registered study ``name``; an InputError naming the known studies otherwise.
+
+    Args:
+        name: The value of ``experiment.study``.
+
+    Returns:
+        The study.
+
+    Raises:
+        InputError: Naming ``experiment.study`` when no study is registered as ``name``.
+    """
     builtins()
     if name not in REGISTRY:
         raise InputError("experiment.study", f"unknown study {name!r}; known: {', '.join(sorted(REGISTRY))}")

@@ -23,7 +23,15 @@ from jaxq.sim import pss2x2 as sim
 
 @lru_cache(maxsize=None)
 def analysis_of(path: Path, mtime: float) -> tuple[PSS2x2, Analysis]:
-    """The (cached) system and its analysis (``mtime`` keys the cache on the file's version)."""
+    """The (cached) system and its analysis (``mtime`` keys the cache on the file's version).
+
+    Args:
+        path: The system file.
+        mtime: The file's modification time.
+
+    Returns:
+        ``(system, analysis)``.
+    """
     from jaxq.model import load
 
     system = load(path)
@@ -31,7 +39,14 @@ def analysis_of(path: Path, mtime: float) -> tuple[PSS2x2, Analysis]:
 
 
 def system_and_analysis(path: Path) -> tuple[PSS2x2, Analysis]:
-    """The system in ``path`` and its analysis (cached per file version)."""
+    """The system in ``path`` and its analysis (cached per file version).
+
+    Args:
+        path: The system file.
+
+    Returns:
+        ``(system, analysis)``.
+    """
     return analysis_of(Path(path), Path(path).stat().st_mtime)
 
 
@@ -39,6 +54,16 @@ def parse_policy(spec: str, z_star: float | None = None) -> tuple[str, float | N
     """A policy of the grid: ``NAME``, ``NAME:LEVEL`` (switch at workload LEVEL) or ``NAME:xF`` (at F z*).
 
     ``"PP"`` -> ("PP", None); ``"PP:0.8"`` -> ("PP", 0.8); ``"auto:x2"`` -> ("auto", 2 z*).
+
+    Args:
+        spec: The policy.
+        z_star: The switching level z* of a dual-mode system (None: none).
+
+    Returns:
+        ``(name, level)``; the level None without one.
+
+    Raises:
+        InputError: Naming ``policy``: a bad level, or a level relative to z* without a dual-mode system.
     """
     name, _, level = spec.partition(":")
     if not level:
@@ -55,7 +80,21 @@ def parse_policy(spec: str, z_star: float | None = None) -> tuple[str, float | N
 
 def pss_setup(system, an, n, policy, horizon=None, record_times=(), theta_exponent=sim.DEFAULT_THETA_EXPONENT,
               theta_rule=sim.DEFAULT_THETA_RULE):
-    """The validated setup (:func:`jaxq.sim.pss2x2.setup`) of a grid point: parameters and the policy used."""
+    """The validated setup (:func:`jaxq.sim.pss2x2.setup`) of a grid point: parameters and the policy used.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        an (jaxq.diffusion.workload.Analysis): Its analysis.
+        n (float): The index of the system.
+        policy (str): The policy of the grid (:func:`parse_policy`).
+        horizon (float | None): The event driver's truncation time (None: the default).
+        record_times (typing.Sequence[float]): The times at which W_hat(t) is recorded.
+        theta_exponent (float): The threshold exponent.
+        theta_rule (str): The threshold rule.
+
+    Returns:
+        (jaxq.sim.pss2x2.Setup): The setup.
+    """
     name, z = parse_policy(policy, an.z_star)
     return sim.setup(system, float(n), policy=name, horizon=horizon, record_times=record_times,
                      analysis=an,
@@ -65,7 +104,21 @@ def pss_setup(system, an, n, policy, horizon=None, record_times=(), theta_expone
 def pss_plan(system, an, n, policy, horizon=None, record_times=(), theta_exponent=sim.DEFAULT_THETA_EXPONENT,
              theta_rule=sim.DEFAULT_THETA_RULE):
     """:func:`pss_setup`'s checks and levels (:func:`jaxq.sim.pss2x2.plan`) without the simulator's parameters: the
-    validation of a grid point."""
+    validation of a grid point.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        an (jaxq.diffusion.workload.Analysis): Its analysis.
+        n (float): The index of the system.
+        policy (str): The policy of the grid (:func:`parse_policy`).
+        horizon (float | None): The event driver's truncation time (None: the default).
+        record_times (typing.Sequence[float]): The times at which W_hat(t) is recorded.
+        theta_exponent (float): The threshold exponent.
+        theta_rule (str): The threshold rule.
+
+    Returns:
+        (jaxq.sim.pss2x2.Plan): The plan.
+    """
     name, z = parse_policy(policy, an.z_star)
     return sim.plan(system, float(n), policy=name, horizon=horizon, record_times=record_times, analysis=an,
                     levels=sim.Levels(switch_at=z, theta_exponent=theta_exponent, theta_rule=theta_rule))
@@ -80,10 +133,21 @@ def pss_chunk(path, n, policy, seed, count, batching: sim.Batching, *,
     records only the cost; ``levels.switch_at`` is replaced by the one the policy's name carries).
 
     Returns:
-      dict of (count,) arrays: ``J`` (discounted cost up to the horizon), ``tail_bound`` (bound on the
-      neglected tail), ``sup_X_hat_1``, ``sup_X_hat_2`` (sup over [0, T] of X_i / sqrt(n)),
-      ``W_hat@t`` for each record time t (scaled workload), ``events`` and, with ``cv``, the control variates
-      ``cv_0 ..`` (:mod:`jaxq.sim.models.pss2x2`).
+        dict of (count,) arrays: ``J`` (discounted cost up to the horizon), ``tail_bound`` (bound on the
+            neglected tail), ``sup_X_hat_1``, ``sup_X_hat_2`` (sup over [0, T] of X_i / sqrt(n)),
+            ``W_hat@t`` for each record time t (scaled workload), ``events`` and, with ``cv``, the control variates
+            ``cv_0 ..`` (:mod:`jaxq.sim.models.pss2x2`).
+
+    Args:
+        path (str | os.PathLike): The system file.
+        n (float): The index of the system.
+        policy (str): The policy of the grid (:func:`parse_policy`).
+        seed (int): The seed.
+        count (int): The replications.
+        batching: The first replication, the chunk size and the devices.
+        truncation: The driver and where it truncates.
+        levels: The policy's levels (its ``switch_at`` replaced).
+        outputs: What the simulator records.
     """
     system, an = system_and_analysis(path)
     name, z = parse_policy(policy, an.z_star)
@@ -95,7 +159,15 @@ def pss_chunk(path, n, policy, seed, count, batching: sim.Batching, *,
 
 def pss_records(r, record_times=()) -> dict[str, np.ndarray]:
     """A 2x2 simulation's per-replication record columns (:func:`pss_chunk`'s): ``J``, ``tail_bound``,
-    ``sup_X_hat_i``, ``W_hat@t``, ``events``, the controls and the diagnostics."""
+    ``sup_X_hat_i``, ``W_hat@t``, ``events``, the controls and the diagnostics.
+
+    Args:
+        r (jaxq.mc.result.SimResult): The simulation's result.
+        record_times (typing.Sequence[float]): The times at which W_hat(t) was recorded.
+
+    Returns:
+        The record columns.
+    """
     rec = {"J": r.samples["J"], "tail_bound": r.samples["tail_bound"]}
     if "sup_X_hat" in r.samples:
         rec.update(sup_X_hat_1=r.samples["sup_X_hat"][:, 0], sup_X_hat_2=r.samples["sup_X_hat"][:, 1])
@@ -110,7 +182,14 @@ def pss_records(r, record_times=()) -> dict[str, np.ndarray]:
 def diagnostic_columns(samples) -> dict[str, np.ndarray]:
     """A chunk's per-replication diagnostics (:mod:`jaxq.sim.diagnostics`) as record columns, 1-based:
     ``diag_idle_<k><i>`` (server k idle while class i waits), ``diag_X_hat_p``, ``diag_mode_1`` (time in mode 1),
-    ``diag_switch_rate``."""
+    ``diag_switch_rate``.
+
+    Args:
+        samples (dict): The simulation's per-replication samples.
+
+    Returns:
+        The record columns (none without diagnostics).
+    """
     if "diag_idle_waiting" not in samples:
         return {}
     idle = np.asarray(samples["diag_idle_waiting"])
@@ -121,7 +200,14 @@ def diagnostic_columns(samples) -> dict[str, np.ndarray]:
 
 
 def control_columns(controls) -> dict[str, np.ndarray]:
-    """A chunk's control variates as record columns ``cv_0, cv_1, ...`` (none without controls)."""
+    """A chunk's control variates as record columns ``cv_0, cv_1, ...`` (none without controls).
+
+    Args:
+        controls (numpy.typing.ArrayLike | None): (replications, controls), or None.
+
+    Returns:
+        The record columns.
+    """
     if controls is None:
         return {}
     c = np.asarray(controls)
@@ -136,8 +222,19 @@ def sde_chunk(path, dt, horizon, seed, count, batching: sim.Batching, *, times=(
     chunk size of the grid point, one compiled shape for all its chunks).
 
     Returns:
-      dict of (count,) arrays: ``V`` (``int_0^T exp(-gamma t) Z dt``, workload units), ``Z@t`` for each
-      time t, ``events`` (steps per path).
+        dict of (count,) arrays: ``V`` (``int_0^T exp(-gamma t) Z dt``, workload units), ``Z@t`` for each
+            time t, ``events`` (steps per path).
+
+    Args:
+        path (str | os.PathLike): The system file.
+        dt (float): The step size.
+        horizon (float): The horizon T.
+        seed (int): The seed.
+        count (int): The paths.
+        batching: The first path, the chunk size and the devices.
+        times (typing.Sequence[float]): The times at which Z is recorded.
+        cv (bool): Record the control variate ``cv_0``.
+        switch_at: The level at which the modes switch (None: z*).
     """
     system, an = system_and_analysis(path)
     params, _ = wcp_coefficients(an, switch_at)  # (2.25): lower mode below z*, higher above
@@ -158,7 +255,18 @@ def sde_chunk(path, dt, horizon, seed, count, batching: sim.Batching, *, times=(
 def diagnostics_row(rec, row, an, st) -> dict:
     """The point's diagnostics (:mod:`jaxq.sim.diagnostics`: discounted time shares, means over replications)
     and ``warning``, the sentence due when J_hat is more than 50% above V0 at n >= 10^3 (empty otherwise).
-    Records written before the diagnostics existed give empty cells."""
+    Records written before the diagnostics existed give empty cells.
+
+    Args:
+        rec (dict): The point's records.
+        row (dict): The point's table row (its ``n``, ``J_hat`` and ``threshold_term``).
+        an (jaxq.diffusion.workload.Analysis): The system's analysis.
+        st (jaxq.sim.pss2x2.Plan | jaxq.sim.pss2x2.Setup): The point's setup (its modes, threshold and policy).
+
+    Returns:
+        The table columns ``idle_while_waiting_1``, ``idle_while_waiting_2``, ``X_hat_p_mean``, ``mode_1_fraction``,
+            ``switch_rate`` and ``warning``.
+    """
     if "diag_X_hat_p" not in rec:
         return {"idle_while_waiting_1": None, "idle_while_waiting_2": None, "X_hat_p_mean": None,
                 "mode_1_fraction": None, "switch_rate": None, "warning": None}

@@ -82,7 +82,13 @@ class _File(BaseModel):
 
 @dataclass(frozen=True, eq=False)
 class SystemRef:
-    """A system of the experiment: its label (file stem), file and loaded model."""
+    """A system of the experiment: its label (file stem), file and loaded model.
+
+    Attributes:
+        label: The file stem.
+        path: The system file.
+        model: The loaded model.
+    """
 
     label: str
     path: Path
@@ -91,7 +97,23 @@ class SystemRef:
 
 @dataclass(frozen=True, eq=False)
 class Experiment:
-    """A validated experiment (see the module docstring)."""
+    """A validated experiment (see the module docstring).
+
+    Attributes:
+        name: The experiment's name (the default output folder is results/<name>).
+        file: The experiment file.
+        study: The study (:class:`jaxq.studies.Study`).
+        systems: The systems.
+        replications: The replications per grid point (with ``target_rel_se``: the most per grid point).
+        chunk: The replications per chunk file (the unit of resume).
+        seeds: The seeds; every grid point is run for every seed.
+        grid: The study's Grid model instance.
+        description: The experiment's description.
+        records: Write records.csv (one row per replication).
+        cv: Control variates from the diffusion limit.
+        points: The grid points, each with its seed, ``reps`` and ``chunk``.
+        target_rel_se: The precision target of the points that take one (:mod:`jaxq.studies.targets`).
+    """
 
     name: str
     file: Path
@@ -108,7 +130,17 @@ class Experiment:
     target_rel_se: float | None = None  # the precision target of the points that take one (jaxq.studies.targets)
 
     def system(self, label: str) -> SystemRef:
-        """The system with this label."""
+        """The system with this label.
+
+        Args:
+            label: The label (file stem).
+
+        Returns:
+            The system.
+
+        Raises:
+            KeyError: When no system has this label.
+        """
         for s in self.systems:
             if s.label == label:
                 return s
@@ -144,7 +176,15 @@ class Experiment:
         systems (None for a point whose system this experiment does not have). ``without``: the keys left out;
         ``("reps", "chunk")`` names the replications themselves, whatever the chunking
         (:meth:`replication_digests`). A precision target's keys (:data:`jaxq.studies.targets.TARGET_KEYS`) are
-        always left out: a targeted point's replications are a fixed run's."""
+        always left out: a targeted point's replications are a fixed run's.
+
+        Args:
+            points (list[dict] | None): Other points (None: the experiment's).
+            without (tuple[str, ...]): The keys left out.
+
+        Returns:
+            The digests.
+        """
         base = self.base_fingerprint()
         texts = {s.label: s.path.read_text(encoding="utf-8") for s in self.systems}
 
@@ -162,7 +202,14 @@ class Experiment:
         """sha256 per point naming its replications whatever the chunking (:meth:`point_digests` without
         ``reps`` and ``chunk``, with the version of the simulators' numbers): replication r of two points with
         the same digest is the same number. A chunk file carries it, so that a resume with another ``chunk``
-        rebuilds its chunks from the finished replications (:func:`jaxq.studies.runner.rechunk`)."""
+        rebuilds its chunks from the finished replications (:func:`jaxq.studies.runner.rechunk`).
+
+        Args:
+            points (list[dict] | None): Other points (None: the experiment's).
+
+        Returns:
+            The digests.
+        """
         from jaxq.sim import STREAM_VERSION
 
         return [None if d is None else hashlib.sha256(f"{d}:{STREAM_VERSION}".encode()).hexdigest()
@@ -192,18 +239,46 @@ DIGEST_OMITS = {"theta_rule": "paper", "target_rel_se_at": {}}
 
 
 def digested_grid(grid: dict) -> dict:
-    """The ``[grid]`` record that the digests see: :data:`DIGEST_OMITS` keys at their recorded value left out."""
+    """The ``[grid]`` record that the digests see: :data:`DIGEST_OMITS` keys at their recorded value left out.
+
+    Args:
+        grid: The ``[grid]`` record.
+
+    Returns:
+        The record without those keys.
+    """
     return {k: v for k, v in grid.items() if not (k in DIGEST_OMITS and v == DIGEST_OMITS[k])}
 
 
 def base_fingerprint(study: str, grid: dict, cv: bool, enumeration_keys=()) -> str:
-    """:meth:`Experiment.base_fingerprint` from an experiment's JSON record (a manifest's ``experiment``)."""
+    """:meth:`Experiment.base_fingerprint` from an experiment's JSON record (a manifest's ``experiment``).
+
+    Args:
+        study: The study's name.
+        grid: The ``[grid]`` record.
+        cv: Control variates.
+        enumeration_keys (tuple[str, ...]): The study's enumeration keys (left out).
+
+    Returns:
+        The hex digest.
+    """
     shared = {k: v for k, v in digested_grid(grid).items() if k not in enumeration_keys}
     return hashlib.sha256(json.dumps({"study": study, "grid": shared, "cv": cv}, sort_keys=True).encode()).hexdigest()
 
 
 def resolve_system(ref: str, base: Path) -> Path:
-    """A system reference: a bundled example name, or a TOML path relative to ``base``."""
+    """A system reference: a bundled example name, or a TOML path relative to ``base``.
+
+    Args:
+        ref: The reference.
+        base: The folder of the experiment file.
+
+    Returns:
+        The system file.
+
+    Raises:
+        InputError: Naming ``experiment.systems`` for a missing file or an unknown example.
+    """
     if ref.endswith(".toml") or "/" in ref:
         p = Path(ref)
         p = p if p.is_absolute() else base / p
@@ -219,7 +294,19 @@ def from_dict(data: dict, file: Path, progress: Callable[[int], None] | None = N
     """Validate an experiment dictionary read from ``file``; raises InputError (one line) on bad input.
 
     The study's grid points are computed and checked once and given every seed. ``progress``: called with the
-    number of points (grid points times seeds) checked since its last call, while they are checked."""
+    number of points (grid points times seeds) checked since its last call, while they are checked.
+
+    Args:
+        data: The experiment dictionary.
+        file: The file it was read from.
+        progress: Called with the number of points checked since its last call (None: nothing).
+
+    Returns:
+        The experiment, its grid points computed.
+
+    Raises:
+        InputError: Naming the key of bad input.
+    """
     from jaxq.studies import counting_points, get
 
     v.check_depth(data, str(file))
@@ -309,7 +396,16 @@ def _keys(exp: Experiment, pt: dict) -> tuple[str, str]:
 
 def point_work(exp: Experiment, pt: dict, cache: dict | None = None) -> tuple[float, str, str] | None:
     """``(per_replication, unit, key)``: events (prelimit simulator) or steps (SDE) of one replication of a
-    grid point, and the key that controls it; None for a point of an unknown kind."""
+    grid point, and the key that controls it; None for a point of an unknown kind.
+
+    Args:
+        exp: The experiment.
+        pt: The grid point.
+        cache: The V0 of every system analysed so far, by label (filled in).
+
+    Returns:
+        ``(per_replication, unit, key)``, or None.
+    """
     g = exp.grid
     if pt.get("engine") == "sde":
         dt = pt.get("dt", getattr(g, "sde_dt", None))
@@ -351,7 +447,17 @@ def point_work(exp: Experiment, pt: dict, cache: dict | None = None) -> tuple[fl
 
 
 def check_experiment_work(exp: Experiment) -> float:
-    """Refuse an experiment whose work cannot fit (see the module docstring); returns the total estimate."""
+    """Refuse an experiment whose work cannot fit (see the module docstring); returns the total estimate.
+
+    Args:
+        exp: The experiment.
+
+    Returns:
+        The total estimate (events and steps).
+
+    Raises:
+        InputError: Naming the key that controls the work that cannot fit.
+    """
     total, files = 0.0, 0
     analyses: dict[str, Any] = {}
     works: dict[tuple, Any] = {}  # a point's work per replication does not depend on its seed: once per grid point
@@ -389,7 +495,19 @@ def check_experiment_work(exp: Experiment) -> float:
 def load_experiment(path: str | Path, seeds: list[int] | None = None,
                     progress: Callable[[int], None] | None = None) -> Experiment:
     """Read and validate an experiment file (see the module docstring); ``seeds`` replaces its seeds;
-    ``progress``: :func:`from_dict`'s counter of points checked."""
+    ``progress``: :func:`from_dict`'s counter of points checked.
+
+    Args:
+        path: The experiment file.
+        seeds: Replace its seeds (None: its own).
+        progress: :func:`from_dict`'s counter of points checked (None: nothing).
+
+    Returns:
+        The experiment.
+
+    Raises:
+        InputError: Naming the key of bad input.
+    """
     p = Path(path).resolve() if Path(path).is_file() else Path(path)
     data = read_toml(p)
     if seeds is not None and isinstance(data.get("experiment"), dict):

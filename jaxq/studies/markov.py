@@ -44,7 +44,17 @@ PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class MarkovGrid(BaseModel):
-    """``[grid]`` of the markov study."""
+    """``[grid]`` of the markov study.
+
+    Attributes:
+        model: ``"package.module:attribute"``: a MarkovModel, or a function of no arguments returning one.
+        params: The model's parameters.
+        horizon: The horizon T.
+        discount: The discount rate gamma of ``E int_0^T exp(-gamma t) observe dt`` (optional).
+        warmup: The time average over [warmup, horizon] (optional).
+        engines: One grid point per engine: ``auto``, ``event`` or ``uniformized``.
+        observers: Statistics of the path: name -> ``"package.module:attribute"`` (:class:`jaxq.Observer`; optional).
+    """
 
     model_config = ConfigDict(extra="forbid")
     model: str
@@ -73,7 +83,17 @@ def _load(spec: str, key: str):
 def load_observers(specs: dict[str, str]) -> dict:
     """The observers of ``grid.observers`` (name -> ``"package.module:attribute"``: a :class:`jaxq.Observer`, or a
     function of no arguments returning one); an InputError naming ``grid.observers.<name>`` otherwise. Loaded once
-    per process (the same objects for every chunk: a compiled program is reused)."""
+    per process (the same objects for every chunk: a compiled program is reused).
+
+    Args:
+        specs: ``grid.observers``.
+
+    Returns:
+        The observers by name.
+
+    Raises:
+        InputError: Naming ``grid.observers.<name>`` (``grid.observers`` when they do not go together).
+    """
     return dict(_load_observers(tuple(specs.items())))
 
 
@@ -95,7 +115,17 @@ def _load_observers(specs: tuple) -> tuple:
 
 def load_model(spec: str):
     """The :class:`jaxq.MarkovModel` named ``"package.module:attribute"`` (an attribute that is a function of no
-    arguments is called); an InputError naming ``grid.model`` otherwise."""
+    arguments is called); an InputError naming ``grid.model`` otherwise.
+
+    Args:
+        spec: ``"package.module:attribute"``.
+
+    Returns:
+        (jaxq.MarkovModel): The model.
+
+    Raises:
+        InputError: Naming ``grid.model``.
+    """
     from jaxq.sim.markov import MarkovModel
 
     obj = _load(spec, "grid.model")
@@ -127,6 +157,18 @@ def _keys(key: str) -> str:
 
 
 def points(exp) -> list[dict]:
+    """One grid point per engine, the model checked on ``grid.params`` first.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        The grid points ``{"engine", "ran"}`` (``ran``: the engine that runs).
+
+    Raises:
+        InputError: Naming the file's key (``grid.params``, ``grid.model``, ...; ``experiment.systems`` when systems
+            are given).
+    """
     from jaxq.precision import in_float64
     from jaxq.sim.simulate_markov import check_model, check_params, check_run
 
@@ -145,6 +187,22 @@ def points(exp) -> list[dict]:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
+    """The per-replication estimates, controls and observers' outputs of one point
+    (:func:`jaxq.sim.simulate_markov.simulate_markov`).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+        start (int): The first replication.
+        count (int): The replications.
+        devices (typing.Any): The devices the chunk is cut over (None: all local devices).
+
+    Returns:
+        (dict[str, numpy.ndarray]): Per-replication records, each of length ``count``.
+
+    Raises:
+        InputError: Naming the file's key (``grid.observers`` when two observers' outputs share a column).
+    """
     from jaxq.mc.replications import Batching
     from jaxq.sim.simulate_markov import simulate_markov
 
@@ -206,6 +264,16 @@ def _rel_se(exp, pt, rec) -> float:
 
 
 def aggregate(exp, pts, records):
+    """The table ``estimates``: one row per point and estimated quantity (see the module).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+
+    Returns:
+        (dict[str, list[dict]]): ``{"estimates"}``.
+    """
     rows = []
     for i, (pt, rec) in enumerate(zip(pts, records)):
         for k, est, mine in _estimates(rec):
@@ -221,6 +289,18 @@ def aggregate(exp, pts, records):
 
 
 def figure(exp, pts, records, tables, out):
+    """No figure: the study draws none.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+        tables (dict[str, list[dict]]): The tables of the study's aggregate.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        (list[str]): ``[]``.
+    """
     return []
 
 

@@ -43,7 +43,24 @@ NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class NetworkGrid(BaseModel):
-    """``[grid]`` of the network study."""
+    """``[grid]`` of the network study.
+
+    Attributes:
+        n: The scalings n.
+        policies: The policies (:data:`jaxq.policies.network.POLICIES`).
+        warmup: The start of the averaging window [warmup, horizon].
+        horizon: The end of the averaging window (above ``warmup``).
+        engine: ``auto``, ``event`` or ``uniformized``.
+        hist_bins: Bins of the histograms of <e, X_hat> (tightness figure; 0: none).
+        hist_range: The range of the histograms.
+        times: Snapshot times of <e, X_hat(t)> (transience; the event driver), at most ``horizon``.
+        diffusion: Add the Euler scheme of (2.27) as a reference point per system and policy.
+        control: The diffusion's control.
+        uc: The diffusion's queue control vector (default: all queue on the last class, the lowest priority).
+        us: The diffusion's idleness control vector (default: uniform idleness shares).
+        dt: The Euler step of the diffusion.
+        sde_paths: The paths of a diffusion reference point.
+    """
 
     model_config = ConfigDict(extra="forbid")
     n: Annotated[list[PosFloat], Field(min_length=1), Unique]
@@ -70,6 +87,18 @@ def _analysis_of(path: Path, mtime: float) -> NetworkAnalysis:
 
 
 def analysis(exp, label) -> NetworkAnalysis:
+    """The analysis of the network ``label`` of the experiment (cached per file version).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        label (str): The system's label.
+
+    Returns:
+        The analysis.
+
+    Raises:
+        InputError: Naming ``experiment.systems`` when the system is not a network.
+    """
     ref = exp.system(label)
     if not isinstance(ref.model, Network):
         raise InputError("experiment.systems", f"{label}: study 'network' needs a 'network' system")
@@ -88,7 +117,17 @@ def _controls(an: NetworkAnalysis, g: NetworkGrid):
 
 
 def points(exp) -> list[dict]:
-    """systems x policies x n (plus one diffusion point per system and policy). Checks each point."""
+    """systems x policies x n (plus one diffusion point per system and policy). Checks each point.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        The grid points ``{"system", "engine", "policy", "n"}``.
+
+    Raises:
+        InputError: Naming the ``[grid]`` key of a point that cannot run.
+    """
     from jaxq.sim.network import make_params
 
     g = exp.grid
@@ -141,7 +180,18 @@ def _check_diffusion(an: NetworkAnalysis, g: NetworkGrid, label: str) -> None:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
-    """Per-replication records of one grid point (replications ``start .. start+count-1``)."""
+    """Per-replication records of one grid point (replications ``start .. start+count-1``).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+        start (int): The first replication.
+        count (int): The replications.
+        devices (typing.Any): The devices the chunk is cut over (None: all local devices).
+
+    Returns:
+        (dict[str, numpy.ndarray]): Per-replication records, each of length ``count``.
+    """
     g = exp.grid
     an = analysis(exp, pt["system"])
     if pt["engine"] == "diffusion":
@@ -193,6 +243,17 @@ def run_chunk(exp, pt, start, count, devices=None):
 
 
 def aggregate(exp, pts, records):
+    """The tables ``summary`` (one row per point: the estimates with their standard errors), ``fits`` (per system,
+    policy and seed the log-log rates in n) and, with ``times``, ``transient``.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+
+    Returns:
+        (dict[str, list[dict]]): ``{"summary", "fits"}`` and, with ``times``, ``"transient"``.
+    """
     rows, trans, fits = [], [], []
     for i, (pt, rec) in enumerate(zip(pts, records)):
         an = analysis(exp, pt["system"])
@@ -239,6 +300,19 @@ def aggregate(exp, pts, records):
 
 
 def figure(exp, pts, records, tables, out):
+    """The figures the grid calls for: ``density.png``, ``tightness.png``, ``lap_concentration.png`` and
+    ``transience.png``.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+        tables (dict[str, list[dict]]): The tables of the study's aggregate.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        (list[str]): The PNG paths written.
+    """
     paths = []
     g = exp.grid
     rows = [r for r in tables["summary"] if r["engine"] == "ctmc"]

@@ -49,7 +49,18 @@ _KEYS = {"queue_cap": "grid.queue_cap", "rtol": "grid.rtol", "max_states": "grid
 
 
 class OptimalGrid(BaseModel):
-    """``[grid]`` of the optimal-control study."""
+    """``[grid]`` of the optimal-control study.
+
+    Attributes:
+        n: The values of n.
+        n_for: The values of n of the named systems, in place of n (phase-type systems: their chains are larger).
+        queue_cap: The queue cap of the truncation (default: doubled from max(6, 4 sqrt(n)) until converged).
+        rtol: The truncation's tolerance.
+        max_states: The most states of the truncated chain.
+        max_gib: The most memory of the solve, in GiB.
+        simulate_reps: > 0 (at least 2): J_n of Theorem 2.11's policy by Monte Carlo.
+        tuned_reps: > 0 (at least 2): J_n of the tuned policy by Monte Carlo.
+    """
 
     model_config = ConfigDict(extra="forbid")
     n: Annotated[list[NValue], Field(min_length=1), Unique]
@@ -107,7 +118,17 @@ def _check_point(g, system, label, n) -> None:
 
 
 def points(exp) -> list[dict]:
-    """systems x n, one replication each; checks each point before anything is written."""
+    """systems x n, one replication each; checks each point before anything is written.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        The grid points ``{"system", "n", "reps", "chunk"}``.
+
+    Raises:
+        InputError: Naming the file's key of a point that cannot be solved.
+    """
     g = exp.grid
     for key, reps in (("grid.simulate_reps", g.simulate_reps), ("grid.tuned_reps", g.tuned_reps)):
         if reps == 1:
@@ -138,7 +159,15 @@ def _tunable(an) -> bool:
 def idles_with_waiting(table: np.ndarray, n: float) -> float:
     """The share of (observable state, idle server) pairs with x_1, x_2 <= 4 sqrt(n) at which ``table`` (the
     :class:`jaxq.mdp.optimum.Optimal` table, ``table[x_1, x_2, s_1 + 1, s_2 + 1, k]``) leaves the server idle
-    although a job it could start still waits after both servers' decisions; NaN when the box has no such pair."""
+    although a job it could start still waits after both servers' decisions; NaN when the box has no such pair.
+
+    Args:
+        table: The optimal table.
+        n: The index of the system.
+
+    Returns:
+        The share.
+    """
     box = min(table.shape[0] - 1, table.shape[1] - 1, int(math.floor(BOX_PER_ROOT_N * math.sqrt(n))))
     t = np.asarray(table[: box + 1, : box + 1], dtype=np.int64)
     x1 = np.arange(box + 1).reshape(-1, 1)
@@ -165,7 +194,14 @@ def idles_with_waiting(table: np.ndarray, n: float) -> float:
 def idles_with_waiting_weighted(sol) -> float:
     """The discounted share of (decision, idle server) pairs at which the optimal policy (phases seen) leaves the
     server idle although a job it could start still waits, weighted by the discounted rate of decisions at each
-    state from the empty system (:func:`jaxq.mdp.pss2x2.occupation`)."""
+    state from the empty system (:func:`jaxq.mdp.pss2x2.occupation`).
+
+    Args:
+        sol (typing.Any): The solution of the optimum (``jaxq.mdp.optimum.Optimal.solution``: its chain and policy).
+
+    Returns:
+        The share; NaN when there is no such pair.
+    """
     from jaxq.mdp import pss2x2 as dp
 
     ch = sol.chain
@@ -209,6 +245,19 @@ def _point_keys(g, pt):
 
 
 def run_chunk(exp, pt, start, count, devices=None):
+    """The point's solve as constant columns and, with ``simulate_reps`` or ``tuned_reps``, the simulated J_n
+    beside it (one replication per point).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+        start (int): The first replication.
+        count (int): The replications.
+        devices (typing.Any): The devices the chunk is cut over (None: all local devices).
+
+    Returns:
+        (dict[str, numpy.ndarray]): Per-replication records, each of length ``count``.
+    """
     g = exp.grid
     path = exp.system(pt["system"]).path
     with _point_keys(g, pt):
@@ -254,6 +303,16 @@ INTS = ("queue_cap", "states", "iterations", "theta")
 
 
 def aggregate(exp, pts, records):
+    """The table ``summary``: one row per system and n.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+
+    Returns:
+        (dict[str, list[dict]]): ``{"summary"}``.
+    """
     rows = []
     for i, (pt, rec) in enumerate(zip(pts, records)):
         _, an = _system(exp, pt["system"])
@@ -275,6 +334,18 @@ def aggregate(exp, pts, records):
 
 
 def figure(exp, pts, records, tables, out):
+    """The costs over V0 against n, one panel per system (``J_over_V0.png``).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+        tables (dict[str, list[dict]]): The tables of the study's aggregate.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        (list[str]): The PNG paths written.
+    """
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     rows = tables["summary"]

@@ -49,7 +49,22 @@ NValue = Annotated[float, Field(ge=1, allow_inf_nan=False)]
 
 
 class ConvergenceGrid(BaseModel):
-    """``[grid]`` of the 2x2 studies."""
+    """``[grid]`` of the 2x2 studies.
+
+    Attributes:
+        n: The values of n.
+        policies: The policies (``tuned``: Theorem 2.11's, tuned at each n).
+        horizon: The horizon (default: the simulator's tail-bound horizon (cost) or the study's).
+        theta_exponent: The threshold exponent a_bar.
+        theta_rule: The threshold rule (:func:`jaxq.policies.thresholds.rule_levels`; excursion also sets the
+            switching level).
+        theta_exponents: A sweep of a_bar (overrides ``theta_exponent``).
+        times: Fixed times at which W_hat(t) is recorded.
+        engine: ``event``, or ``auto``: the uniformised engine for exponential primitives.
+        replications_at: ``{"1000000": 64}``: replications at that n.
+        target_rel_se_at: ``{"1000" = 0.005}``: the precision target at that n (:mod:`jaxq.studies.targets`; beside or
+            instead of ``target_rel_se``).
+    """
 
     model_config = ConfigDict(extra="forbid")
     n: Annotated[list[NValue], Field(min_length=1), Unique]
@@ -68,10 +83,26 @@ class ConvergenceGrid(BaseModel):
 
 
 class CollapseGrid(ConvergenceGrid):
+    """``[grid]`` of the collapse study: :class:`ConvergenceGrid`'s keys, with a horizon of its own.
+
+    Attributes:
+        horizon: T of sup_[0, T].
+    """
     horizon: PosFloat = 10.0  # T of sup_[0, T]
 
 
 class WeakGrid(ConvergenceGrid):
+    """``[grid]`` of the weak study: :class:`ConvergenceGrid`'s keys, with the SDE references' own.
+
+    Attributes:
+        times: The times t at which the laws of W_hat^n(t) and Z(t) are compared (at least one).
+        shifted: T1T2: also compare W_hat - Theta_hat/alpha_p with the SDE switching at z* - Theta_hat/alpha_p (the T1
+            rule makes the workload reflect at Theta_hat/alpha_p: :mod:`jaxq.diffusion.threshold`); one SDE reference
+            per n.
+        sde_paths: The paths of an SDE reference.
+        sde_chunk: The paths per chunk of an SDE reference.
+        sde_dt: The step size of the SDE references.
+    """
     times: Annotated[list[PosFloat], Field(min_length=1), Unique] = [2.0]
     # T1T2: also compare W_hat - Theta_hat/alpha_p with the SDE switching at z* - Theta_hat/alpha_p (the T1 rule
     # makes the workload reflect at Theta_hat/alpha_p: jaxq.diffusion.threshold); one SDE reference per n
@@ -142,7 +173,17 @@ def _check_times(g) -> None:
 
 
 def points(exp) -> list[dict]:
-    """systems x policies x n (weak: x n plus one SDE reference point per system). Checks each point."""
+    """systems x policies x n (weak: x n plus one SDE reference point per system). Checks each point.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        The grid points.
+
+    Raises:
+        InputError: Naming the file's key of a point that cannot run.
+    """
     g = exp.grid
     _check_n_keys(g, "grid.replications_at")
     if g.target_rel_se_at:
@@ -235,7 +276,18 @@ def _shifted_reference(g, pt, st, an) -> list[dict]:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
-    """Records of replications ``start .. start+count-1`` of one grid point."""
+    """Records of replications ``start .. start+count-1`` of one grid point.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+        start (int): The first replication.
+        count (int): The replications.
+        devices (typing.Any): The devices the chunk is cut over (None: all local devices).
+
+    Returns:
+        (dict[str, numpy.ndarray]): Per-replication records, each of length ``count``.
+    """
     g = exp.grid
     path, batch = exp.system(pt["system"]).path, sim.Batching(start, pt["chunk"], devices)
     if pt["engine"] == "sde":
@@ -302,6 +354,18 @@ def _threshold_term(exp, an, st, n):
 
 # ------------------------------------------------------------------------------------ convergence
 def aggregate_convergence(exp, pts, records):
+    """The tables of ``convergence``: ``summary`` (one row per point: J_hat with its standard error, V0, the gap)
+    and ``fits`` (per system, policy, threshold exponent and seed: the limit fit, the log-log rate of the gap and
+    :func:`verdict`).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+
+    Returns:
+        (dict[str, list[dict]]): ``{"summary", "fits"}``.
+    """
     rows = _point_rows(exp, pts, records)
     fits = []
     for (system, policy, a, seed), rs in groups_by(rows, ("system", "policy", "theta_exponent", "seed")).items():
@@ -336,6 +400,12 @@ def verdict(f: dict) -> str:
     errors of a fraction of a percent a single power law is often rejected by the next-order terms, which
     biases V0_fit while the gap still shrinks steadily; the slope then carries the verdict. For threshold
     policies the slope is compared with the threshold term Theta_n / sqrt(n) = n^(a - 1/2) of (2.28).
+
+    Args:
+        f: A row of the ``fits`` table of ``convergence``.
+
+    Returns:
+        The sentence.
     """
     gap, gse = f["gap_at_n_max"], f["gap_stderr_at_n_max"]
     if f.get("residual_at_n_max") is not None:  # a threshold policy whose threshold term is not zero
@@ -387,6 +457,19 @@ def _threshold_verdict(f: dict) -> str:
 
 
 def figure_convergence(exp, pts, records, tables, out):
+    """J_n against n with 95% intervals and V0 (``J_n.png``), and |J_n - V0| against n on log-log axes
+    (``gap_loglog.png``).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+        tables (dict[str, list[dict]]): The tables of the study's aggregate.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        (list[str]): The PNG paths written.
+    """
     rows, fits = tables["summary"], tables["fits"]
     keys = ("system", "policy", "theta_exponent", "seed")
     sweep = bool(exp.grid.theta_exponents)
@@ -442,6 +525,17 @@ def figure_convergence(exp, pts, records, tables, out):
 
 # ------------------------------------------------------------------------------------------- weak
 def aggregate_weak(exp, pts, records):
+    """The tables of ``weak``: ``summary`` (the KS distance of W_hat^n(t) to the SDE reference's Z(t), per point and
+    time) and ``fits``.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+
+    Returns:
+        (dict[str, list[dict]]): ``{"summary", "fits"}``.
+    """
     ref = {(pt["system"], pt["seed"], pt["n"], pt.get("a")): (pt, rec) for pt, rec in zip(pts, records)
            if pt["engine"] == "sde"}
     rows = []
@@ -479,6 +573,18 @@ def aggregate_weak(exp, pts, records):
 
 
 def figure_weak(exp, pts, records, tables, out):
+    """Quantile-quantile plots of W_hat^n(t) against Z(t) (``qq.png``) and the KS distances against n (``ks.png``).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+        tables (dict[str, list[dict]]): The tables of the study's aggregate.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        (list[str]): The PNG paths written.
+    """
     rows = tables["summary"]
     t = max(exp.grid.times)
     seed = pts[0]["seed"]
@@ -520,6 +626,17 @@ def figure_weak(exp, pts, records, tables, out):
 
 # --------------------------------------------------------------------------------------- collapse
 def aggregate_collapse(exp, pts, records):
+    """The tables of ``collapse``: ``summary`` (E sup_[0,T] X_hat_p^n per point, with Theta_n / sqrt(n)) and ``fits``
+    (per system, policy and seed: its log-log rate in n).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+
+    Returns:
+        (dict[str, list[dict]]): ``{"summary", "fits"}``.
+    """
     rows = _point_rows(exp, pts, records)
     keep = ("point", "system", "policy", "policy_used", "theta", "n", "seed", "reps", "hpc", "horizon",
             "sup_X_hat_p", "sup_X_hat_p_stderr", "sup_X_hat_q", "sup_X_hat_q_stderr", "events", "X_hat_p_mean",
@@ -537,6 +654,18 @@ def aggregate_collapse(exp, pts, records):
 
 
 def figure_collapse(exp, pts, records, tables, out):
+    """E sup_[0,T] X_hat_p^n against n with 95% intervals and Theta_n / sqrt(n) (``collapse.png``).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+        tables (dict[str, list[dict]]): The tables of the study's aggregate.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        (list[str]): The PNG paths written.
+    """
     fig, ax = figures.single_figure()
     for (system, policy, seed), rs in groups_by(tables["summary"], ("system", "policy", "seed")).items():
         n = np.array([r["n"] for r in rs], dtype=float)
@@ -558,6 +687,17 @@ def figure_collapse(exp, pts, records, tables, out):
 
 # --------------------------------------------------------------------------------------- policies
 def aggregate_policies(exp, pts, records):
+    """The table of ``policies``: ``summary``, each point's row with its excess over the ``auto`` policy (paired:
+    common random numbers) and over V0.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+
+    Returns:
+        (dict[str, list[dict]]): ``{"summary"}``.
+    """
     rows = _point_rows(exp, pts, records)
     by_point = dict(zip(range(len(pts)), records))
     for (system, n, seed), rs in groups_by(rows, ("system", "n", "seed")).items():
@@ -598,6 +738,18 @@ def _policy_label(r):
 
 
 def figure_policies(exp, pts, records, tables, out):
+    """The policies' costs, one panel per system, n and seed (``policies.png``).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+        tables (dict[str, list[dict]]): The tables of the study's aggregate.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        (list[str]): The PNG paths written.
+    """
     groups = groups_by(tables["summary"], ("system", "n", "seed"))
     fig, axes = figures.grid_figure(len(groups), width=4.6, height=0.35 * max(len(g) for g in groups.values()) + 1.2,
                                     max_cols=2)

@@ -72,7 +72,15 @@ _SWITCHING = {case: spec.switching for case, spec in POLICY_TABLE.items() if spe
 
 @dataclass(frozen=True, eq=False)
 class Drawn:
-    """One drawn system: its label (``CASE_jjj``), case, index within the case, system and analysis."""
+    """One drawn system: its label (``CASE_jjj``), case, index within the case, system and analysis.
+
+    Attributes:
+        label: ``CASE_jjj``.
+        case: The case of Theorem 2.11.
+        index: The index within the case.
+        system: The system.
+        analysis: Its analysis.
+    """
 
     label: str
     case: str
@@ -102,7 +110,14 @@ def _loguniform(rng, lo, hi) -> float:
 
 
 def draw_law(rng) -> Dist:
-    """A mean-1 law: the family uniform over :data:`FAMILIES`, the SCV within [0.1, 10] as the family allows."""
+    """A mean-1 law: the family uniform over :data:`FAMILIES`, the SCV within [0.1, 10] as the family allows.
+
+    Args:
+        rng (numpy.random.Generator): The generator.
+
+    Returns:
+        The law.
+    """
     fam = FAMILIES[int(rng.integers(len(FAMILIES)))]
     if fam == "exponential":
         return Dist(fam, 1.0)
@@ -145,7 +160,15 @@ def _candidate(rng, case: str) -> PSS2x2:
 
 def target_hpc(case: str, an: Analysis) -> int | None:
     """The class p (0-based) that makes ``case`` the system's case, or None when no choice of p can: the class with
-    the case's role (the policy table's ``roles``) in the active mode, or in both the lower and the higher mode."""
+    the case's role (the policy table's ``roles``) in the active mode, or in both the lower and the higher mode.
+
+    Args:
+        case: The case.
+        an: The system's analysis.
+
+    Returns:
+        The class, or None.
+    """
     i1, i2 = an.modes.i1, an.modes.i2
     if an.case != ("dual" if _DUAL[case] else "single"):
         return None
@@ -157,7 +180,19 @@ def target_hpc(case: str, an: Analysis) -> int | None:
 @lru_cache(maxsize=DRAWN_KEPT)
 def draw_system(seed: int, case: str, index: int) -> Drawn:
     """System ``index`` of ``case`` for ``seed`` (module docstring); deterministic, cached (:func:`draw` of the
-    same systems draws none again)."""
+    same systems draws none again).
+
+    Args:
+        seed: The seed of the set.
+        case: The case.
+        index: The index within the case.
+
+    Returns:
+        The drawn system.
+
+    Raises:
+        InputError: Naming ``case`` for an unknown case.
+    """
     if case not in CASES:
         raise InputError("case", f"unknown case {case!r}; choose one of {', '.join(CASES)}")
     rng = streams.generator(seed, CASES.index(case), index)
@@ -185,7 +220,19 @@ def draw_system(seed: int, case: str, index: int) -> Drawn:
 
 @lru_cache(maxsize=64)
 def draw(seed: int, per_case: int, cases: tuple[str, ...] = CASES) -> tuple[Drawn, ...]:
-    """``per_case`` systems of each case, case-major (``P_000, P_001, ..., T2T1_...``); cached."""
+    """``per_case`` systems of each case, case-major (``P_000, P_001, ..., T2T1_...``); cached.
+
+    Args:
+        seed: The seed of the set.
+        per_case: The systems per case.
+        cases: The cases.
+
+    Returns:
+        The drawn systems.
+
+    Raises:
+        InputError: Naming ``per_case`` when it is not a whole number >= 1.
+    """
     if not (isinstance(per_case, int) and per_case >= 1):
         raise InputError("per_case", f"must be a whole number >= 1, got {per_case!r}")
     return tuple(draw_system(seed, c, j) for c in cases for j in range(per_case))

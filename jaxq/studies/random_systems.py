@@ -53,7 +53,23 @@ TUNED = "tuned"  # the rule of a tuned point
 
 
 class RandomSystemsGrid(BaseModel):
-    """``[grid]`` of the random-systems study."""
+    """``[grid]`` of the random-systems study.
+
+    Attributes:
+        draw_seed: The seed of the drawn set.
+        per_case: The systems drawn per case.
+        cases: The cases of Theorem 2.11.
+        n: The values of n.
+        rules: Threshold rules ``RULE@a``: Theta_n = ceil(c_RULE n^a); the first is the reference (the default's).
+        subset_n: Values of n run only for a random subset of the systems.
+        subset_size: The size of that subset.
+        replications_at: ``{"100000": 32}``: replications at that n.
+        horizon: The horizon (None: the simulator's default).
+        tuned_n: Values of n at which the tuned policy (Theorem 2.11's with z and Theta_n searched on the n-th system,
+            :mod:`jaxq.tuning.prelimit`) runs beside the rules.
+        tuned_size: The size of the stratified subset of systems with something to tune (not P) that it runs on.
+        tune_reps: Replications per candidate of the search (default 128).
+    """
 
     model_config = ConfigDict(extra="forbid")
     draw_seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
@@ -77,7 +93,17 @@ class RandomSystemsGrid(BaseModel):
 def parse_rule(spec: str) -> tuple[str, float, float]:
     """``"scv@0.4"`` -> ("scv", 1.0, 0.4); ``"depth*0.25@0.34"`` -> ("depth", 0.25, 0.34): the rule, a factor
     on its constant and the exponent. Refuses unknown rules, factors that are not positive and exponents outside
-    [0, 1] (naming grid.rules)."""
+    [0, 1] (naming grid.rules).
+
+    Args:
+        spec: The rule.
+
+    Returns:
+        ``(rule, factor, exponent)``.
+
+    Raises:
+        InputError: Naming ``grid.rules``.
+    """
     head, sep, a = spec.partition("@")
     if not sep:
         raise InputError("grid.rules", f"{spec!r}: write RULE@EXPONENT or RULE*FACTOR@EXPONENT, e.g. 'paper@0.34' "
@@ -98,7 +124,17 @@ def parse_rule(spec: str) -> tuple[str, float, float]:
 
 def systems_of(exp) -> Mapping[str, Drawn]:
     """The drawn systems of the experiment, by label (read-only; one mapping per draw, built once: the validation
-    looks a system up for every point)."""
+    looks a system up for every point).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        The drawn systems by label.
+
+    Raises:
+        InputError: Naming ``grid.cases`` for an unknown case.
+    """
     g = exp.grid
     _check_cases(g)
     return _by_label(int(g.draw_seed), int(g.per_case), tuple(g.cases))
@@ -124,7 +160,20 @@ def _drawing(g):
 
 def subset_of(exp, size_key: str = "subset_size", stream: int = 7919, cases=None) -> list[str]:
     """The labels run at ``grid.subset_n`` (``size_key`` ``subset_size``) or ``grid.tuned_n`` (``tuned_size``, over
-    the cases with something to tune): a random permutation per case, dealt round-robin over the cases."""
+    the cases with something to tune): a random permutation per case, dealt round-robin over the cases.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        size_key: The ``[grid]`` key of the subset's size.
+        stream: The stream of the permutations.
+        cases (typing.Collection[str] | None): The cases dealt (None: all of the grid's).
+
+    Returns:
+        The labels.
+
+    Raises:
+        InputError: Naming ``grid.<size_key>`` when it exceeds the systems drawn.
+    """
     g = exp.grid
     cases = list(g.cases) if cases is None else [c for c in g.cases if c in cases]
     size = getattr(g, size_key)
@@ -141,7 +190,14 @@ TUNABLE_CASES = tuple(case for case, spec in POLICY_TABLE.items() if spec.tunabl
 
 
 def tuned_subset(exp) -> list[str]:
-    """The systems of the tuned comparison (``grid.tuned_size``, stratified over :data:`TUNABLE_CASES`)."""
+    """The systems of the tuned comparison (``grid.tuned_size``, stratified over :data:`TUNABLE_CASES`).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        The labels.
+    """
     return subset_of(exp, "tuned_size", 104729, TUNABLE_CASES)
 
 
@@ -154,7 +210,17 @@ def _num(n: float):
 
 
 def points(exp) -> list[dict]:
-    """systems x n x rules (the subset also at ``subset_n``); every setup is checked before anything runs."""
+    """systems x n x rules (the subset also at ``subset_n``); every setup is checked before anything runs.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        The grid points.
+
+    Raises:
+        InputError: Naming the file's key of a point that cannot run.
+    """
     g = exp.grid
     rules = [parse_rule(r) for r in g.rules]
     for key in g.replications_at:
@@ -205,7 +271,15 @@ def points(exp) -> list[dict]:
 
 
 def point_work(exp, pt) -> tuple[float, str, str]:
-    """Events of one replication of a point (for :func:`jaxq.studies.experiment.check_experiment_work`)."""
+    """Events of one replication of a point (for :func:`jaxq.studies.experiment.check_experiment_work`).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+
+    Returns:
+        ``(events per replication, "events", "grid.n")``.
+    """
     d = systems_of(exp)[pt["rsystem"]]
     return v.pss_events_per_replication(d.system, pt["n"], pt["horizon"]), "events", "grid.n"
 
@@ -231,7 +305,18 @@ def _tuned(label: str, draw_seed: int, per_case: int, cases: tuple, n: float, se
 
 
 def run_chunk(exp, pt, start, count, devices=None):
-    """Records of replications ``start .. start+count-1`` of one point (event engine, control variates)."""
+    """Records of replications ``start .. start+count-1`` of one point (event engine, control variates).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+        start (int): The first replication.
+        count (int): The replications.
+        devices (typing.Any): The devices the chunk is cut over (None: all local devices).
+
+    Returns:
+        (dict[str, numpy.ndarray]): Per-replication records, each of length ``count``.
+    """
     g = exp.grid
     d = systems_of(exp)[pt["rsystem"]]
     if pt["rule"] == TUNED:
@@ -361,6 +446,17 @@ def _decreasing(lo: dict, hi: dict) -> bool:
 
 
 def aggregate(exp, pts, records) -> dict[str, list[dict]]:
+    """The tables ``summary``, ``systems``, ``by_case``, ``rules``, ``worst`` and, with ``tuned_n``, ``tuned`` (see the
+    module).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+
+    Returns:
+        The tables by name.
+    """
     g = exp.grid
     rows = _rows(exp, pts, records)
     key = {(r["system"], r["rule"], float(r["n"])): r for r in rows}
@@ -460,6 +556,19 @@ def _worst(g, key, drawn, count: int = 10) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------- figures
 def figure(exp, pts, records, tables, out) -> list[str]:
+    """``J_over_V0.png`` (distribution per case against n, first rule) and ``rules.png`` (J/V0 per rule and case at
+    the last n).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-replication records.
+        tables (dict[str, list[dict]]): The tables of the study's aggregate.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        The PNG paths written.
+    """
     g = exp.grid
     rows = tables["summary"]
     spec = g.rules[0]

@@ -13,7 +13,12 @@ from jaxq.studies.runner import MANIFEST, read_manifest
 
 class RunRecords(tuple):
     """``(points, records)`` of a run (:func:`read_records`), with ``left_out`` (the grid points not returned:
-    ``{"point", "grid_point", "chunks"}``, each chunk with its state) and ``warnings`` (sentences saying so)."""
+    ``{"point", "grid_point", "chunks"}``, each chunk with its state) and ``warnings`` (sentences saying so).
+
+    Attributes:
+        left_out: The grid points not returned: ``{"point", "grid_point", "chunks"}``, each chunk with its state.
+        warnings: Sentences saying so.
+    """
 
     left_out: list[dict]
     warnings: tuple[str, ...]
@@ -31,7 +36,19 @@ def read_records(out: Path, complete_only: bool = False) -> RunRecords:
     A grid point with a chunk that is missing, damaged (corrupt, incomplete) or foreign (another run's, or
     left by an earlier run of an edited experiment) is an InputError naming the folder and the point, unless
     ``complete_only``: then only the points whose chunks all check are returned and ``left_out`` and
-    ``warnings`` say which were left out and why."""
+    ``warnings`` say which were left out and why.
+
+    Args:
+        out: The run's folder.
+        complete_only: Return only the points whose chunks all check (the others in ``left_out``).
+
+    Returns:
+        ``(points, records)`` with ``left_out`` and ``warnings``.
+
+    Raises:
+        InputError: Naming ``out``: no readable manifest, no grid points, or (without ``complete_only``) a grid
+            point with a chunk that does not check.
+    """
     man = read_manifest(out)
     if man is None:
         raise InputError("out", f"{out} holds no jaxq run (no readable manifest.json)")

@@ -59,11 +59,22 @@ FAIL_AFTER_ENV = "JAXQ_RUN_FAIL_AFTER"  # test hook: raise after this many chunk
 
 
 class SimulatedKill(RuntimeError):
-    """Raised by the ``JAXQ_RUN_FAIL_AFTER`` test hook to imitate a run killed between chunks."""
+    """Raised by the ``JAXQ_RUN_FAIL_AFTER`` test hook to imitate a run killed between chunks.
+
+    Attributes:
+        args (tuple): The message, as :class:`RuntimeError` keeps it.
+    """
 
 
 def tasks(exp: Experiment) -> list[tuple[int, int, int, int]]:
-    """All ``(point, chunk, start, count)`` of the experiment, point-major."""
+    """All ``(point, chunk, start, count)`` of the experiment, point-major.
+
+    Args:
+        exp: The experiment.
+
+    Returns:
+        The tasks.
+    """
     out = []
     for i, pt in enumerate(exp.points):
         reps, size = pt["reps"], pt["chunk"]
@@ -91,7 +102,14 @@ def versions() -> dict:
 
 def read_manifest(out: Path) -> dict | None:
     """The manifest of the jaxq run in ``out`` (a JSON object with its fingerprint and experiment), or None:
-    no ``manifest.json``, or one that is not a jaxq run's (unreadable, another shape)."""
+    no ``manifest.json``, or one that is not a jaxq run's (unreadable, another shape).
+
+    Args:
+        out: The run's folder.
+
+    Returns:
+        The manifest, or None.
+    """
     try:
         man = json.loads((out / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -101,7 +119,18 @@ def read_manifest(out: Path) -> dict | None:
 
 
 def is_empty_folder(out: Path, key: str = "--out") -> bool:
-    """Whether ``out`` is missing or an empty folder (a folder that cannot be listed is refused, naming ``key``)."""
+    """Whether ``out`` is missing or an empty folder (a folder that cannot be listed is refused, naming ``key``).
+
+    Args:
+        out: The folder.
+        key: The key a refusal names.
+
+    Returns:
+        Whether it is missing or empty.
+
+    Raises:
+        InputError: Naming ``key`` when the folder cannot be listed.
+    """
     if not out.is_dir():
         return not os.path.lexists(out)
     try:
@@ -116,7 +145,16 @@ def check_output_folder(out: Path, *, resume: bool, default: bool = False) -> No
     a path that cannot be a folder (:func:`jaxq.model.validate.check_output_file` with ``folder=True``: a file,
     a file in the way, nowhere to create it); without ``resume``, a folder that is not empty (an earlier run
     or anything else: its files would be overwritten or mixed with this run's); with ``resume``, one that
-    holds files but no jaxq run (:func:`check_resumable`). ``default``: ``out`` is the default folder."""
+    holds files but no jaxq run (:func:`check_resumable`). ``default``: ``out`` is the default folder.
+
+    Args:
+        out: The output folder.
+        resume: The run resumes an earlier run there.
+        default: ``out`` is the default folder.
+
+    Raises:
+        InputError: Naming ``--out`` (``--resume`` for a folder that holds no jaxq run).
+    """
     from jaxq.model.validate import check_output_file
 
     check_output_file(out, "--out", folder=True)
@@ -132,7 +170,14 @@ def check_output_folder(out: Path, *, resume: bool, default: bool = False) -> No
 def check_resumable(out: Path) -> None:
     """Refuse to resume into a folder that holds files but no jaxq run: none of a run's marks (a jaxq
     ``manifest.json``, ``chunks/``, the lock file), or a ``manifest.json`` that is not a jaxq run's. Its files
-    are someone else's; a resumed run would overwrite them."""
+    are someone else's; a resumed run would overwrite them.
+
+    Args:
+        out: The output folder.
+
+    Raises:
+        InputError: Naming ``--resume``.
+    """
     if is_empty_folder(out, "--resume"):
         return
     if os.path.lexists(out / MANIFEST):
@@ -178,6 +223,12 @@ def output_lock(out: Path):
 
     ``fcntl.flock`` on ``out/.jaxq-run.lock``; released when the block ends or the process dies. The
     file keeps the holder's process id, which the refusal names.
+
+    Args:
+        out: The output folder.
+
+    Raises:
+        InputError: Naming ``--out`` when another run holds the lock.
     """
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
@@ -191,7 +242,14 @@ def output_lock(out: Path):
 
 
 def check_not_in_use(out: Path) -> None:
-    """Refuse (as :func:`output_lock` would) a folder whose lock another run holds now; writes nothing."""
+    """Refuse (as :func:`output_lock` would) a folder whose lock another run holds now; writes nothing.
+
+    Args:
+        out: The output folder.
+
+    Raises:
+        InputError: Naming ``--out`` when another run holds the lock.
+    """
     try:
         fd = os.open(out / LOCK, os.O_RDONLY)
     except OSError:
@@ -239,7 +297,14 @@ def _prepare(exp: Experiment, out: Path, resume: bool, is_main: bool) -> None:
 
 
 def chunk_digests(exp: Experiment) -> dict[tuple[int, int], str]:
-    """The digest every chunk file of this run must carry, by (point, chunk)."""
+    """The digest every chunk file of this run must carry, by (point, chunk).
+
+    Args:
+        exp: The experiment.
+
+    Returns:
+        The digests.
+    """
     points = exp.point_digests()
     return {(i, c): storage.chunk_digest(points[i], c, lo, count) for i, c, lo, count in tasks(exp)}
 
@@ -306,7 +371,16 @@ def rechunk(exp: Experiment, out: Path, old: dict | None = None) -> int:
     hold all its replications; a one-line note says how many chunks were rebuilt and that only the chunking
     changed. Source files at places about to be written are staged in ``chunks/.rechunk`` first (a kill
     leaves them there for the next resume); files wholly used are removed at the end. Returns the number of
-    chunks rebuilt."""
+    chunks rebuilt.
+
+    Args:
+        exp: The experiment.
+        out: The run's folder.
+        old: The earlier run's manifest (None: none).
+
+    Returns:
+        The chunks rebuilt.
+    """
     chunks = out / storage.CHUNKS
     digests = chunk_digests(exp)
     rdig = exp.replication_digests()
@@ -418,7 +492,21 @@ def _progress_bar(total: int, name: str, enabled: bool | None):
 
 
 def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progress: bool | None = None) -> dict:
-    """Compute this process's missing chunks; returns counts of computed and reused chunks."""
+    """Compute this process's missing chunks; returns counts of computed and reused chunks.
+
+    Args:
+        exp: The experiment.
+        out: The run's folder.
+        devices (typing.Any): The devices each chunk is cut over (None: all local devices).
+        process (tuple[int, int]): ``(p, P)``: this process computes the tasks t with ``t % P == p``.
+        progress: Show the tqdm bar (None: only on a terminal).
+
+    Returns:
+        ``{"computed", "reused", "events", "wall_s"}``.
+
+    Raises:
+        SimulatedKill: After ``JAXQ_RUN_FAIL_AFTER`` chunks (the test hook).
+    """
     p, P = process
     targets.require_planned(exp)
     mine = [t for k, t in enumerate(tasks(exp)) if k % P == p]
@@ -476,7 +564,18 @@ def compute(exp: Experiment, out: Path, *, devices=None, process=(0, 1), progres
 
 
 def gather(exp: Experiment, out: Path) -> tuple[list[dict], dict]:
-    """All records, point by point (columns concatenated over chunks), and totals from chunk metadata."""
+    """All records, point by point (columns concatenated over chunks), and totals from chunk metadata.
+
+    Args:
+        exp: The experiment.
+        out: The run's folder.
+
+    Returns:
+        ``(records, {"compute_s", "events"})``.
+
+    Raises:
+        InputError: Naming ``--out`` for a chunk that does not check.
+    """
     per_point: list[list] = [[] for _ in exp.points]
     compute_s, events = 0.0, 0
     digests = chunk_digests(exp)
@@ -493,7 +592,15 @@ def gather(exp: Experiment, out: Path) -> tuple[list[dict], dict]:
 
 
 def tidy_records(exp: Experiment, records: list[dict]) -> list[dict]:
-    """One row per (grid point, replication): the point's keys, ``rep`` and its record columns."""
+    """One row per (grid point, replication): the point's keys, ``rep`` and its record columns.
+
+    Args:
+        exp: The experiment.
+        records: The records of each grid point.
+
+    Returns:
+        The rows.
+    """
     rows = []
     for i, (pt, rec) in enumerate(zip(exp.points, records)):
         keys = [k for k in rec if k != "rep"]
@@ -509,7 +616,18 @@ def _cell_value(v):
 
 
 def finish(exp: Experiment, out: Path, session: dict, devices_used, process=(0, 1)) -> dict:
-    """Aggregate all chunks into tables and figures and write ``run.json`` (process 0 only)."""
+    """Aggregate all chunks into tables and figures and write ``run.json`` (process 0 only).
+
+    Args:
+        exp: The experiment.
+        out: The run's folder.
+        session: The counts of :func:`compute`, with the run's ``wall_s``.
+        devices_used (typing.Any): The devices recorded (None: all local devices).
+        process (tuple[int, int]): ``(p, P)``: this process and the number of processes.
+
+    Returns:
+        The run record.
+    """
     import jax
 
     records, totals = gather(exp, out)
@@ -568,7 +686,15 @@ def _with_target(row: dict, planned: dict[int, dict]) -> dict:
 def nan_notes(exp: Experiment, records: list[dict]) -> list[str]:
     """A sentence for every grid point whose records hold NaN in a column where its other replications hold
     numbers: the tables leave its estimates empty, and this says why (a column NaN in every replication, such as
-    ``switch_at`` of a policy that does not switch, is the point's own and not reported)."""
+    ``switch_at`` of a policy that does not switch, is the point's own and not reported).
+
+    Args:
+        exp: The experiment.
+        records: The records of each grid point.
+
+    Returns:
+        The sentences.
+    """
     out = []
     for i, (pt, rec) in enumerate(zip(exp.points, records)):
         for k, v in rec.items():
@@ -596,12 +722,18 @@ def run(exp: Experiment, out: str | Path, *, resume: bool = False, devices=None,
     """Run an experiment into ``out``; returns the run record (None on processes other than 0).
 
     Args:
-      exp: a validated experiment (:func:`jaxq.studies.experiment.load_experiment`).
-      out: output directory (created now, after validation).
-      resume: keep the chunk files of an earlier run of the same experiment and compute the rest.
-      devices: devices to shard each chunk over (default: all local devices).
-      distributed: this is one of several ``jax.distributed`` processes sharing ``out``.
-      progress: show the tqdm bar (default: only on a terminal).
+        exp: a validated experiment (:func:`jaxq.studies.experiment.load_experiment`).
+        out: output directory (created now, after validation).
+        resume: keep the chunk files of an earlier run of the same experiment and compute the rest.
+        devices (typing.Any): devices to shard each chunk over (default: all local devices).
+        distributed: this is one of several ``jax.distributed`` processes sharing ``out``.
+        progress: show the tqdm bar (default: only on a terminal).
+
+    Returns:
+        The run record (:func:`finish`), or None on processes other than 0.
+
+    Raises:
+        InputError: Naming ``out`` when it is empty.
     """
     import jax
 

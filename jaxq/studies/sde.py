@@ -23,7 +23,12 @@ PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class SdeGrid(BaseModel):
-    """``[grid]`` of the SDE study."""
+    """``[grid]`` of the SDE study.
+
+    Attributes:
+        dt: The step sizes (each once, at most ``horizon``).
+        horizon: The horizon T of the discounted cost.
+    """
 
     model_config = ConfigDict(extra="forbid")
     dt: Annotated[list[PosFloat], Field(min_length=1), Unique]
@@ -31,6 +36,18 @@ class SdeGrid(BaseModel):
 
 
 def points(exp) -> list[dict]:
+    """The grid points: every ``pss2x2`` system at every step size.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        The grid points ``{"system", "engine", "dt"}``.
+
+    Raises:
+        InputError: Naming ``experiment.systems`` for a system that is not ``pss2x2``, or ``grid.dt`` for a step size
+            above the horizon.
+    """
     out = []
     for s in exp.systems:
         if type(s.model).__name__ != "PSS2x2":
@@ -43,11 +60,35 @@ def points(exp) -> list[dict]:
 
 
 def run_chunk(exp, pt, start, count, devices=None):
+    """The per-path records (``V``, ``events`` and, with ``exp.cv``, the control) of paths ``start .. start+count-1``
+    of a point.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+        start (int): The first path.
+        count (int): The paths.
+        devices (typing.Any): The devices the chunk is cut over (None: all local devices).
+
+    Returns:
+        (dict[str, numpy.ndarray]): Per-path records (:func:`jaxq.studies.chunks.sde_chunk`).
+    """
     return chunks.sde_chunk(exp.system(pt["system"]).path, pt["dt"], exp.grid.horizon, pt["seed"], count,
                              Batching(start, pt["chunk"], devices), cv=exp.cv)
 
 
 def aggregate(exp, pts, records):
+    """The tables ``summary`` (per point V_hat, its standard error, V_WCP(0) and the bias) and ``fits`` (per system
+    the weak order: the log-log rate of |bias| in dt).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-path records.
+
+    Returns:
+        (dict[str, list[dict]]): ``{"summary", "fits"}``.
+    """
     rows = []
     for i, (pt, rec) in enumerate(zip(pts, records)):
         _, an = chunks.system_and_analysis(exp.system(pt["system"]).path)
@@ -65,6 +106,18 @@ def aggregate(exp, pts, records):
 
 
 def figure(exp, pts, records, tables, out):
+    """The bias V_hat - V_WCP(0) against dt with its 95% interval, per system (``sde_bias.png``).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pts (list[dict]): The grid points.
+        records (list[dict]): Their per-path records.
+        tables (dict[str, list[dict]]): The tables of :func:`aggregate`.
+        out (pathlib.Path): The folder of the figures.
+
+    Returns:
+        (list[str]): The PNG paths written.
+    """
     fig, ax = figures.single_figure()
     for system in dict.fromkeys(r["system"] for r in tables["summary"]):
         rs = [r for r in tables["summary"] if r["system"] == system]

@@ -11,7 +11,15 @@ from jaxq.stats import controlled_mean, mean_stderr
 
 
 def ks_distance(a, b) -> tuple[float, float]:
-    """Two-sample Kolmogorov-Smirnov distance ``sup_x |F_a(x) - F_b(x)|`` and its p-value."""
+    """Two-sample Kolmogorov-Smirnov distance ``sup_x |F_a(x) - F_b(x)|`` and its p-value.
+
+    Args:
+        a (numpy.typing.ArrayLike): The first sample.
+        b (numpy.typing.ArrayLike): The second sample.
+
+    Returns:
+        ``(distance, p-value)``.
+    """
     r = sps.ks_2samp(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     return float(r.statistic), float(r.pvalue)
 
@@ -20,6 +28,14 @@ def ks_noise_level(m: int, m2: int, level: float = 0.05) -> float:
     """The KS distance two samples of sizes m and m2 of one law exceed with probability ``level``.
 
     Asymptotic Kolmogorov critical value ``c(level) sqrt((m + m2) / (m m2))``, c(0.05) = 1.358.
+
+    Args:
+        m: The size of the first sample.
+        m2: The size of the second sample.
+        level: The probability of exceeding it.
+
+    Returns:
+        The KS distance.
     """
     c = math.sqrt(-0.5 * math.log(level / 2.0))
     return c * math.sqrt((m + m2) / (m * m2))
@@ -32,6 +48,15 @@ def loglog_rate(n, y, y_stderr=None, errors_floor: bool = False) -> tuple[float,
     ``sd(log y) ~ y_stderr / y``). Needs at least two positive y; with two points the stderr is nan. With
     ``errors_floor`` (standard errors given) the residual scale never shrinks the covariance below what the errors
     alone give (a factor ``max(1, chi^2 / dof)``), and with two points the stderr is the errors' alone.
+
+    Args:
+        n (numpy.typing.ArrayLike): The abscissae.
+        y (numpy.typing.ArrayLike): The values (those not positive or not finite are left out).
+        y_stderr (numpy.typing.ArrayLike | None): Their standard errors (None: unweighted).
+        errors_floor: The residual scale never shrinks the covariance below what the errors alone give.
+
+    Returns:
+        ``(rate, rate_stderr, C)``; NaN with fewer than two positive y.
     """
     n = np.asarray(n, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -55,7 +80,14 @@ def loglog_rate(n, y, y_stderr=None, errors_floor: bool = False) -> tuple[float,
 
 
 def controls_of(rec: dict) -> np.ndarray | None:
-    """The control columns ``cv_0, cv_1, ...`` of a point's records as an array (replications, controls), or None."""
+    """The control columns ``cv_0, cv_1, ...`` of a point's records as an array (replications, controls), or None.
+
+    Args:
+        rec: A point's records.
+
+    Returns:
+        The controls, (replications, controls); None without control columns.
+    """
     keys = sorted((k for k in rec if k.startswith("cv_")), key=lambda k: int(k[3:]))
     return np.stack([rec[k] for k in keys], axis=1) if keys else None
 
@@ -64,7 +96,16 @@ def controlled_estimate(rec: dict, key: str, coarse=None) -> tuple[float, float,
     """Mean and standard error of ``rec[key]`` over replications, controlled when the records carry controls
     (cross-fitted by the replication index ``rec["rep"]``, :func:`jaxq.stats.controlled_mean`, with its
     ``coarse`` fallback for few replications), and the plain estimate as extra table columns (``<key>_plain``,
-    ``<key>_plain_stderr``, ``variance_reduction``)."""
+    ``<key>_plain_stderr``, ``variance_reduction``).
+
+    Args:
+        rec: A point's records (the controls ``cv_0, cv_1, ...`` and the replication index ``rep``, when controlled).
+        key: The column.
+        coarse (tuple | None): The coarse groups of control columns (:func:`jaxq.stats.controlled_mean`).
+
+    Returns:
+        ``(mean, stderr, extra columns)``; the extra columns are empty without controls.
+    """
     c = controls_of(rec)
     if c is None:
         m, se = mean_stderr(rec[key])
@@ -80,6 +121,14 @@ def limit_fit(n, y, y_stderr) -> dict:
     Returns ``L``, ``L_stderr``, ``C``, ``r``, ``r_stderr``, ``chi2`` and ``dof``; NaN entries when there
     are fewer than four points or the fit does not converge (three parameters need at least one degree of
     freedom to say anything about the fit).
+
+    Args:
+        n (numpy.typing.ArrayLike): The n of the points.
+        y (numpy.typing.ArrayLike): The values ``y_n``.
+        y_stderr (numpy.typing.ArrayLike): Their standard errors.
+
+    Returns:
+        ``{"L", "L_stderr", "C", "r", "r_stderr", "chi2", "dof"}``.
     """
     from scipy.optimize import curve_fit
 
@@ -108,7 +157,17 @@ def threshold_rate(picked: bool, a: float, n, theta) -> float | None:
     """The rate at which ``Theta_n / sqrt(n)`` vanishes along a study's n: ``a - 1/2`` for a closed-form rule
     (``Theta_n = ceil(c n^a)``, (2.29)); for a rule that picks Theta_n at each n (``picked``: the excursion rule)
     the least-squares slope of ``log(Theta_n / sqrt(n))`` on ``log n``; None without a threshold or, when picked,
-    with fewer than two n."""
+    with fewer than two n.
+
+    Args:
+        picked: The rule picks Theta_n at each n (the excursion rule).
+        a: The exponent of a closed-form rule.
+        n (typing.Sequence[float]): The n of the study.
+        theta (typing.Sequence[float | None]): Theta_n at each n (None first: no threshold).
+
+    Returns:
+        The rate; None without a threshold or, when picked, with fewer than two n.
+    """
     if theta[0] is None:
         return None
     if not picked:
@@ -120,7 +179,15 @@ def threshold_rate(picked: bool, a: float, n, theta) -> float | None:
 
 
 def groups_by(rows, keys) -> dict[tuple, list[dict]]:
-    """Rows (dicts) grouped by the values of ``keys``, in order of first appearance."""
+    """Rows (dicts) grouped by the values of ``keys``, in order of first appearance.
+
+    Args:
+        rows (typing.Iterable[dict]): The rows.
+        keys (typing.Sequence[str]): The keys to group by.
+
+    Returns:
+        The rows by the tuple of their values of ``keys``.
+    """
     out: dict[tuple, list[dict]] = {}
     for r in rows:
         out.setdefault(tuple(r[k] for k in keys), []).append(r)

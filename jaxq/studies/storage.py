@@ -30,7 +30,12 @@ CHUNKS = "chunks"
 
 def atomic_write(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temp file in the same directory, fsync, rename); on any failure
-    (``path`` a directory, a full disk, an interrupt) the temp file is removed and the error raised."""
+    (``path`` a directory, a full disk, an interrupt) the temp file is removed and the error raised.
+
+    Args:
+        path: The file.
+        data: Its bytes.
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
@@ -56,17 +61,37 @@ def atomic_write(path: str | Path, data: bytes) -> None:
 
 
 def write_json(path: str | Path, obj) -> None:
-    """Atomically write one JSON object (sorted keys, indented)."""
+    """Atomically write one JSON object (sorted keys, indented).
+
+    Args:
+        path: The file.
+        obj (typing.Any): The object (:func:`jaxq.serialize.to_jsonable`).
+    """
     atomic_write(path, (json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
 
 
 def chunk_path(out: Path, point: int, chunk: int) -> Path:
-    """File of chunk ``chunk`` of grid point ``point``."""
+    """File of chunk ``chunk`` of grid point ``point``.
+
+    Args:
+        out: The run's folder.
+        point: The grid point.
+        chunk: The chunk of the point.
+
+    Returns:
+        The path ``out/chunks/pPPPP/cCCCCCC.npz``.
+    """
     return out / CHUNKS / f"p{point:04d}" / f"c{chunk:06d}.npz"
 
 
 def save_chunk(path: Path, columns: dict[str, np.ndarray], meta: dict) -> None:
-    """Atomically save one chunk's per-replication columns and its metadata (wall time, events)."""
+    """Atomically save one chunk's per-replication columns and its metadata (wall time, events).
+
+    Args:
+        path: The chunk file.
+        columns: The per-replication columns.
+        meta: The metadata.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.savez(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **columns)
@@ -76,7 +101,17 @@ def save_chunk(path: Path, columns: dict[str, np.ndarray], meta: dict) -> None:
 def chunk_digest(point_digest: str, chunk: int, start: int, count: int) -> str:
     """sha256 naming a chunk: its point (:meth:`jaxq.studies.experiment.Experiment.point_digests`: everything
     that determines the point's numbers, with its seed), its replication range, and the version of the
-    simulators' numbers (:data:`jaxq.sim.STREAM_VERSION`)."""
+    simulators' numbers (:data:`jaxq.sim.STREAM_VERSION`).
+
+    Args:
+        point_digest: The digest of the grid point.
+        chunk: The chunk of the point.
+        start: Its first replication.
+        count: Its replications.
+
+    Returns:
+        The hex digest.
+    """
     from jaxq.sim import STREAM_VERSION
 
     data = {"point": point_digest, "chunk": chunk, "start": start, "count": count, "stream": STREAM_VERSION}
@@ -90,6 +125,15 @@ def read_chunk(path: Path, count: int, digest: str | None = None,
     ``why`` is ``"missing"``, ``"corrupt"`` (not a readable chunk file: truncated, empty, garbage),
     ``"incomplete"`` (not ``count`` replications, or not replications ``start .. start+count-1``) or
     ``"foreign"`` (its digest is not ``digest``: another run's chunk). Never raises on a damaged file.
+
+    Args:
+        path: The chunk file.
+        count: The replications it should hold.
+        digest: The digest it should carry (None: not checked).
+        start: Its first replication (None: not checked).
+
+    Returns:
+        ``((columns, meta), "ok")`` or ``(None, why)``.
     """
     if not path.is_file():
         return None, "missing"
@@ -123,7 +167,14 @@ def _load(path: Path, columns: bool) -> tuple[dict[str, np.ndarray], dict] | Non
 
 def read_replications(path: Path) -> tuple[dict[str, np.ndarray], dict] | None:
     """A chunk file's columns and metadata whatever its size, or None unless it is readable and consistent (a
-    1-D ``rep`` column of consecutive replications, every column numeric with one row per replication)."""
+    1-D ``rep`` column of consecutive replications, every column numeric with one row per replication).
+
+    Args:
+        path: The chunk file.
+
+    Returns:
+        ``(columns, meta)``, or None.
+    """
     got = _load(path, columns=True)
     if got is None:
         return None
@@ -139,13 +190,30 @@ def read_replications(path: Path) -> tuple[dict[str, np.ndarray], dict] | None:
 
 
 def chunk_meta(path: Path) -> dict:
-    """A chunk file's metadata (its ``digest``, ...), or ``{}`` for a file that is not a readable chunk."""
+    """A chunk file's metadata (its ``digest``, ...), or ``{}`` for a file that is not a readable chunk.
+
+    Args:
+        path: The chunk file.
+
+    Returns:
+        The metadata.
+    """
     got = _load(path, columns=False)
     return {} if got is None else got[1]
 
 
 def load_chunk(path: Path, count: int, digest: str | None = None, start: int | None = None):
-    """A saved chunk (columns, meta), or None if it is missing, damaged, foreign or incomplete (:func:`read_chunk`)."""
+    """A saved chunk (columns, meta), or None if it is missing, damaged, foreign or incomplete (:func:`read_chunk`).
+
+    Args:
+        path: The chunk file.
+        count: The replications it should hold.
+        digest: The digest it should carry (None: not checked).
+        start: Its first replication (None: not checked).
+
+    Returns:
+        (tuple[dict[str, numpy.ndarray], dict] | None): ``(columns, meta)``, or None.
+    """
     return read_chunk(path, count, digest, start)[0]
 
 
@@ -163,7 +231,14 @@ def _cell(v) -> str:
 
 
 def columns_of(rows: Iterable[dict]) -> list[str]:
-    """Union of the keys of ``rows`` in first-seen order."""
+    """Union of the keys of ``rows`` in first-seen order.
+
+    Args:
+        rows: The rows.
+
+    Returns:
+        The keys.
+    """
     cols: dict[str, None] = {}
     for r in rows:
         for k in r:
@@ -175,6 +250,14 @@ def write_table(out: Path, name: str, rows: list[dict]) -> list[str]:
     """Write ``rows`` as ``name.csv`` (floats written exactly, with ``repr``) and ``name.parquet``.
 
     Parquet is written only when pyarrow is installed. Returns the paths written.
+
+    Args:
+        out: The folder.
+        name: The table's name.
+        rows: The rows (their keys the columns, in first-seen order).
+
+    Returns:
+        The paths written.
     """
     cols = columns_of(rows)
     buf = io.StringIO()
@@ -210,7 +293,14 @@ def _parquet_cell(v):
 def inconsistent_chunks(cols: list[dict]) -> dict[int, str]:
     """The chunks of one grid point that disagree with the others: a chunk without a column the others have, or with
     NaN in a column where other replications of the point are numbers (a column that is NaN in every replication,
-    such as ``switch_at`` of a policy that does not switch, is the point's, not a damage)."""
+    such as ``switch_at`` of a policy that does not switch, is the point's, not a damage).
+
+    Args:
+        cols: The columns of each chunk, in chunk order.
+
+    Returns:
+        The chunks that disagree, by index, with why.
+    """
     bad: dict[int, str] = {}
     names = [k for k in dict.fromkeys(k for ch in cols for k in ch)]
     for c, ch in enumerate(cols):
@@ -233,6 +323,13 @@ def inconsistent_chunks(cols: list[dict]) -> dict[int, str]:
 def concatenate_chunks(chunks: list[dict]) -> dict:
     """A grid point's records: each column concatenated over its chunks, in chunk order. Only the columns every
     chunk has: a run resumed across versions may hold chunks written before a column was added (diagnostics),
-    whose numbers are otherwise the same; the tables then leave those cells empty."""
+    whose numbers are otherwise the same; the tables then leave those cells empty.
+
+    Args:
+        chunks: The columns of each chunk, in chunk order.
+
+    Returns:
+        The records.
+    """
     common = set.intersection(*(set(ch) for ch in chunks))
     return {k: np.concatenate([ch[k] for ch in chunks]) for k in chunks[0] if k in common}

@@ -54,7 +54,18 @@ STOPS = ("target", "max_reps")
 
 
 def check_rel_se(value, key: str) -> float:
-    """A relative standard error to reach: a number in (0, 1), else one InputError naming ``key``."""
+    """A relative standard error to reach: a number in (0, 1), else one InputError naming ``key``.
+
+    Args:
+        value (typing.Any): The value given.
+        key: The key it was given as.
+
+    Returns:
+        The value as a float.
+
+    Raises:
+        InputError: Naming ``key``.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not 0 < value < 1:
         shown = "nan" if isinstance(value, float) and math.isnan(value) else repr(value)
@@ -71,7 +82,15 @@ def targeted_studies() -> list[str]:
 
 
 def refuse_study(study, key: str = "experiment.target_rel_se") -> InputError:
-    """The refusal of a target in a study that takes none (naming the study and those that do)."""
+    """The refusal of a target in a study that takes none (naming the study and those that do).
+
+    Args:
+        study (jaxq.studies.Study): The study.
+        key: The key the refusal names.
+
+    Returns:
+        The refusal (to raise).
+    """
     return InputError(key, f"study {study.name!r} takes no precision target (no estimate of its grid points has a "
                            f"standard error that its replications control); give replications. Studies that take "
                            f"one: {', '.join(targeted_studies())}")
@@ -80,7 +99,13 @@ def refuse_study(study, key: str = "experiment.target_rel_se") -> InputError:
 def attach(exp, raw: dict, pt: dict) -> None:
     """Make ``pt`` (a grid point with its seed, ``reps`` and ``chunk``) a targeted one when its study's target
     applies to it (``raw``: the point as the study returned it) and a target is set: its own (a per-point
-    override such as ``grid.target_rel_se_at``) or the experiment's. ``reps`` is then the cap, ``max_reps``."""
+    override such as ``grid.target_rel_se_at``) or the experiment's. ``reps`` is then the cap, ``max_reps``.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        raw: The point as the study returned it.
+        pt: The grid point with its seed, ``reps`` and ``chunk`` (changed in place).
+    """
     spec = exp.study.target
     if spec is None or not spec.applies(raw):
         return
@@ -91,7 +116,14 @@ def attach(exp, raw: dict, pt: dict) -> None:
 
 
 def check_points(exp) -> None:
-    """Refuse an experiment target that no grid point can take (a fast/slow study that simulates nothing)."""
+    """Refuse an experiment target that no grid point can take (a fast/slow study that simulates nothing).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Raises:
+        InputError: Naming ``experiment.target_rel_se``.
+    """
     if exp.target_rel_se is not None and not any("rel_se_target" in pt for pt in exp.points):
         raise InputError("experiment.target_rel_se", f"no grid point of study {exp.study.name!r} runs replications a "
                                                      "target could choose" + (" (fastslow simulates only with grid."
@@ -100,31 +132,70 @@ def check_points(exp) -> None:
 
 
 def unplanned(exp) -> bool:
-    """Whether a targeted grid point still needs its plan (:func:`plan`)."""
+    """Whether a targeted grid point still needs its plan (:func:`plan`).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Returns:
+        (bool): Whether one does.
+    """
     return any("rel_se_target" in pt and "stopped_by" not in pt for pt in exp.points)
 
 
 def require_planned(exp) -> None:
-    """Refuse to cut the chunks of an experiment whose targeted points have no plan yet (a programming error)."""
+    """Refuse to cut the chunks of an experiment whose targeted points have no plan yet (a programming error).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+
+    Raises:
+        RuntimeError: When a targeted point has no plan yet.
+    """
     if unplanned(exp):
         raise RuntimeError("the experiment's precision targets are not planned: call jaxq.studies.targets.plan first "
                            "(jaxq.studies.runner.run does)")
 
 
 def pilot_reps(pt: dict) -> int:
-    """The pilot's replications of a targeted point: :data:`jaxq.mc.target.PILOT_REPS`, at most ``max_reps``."""
+    """The pilot's replications of a targeted point: :data:`jaxq.mc.target.PILOT_REPS`, at most ``max_reps``.
+
+    Args:
+        pt: The targeted grid point.
+
+    Returns:
+        The replications.
+    """
     from jaxq.mc.target import PILOT_REPS
 
     return min(PILOT_REPS, int(pt["max_reps"]))
 
 
 def pilot_key(replications: str, reps: int) -> str:
-    """The name of a pilot: the point's replications (:meth:`Experiment.replication_digests`) and its size."""
+    """The name of a pilot: the point's replications (:meth:`Experiment.replication_digests`) and its size.
+
+    Args:
+        replications: The digest of the point's replications.
+        reps: The pilot's replications.
+
+    Returns:
+        The hex digest.
+    """
     return hashlib.sha256(f"{replications}:pilot:{reps}".encode()).hexdigest()
 
 
 def run_pilot(exp, pt: dict, reps: int, devices=None) -> float:
-    """The relative standard error of the point's estimate over ``reps`` replications of its pilot seed."""
+    """The relative standard error of the point's estimate over ``reps`` replications of its pilot seed.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt: The targeted grid point.
+        reps: The pilot's replications.
+        devices (typing.Any): The devices each chunk is cut over (None: all local devices).
+
+    Returns:
+        The relative standard error (the study's :class:`jaxq.studies.PointTarget`).
+    """
     from jaxq.mc.rng import PILOT, derived_seed
     from jaxq.studies import storage
 
@@ -141,7 +212,16 @@ def run_pilot(exp, pt: dict, reps: int, devices=None) -> float:
 
 def planned(pt: dict, q: float, m: int) -> dict:
     """The point with its plan: ``reps`` R (:func:`jaxq.mc.target.plan`, at most ``max_reps``), ``stopped_by``,
-    ``pilot_reps`` and ``pilot_rel_se`` (None when not finite)."""
+    ``pilot_reps`` and ``pilot_rel_se`` (None when not finite).
+
+    Args:
+        pt: The targeted grid point.
+        q: The pilot's relative standard error.
+        m: The pilot's replications.
+
+    Returns:
+        The planned point.
+    """
     from jaxq.mc.target import plan as needed
 
     cap = int(pt["max_reps"])
@@ -167,7 +247,12 @@ def _read_pilot(path: Path, key: str, reps: int) -> float | None:
 
 
 def clear(out: Path, resume: bool) -> None:
-    """Create ``DIR/pilots``; a run that does not resume starts without an earlier run's pilots."""
+    """Create ``DIR/pilots``; a run that does not resume starts without an earlier run's pilots.
+
+    Args:
+        out: The run's folder.
+        resume: The run resumes an earlier run (its pilots are kept).
+    """
     folder = Path(out) / PILOTS
     if not resume and folder.is_dir():
         shutil.rmtree(folder)
@@ -179,7 +264,22 @@ def plan(exp, out: Path, *, devices=None, process=(0, 1), barrier: Callable[[str
          progress: bool | None = None):
     """``exp`` with every targeted grid point planned (see the module): pilots read from ``DIR/pilots`` or run
     (process p of P runs every P-th missing one, then ``barrier`` and every process reads them all) and written
-    there at once."""
+    there at once.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        out: The run's folder.
+        devices (typing.Any): The devices each chunk is cut over (None: all local devices).
+        process (tuple[int, int]): ``(p, P)``: this process and the number of processes.
+        barrier: Called with a name after this process's pilots are written (None: one process).
+        progress: Show the tqdm bar (None: only on a terminal).
+
+    Returns:
+        (jaxq.studies.experiment.Experiment): The planned experiment.
+
+    Raises:
+        InputError: Naming ``--out`` when another process's pilot file is not found.
+    """
     from jaxq.studies import storage
 
     todo = [i for i, pt in enumerate(exp.points) if "rel_se_target" in pt and "stopped_by" not in pt]
@@ -240,7 +340,15 @@ def _pilot_seed(pt: dict) -> int:
 def summaries(exp, records: list[dict]) -> tuple[dict[int, dict], list[str]]:
     """The table columns of every targeted grid point, by point index (``rel_se_target``, ``rel_se`` reached,
     ``stopped_by``, ``max_reps``, ``pilot_reps``, ``pilot_rel_se``), and a sentence for every point whose relative
-    standard error ends above its target."""
+    standard error ends above its target.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        records: The records of each grid point.
+
+    Returns:
+        ``(columns by point index, sentences)``.
+    """
     cols, notes = {}, []
     for i, (pt, rec) in enumerate(zip(exp.points, records)):
         if "stopped_by" not in pt:

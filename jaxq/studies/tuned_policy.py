@@ -18,12 +18,27 @@ TUNED = "tuned"  # the policy of [grid] policies tuned at each n
 
 
 def setup_policy(policy: str) -> str:
-    """The policy whose setup a grid policy shares: ``tuned`` is Theorem 2.11's with other parameters."""
+    """The policy whose setup a grid policy shares: ``tuned`` is Theorem 2.11's with other parameters.
+
+    Args:
+        policy: The grid policy.
+
+    Returns:
+        ``auto`` for ``tuned``, else ``policy``.
+    """
     return "auto" if policy == TUNED else policy
 
 
 def check_tunable(an, label) -> None:
-    """Refuse (naming ``grid.policies``) a system whose policy has nothing to tune."""
+    """Refuse (naming ``grid.policies``) a system whose policy has nothing to tune.
+
+    Args:
+        an (jaxq.diffusion.workload.Analysis): The system's analysis.
+        label (str): The system's label.
+
+    Raises:
+        InputError: Naming ``grid.policies``.
+    """
     from jaxq.tuning.prelimit import tunable
 
     try:
@@ -35,7 +50,18 @@ def check_tunable(an, label) -> None:
 @lru_cache(maxsize=256)
 def parameters(path: str, mtime: float, n: float, seed: int, exponent: float):
     """The tuned (z, Theta_n, c, info) of a grid point: the same for every chunk (a deterministic search on a seed
-    derived from the point's), cached per process; a resumed run repeats the search."""
+    derived from the point's), cached per process; a resumed run repeats the search.
+
+    Args:
+        path: The system file.
+        mtime: The file's modification time (keys the cache on the file's version).
+        n: The index of the system.
+        seed: The seed of the search.
+        exponent: The threshold exponent.
+
+    Returns:
+        (tuple): ``(z, Theta_n, c, info)``.
+    """
     from jaxq.tuning.prelimit import Evaluation, Start, tune_prelimit, tuned_info
 
     system, an = chunks.system_and_analysis(Path(path))
@@ -46,7 +72,20 @@ def parameters(path: str, mtime: float, n: float, seed: int, exponent: float):
 
 def chunk(exp, pt, start, count, devices, *, horizon, exponent):
     """The records of a ``tuned`` point (as :func:`jaxq.studies.chunks.pss_chunk`), with the tuned ``tuned_z``,
-    ``tuned_theta`` and the search's seed and seconds as constant columns."""
+    ``tuned_theta`` and the search's seed and seconds as constant columns.
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+        start (int): The first replication.
+        count (int): The replications.
+        devices (typing.Any): The devices the chunk is cut over (None: all local devices).
+        horizon (float | None): The event driver's truncation time (None: the default).
+        exponent (float): The threshold exponent.
+
+    Returns:
+        (dict[str, numpy.ndarray]): The records.
+    """
     from jaxq.sim import pss2x2 as sim
 
     g = exp.grid
@@ -67,7 +106,20 @@ def chunk(exp, pt, start, count, devices, *, horizon, exponent):
 
 def point_setup(system, an, pt, rec, *, horizon, times, exponent):
     """The setup of a ``tuned`` grid point from the tuned parameters its records carry, and the table's extra
-    cells (``theta_constant``, the search's seed and seconds)."""
+    cells (``theta_constant``, the search's seed and seconds).
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        an (jaxq.diffusion.workload.Analysis): Its analysis.
+        pt (dict): The grid point.
+        rec (dict): Its records.
+        horizon (float | None): The event driver's truncation time (None: the default).
+        times (typing.Sequence[float]): The times at which W_hat(t) is recorded.
+        exponent (float): The threshold exponent.
+
+    Returns:
+        (tuple): ``(setup, extra cells)``.
+    """
     from jaxq.sim import pss2x2 as sim
     from jaxq.tuning.prelimit import theta_constant
 
