@@ -7,11 +7,11 @@ operator ``P Q`` of (12); for policies that are idempotent (re-deciding at the p
 changes nothing: every policy (14) and every threshold policy) this is the continuous-time system.
 
 Functions:
-  transition_matrix    uniformised post-decision chain of a policy (sparse, rows sum to 1)
-  discounted_value     ``E int exp(-alpha t) (X + Y) dt`` by a sparse linear solve
-  average_cost         ``(g, h)`` from the Poisson equation, ``h(0, 0) = 0``
-  policy_iteration     exact optimal policy (Howard), started from any policy
-  discounted_lp        the optimal discounted value from a linear program (small truncations)
+    transition_matrix: Uniformised post-decision chain of a policy (sparse, rows sum to 1).
+    discounted_value: ``E int exp(-alpha t) (X + Y) dt`` by a sparse linear solve.
+    average_cost: ``(g, h)`` from the Poisson equation, ``h(0, 0) = 0``.
+    policy_iteration: Exact optimal policy (Howard), started from any policy.
+    discounted_lp: The optimal discounted value from a linear program (small truncations).
 
 (:func:`jaxq.mdp.policy.greedy_policy` gives policy (14) from a value function.)
 """
@@ -33,7 +33,17 @@ def _slow_rates(layout: Configurations, mu2) -> np.ndarray:
 
 
 def gamma_of(layout: Configurations, lam: float, mu1: float, mu2) -> float:
-    """Uniformisation rate ``lam + mu1 + sum_j mu2_j``."""
+    """Uniformisation rate ``lam + mu1 + sum_j mu2_j``.
+
+    Args:
+        layout: The slow-server configurations.
+        lam: The arrival rate.
+        mu1: The fast service rate.
+        mu2 (float | numpy.ndarray): The slow service rates, shape (J,) (identical layout: one entry).
+
+    Returns:
+        The uniformisation rate gamma.
+    """
     return float(lam + mu1 + _slow_rates(layout, mu2)[0].sum())
 
 
@@ -55,7 +65,23 @@ def _events(layout: Configurations, N: int, lam: float, mu1: float, mu2):
 
 
 def transition_matrix(layout: Configurations, N: int, lam: float, mu1: float, mu2, policy: np.ndarray) -> sp.csr_matrix:
-    """Uniformised transition matrix ``P_pi = (1/gamma) P Q_pi`` of the post-decision chain."""
+    """Uniformised transition matrix ``P_pi = (1/gamma) P Q_pi`` of the post-decision chain.
+
+    Args:
+        layout: The slow-server configurations.
+        N: The truncation, ``x <= N``.
+        lam: The arrival rate.
+        mu1: The fast service rate.
+        mu2 (float | numpy.ndarray): The slow service rates, shape (J,) (identical layout: one entry).
+        policy: The policy table, shape (N+1, C).
+
+    Returns:
+        The sparse matrix, shape ((N+1) C, (N+1) C); rows sum to 1.
+
+    Raises:
+        ValueError: ``policy`` removes slow jobs or assigns more jobs than are queued
+            (:func:`jaxq.mdp.policy.post_state`).
+    """
     src, dst, rate = _events(layout, N, lam, mu1, mu2)
     to = post_state(layout, N, policy)[dst]
     n = (N + 1) * layout.C
@@ -67,6 +93,18 @@ def discounted_value(layout, N, lam, mu1, mu2, alpha, policy) -> np.ndarray:
     """Expected discounted cost (6) of ``policy`` from every post-decision state, shape (N+1, C).
 
     Solves ``((alpha + gamma) I - gamma P_pi) V = c``.
+
+    Args:
+        layout (jaxq.mdp.layout.Configurations): The slow-server configurations.
+        N (int): The truncation, ``x <= N``.
+        lam (float): The arrival rate.
+        mu1 (float): The fast service rate.
+        mu2 (float | numpy.ndarray): The slow service rates, shape (J,) (identical layout: one entry).
+        alpha (float): The discount rate.
+        policy (numpy.ndarray): The policy table, shape (N+1, C).
+
+    Returns:
+        V, shape (N+1, C).
     """
     P = transition_matrix(layout, N, lam, mu1, mu2, policy)
     g = gamma_of(layout, lam, mu1, mu2)
@@ -79,6 +117,17 @@ def average_cost(layout, N, lam, mu1, mu2, policy) -> tuple[float, np.ndarray]:
 
     g is the long-run time-average number of jobs in the system (the chain is unichain: every
     policy empties the box eventually).
+
+    Args:
+        layout (jaxq.mdp.layout.Configurations): The slow-server configurations.
+        N (int): The truncation, ``x <= N``.
+        lam (float): The arrival rate.
+        mu1 (float): The fast service rate.
+        mu2 (float | numpy.ndarray): The slow service rates, shape (J,) (identical layout: one entry).
+        policy (numpy.ndarray): The policy table, shape (N+1, C).
+
+    Returns:
+        ``(g, h)``, h of shape (N+1, C).
     """
     P = transition_matrix(layout, N, lam, mu1, mu2, policy)
     n = P.shape[0]
@@ -91,7 +140,19 @@ def average_cost(layout, N, lam, mu1, mu2, policy) -> tuple[float, np.ndarray]:
 
 
 def stationary_distribution(layout, N, lam, mu1, mu2, policy) -> np.ndarray:
-    """Stationary distribution of the post-decision chain of ``policy``, shape (N+1, C)."""
+    """Stationary distribution of the post-decision chain of ``policy``, shape (N+1, C).
+
+    Args:
+        layout (jaxq.mdp.layout.Configurations): The slow-server configurations.
+        N (int): The truncation, ``x <= N``.
+        lam (float): The arrival rate.
+        mu1 (float): The fast service rate.
+        mu2 (float | numpy.ndarray): The slow service rates, shape (J,) (identical layout: one entry).
+        policy (numpy.ndarray): The policy table, shape (N+1, C).
+
+    Returns:
+        The distribution, shape (N+1, C).
+    """
     P = transition_matrix(layout, N, lam, mu1, mu2, policy)
     n = P.shape[0]
     A = (sp.identity(n, format="csr") - P).T.tolil()
@@ -105,9 +166,21 @@ def policy_iteration(layout, N, lam, mu1, mu2, alpha=None, policy=None, max_iter
     """Howard's policy iteration on the truncated chain (alpha None: average cost).
 
     Args:
-      policy: starting policy table (default: assign every queued job a slow server can take).
+        layout (jaxq.mdp.layout.Configurations): The slow-server configurations.
+        N (int): The truncation, ``x <= N``.
+        lam (float): The arrival rate.
+        mu1 (float): The fast service rate.
+        mu2 (float | numpy.ndarray): The slow service rates, shape (J,) (identical layout: one entry).
+        alpha (float | None): The discount rate (None: average cost).
+        policy (numpy.ndarray | None): Starting policy table (default: assign every queued job a slow server can
+            take).
+        max_iter (int): The most policy improvements.
+
     Returns:
-      (policy, value, iterations): value is V* (discounted) or (g, h) (average).
+        (tuple): ``(policy, value, iterations)``: value is V* (discounted) or (g, h) (average).
+
+    Raises:
+        RuntimeError: The policy still changes after ``max_iter`` improvements.
     """
     if policy is None:
         policy = greedy_policy(layout, N, -np.broadcast_to(layout.count * 1.0, (N + 1, layout.C)))  # fill slow servers
@@ -128,6 +201,20 @@ def discounted_lp(layout, N, lam, mu1, mu2, alpha) -> np.ndarray:
     """Optimal discounted value (6) from the LP ``max sum V + sum W`` subject to
     ``W(e) <= V(post(e, a))`` for every pre-decision state e and action a, and
     ``(alpha + gamma) V(s) <= c(s) + sum_e rate(s -> e) W(e)``. Use on small truncations only.
+
+    Args:
+        layout (jaxq.mdp.layout.Configurations): The slow-server configurations.
+        N (int): The truncation, ``x <= N``.
+        lam (float): The arrival rate.
+        mu1 (float): The fast service rate.
+        mu2 (float | numpy.ndarray): The slow service rates, shape (J,) (identical layout: one entry).
+        alpha (float): The discount rate.
+
+    Returns:
+        V*, shape (N+1, C).
+
+    Raises:
+        RuntimeError: The linear program fails (its message).
     """
     n = (N + 1) * layout.C
     idx, ok = assignment_tables(layout, N)

@@ -24,16 +24,17 @@ class Configurations:
     """Static structure of the slow-server configurations.
 
     Attributes:
-      kind: ``"identical"`` or ``"heterogeneous"``.
-      K: number of slow servers.
-      count: ``count[c]`` busy slow servers in configuration c, shape (C,).
-      mask: ``mask[c]`` bitmask of busy servers (identical: the first ``count[c]`` servers), shape (C,).
-      move: ``move[j, c, c2]`` = multiplicity of the transition c -> c2 at rate ``mu2[j]`` (a
-        completion, or a fictitious event of an idle server: uniformisation), shape (J, C, C).
-      act_to, act_add, act_ok: actions of configuration c, shape (C, A): target configuration,
-        number of queued jobs it assigns, and whether the slot is used. Actions are sorted by the
-        number assigned, so the first minimiser breaks ties towards fewer slow jobs (policy (14)).
-      rank: ``rank[j]`` speed rank of server j (0 = fastest; identical: j), shape (K,).
+        kind: ``"identical"`` or ``"heterogeneous"``.
+        K: Number of slow servers.
+        count: ``count[c]`` busy slow servers in configuration c, shape (C,).
+        mask: ``mask[c]`` bitmask of busy servers (identical: the first ``count[c]`` servers), shape (C,).
+        move: ``move[j, c, c2]`` = multiplicity of the transition c -> c2 at rate ``mu2[j]`` (a
+            completion, or a fictitious event of an idle server: uniformisation), shape (J, C, C).
+        act_to: Actions of configuration c, shape (C, A): target configuration. Actions are sorted by the
+            number assigned, so the first minimiser breaks ties towards fewer slow jobs (policy (14)).
+        act_add: Actions of configuration c, shape (C, A): number of queued jobs it assigns.
+        act_ok: Actions of configuration c, shape (C, A): whether the slot is used.
+        rank: ``rank[j]`` speed rank of server j (0 = fastest; identical: j), shape (K,).
     """
 
     kind: str
@@ -51,13 +52,27 @@ class Configurations:
         return len(self.count)
 
     def config_of_mask(self, m: int) -> int:
-        """Configuration index of the busy set ``m`` (identical: only its size matters)."""
+        """Configuration index of the busy set ``m`` (identical: only its size matters).
+
+        Args:
+            m: The bitmask of busy servers.
+
+        Returns:
+            The configuration index.
+        """
         return bin(m).count("1") if self.kind == "identical" else int(m)
 
 
 @lru_cache(maxsize=None)
 def identical(K: int) -> Configurations:
-    """K identical slow servers: ``c = y``; slow events of (9)-(11): y -> y-1 at rate y mu2."""
+    """K identical slow servers: ``c = y``; slow events of (9)-(11): y -> y-1 at rate y mu2.
+
+    Args:
+        K: The number of slow servers.
+
+    Returns:
+        The configurations (cached per K).
+    """
     C = K + 1
     move = np.zeros((1, C, C))
     for y in range(C):
@@ -96,7 +111,14 @@ def _heterogeneous(K: int, rank: tuple[int, ...]) -> Configurations:
 
 
 def heterogeneous(mu2) -> Configurations:
-    """Slow servers with rates ``mu2[j]`` (bitmask configurations); ranks by decreasing speed."""
+    """Slow servers with rates ``mu2[j]`` (bitmask configurations); ranks by decreasing speed.
+
+    Args:
+        mu2 (typing.Sequence[float] | numpy.ndarray): The slow service rates, shape (K,).
+
+    Returns:
+        The configurations.
+    """
     mu2 = np.asarray(mu2, dtype=float)
     rank = np.empty(len(mu2), dtype=np.int64)
     rank[np.argsort(-mu2, kind="stable")] = np.arange(len(mu2))

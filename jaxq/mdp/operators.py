@@ -19,10 +19,14 @@ from jaxq.mdp.layout import Configurations
 def assignment_tables(layout: Configurations, N: int) -> tuple[np.ndarray, np.ndarray]:
     """Static gather indices of the job assignment operator (7) on the box ``x = 0..N``.
 
+    Args:
+        layout: The slow-server configurations.
+        N: The truncation, ``x <= N``.
+
     Returns:
-      idx: flat index ``x' * C + c'`` of the post-decision state of action a at ``(x, c)``, (N+1, C, A).
-      ok: whether action a is allowed at ``(x, c)``: at most ``(x-1)^+`` queued jobs can be
-        assigned (the job at the fast server stays there), (N+1, C, A).
+        ``(idx, ok)``: idx, the flat index ``x' * C + c'`` of the post-decision state of action a at ``(x, c)``,
+            (N+1, C, A); ok, whether action a is allowed at ``(x, c)``: at most ``(x-1)^+`` queued jobs can be
+            assigned (the job at the fast server stays there), (N+1, C, A).
     """
     x = np.arange(N + 1)[:, None, None]
     add = layout.act_add[None]
@@ -32,12 +36,30 @@ def assignment_tables(layout: Configurations, N: int) -> tuple[np.ndarray, np.nd
 
 
 def assignment_values(f: jnp.ndarray, idx: np.ndarray, ok: np.ndarray) -> jnp.ndarray:
-    """Values ``f(x + y - k, k)`` of every action, ``+inf`` where not allowed, shape (N+1, C, A)."""
+    """Values ``f(x + y - k, k)`` of every action, ``+inf`` where not allowed, shape (N+1, C, A).
+
+    Args:
+        f: Values at the post-decision states, shape (N+1, C).
+        idx: The gather indices of :func:`assignment_tables`.
+        ok: The allowed actions of :func:`assignment_tables`.
+
+    Returns:
+        The values, shape (N+1, C, A).
+    """
     return jnp.where(ok, f.reshape(-1)[idx], jnp.inf)
 
 
 def assign(f: jnp.ndarray, idx: np.ndarray, ok: np.ndarray) -> jnp.ndarray:
-    """Job assignment operator (7): ``(Q f)(x, c) = min over allowed actions of f(post-decision)``."""
+    """Job assignment operator (7): ``(Q f)(x, c) = min over allowed actions of f(post-decision)``.
+
+    Args:
+        f: Values at the post-decision states, shape (N+1, C).
+        idx: The gather indices of :func:`assignment_tables`.
+        ok: The allowed actions of :func:`assignment_tables`.
+
+    Returns:
+        ``Q f``, shape (N+1, C).
+    """
     return assignment_values(f, idx, ok).min(axis=-1)
 
 
@@ -45,9 +67,13 @@ def events(f: jnp.ndarray, lam, mu1, slow_rates: jnp.ndarray) -> jnp.ndarray:
     """Event operator (9)-(11) (un-normalised: rows sum to the uniformisation rate gamma).
 
     Args:
-      f: values at the pre-decision states, shape (N+1, C).
-      lam, mu1: arrival rate and fast service rate.
-      slow_rates: ``R[c, c2]``, rate of the slow event c -> c2 (including the fictitious ones).
+        f: Values at the pre-decision states, shape (N+1, C).
+        lam (float | jax.Array): Arrival rate.
+        mu1 (float | jax.Array): Fast service rate.
+        slow_rates: ``R[c, c2]``, rate of the slow event c -> c2 (including the fictitious ones).
+
+    Returns:
+        ``P f``, shape (N+1, C).
     """
     up = jnp.concatenate([f[1:], f[-1:]])  # arrival; lost at x = N (truncation)
     down = jnp.concatenate([f[:1], f[:-1]])  # fast completion: (x-1)^+
@@ -55,10 +81,26 @@ def events(f: jnp.ndarray, lam, mu1, slow_rates: jnp.ndarray) -> jnp.ndarray:
 
 
 def slow_rate_matrix(layout: Configurations, mu2: jnp.ndarray) -> jnp.ndarray:
-    """``R = sum_j mu2[j] move[j]`` (identical layout: ``mu2`` has one entry)."""
+    """``R = sum_j mu2[j] move[j]`` (identical layout: ``mu2`` has one entry).
+
+    Args:
+        layout: The slow-server configurations.
+        mu2: The slow service rates, shape (J,).
+
+    Returns:
+        R, shape (C, C).
+    """
     return jnp.tensordot(mu2, jnp.asarray(layout.move), axes=1)
 
 
 def cost(layout: Configurations, N: int) -> np.ndarray:
-    """Holding cost (5): jobs in the system, ``c(x, y) = x + y``, shape (N+1, C)."""
+    """Holding cost (5): jobs in the system, ``c(x, y) = x + y``, shape (N+1, C).
+
+    Args:
+        layout: The slow-server configurations.
+        N: The truncation, ``x <= N``.
+
+    Returns:
+        The cost, shape (N+1, C).
+    """
     return np.arange(N + 1)[:, None] + layout.count[None, :].astype(float)

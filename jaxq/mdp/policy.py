@@ -13,7 +13,19 @@ from jaxq.mdp.operators import assignment_tables
 
 
 def post_state(layout: Configurations, N: int, policy: np.ndarray) -> np.ndarray:
-    """Flat post-decision index of every pre-decision state under ``policy`` (N+1, C) -> (n,)."""
+    """Flat post-decision index of every pre-decision state under ``policy`` (N+1, C) -> (n,).
+
+    Args:
+        layout: The slow-server configurations.
+        N: The truncation, ``x <= N``.
+        policy: The policy table, shape (N+1, C).
+
+    Returns:
+        The indices, shape ((N+1) C,).
+
+    Raises:
+        ValueError: The policy removes slow jobs or assigns more jobs than are queued.
+    """
     x = np.arange(N + 1)[:, None]
     add = layout.count[policy] - layout.count[None, :]
     if np.any(add < 0) or np.any(add > np.maximum(x - 1, 0)):
@@ -25,11 +37,14 @@ def greedy_policy(layout: Configurations, N: int, value: np.ndarray, tie: float 
     """Policy (14): the first minimiser of ``value`` over the allowed actions (fewer slow jobs first).
 
     Args:
-      value: value function on post-decision states, (N+1, C).
-      tie: actions within ``tie`` of the minimum count as minimisers.
-      current: if given, keep its action wherever it is a minimiser (policy iteration cannot cycle).
+        layout: The slow-server configurations.
+        N: The truncation, ``x <= N``.
+        value: Value function on post-decision states, (N+1, C).
+        tie: Actions within ``tie`` of the minimum count as minimisers.
+        current: If given, keep its action wherever it is a minimiser (policy iteration cannot cycle).
+
     Returns:
-      the post-decision configuration table, (N+1, C), int.
+        (numpy.ndarray): The post-decision configuration table, (N+1, C), int.
     """
     idx, ok = assignment_tables(layout, N)
     vals = np.where(ok, np.asarray(value).reshape(-1)[idx], np.inf)
