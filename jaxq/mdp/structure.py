@@ -28,11 +28,13 @@ def population_thresholds(value: np.ndarray, K: int, X: int, tie: float = 0.0) -
     """Population thresholds ``n_m`` (m = 1..K) read off a value function as in (38)-(39).
 
     Args:
-      value: value (or relative value) function of the identical layout, shape (>= X+1, K+1).
-      X: largest x used (the region where the truncation is known not to matter).
-      tie: ``D_m(n) > tie`` counts as positive (ties go to fewer slow jobs, as in (14)).
+        value: Value (or relative value) function of the identical layout, shape (>= X+1, K+1).
+        K: The number of slow servers.
+        X: Largest x used (the region where the truncation is known not to matter).
+        tie: ``D_m(n) > tie`` counts as positive (ties go to fewer slow jobs, as in (14)).
+
     Returns:
-      int array (K,), ``INF`` where no ``n`` with ``n - m + 1 <= X`` qualifies.
+        Int array (K,), ``INF`` where no ``n`` with ``n - m + 1 <= X`` qualifies.
     """
     out = np.full(K, INF, dtype=np.int64)
     for m in range(1, K + 1):
@@ -50,6 +52,14 @@ def thresholds_from_policy(layout: Configurations, policy: np.ndarray, X: int) -
     ``n_r`` is the smallest ``x + y`` at which the policy newly uses the server of rank r while it
     could also have filled every faster idle server; ``INF`` if it never does. If the policy is a
     threshold policy, :func:`threshold_policy` of these thresholds reproduces it.
+
+    Args:
+        layout: The slow-server configurations.
+        policy: The policy table, shape (>= X+1, C).
+        X: Largest x used.
+
+    Returns:
+        Int array (K,), ``n_r`` by speed rank r.
     """
     out = np.full(layout.K, INF, dtype=np.int64)
     by_rank = np.argsort(layout.rank)
@@ -67,7 +77,16 @@ def thresholds_from_policy(layout: Configurations, policy: np.ndarray, X: int) -
 
 
 def monotone_in_queue(layout: Configurations, policy: np.ndarray, X: int) -> bool:
-    """Whether, for each pre-decision configuration, the busy set after the decision grows with x."""
+    """Whether, for each pre-decision configuration, the busy set after the decision grows with x.
+
+    Args:
+        layout: The slow-server configurations.
+        policy: The policy table, shape (>= X+1, C).
+        X: Largest x used.
+
+    Returns:
+        Whether it grows on ``x <= X``.
+    """
     masks = layout.mask[policy[: X + 1]]
     return bool(np.all((masks[:-1] & ~masks[1:]) == 0))
 
@@ -75,12 +94,17 @@ def monotone_in_queue(layout: Configurations, policy: np.ndarray, X: int) -> boo
 def structure(layout: Configurations, policy: np.ndarray, X: int) -> dict:
     """Threshold-type test of a policy on ``x <= X``.
 
+    Args:
+        layout: The slow-server configurations.
+        policy: The policy table, shape (>= X+1, C).
+        X: Largest x used.
+
     Returns:
-      dict with ``monotone`` (busy set nondecreasing in the queue length), ``ordered`` (thresholds
-      nondecreasing in the speed rank), ``threshold`` (the policy equals the threshold policy of its
-      read-off thresholds: Theorem 1's structure, including the one-idle-server rule), and
-      ``population_thresholds`` (``n_r``; None = never used) and ``violations`` (number of states
-      where it differs from that threshold policy).
+        Dict with ``monotone`` (busy set nondecreasing in the queue length), ``ordered`` (thresholds
+            nondecreasing in the speed rank), ``threshold`` (the policy equals the threshold policy of its
+            read-off thresholds: Theorem 1's structure, including the one-idle-server rule), and
+            ``population_thresholds`` (``n_r``; None = never used) and ``violations`` (number of states
+            where it differs from that threshold policy).
     """
     n_thr = thresholds_from_policy(layout, policy, X)
     fit = threshold_policy(layout, X, n_thr)
@@ -104,6 +128,14 @@ def inequalities(value: np.ndarray, K: int, X: int) -> dict[str, float | None]:
     (K5) f(x,y) + f(x,y+2) - 2 f(x,y+1); (K6) f(x+2,y) + f(x,y+2) - 2 f(x+1,y+1).
     A margin is the minimum of the left side over all (x, y) with every term inside ``x <= X``;
     the inequality holds when it is >= 0 (None: no (x, y) applies, e.g. (K5)-(K6) for K = 1).
+
+    Args:
+        value: Value (or relative value) function f of the identical layout, shape (>= X+1, K+1).
+        K: The number of slow servers.
+        X: Largest x used.
+
+    Returns:
+        The margin of each of ``"K1"`` .. ``"K6"``.
     """
     f = np.asarray(value)[: X + 1]
     sums = {

@@ -40,7 +40,16 @@ ROUNDOFF_ULPS = 1  # the stopping rules accept a spread of T f - f down to this 
 
 
 class VIParams(NamedTuple):
-    """Traced inputs of one solve (each a scalar, ``mu2`` of shape (J,); add a leading axis to batch)."""
+    """Traced inputs of one solve (each a scalar, ``mu2`` of shape (J,); add a leading axis to batch).
+
+    Attributes:
+        lam: Arrival rate.
+        mu1: Fast service rate.
+        mu2: Slow service rates, shape (J,).
+        alpha: Discount rate (ignored for the average cost).
+        tol: Relative tolerance of the stopping rule.
+        max_iter: Cap on Bellman updates.
+    """
 
     lam: jax.Array
     mu1: jax.Array
@@ -54,12 +63,13 @@ class VIResult(NamedTuple):
     """Output of one solve.
 
     Attributes:
-      value: discounted: the McQueen midpoint estimate of ``(alpha+gamma) V*``; average: the relative
-        value ``h`` with ``h(0, 0) = 0``. Shape (N+1, C).
-      lo, hi: discounted: bounds on ``(alpha+gamma) V*(0,0)``; average: bounds on g.
-      iterations: Bellman updates done.
-      converged: whether the stopping rule was met before ``max_iter``.
-      gamma: uniformisation rate ``lam + mu1 + sum(mu2)``.
+        value: Discounted: the McQueen midpoint estimate of ``(alpha+gamma) V*``; average: the relative
+            value ``h`` with ``h(0, 0) = 0``. Shape (N+1, C).
+        lo: Discounted: lower bound on ``(alpha+gamma) V*(0,0)``; average: lower bound on g.
+        hi: Discounted: upper bound on ``(alpha+gamma) V*(0,0)``; average: upper bound on g.
+        iterations: Bellman updates done.
+        converged: Whether the stopping rule was met before ``max_iter``.
+        gamma: Uniformisation rate ``lam + mu1 + sum(mu2)``.
     """
 
     value: jax.Array
@@ -146,11 +156,14 @@ def solve_capped(layout: Configurations, N: int, average: bool, p: VIParams, dea
     """One solve in compiled segments: stops at convergence, at ``p.max_iter`` updates or at ``deadline``.
 
     Args:
-      layout, N, average: as for :func:`solver`.
-      p: the parameters (unbatched).
-      deadline: ``time.monotonic()`` value after which no further segment is started (None: no limit).
+        layout: As for :func:`solver`.
+        N: As for :func:`solver`.
+        average: As for :func:`solver`.
+        p: The parameters (unbatched).
+        deadline: ``time.monotonic()`` value after which no further segment is started (None: no limit).
+
     Returns:
-      ``(VIResult, timed_out)``.
+        (tuple[VIResult, bool]): ``(VIResult, timed_out)``.
     """
     step, finish = _segments(layout, N, average)
     carry = _init(layout, N)
@@ -169,6 +182,16 @@ def solve_capped(layout: Configurations, N: int, average: bool, p: VIParams, dea
 
 @lru_cache(maxsize=None)
 def solver(layout: Configurations, N: int, average: bool, batched: bool = False):
-    """The compiled solver ``VIParams -> VIResult`` for one layout, truncation and criterion."""
+    """The compiled solver ``VIParams -> VIResult`` for one layout, truncation and criterion.
+
+    Args:
+        layout: The slow-server configurations.
+        N: The truncation, ``x <= N``.
+        average: Average cost (relative value iteration) rather than discounted.
+        batched: Solve a batch of parameter sets (``vmap`` over a leading axis).
+
+    Returns:
+        (typing.Callable[[VIParams], VIResult]): The jitted solver.
+    """
     fn = lambda p: _solve_one(p, layout, N, average)  # noqa: E731
     return jax.jit(jax.vmap(fn) if batched else fn)
