@@ -51,11 +51,12 @@ class Problem:
     """A validated fast/slow control problem.
 
     Attributes:
-      lam, mu1: arrival rate, fast service rate.
-      mu2: slow service rates, shape (J,) (J = 1: K identical servers).
-      K: number of slow servers.
-      alpha: discount rate, or None for the average cost.
-      layout: slow-server configurations (:mod:`jaxq.mdp.layout`).
+        lam: Arrival rate.
+        mu1: Fast service rate.
+        mu2: Slow service rates, shape (J,) (J = 1: K identical servers).
+        K: Number of slow servers.
+        alpha: Discount rate, or None for the average cost.
+        layout: Slow-server configurations (:mod:`jaxq.mdp.layout`).
     """
 
     lam: float
@@ -92,12 +93,23 @@ def problem(lam, mu1, mu2, *, discount=None, slow_servers: int | None = None) ->
     """Validate the inputs (raises :class:`jaxq.InputError`) and build a :class:`Problem`.
 
     Args:
-      lam, mu1: arrival rate and fast service rate (> 0).
-      mu2: slow service rate (scalar: identical servers) or a sequence of rates (heterogeneous);
-        every slow rate must be below ``mu1`` (assumption (1)).
-      discount: discount rate alpha > 0, or None for the average cost (needs
-        ``lam < mu1 + sum of slow rates``).
-      slow_servers: K (default 2, or ``len(mu2)``).
+        lam (float): Arrival rate (> 0).
+        mu1 (float): Fast service rate (> 0).
+        mu2 (float | typing.Sequence[float]): Slow service rate (scalar: identical servers) or a sequence of rates
+            (heterogeneous); every slow rate must be below ``mu1`` (assumption (1)).
+        discount (float | None): Discount rate alpha > 0, or None for the average cost (needs
+            ``lam < mu1 + sum of slow rates``).
+        slow_servers: K (default 2, or ``len(mu2)``).
+
+    Returns:
+        The problem.
+
+    Raises:
+        InputError: Naming ``lam``, ``mu1``, ``mu2`` or ``discount`` when it is not a positive finite number in the
+            supported range; ``mu2`` when a slow rate is not below ``mu1``, it is not a rate or a list of rates, or
+            it has more than 6 heterogeneous rates; ``slow_servers`` when it is not a positive integer, does not
+            match the rates in ``mu2`` or exceeds 64; ``lam`` when the average cost is asked for and
+            ``lam >= mu1 + sum(mu2)``.
     """
     lam, mu1 = _positive("lam", lam), _positive("mu1", mu1)
     rates = np.atleast_1d(np.asarray(mu2, dtype=object))
@@ -131,7 +143,14 @@ def problem(lam, mu1, mu2, *, discount=None, slow_servers: int | None = None) ->
 
 def needed_truncation(p: Problem) -> tuple[float, float, float]:
     """``(thresholds, tail, need)``: the x-range the thresholds need, the queue tail length that makes the
-    neglected tail about ``e^-25``, and their sum (see :func:`suggest_truncation`); may be astronomical."""
+    neglected tail about ``e^-25``, and their sum (see :func:`suggest_truncation`); may be astronomical.
+
+    Args:
+        p: The problem.
+
+    Returns:
+        ``(thresholds, tail, need)``.
+    """
     thr = (p.K + 1) * (p.mu1 / float(p.mu2.min()) + 1.0)
     tails = []
     if p.lam < p.capacity:
@@ -149,7 +168,16 @@ def check_tractable(p: Problem, max_iter: int = MAX_ITER) -> None:
     cannot solve: thresholds beyond x = 4095 (slow servers too slow, ``mu1 / mu2`` too large), a queue
     tail longer than the box (load too close to 1, or arrivals far beyond capacity with little
     discounting), or a discount rate so small that value iteration needs more than 20 ``max_iter``
-    Bellman updates (``(gamma / alpha) ln(1 / tol)``)."""
+    Bellman updates (``(gamma / alpha) ln(1 / tol)``).
+
+    Args:
+        p: The problem.
+        max_iter: The cap on Bellman updates of each solve.
+
+    Raises:
+        InputError: Naming ``mu2`` (thresholds too far out), ``lam`` (queue tail too long) or ``discount``
+            (discount rate too small).
+    """
     thr, tail, _ = needed_truncation(p)
     top = BUCKETS[-1]
     if thr > top // 2:
@@ -179,6 +207,12 @@ def suggest_truncation(p: Problem) -> int:
     rate ``mu1 + sum(mu2)`` whose tail decays like ``rho^x``; with discounting, reaching level x from
     0 costs at least ``(lam / (lam + alpha))^x``. The tail length makes these about ``e^-25``;
     the doubling check in :func:`solve` is what guarantees the truncation.
+
+    Args:
+        p: The problem.
+
+    Returns:
+        The smallest bucket of :data:`BUCKETS` at least the need (the largest when none is).
     """
     _, _, need = needed_truncation(p)
     return next((b for b in BUCKETS if b >= need), BUCKETS[-1])
@@ -189,25 +223,26 @@ class Solution:
     """The optimal policy of a :class:`Problem` and what is known about it.
 
     Attributes:
-      problem: the problem solved.
-      N: truncation of the solve reported (``x <= N``); the solve at ``(N-1)/2`` gave the same
-        thresholds, value and policy (``verified``). X = N // 2: region of the reported policy,
-        thresholds, structure test and inequalities (``x <= X``).
-      value: ``(alpha+gamma) V*`` (discounted, the paper's scaling of (13)) or the relative value h
-        (average), shape (N+1, C).
-      value_empty: discounted cost (6) from the empty system, ``V*(0, 0)`` (None for average cost).
-      average_cost: optimal long-run average number of jobs in the system (None when discounted).
-      bounds: McQueen / relative value iteration bounds on value_empty (through ``V*(1, 0)``, see :func:`_sharpen`)
-        or average_cost; within ``TOL`` of each other, or ``FLOOR_RTOL`` where round-off stopped the iteration.
-      policy: policy (14) as a table of post-decision configurations, shape (N+1, C).
-      population_thresholds: ``n_m`` (identical: from the value function, (38)-(39); heterogeneous:
-        read off the policy); ``INF`` when not used on ``x <= X``.
-      structure: :func:`jaxq.mdp.structure.structure` on ``x <= X``, plus ``matches_thresholds``: the
-        policy equals the threshold policy of ``population_thresholds`` on ``x <= X``.
-      margins: worst margins of (K1)-(K6) on ``x <= X`` (identical slow servers only).
-      iterations: value iteration count.
-      converged: whether value iteration met the tolerance.
-      verified: whether the doubling check passed.
+        problem: The problem solved.
+        N: Truncation of the solve reported (``x <= N``); the solve at ``(N-1)/2`` gave the same
+            thresholds, value and policy (``verified``).
+        X: X = N // 2: region of the reported policy, thresholds, structure test and inequalities (``x <= X``).
+        value: ``(alpha+gamma) V*`` (discounted, the paper's scaling of (13)) or the relative value h
+            (average), shape (N+1, C).
+        value_empty: Discounted cost (6) from the empty system, ``V*(0, 0)`` (None for average cost).
+        average_cost: Optimal long-run average number of jobs in the system (None when discounted).
+        bounds: McQueen / relative value iteration bounds on value_empty (through ``V*(1, 0)``, see
+            :func:`_sharpen`) or average_cost; within ``TOL`` of each other, or ``FLOOR_RTOL`` where round-off
+            stopped the iteration.
+        policy: Policy (14) as a table of post-decision configurations, shape (N+1, C).
+        population_thresholds: ``n_m`` (identical: from the value function, (38)-(39); heterogeneous:
+            read off the policy); ``INF`` when not used on ``x <= X``.
+        structure: :func:`jaxq.mdp.structure.structure` on ``x <= X``, plus ``matches_thresholds``: the
+            policy equals the threshold policy of ``population_thresholds`` on ``x <= X``.
+        margins: Worst margins of (K1)-(K6) on ``x <= X`` (identical slow servers only).
+        iterations: Value iteration count.
+        converged: Whether value iteration met the tolerance.
+        verified: Whether the doubling check passed.
     """
 
     problem: Problem
@@ -306,21 +341,27 @@ def solve(lam, mu1, mu2, *, discount=None, slow_servers=None, truncation: int | 
     """Optimal policy of the fast/slow system by (relative) value iteration.
 
     Args:
-      lam, mu1, mu2, discount, slow_servers: see :func:`problem` (discount None: average cost).
-      truncation: first N to try (default :func:`suggest_truncation`); rounded up to a bucket.
-      verify: check that halving N (to H = (N-1)/2) changes neither the thresholds, nor the policy
-        on ``x <= (H-1)/2``, nor the value (relative ``VERIFY_RTOL``, beyond the two solves' own bounds);
-        double N until it does not.
-      tol: relative stopping tolerance of value iteration.
-      max_iter: cap on Bellman updates of each solve.
-      time_limit: seconds of value iteration for the whole call (all truncations).
+        lam (float): See :func:`problem`.
+        mu1 (float): See :func:`problem`.
+        mu2 (float | typing.Sequence[float]): See :func:`problem`.
+        discount (float | None): See :func:`problem` (discount None: average cost).
+        slow_servers (int | None): See :func:`problem`.
+        truncation: First N to try (default :func:`suggest_truncation`); rounded up to a bucket.
+        verify: Check that halving N (to H = (N-1)/2) changes neither the thresholds, nor the policy
+            on ``x <= (H-1)/2``, nor the value (relative ``VERIFY_RTOL``, beyond the two solves' own bounds);
+            double N until it does not.
+        tol: Relative stopping tolerance of value iteration.
+        max_iter: Cap on Bellman updates of each solve.
+        time_limit: Seconds of value iteration for the whole call (all truncations).
+
     Returns:
-      a :class:`Solution` (always converged: ``converged`` is True).
+        A :class:`Solution` (always converged: ``converged`` is True).
+
     Raises:
-      InputError: bad parameters, a problem beyond the solver's reach (:func:`check_tractable`), value
-        iteration that does not converge within ``max_iter`` updates or ``time_limit`` seconds, an average cost
-        below its round-off resolution (bounds wider than ``FLOOR_RTOL``: e.g. lam <= 1e-9, mu1 = 1, mu2 = 0.3), or no
-        truncation up to 8191 that passes the doubling check.
+        InputError: Bad parameters, a problem beyond the solver's reach (:func:`check_tractable`), value
+            iteration that does not converge within ``max_iter`` updates or ``time_limit`` seconds, an average cost
+            below its round-off resolution (bounds wider than ``FLOOR_RTOL``: e.g. lam <= 1e-9, mu1 = 1,
+            mu2 = 0.3), or no truncation up to 8191 that passes the doubling check.
     """
     p = problem(lam, mu1, mu2, discount=discount, slow_servers=slow_servers)
     if truncation is not None and (isinstance(truncation, bool) or not isinstance(truncation, (int, np.integer))
@@ -373,13 +414,23 @@ def solve_many(lam, mu1, mu2, discount=None, *, slow_servers: int = 2, truncatio
     """Solve many identical-slow-server problems at once (``vmap`` over the parameter sets).
 
     Args:
-      lam, mu1, mu2: arrays of equal length B (broadcast).
-      discount: array of discount rates (B,), or None for the average cost of every set.
-      truncation: common N (default: the largest suggested one; not verified by doubling).
+        lam (numpy.typing.ArrayLike): Arrival rates, an array of length B (broadcast with ``mu1``, ``mu2``).
+        mu1 (numpy.typing.ArrayLike): Fast service rates, an array of length B (broadcast).
+        mu2 (numpy.typing.ArrayLike): Slow service rates, an array of length B (broadcast).
+        discount (numpy.typing.ArrayLike | None): Array of discount rates (B,), or None for the average cost of
+            every set.
+        slow_servers: K, the number of identical slow servers.
+        truncation: Common N (default: the largest suggested one; not verified by doubling).
+        tol: Relative stopping tolerance of value iteration.
+        max_iter: Cap on Bellman updates of each solve.
+
     Returns:
-      dict of arrays over the B sets: ``q_thresholds`` (B, K) with -1 for infinite, ``value_empty``
-      or ``average_cost``, ``iterations``, ``converged`` (the stopping rule was met and the bounds pin the answer,
-      see :func:`_resolved`), ``threshold`` (structure test), and ``N``.
+        Dict of arrays over the B sets: ``q_thresholds`` (B, K) with -1 for infinite, ``value_empty``
+            or ``average_cost``, ``iterations``, ``converged`` (the stopping rule was met and the bounds pin the
+            answer, see :func:`_resolved`), ``threshold`` (structure test), and ``N``.
+
+    Raises:
+        InputError: As :func:`problem`, for any of the sets.
     """
     lam, mu1, mu2 = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (lam, mu1, mu2)))
     alpha = None if discount is None else np.broadcast_to(np.asarray(discount, dtype=float), lam.shape)

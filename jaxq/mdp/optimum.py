@@ -40,7 +40,14 @@ TABLE = Policy2x2(init=lambda params: (), decide=_decide, name="optimal")
 
 def table_policy(table: np.ndarray) -> Policy2x2:
     """A :class:`jaxq.Policy2x2` that takes the decisions of ``table[x_1, x_2, s_1 + 1, s_2 + 1, k]`` (the class
-    idle server k starts, -1 to stay idle)."""
+    idle server k starts, -1 to stay idle).
+
+    Args:
+        table: The decision table.
+
+    Returns:
+        The policy, the table (int32) as its parameters.
+    """
     return TABLE._replace(params=jnp.asarray(np.asarray(table, dtype=np.int32)))
 
 
@@ -49,26 +56,34 @@ class Optimal:
     """The optimum of the n-th 2x2 system.
 
     Attributes:
-      J_star: the optimal discounted cost from the empty system (with phase-type primitives: of a controller that
-        sees the phases, a lower bound for every non-anticipating policy), solved with the queues truncated at
-        ``queue_cap`` and arrivals to a full queue charged as jobs never served: an upper bound on J*_n, the cost
-        of a policy of the n-th system.
-      J_star_lower: the optimum with arrivals to a full queue charged the floor of their cost in the full system
-        (:func:`jaxq.mdp.pss2x2.charges`): a lower bound on J*_n.
-      truncation_change: ``(J_star - J_star_lower) / J_star``: J*_n lies in the bracket, and no larger cap moves
-        either truncation's optimum by more than this (relative).
-      queue_cap: the cap Q of both queues at which both were solved.
-      states: states of that truncated chain; iterations: policy improvements (all caps); wall_s: seconds.
-      V0: the lower bound of the limit (Theorem 2.11).
-      exact_cost: the exact J_n of Theorem 2.11's policy (None when not asked for), with ``policy_name``,
-        ``theta`` and ``switch_at`` it used.
-      J_table: the exact cost of :attr:`policy` on the same chain (J_star itself with exponential primitives).
-      policy: the optimal decisions as a :class:`jaxq.Policy2x2` (``jaxq.simulate(system, n, policy=...)``).
-      table: its table, ``table[x_1, x_2, s_1 + 1, s_2 + 1, k]``.
-      phases_observed: whether the primitives have phases (then J_star is a lower bound, see ``note``).
-      serving: ``serving[i][k]``, the share of the discounted time ``gamma exp(-gamma t) dt`` that server k spends
-        on class i under the optimal policy (Theorem 2.11's policies never use the active mode's non-basic
-        activity (i1, k1)); idle_waiting: ``[k]``, the share server k idles while a job waits.
+        n: The index of the system.
+        J_star: The optimal discounted cost from the empty system (with phase-type primitives: of a controller that
+            sees the phases, a lower bound for every non-anticipating policy), solved with the queues truncated at
+            ``queue_cap`` and arrivals to a full queue charged as jobs never served: an upper bound on J*_n, the
+            cost of a policy of the n-th system.
+        J_star_lower: The optimum with arrivals to a full queue charged the floor of their cost in the full system
+            (:func:`jaxq.mdp.pss2x2.charges`): a lower bound on J*_n.
+        truncation_change: ``(J_star - J_star_lower) / J_star``: J*_n lies in the bracket, and no larger cap moves
+            either truncation's optimum by more than this (relative).
+        queue_cap: The cap Q of both queues at which both were solved.
+        states: States of that truncated chain.
+        iterations: Policy improvements (all caps).
+        wall_s: Seconds.
+        V0: The lower bound of the limit (Theorem 2.11).
+        exact_cost: The exact J_n of Theorem 2.11's policy (None when not asked for), with ``policy_name``,
+            ``theta`` and ``switch_at`` it used.
+        policy_name: The name of Theorem 2.11's policy (None when not asked for).
+        theta: Its threshold (None when not asked for or without one).
+        switch_at: Its switching level (None when not asked for or without one).
+        J_table: The exact cost of :attr:`policy` on the same chain (J_star itself with exponential primitives).
+        policy: The optimal decisions as a :class:`jaxq.Policy2x2` (``jaxq.simulate(system, n, policy=...)``).
+        table: Its table, ``table[x_1, x_2, s_1 + 1, s_2 + 1, k]``.
+        phases_observed: Whether the primitives have phases (then J_star is a lower bound, see ``note``).
+        serving: ``serving[i][k]``, the share of the discounted time ``gamma exp(-gamma t) dt`` that server k spends
+            on class i under the optimal policy (Theorem 2.11's policies never use the active mode's non-basic
+            activity (i1, k1)).
+        idle_waiting: ``[k]``, the share server k idles while a job waits.
+        solution: The solution of the truncated chain (:class:`jaxq.mdp.pss2x2.CapSolution`).
     """
 
     n: float
@@ -116,14 +131,24 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
     """J*_n, the optimal policy as a table, and Theorem 2.11's exact J_n and V0 beside them.
 
     Args:
-      system: a 2x2 system with exponential or phase-type primitives (Erlang, hyperexponential, gamma with an
-        integer shape); other laws are refused naming the primitive.
-      n: the index of the system.
-      queue_cap: the cap of both queues; default: doubled from ``max(6, 4 sqrt(n))`` until the two truncations
-        (arrivals to a full queue charged the floor of their cost, or as jobs never served) agree to ``rtol``
-        relative.
-      exact_policy: also solve Theorem 2.11's policy exactly (:func:`jaxq.sim.exact_ctmc.policy_cost`).
-      rtol: the truncation's tolerance; max_states, max_gib: a larger chain is refused before it is built.
+        system: A 2x2 system with exponential or phase-type primitives (Erlang, hyperexponential, gamma with an
+            integer shape); other laws are refused naming the primitive.
+        n: The index of the system.
+        queue_cap: The cap of both queues; default: doubled from ``max(6, 4 sqrt(n))`` until the two truncations
+            (arrivals to a full queue charged the floor of their cost, or as jobs never served) agree to ``rtol``
+            relative.
+        exact_policy: Also solve Theorem 2.11's policy exactly (:func:`jaxq.sim.exact_ctmc.policy_cost`).
+        rtol: The truncation's tolerance.
+        max_states: A larger chain is refused before it is built.
+        max_gib: A chain of more GiB is refused before it is built.
+
+    Returns:
+        The optimum.
+
+    Raises:
+        InputError: Naming ``n``, ``queue_cap``, ``rtol``, ``max_states`` or ``max_gib`` when out of range; as
+            :func:`jaxq.mdp.pss2x2.optimal_cost` (a primitive that is not phase-type, a chain too large); as
+            :func:`jaxq.sim.exact_ctmc.policy_cost` for Theorem 2.11's policy.
     """
     n = check_float(n, "n", gt=0.0)
     if queue_cap is not None:
