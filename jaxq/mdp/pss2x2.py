@@ -58,6 +58,12 @@ class StateSpace(NamedTuple):
     ``a_i`` is the phase of class i's interarrival time; ``sigma_k`` the code of server k: 0 idle, then one
     code per (class, phase) it may serve (``cls[k][sigma]`` its class). With exponential primitives
     every law has one phase and ``sigma_k`` is 0 idle, 1 class 1, 2 class 2.
+
+    Attributes:
+        cap: The cap Q of each queue.
+        shape: The shape of the state array, ``(Q_1 + 1, Q_2 + 1, A_1, A_2, M_1, M_2)``.
+        cls: ``cls[k]``, shape (M_k,): the class of each server code, -1 idle.
+        code: ``code[k][i]``: the first code of (class i at server k).
     """
 
     cap: tuple[int, int]
@@ -71,7 +77,17 @@ class StateSpace(NamedTuple):
 
 
 def layout(cap: tuple[int, int], arrival_phases: tuple[int, int], service_phases) -> StateSpace:
-    """The state space for caps ``cap`` and the number of phases of each law (``service_phases[i][k]``)."""
+    """The state space for caps ``cap`` and the number of phases of each law (``service_phases[i][k]``).
+
+    Args:
+        cap: The cap of each queue.
+        arrival_phases: The phases of each class's interarrival law.
+        service_phases (typing.Sequence[typing.Sequence[int]]): ``service_phases[i][k]``, the phases of the
+            service law of class i at server k.
+
+    Returns:
+        The state space.
+    """
     cls, code = [], []
     for k in (0, 1):
         c, first = [IDLE], []
@@ -85,14 +101,33 @@ def layout(cap: tuple[int, int], arrival_phases: tuple[int, int], service_phases
 
 
 def states_and_bytes(lay: StateSpace) -> tuple[int, int]:
-    """The number of states and an estimate of the memory a solve at this layout takes."""
+    """The number of states and an estimate of the memory a solve at this layout takes.
+
+    Args:
+        lay: The state space.
+
+    Returns:
+        ``(states, bytes)``.
+    """
     per_row = 1 + sum(lay.shape[2:4]) + 2 * max(lay.shape[4:]) * 4  # phase moves and events, phase draws
     return lay.size, lay.size * (BYTES_PER_STATE + BYTES_PER_ENTRY * per_row)
 
 
 @dataclass(frozen=True, eq=False)
 class Chain:
-    """The n-th system's data on a layout: rates, laws, the grids of the state variables."""
+    """The n-th system's data on a layout: rates, laws, the grids of the state variables.
+
+    Attributes:
+        lay: The state space.
+        lam: (2,) n-th arrival rates.
+        mu: (2, 2) n-th service rates.
+        arrivals: ``[(alpha, S)]`` unit-mean laws per class.
+        services: ``[[(alpha, S)]]`` per activity (i, k).
+        h_hat: ``h / sqrt(n)``.
+        gamma: The discount rate.
+        charge: The cost of each class-i arrival turned away at the cap (0: lost for free).
+        grids: The value of each state variable at each state, flat (set at construction).
+    """
 
     lay: StateSpace
     lam: np.ndarray  # (2,) n-th arrival rates
@@ -114,13 +149,27 @@ class Chain:
         return c + sum(self.turned_away(i) * self.charge[i] for i in (0, 1) if self.charge[i] != 0.0)
 
     def turned_away(self, i: int) -> np.ndarray:
-        """The rate of class-i arrivals lost at the cap, per state (0 below it)."""
+        """The rate of class-i arrivals lost at the cap, per state (0 below it).
+
+        Args:
+            i: The class (0 or 1).
+
+        Returns:
+            The rate per state.
+        """
         _, S = self.arrivals[i]
         exit_rate = self.lam[i] * -S.sum(axis=1)  # per interarrival phase; the next phase restarts from alpha
         return np.where(self.grids[i] >= self.lay.cap[i], exit_rate[self.grids[2 + i]], 0.0)
 
     def in_service(self, i: int) -> np.ndarray:
-        """Jobs of class i in service, per state."""
+        """Jobs of class i in service, per state.
+
+        Args:
+            i: The class (0 or 1).
+
+        Returns:
+            The count per state.
+        """
         return sum((self.lay.cls[k][self.grids[4 + k]] == i).astype(np.int64) for k in (0, 1))
 
     def valid(self) -> np.ndarray:
@@ -134,7 +183,14 @@ def _strides(shape) -> np.ndarray:
 def transitions(ch: Chain):
     """Every transition out of every post-decision state: ``(src, pre, rate, real)`` arrays, ``pre`` the state
     just after it (before the idle servers decide), ``real`` whether it is an arrival or a completion (not a phase
-    change inside a law). Arrivals to a full class are lost (the interarrival phase restarts)."""
+    change inside a law). Arrivals to a full class are lost (the interarrival phase restarts).
+
+    Args:
+        ch: The chain.
+
+    Returns:
+        (tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]): ``(src, pre, rate, real)``.
+    """
     lay, g = ch.lay, ch.grids
     st = _strides(lay.shape)
     idx = np.arange(lay.size)
@@ -180,7 +236,13 @@ def transitions(ch: Chain):
 
 class Actions(NamedTuple):
     """The decisions at a pre-decision state: per server the option ``o_k``: ``< M_k`` keep code o_k (idle stays
-    idle, a busy server goes on), ``M_k + i`` start a job of class i (its phase drawn from the law's alpha)."""
+    idle, a busy server goes on), ``M_k + i`` start a job of class i (its phase drawn from the law's alpha).
+
+    Attributes:
+        options: (P, 2): the option pairs.
+        starts: (P, 2): jobs of class i started by the pair.
+        per_config: Per (sigma_1, sigma_2) pre-decision configuration: the indices of its feasible pairs.
+    """
 
     options: np.ndarray  # (P, 2): the option pairs
     starts: np.ndarray  # (P, 2): jobs of class i started by the pair
@@ -188,6 +250,15 @@ class Actions(NamedTuple):
 
 
 def actions(lay: StateSpace) -> Actions:
+    """The option pairs of every pre-decision server configuration of ``lay`` (a busy server keeps its code, an idle
+    one stays idle or starts a job of either class).
+
+    Args:
+        lay: The state space.
+
+    Returns:
+        The actions.
+    """
     m = lay.shape[4:]
     pairs, index = [], {}
     per_config = []
@@ -231,7 +302,18 @@ def greedy(ch: Chain, acts: Actions, v: np.ndarray, current: np.ndarray | None =
            tie_rtol: float = TIE_RTOL):
     """The greedy decision at every pre-decision state: the index of the option pair (into ``acts.options``) that
     minimises the value after it; where ``current`` is given it is kept unless another pair is better
-    by more than ``tie_rtol`` of the largest value."""
+    by more than ``tie_rtol`` of the largest value.
+
+    Args:
+        ch: The chain.
+        acts: Its :func:`actions`.
+        v: The values of the post-decision states.
+        current: The current decisions (None: none).
+        tie_rtol: The improvement, relative to the largest value, that changes a current decision.
+
+    Returns:
+        (numpy.ndarray): The option pair per pre-decision state (int16).
+    """
     lay = ch.lay
     u = _option_values(ch, v)
     m1, m2 = lay.shape[4:]
@@ -292,7 +374,17 @@ def _post(ch: Chain, acts: Actions, pre: np.ndarray, pair: np.ndarray):
 
 
 def policy_matrix(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> sp.csr_matrix:
-    """``gamma + r(y)`` on the diagonal, ``-rate x probability`` to each post-decision state off it."""
+    """``gamma + r(y)`` on the diagonal, ``-rate x probability`` to each post-decision state off it.
+
+    Args:
+        ch: The chain.
+        acts: Its :func:`actions`.
+        trans (tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]): The chain's :func:`transitions`.
+        policy: The option pair per pre-decision state.
+
+    Returns:
+        The matrix ``A_pi``.
+    """
     src, pre, rate, _ = trans
     posts, probs = _post(ch, acts, pre, policy[pre])
     n = ch.lay.size
@@ -351,7 +443,21 @@ def _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p):
 def solve(a: sp.csr_matrix, b: np.ndarray, v0: np.ndarray, gamma: float, rtol: float = SOLVE_RTOL):
     """``a v = b`` (rows of ``a`` summing to gamma, an M-matrix: ``|a^-1|_inf <= 1/gamma``) from ``v0``:
     BiCGSTAB rounds on the true residual until ``|a v - b|_inf / gamma`` (a bound on the error in every
-    state) is below ``rtol`` of the largest value. Returns ``(v, matvecs)``."""
+    state) is below ``rtol`` of the largest value. Returns ``(v, matvecs)``.
+
+    Args:
+        a: The matrix.
+        b: The right-hand side.
+        v0: The start.
+        gamma: The discount rate.
+        rtol: The error bound, relative to the largest value.
+
+    Returns:
+        (tuple[numpy.ndarray, int]): ``(v, matvecs)``.
+
+    Raises:
+        InputError: Naming ``n`` when the error bound is not reached in ``MAX_ROUNDS`` rounds.
+    """
     dinv = 1.0 / a.diagonal()
     floor = max(rtol, 64.0 * np.finfo(float).eps * float(a.diagonal().max()) / gamma)
     v, its = v0.copy(), 0
@@ -370,7 +476,16 @@ def solve(a: sp.csr_matrix, b: np.ndarray, v0: np.ndarray, gamma: float, rtol: f
 
 
 class CapSolution(NamedTuple):
-    """Policy iteration's answer on one truncation."""
+    """Policy iteration's answer on one truncation.
+
+    Attributes:
+        chain: The truncated chain.
+        value: v*(y) on the post-decision states.
+        policy: Option pair per pre-decision state.
+        start: J*_n from the empty system.
+        iterations: Policy improvements.
+        matvecs: Matrix-vector products (the evaluations' work).
+    """
 
     chain: Chain
     value: np.ndarray  # v*(y) on the post-decision states
@@ -381,7 +496,15 @@ class CapSolution(NamedTuple):
 
 
 def start_value(ch: Chain, v: np.ndarray) -> float:
-    """The value from the empty system: both interarrival phases drawn from their laws' alpha."""
+    """The value from the empty system: both interarrival phases drawn from their laws' alpha.
+
+    Args:
+        ch: The chain.
+        v: The values of the post-decision states.
+
+    Returns:
+        The value.
+    """
     lay = ch.lay
     u = v.reshape(lay.shape)[0, 0, :, :, 0, 0]
     return float(ch.arrivals[0][0] @ u @ ch.arrivals[1][0])
@@ -389,7 +512,14 @@ def start_value(ch: Chain, v: np.ndarray) -> float:
 
 def work_conserving_start(ch: Chain) -> np.ndarray:
     """Values whose greedy policy starts every job it can ("fewer jobs waiting is better"): where policy iteration
-    starts without a smaller cap's solution."""
+    starts without a smaller cap's solution.
+
+    Args:
+        ch: The chain.
+
+    Returns:
+        The values.
+    """
     return ch.cost() / ch.gamma - sum(ch.in_service(i) for i in (0, 1)) * float(ch.h_hat.min()) / ch.gamma
 
 
@@ -397,7 +527,22 @@ def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarra
                      max_iterations: int = 200, evaluate=None) -> CapSolution:
     """Howard's policy iteration on one truncation, from ``policy0`` (default: greedy on ``v0``, or on
     :func:`work_conserving_start`). ``evaluate(a, b, v0, gamma, rtol) -> (v, work)`` solves a policy's equations
-    (default :func:`solve`; ``work`` is summed into ``matvecs``)."""
+    (default :func:`solve`; ``work`` is summed into ``matvecs``).
+
+    Args:
+        ch: The chain.
+        v0: The start values (None: :func:`work_conserving_start`).
+        policy0: The start decisions (None: greedy on ``v0``).
+        max_iterations: The most policy improvements.
+        evaluate (typing.Callable | None): The policy evaluation (None: :func:`solve`).
+
+    Returns:
+        The solution.
+
+    Raises:
+        InputError: Naming ``n`` when the policy does not settle in ``max_iterations`` improvements, or as
+            :func:`solve`.
+    """
     evaluate = solve if evaluate is None else evaluate
     acts = actions(ch.lay)
     trans = transitions(ch)
@@ -419,7 +564,15 @@ def policy_iteration(ch: Chain, v0: np.ndarray | None = None, policy0: np.ndarra
 
 def warm_start(last: CapSolution, ch: Chain) -> tuple[np.ndarray, np.ndarray]:
     """The start of policy iteration on ``ch`` from a smaller cap's solution: its values and decisions extended
-    (:func:`extend`), then greedy where the extended decision is not allowed."""
+    (:func:`extend`), then greedy where the extended decision is not allowed.
+
+    Args:
+        last: The smaller cap's solution.
+        ch: The larger chain.
+
+    Returns:
+        ``(v0, policy0)``.
+    """
     v0, p0 = extend(last.chain, ch, last.value, last.policy)
     acts = actions(ch.lay)
     return v0, greedy(ch, acts, v0, np.where(_feasible(ch, acts, p0), p0, -1))
@@ -427,7 +580,17 @@ def warm_start(last: CapSolution, ch: Chain) -> tuple[np.ndarray, np.ndarray]:
 
 def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
     """A solution on a smaller cap as the start of a larger one: values and decisions of the nearest state
-    inside the old cap (the decision re-checked for feasibility by the first improvement)."""
+    inside the old cap (the decision re-checked for feasibility by the first improvement).
+
+    Args:
+        old: The smaller chain.
+        new: The larger chain.
+        values: The values on ``old``.
+        policy: The decisions on ``old``.
+
+    Returns:
+        (tuple[numpy.ndarray, numpy.ndarray]): ``(values, policy)`` on ``new``.
+    """
     lo, hi = old.lay, new.lay
     g = new.grids
     x1 = np.minimum(g[0], lo.cap[0])
@@ -447,7 +610,16 @@ def _laws(phase_types):
 
 
 def layout_of(phase_types, cap: tuple[int, int]) -> StateSpace:
-    """The layout at caps ``cap`` for the laws ``phase_types`` (None: exponential), without building anything."""
+    """The layout at caps ``cap`` for the laws ``phase_types`` (None: exponential), without building anything.
+
+    Args:
+        phase_types (tuple | None): ``(arrivals, services)`` of :func:`jaxq.sim.exact_ctmc.system_phase_types`
+            (None: exponential).
+        cap: The cap of each queue.
+
+    Returns:
+        The state space.
+    """
     arrivals, services = _laws(phase_types)
     return layout(cap, (arrivals[0][0].size, arrivals[1][0].size),
                   [[services[i][k][0].size for k in (0, 1)] for i in (0, 1)])
@@ -465,6 +637,21 @@ def charges(lam_n, mu_n, services, h_hat, gamma: float, cap: tuple[int, int], tr
     label it the last of them to start) it leaves only after ``Q_i`` completions of class i, which come at rate
     at most ``R_i = sum_k mu_ik max_phase exit_ik`` (both servers serving class i in their fastest phase), so its
     time in the system is at least a Gamma(Q_i, R_i) time.
+
+    Args:
+        lam_n (numpy.ndarray): The n-th arrival rates, (2,).
+        mu_n (numpy.ndarray): The n-th service rates, (2, 2).
+        services (list): ``[[(alpha, S)]]`` unit-mean service laws per activity (i, k).
+        h_hat (numpy.ndarray): ``h / sqrt(n)``.
+        gamma: The discount rate.
+        cap: The cap of each queue.
+        truncation: ``"lost"``, ``"floor"`` or ``"never_served"``.
+
+    Returns:
+        The charge of each class.
+
+    Raises:
+        ValueError: ``truncation`` is none of :data:`TRUNCATIONS`.
     """
     if truncation == "lost":
         return (0.0, 0.0)
@@ -482,7 +669,22 @@ def charges(lam_n, mu_n, services, h_hat, gamma: float, cap: tuple[int, int], tr
 
 def chain(system: PSS2x2, n: float, cap: tuple[int, int], phase_types=None, truncation: str = "lost") -> Chain:
     """The n-th system truncated at ``cap``, arrivals to a full class turned away and charged as ``truncation``
-    says (:func:`charges`)."""
+    says (:func:`charges`).
+
+    Args:
+        system: The 2x2 system.
+        n: The index of the system.
+        cap: The cap of each queue.
+        phase_types (tuple | None): ``(arrivals, services)`` of :func:`jaxq.sim.exact_ctmc.system_phase_types`
+            (None: exponential).
+        truncation: ``"lost"``, ``"floor"`` or ``"never_served"``.
+
+    Returns:
+        The chain.
+
+    Raises:
+        ValueError: As :func:`charges`.
+    """
     lam_n, mu_n = system.rates(n)
     arrivals, services = _laws(phase_types)
     h_hat = system.h / math.sqrt(n)
@@ -496,7 +698,17 @@ MAX_BYTES = 8 * 2**30
 
 
 def check_size(lay: StateSpace, max_states: int, max_bytes: float, key: str) -> None:
-    """Refuse a truncation whose chain is larger than ``max_states`` or would take more than ``max_bytes``."""
+    """Refuse a truncation whose chain is larger than ``max_states`` or would take more than ``max_bytes``.
+
+    Args:
+        lay: The state space.
+        max_states: The most states.
+        max_bytes: The most bytes.
+        key: The key a refusal names.
+
+    Raises:
+        InputError: Naming ``key`` when the chain is too large.
+    """
     size, nbytes = states_and_bytes(lay)
     if size > max_states or nbytes > max_bytes:
         raise InputError(key, f"the optimum at queue cap {lay.cap[0]} needs {size:,} states and about "
@@ -505,7 +717,20 @@ def check_size(lay: StateSpace, max_states: int, max_bytes: float, key: str) -> 
 
 
 class Optimum(NamedTuple):
-    """J*_n bracketed by two truncations at one cap (see :func:`optimal_cost`)."""
+    """J*_n bracketed by two truncations at one cap (see :func:`optimal_cost`).
+
+    Attributes:
+        J_star: The never-served truncation's optimum: an upper bound on J*_n, the cost of a policy.
+        J_lower: The floor truncation's optimum: a lower bound on J*_n.
+        truncation_change: ``(J_star - J_lower) / J_star``: what any larger cap could still change.
+        cap: The cap Q of both queues.
+        states: The states of the truncated chain.
+        iterations: Policy improvements (all solves).
+        matvecs: Matrix-vector products (all solves).
+        wall_s: Seconds.
+        solution: The never-served truncation's: its decisions are the policy reported.
+        phases_observed: Whether the primitives have phases.
+    """
 
     J_star: float  # the never-served truncation's optimum: an upper bound on J*_n, the cost of a policy
     J_lower: float  # the floor truncation's optimum: a lower bound on J*_n
@@ -526,7 +751,15 @@ TRUNCATION_RTOL = 1e-6
 
 
 def first_cap(n: float, queue_cap: int | None = None) -> int:
-    """The first queue cap of :func:`optimal_cost`: ``queue_cap``, or ``max(6, 4 sqrt(n))``."""
+    """The first queue cap of :func:`optimal_cost`: ``queue_cap``, or ``max(6, 4 sqrt(n))``.
+
+    Args:
+        n: The index of the system.
+        queue_cap: The user's cap (None: none).
+
+    Returns:
+        The cap.
+    """
     return max(MIN_CAP, math.ceil(FIRST_CAP_PER_ROOT_N * math.sqrt(n))) if queue_cap is None else int(queue_cap)
 
 
@@ -548,6 +781,23 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
 
     Refuses (:class:`~jaxq.errors.InputError` naming ``queue_cap`` or ``n``) a truncation whose states or memory
     exceed the limits, before building it.
+
+    Args:
+        system: The 2x2 system (exponential or phase-type primitives).
+        n: The index of the system.
+        queue_cap: The cap of both queues (None: doubled from ``max(6, 4 sqrt(n))`` until ``rtol``).
+        rtol: The largest ``truncation_change`` accepted.
+        max_states: A larger chain is refused before it is built.
+        max_bytes: A chain that would take more bytes is refused before it is built.
+        evaluate (typing.Callable | None): The policy evaluation of :func:`policy_iteration` (None: :func:`solve`).
+
+    Returns:
+        The bracket, with the never-served truncation's solution.
+
+    Raises:
+        InputError: Naming ``queue_cap`` or ``n`` when a truncation exceeds the limits; naming ``n`` as
+            :func:`policy_iteration`; as :func:`jaxq.sim.exact_ctmc.system_phase_types` for a primitive that is not
+            phase-type.
     """
     t0 = time.perf_counter()
     phase_types = system_phase_types(system)
@@ -606,7 +856,20 @@ def _start_distribution(ch: Chain) -> np.ndarray:
 
 
 def discounted_occupation(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> np.ndarray:
-    """``d(y) = E int exp(-gamma t) 1{Y_t = y} dt`` from the start under ``policy``: ``d^T A_pi = p0^T``."""
+    """``d(y) = E int exp(-gamma t) 1{Y_t = y} dt`` from the start under ``policy``: ``d^T A_pi = p0^T``.
+
+    Args:
+        ch: The chain.
+        acts: Its :func:`actions`.
+        trans (tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]): The chain's :func:`transitions`.
+        policy: The option pair per pre-decision state.
+
+    Returns:
+        d, per post-decision state.
+
+    Raises:
+        InputError: As :func:`solve`.
+    """
     a = policy_matrix(ch, acts, trans, policy)
     d, _ = solve(a.T.tocsr(), _start_distribution(ch), np.zeros(ch.lay.size), ch.gamma)
     return d
@@ -614,7 +877,17 @@ def discounted_occupation(ch: Chain, acts: Actions, trans, policy: np.ndarray) -
 
 def occupation(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> np.ndarray:
     """The discounted rate of decisions at each pre-decision state under ``policy`` from the start:
-    ``f(y') = sum_y d(y) r(y -> y')`` with d the :func:`discounted_occupation`."""
+    ``f(y') = sum_y d(y) r(y -> y')`` with d the :func:`discounted_occupation`.
+
+    Args:
+        ch: The chain.
+        acts: Its :func:`actions`.
+        trans (tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]): The chain's :func:`transitions`.
+        policy: The option pair per pre-decision state.
+
+    Returns:
+        f, per pre-decision state.
+    """
     d = discounted_occupation(ch, acts, trans, policy)
     src, pre, rate, _ = trans
     return np.bincount(pre, weights=d[src] * rate, minlength=ch.lay.size)
@@ -623,7 +896,17 @@ def occupation(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> np.ndarra
 def activity_shares(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> dict:
     """What the policy does, as shares of the discounted time ``gamma exp(-gamma t) dt``: ``serving[i][k]``, server
     k serving class i; ``idle_waiting[k]``, server k idle while a job waits (which it could serve: every server
-    serves both classes)."""
+    serves both classes).
+
+    Args:
+        ch: The chain.
+        acts: Its :func:`actions`.
+        trans (tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]): The chain's :func:`transitions`.
+        policy: The option pair per pre-decision state.
+
+    Returns:
+        ``{"serving": ..., "idle_waiting": ...}``.
+    """
     d = ch.gamma * discounted_occupation(ch, acts, trans, policy)
     g = ch.grids
     cls = [ch.lay.cls[k][g[4 + k]] for k in (0, 1)]
@@ -640,6 +923,16 @@ def observable_table(ch: Chain, acts: Actions, trans, value: np.ndarray, policy:
     Without phases this is the optimal policy itself. With phases, for each observable state the decision that
     minimises the optimal value averaged over the phases, weighted by how often the optimal policy decides there
     (:func:`occupation`; equal weights where it never does): the phase-blind policy nearest the optimum.
+
+    Args:
+        ch: The chain.
+        acts: Its :func:`actions`.
+        trans (tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]): The chain's :func:`transitions`.
+        value: The optimal values of the post-decision states.
+        policy: The optimal option pair per pre-decision state.
+
+    Returns:
+        The table (int8).
     """
     lay = ch.lay
     m = lay.shape[4:]
@@ -695,7 +988,16 @@ def observable_table(ch: Chain, acts: Actions, trans, value: np.ndarray, policy:
 
 
 def table_options(ch: Chain, acts: Actions, table: np.ndarray) -> np.ndarray:
-    """The option pair of :func:`actions` that the observable ``table`` takes at every pre-decision state."""
+    """The option pair of :func:`actions` that the observable ``table`` takes at every pre-decision state.
+
+    Args:
+        ch: The chain.
+        acts: Its :func:`actions`.
+        table: The table of :func:`observable_table`.
+
+    Returns:
+        The option pair per pre-decision state.
+    """
     lay = ch.lay
     g = ch.grids
     m = lay.shape[4:]
@@ -709,7 +1011,18 @@ def table_options(ch: Chain, acts: Actions, table: np.ndarray) -> np.ndarray:
 def table_cost(ch: Chain, table: np.ndarray) -> float:
     """The exact discounted cost from the start of the phase-blind ``table`` on the chain: it decides after
     arrivals and completions only (what a :class:`jaxq.Policy2x2` sees); a phase change inside a law keeps the
-    servers as they are."""
+    servers as they are.
+
+    Args:
+        ch: The chain.
+        table: The table of :func:`observable_table`.
+
+    Returns:
+        The cost.
+
+    Raises:
+        InputError: As :func:`solve`.
+    """
     acts = actions(ch.lay)
     src, pre, rate, real = transitions(ch)
     pol = table_options(ch, acts, table)
