@@ -45,7 +45,15 @@ STALL = 10  # iterations without any change of z before giving up
 
 
 class TuneResult(NamedTuple):
-    """z_tuned, its cost J(0; z_tuned) in workload units, the iterations used and the trajectory."""
+    """z_tuned, its cost J(0; z_tuned) in workload units, the iterations used and the trajectory.
+
+    Attributes:
+        z: z_tuned.
+        cost: J(0; z_tuned) in workload units.
+        iterations: The iterations used.
+        trajectory: (z, J(0; z)) after each iteration.
+        newton_step: |J'/J''| at z_tuned (convergence: <= RTOL z).
+    """
 
     z: float
     cost: float
@@ -94,6 +102,17 @@ def check_resolvable(bL, sL, bH, sH, gamma, rtol: float = RTOL) -> None:
     J'(z) is known to about ``eps J / z``; the Newton test ``|J'/J''| <= rtol z`` then needs ``kappa >= eps / rtol``.
     Far out in decay lengths (a discount rate huge against the modes' drifts) kappa is exponentially small and
     no optimiser on the float64 cost can find the minimum; that is the system, not the start.
+
+    Args:
+        bL (float): Drift of the lower mode.
+        sL (float): Diffusion coefficient of the lower mode.
+        bH (float): Drift of the higher mode.
+        sH (float): Diffusion coefficient of the higher mode.
+        gamma (float): Discount rate.
+        rtol: The relative tolerance of the Newton test.
+
+    Raises:
+        InputError: Naming ``cost.gamma`` when ``|kappa| < eps / rtol``.
     """
     coef = tuple(jnp.float64(c) for c in (bL, sL, bH, sH, gamma))
     z = float(hjb.switching_point(*coef))
@@ -115,7 +134,18 @@ def check_resolvable(bL, sL, bH, sH, gamma, rtol: float = RTOL) -> None:
 
 def start_range(bL, sL, bH, sH, gamma) -> tuple[float, float]:
     """Starting levels from which the gradient is informative: 1e-8 of the shortest decay length to
-    1e4 of the longest (the bracket of :func:`jaxq.diffusion.hjb.switching_point`)."""
+    1e4 of the longest (the bracket of :func:`jaxq.diffusion.hjb.switching_point`).
+
+    Args:
+        bL (float): Drift of the lower mode.
+        sL (float): Diffusion coefficient of the lower mode.
+        bH (float): Drift of the higher mode.
+        sH (float): Diffusion coefficient of the higher mode.
+        gamma (float): Discount rate.
+
+    Returns:
+        ``(lo, hi)``.
+    """
     return (1e-8 * float(hjb.shortest_length(bL, sL, bH, sH, gamma)),
             1e4 * float(hjb.length_scale(bL, sL, bH, sH, gamma)))
 
@@ -125,17 +155,24 @@ def tune_exact(bL, sL, bH, sH, gamma, z_init: float | None = None, max_iter: int
     """Minimise ``J(0; z)`` over z > 0 with optax L-BFGS.
 
     Args:
-      bL, sL, bH, sH, gamma: coefficients of the lower and higher mode, discount rate.
-      z_init: starting level (default: the shortest decay length of the exponentials, where the
-        cost still varies; far out J(0; z) is exponentially flat).
-      max_iter: iteration cap (1 .. 100000).
-      tol: also stop when the gradient in theta is below this (then the Newton test decides).
-      rtol: convergence: Newton step ``|J'/J''| <= rtol z`` with ``J'' > 0``.
-      time_limit: seconds.
+        bL (float): Drift of the lower mode.
+        sL (float): Diffusion coefficient of the lower mode.
+        bH (float): Drift of the higher mode.
+        sH (float): Diffusion coefficient of the higher mode.
+        gamma (float): Discount rate.
+        z_init: Starting level (default: the shortest decay length of the exponentials, where the
+            cost still varies; far out J(0; z) is exponentially flat).
+        max_iter: Iteration cap (1 .. 100000).
+        tol: Also stop when the gradient in theta is below this (then the Newton test decides).
+        rtol: Convergence: Newton step ``|J'/J''| <= rtol z`` with ``J'' > 0``.
+        time_limit: Seconds.
+
     Returns:
-      A converged :class:`TuneResult`.
+        A converged :class:`TuneResult`.
+
     Raises:
-      InputError: a bad or uninformative start, or no convergence within the caps.
+        InputError: A bad or uninformative start, or no convergence within the caps (naming ``--max-iter`` or
+            ``--z-init``); a system whose cost is flat around z* (naming ``cost.gamma``, :func:`check_resolvable`).
     """
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or not 1 <= max_iter <= MAX_ITER_LIMIT:
         raise InputError("--max-iter", f"must be an integer in [1, {MAX_ITER_LIMIT}], got {max_iter!r}")

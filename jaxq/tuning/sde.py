@@ -28,7 +28,16 @@ from jaxq.stats import t_interval
 
 
 class SdeTune(NamedTuple):
-    """Tuned level (mean over chains) with its 95% confidence interval, and the trajectories."""
+    """Tuned level (mean over chains) with its 95% confidence interval, and the trajectories.
+
+    Attributes:
+        z: The tuned level (mean over chains).
+        z_ci: Its 95% confidence interval.
+        chains: (chains, iterations + 1) iterates of z.
+        costs: (chains, iterations) smoothed-cost estimates (workload units).
+        smoothing_bias_at_z_star: Smoothed cost at z* (final tau) minus the exact V_WCP(0).
+        smoothing_bias_stderr: The standard error of ``smoothing_bias_at_z_star``.
+    """
 
     z: float
     z_ci: tuple[float, float]
@@ -58,17 +67,21 @@ def tune_sde(
     """L-BFGS (optax) on the pathwise gradient of the smoothed SDE cost, tau annealed in stages.
 
     Args:
-      coefficients: ``(bL, sL, bH, sH)``, the lower- and higher-mode drift and diffusion coefficients
-        (:meth:`jaxq.diffusion.workload.Analysis.mode_coefficients`); gamma: the discount rate.
-      paths, dt: paths per evaluation (common random numbers within a chain) and time step.
-      chains: independent chains (>= 2) for the confidence interval.
-      seed: chain m uses the seed ``derived_seed(seed, SEARCH, m)`` throughout, the smoothing-bias check
-        ``derived_seed(seed, EVALUATION)`` (:func:`jaxq.mc.rng.derived_seed`).
-      z_init: start (default: the problem's shortest decay length, as for the exact tuner).
-      taus: blending widths of the successive stages, each warm-started from the last.
-      iterations: L-BFGS iterations per stage.
+        coefficients: ``(bL, sL, bH, sH)``, the lower- and higher-mode drift and diffusion coefficients
+            (:meth:`jaxq.diffusion.workload.Analysis.mode_coefficients`).
+        gamma: The discount rate.
+        paths: Paths per evaluation (common random numbers within a chain).
+        dt: Time step.
+        chains: Independent chains (>= 2) for the confidence interval.
+        seed: Chain m uses the seed ``derived_seed(seed, SEARCH, m)`` throughout, the smoothing-bias check
+            ``derived_seed(seed, EVALUATION)`` (:func:`jaxq.mc.rng.derived_seed`).
+        z_init: Start (default: the problem's shortest decay length, as for the exact tuner).
+        taus: Blending widths of the successive stages, each warm-started from the last.
+        iterations: L-BFGS iterations per stage.
+        progress: Called with 1 after each L-BFGS iteration (None: no progress).
+
     Returns:
-      An :class:`SdeTune`: the mean over chains of their last iterate with a t-based 95% interval.
+        An :class:`SdeTune`: the mean over chains of their last iterate with a t-based 95% interval.
     """
     bL, sL, bH, sH = (float(x) for x in coefficients)
     coeffs = (bL, sL, bH, sH)
