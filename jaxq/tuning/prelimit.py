@@ -61,12 +61,16 @@ EXPANSIONS = 3  # widenings of a grid whose best point lies on its edge
 class Procedure(NamedTuple):
     """How :func:`tune_prelimit` searches.
 
-    ``method``: ``search`` (one-dimensional searches on common random numbers, module docstring) or ``gradient``.
-    ``span``: the search's first grids, ``wide`` (Theta_n x 1/2 .. 8, z x 0.6 .. 1.6) or ``local`` (x 2^(-1/2) ..
-    2^(1/2), x 0.8 .. 1.25; both widened while the best point is on an edge). ``reps``: replications per candidate
-    (search, default :data:`SEARCH_REPS`) or antithetic pairs per gradient (default :data:`GRADIENT_REPS`).
-    ``iterations``, ``chains``, ``tau``, ``learning_rate``: the gradient method's Adam steps per chain, chains,
-    smoothing scales for z and c, and step size.
+    Attributes:
+        method: ``search`` (one-dimensional searches on common random numbers, module docstring) or ``gradient``.
+        span: The search's first grids, ``wide`` (Theta_n x 1/2 .. 8, z x 0.6 .. 1.6) or ``local`` (x 2^(-1/2) ..
+            2^(1/2), x 0.8 .. 1.25; both widened while the best point is on an edge).
+        reps: Replications per candidate (search, default :data:`SEARCH_REPS`) or antithetic pairs per gradient
+            (default :data:`GRADIENT_REPS`).
+        iterations: The gradient method's Adam steps per chain.
+        chains: The gradient method's chains.
+        tau: The gradient method's smoothing scales for z and c.
+        learning_rate: The gradient method's step size.
     """
 
     method: str = "search"
@@ -79,10 +83,14 @@ class Procedure(NamedTuple):
 
 
 class Start(NamedTuple):
-    """Where :func:`tune_prelimit` starts: ``z_init``, ``c_init`` (default: z* and the simulator's default
-    Theta_n, the theory's policy; for a warm start, e.g. the z and c tuned at a smaller n: the threshold constant
-    carries over, Theta_n grows like n^a_bar) and ``theta_exponent``, a_bar of Theta_n = ceil(c n^a_bar) (default:
-    the simulator's)."""
+    """Where :func:`tune_prelimit` starts.
+
+    Attributes:
+        z_init: The start of z (default: z*, the theory's policy; for a warm start, e.g. the z tuned at a smaller n).
+        c_init: The start of c (default: the simulator's default Theta_n, the theory's policy; for a warm start,
+            e.g. the c tuned at a smaller n: the threshold constant carries over, Theta_n grows like n^a_bar).
+        theta_exponent: a_bar of Theta_n = ceil(c n^a_bar) (default: the simulator's).
+    """
 
     z_init: float | None = None
     c_init: float | None = None
@@ -90,9 +98,13 @@ class Start(NamedTuple):
 
 
 class Evaluation(NamedTuple):
-    """The final evaluation of :func:`tune_prelimit`: ``evaluate_reps`` (alias ``eval_reps``) replications (default
-    :data:`EVAL_FACTOR` x the search's); ``evaluate_result`` False skips it (:func:`simulate_tuned` evaluates
-    itself)."""
+    """The final evaluation of :func:`tune_prelimit`.
+
+    Attributes:
+        evaluate_reps: Its replications (default :data:`EVAL_FACTOR` x the search's).
+        eval_reps: Alias of ``evaluate_reps``.
+        evaluate_result: False skips it (:func:`simulate_tuned` evaluates itself).
+    """
 
     evaluate_reps: int | None = None
     eval_reps: int | None = None
@@ -105,12 +117,20 @@ GROUPS = {"procedure": Procedure, "start": Start, "evaluation": Evaluation}
 class PrelimitTune(NamedTuple):
     """Result of :func:`tune_prelimit` (``None`` for a parameter the policy does not have).
 
-    ``z``, ``c``: the tuned switching level and threshold constant; ``theta``: the tuned Theta_n = ceil(c n^a).
-    ``z_ci``, ``c_ci``: search: the range of the grid points whose cost the search cannot tell from the best's
-    (paired difference within 1.96 standard errors); gradient: t intervals over the chains.
-    ``evaluation``: the fresh-replication comparison of :func:`evaluate` (None with ``evaluate=False``).
-    ``trace``: the search's candidates (dicts: z, theta, c, J, stderr) or the gradient's iterates.
-    ``cost``: wall time (seconds), candidates or gradient steps, replications simulated (search, evaluation).
+    Attributes:
+        z: The tuned switching level.
+        z_ci: Search: the range of the grid points whose cost the search cannot tell from the best's (paired
+            difference within 1.96 standard errors); gradient: t intervals over the chains.
+        c: The tuned threshold constant.
+        c_ci: As ``z_ci``, for c.
+        chains: Gradient: (chains, iterations + 1, 2), the iterates (z, c); search: None.
+        smoothed_cost: Gradient: (chains, iterations), J_tau along the way; search: None.
+        evaluation: The fresh-replication comparison of :func:`evaluate` (None with ``evaluate=False``).
+        theta: The tuned Theta_n = ceil(c n^a).
+        method: ``search`` or ``gradient``.
+        trace: The search's candidates (dicts: z, theta, c, J, stderr) or the gradient's iterates.
+        cost: Wall time (seconds), candidates or gradient steps, replications simulated (search, evaluation).
+        seeds: The seeds of the search and of the evaluation.
     """
 
     z: float | None
@@ -128,7 +148,18 @@ class PrelimitTune(NamedTuple):
 
 
 def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
-    """``(policy name, tune z?, tune c?, z*)``; refuses a policy with nothing to tune."""
+    """``(policy name, tune z?, tune c?, z*)``; refuses a policy with nothing to tune.
+
+    Args:
+        a: The system's analysis.
+        policy: ``auto`` or a policy name.
+
+    Returns:
+        ``(policy name, tune z?, tune c?, z*)``.
+
+    Raises:
+        InputError: Naming ``policy`` when it has neither a switching level nor a threshold.
+    """
     res = pol.resolve(a, policy, None)
     name, rules, z_star = res.name, res.rules, res.z
     tune_z = rules.dual and a.case == "dual"
@@ -139,13 +170,33 @@ def tunable(a: Analysis, policy: str) -> tuple[str, bool, bool, float]:
 
 
 def default_theta(system: PSS2x2, n: float, policy: str, theta_exponent: float | None, analysis: Analysis) -> int | None:
-    """The simulator's default threshold Theta_n of the policy (None: the policy has none)."""
+    """The simulator's default threshold Theta_n of the policy (None: the policy has none).
+
+    Args:
+        system: The 2x2 system.
+        n: The index of the system.
+        policy: The policy name.
+        theta_exponent: a_bar of Theta_n = ceil(c n^a_bar) (None: the simulator's).
+        analysis: The system's analysis.
+
+    Returns:
+        Theta_n, or None.
+    """
     levels = Levels(theta_exponent=DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent)
     return setup(system, n, policy=policy, analysis=analysis, levels=levels).theta
 
 
 def theta_constant(theta: int | None, n: float, exponent: float) -> float:
-    """The constant c with ``ceil(c n^a) = theta`` (1 for a policy without a threshold)."""
+    """The constant c with ``ceil(c n^a) = theta`` (1 for a policy without a threshold).
+
+    Args:
+        theta: Theta_n (None: no threshold).
+        n: The index of the system.
+        exponent: a.
+
+    Returns:
+        c.
+    """
     return 1.0 if theta is None else theta / float(n) ** exponent
 
 
@@ -168,6 +219,20 @@ def smoothed_gradient(system, n, levels: Levels, reps, seed, tau, policy, analys
     replication index (:func:`jaxq.stats.controlled_values`): each control has mean zero given the
     replication's perturbation eps, and the coefficients come from other replications, so the gradient
     estimate stays unbiased while its variance falls.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        n (float): The index of the system.
+        levels: The levels at which the gradient is taken.
+        reps (int): Antithetic pairs.
+        seed (int): The seed of both runs (common random numbers).
+        tau (tuple[float, float]): ``(tau_z, tau_c)``.
+        policy (str): The policy name.
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis.
+        cv: Control the costs by the control variates.
+
+    Returns:
+        ``(mean, stderr, J_tau)``.
     """
     kw = dict(policy=policy, seed=seed, analysis=analysis, outputs=Outputs(cv=cv))
     plus = simulate(system, n, reps, levels=levels._replace(perturb=(1, tau[0], tau[1])), **kw)
@@ -189,6 +254,21 @@ def evaluate(system: PSS2x2, n: float, z: float | None, theta: int | None, *, po
     interval, ``difference`` (tuned - default) and its stderr and interval, ``ratio_tuned`` and ``ratio_default``
     (J / V0), ``V0``, ``theta_tuned``, ``theta_default`` (also ``theta_theory``), ``z_tuned``, ``z_default``,
     ``reps``, ``seed``.
+
+    Args:
+        system: The 2x2 system.
+        n: The index of the system.
+        z: The tuned switching level (None: the policy has none).
+        theta: The tuned Theta_n (None: the policy has none).
+        policy: ``auto`` or a policy name.
+        theta_exponent: a_bar of Theta_n = ceil(c n^a_bar) (None: the simulator's).
+        reps: The replications of each policy.
+        seed: Their seed.
+        analysis: The system's analysis (computed if None).
+        chunk: Replications per compiled batch (None: the simulator's default).
+
+    Returns:
+        The keys above, and ``wall_s``.
     """
     a = analysis if analysis is not None else analyze(system)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
@@ -307,17 +387,25 @@ def tune_prelimit(system: PSS2x2, n: float, *, policy: str = "auto", seed: int =
     """Tune (z, c) of the n-th system's policy, then evaluate the tuned policy on fresh replications.
 
     Args:
-      system, n: the 2x2 system and the index of the prelimit system.
-      policy: ``auto`` (Theorem 2.11) or a policy name; z is tuned for dual-mode policies, c (Theta_n) for
-        policies with a threshold (T1/T2 rules); a policy with neither is refused.
-      seed: base seed; the search uses ``derived_seed(seed, SEARCH)`` (the gradient one seed per chain and step),
-        the evaluation ``derived_seed(seed, EVALUATION)``, none of them ``seed`` itself.
-      procedure: the method and its settings (:class:`Procedure`).
-      start: the start point and the threshold's exponent (:class:`Start`).
-      evaluation: the final evaluation (:class:`Evaluation`).
-      progress: called with 1 after every candidate or gradient step; analysis: the system's (computed if None).
+        system: The 2x2 system.
+        n: The index of the prelimit system.
+        policy: ``auto`` (Theorem 2.11) or a policy name; z is tuned for dual-mode policies, c (Theta_n) for
+            policies with a threshold (T1/T2 rules); a policy with neither is refused.
+        seed: Base seed; the search uses ``derived_seed(seed, SEARCH)`` (the gradient one seed per chain and step),
+            the evaluation ``derived_seed(seed, EVALUATION)``, none of them ``seed`` itself.
+        procedure: The method and its settings (:class:`Procedure`).
+        start: The start point and the threshold's exponent (:class:`Start`).
+        evaluation: The final evaluation (:class:`Evaluation`).
+        progress: Called with 1 after every candidate or gradient step.
+        analysis: The system's (computed if None).
+
     Returns:
-      A :class:`PrelimitTune`.
+        A :class:`PrelimitTune`.
+
+    Raises:
+        InputError: Naming ``method`` or ``span`` when not one of the choices, ``policy`` when it has nothing to
+            tune, ``reps`` when fewer than 2, ``c_init`` when its Theta_n is beyond ``THETA_MAX``, ``tune`` when the
+            gradient method has fewer than 2 chains or iterations.
     """
     method, span, reps, iterations, chains, tau, learning_rate = procedure
     z_init, c_init, theta_exponent = start
@@ -424,6 +512,25 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
 
     Returns the :class:`jaxq.mc.result.SimResult` of the tuned policy; ``info["tuned"]`` holds the tuned ``z``,
     ``theta``, ``c``, their near-optimal ranges, the search's seed, candidates, replications and seconds.
+
+    Args:
+        system: The 2x2 system.
+        n: The index of the system.
+        reps: The replications of the tuned policy's run.
+        policy: ``auto`` or a policy name.
+        seed: The seed.
+        tune_reps: Replications per candidate of the search (None: :data:`SEARCH_REPS`).
+        theta_exponent: a_bar of Theta_n = ceil(c n^a_bar) (None: the simulator's).
+        analysis: The system's analysis (computed if None).
+        target (jaxq.mc.target.Target | None): A precision target (None: ``reps`` replications).
+        **options (typing.Any): The flat options of :func:`jaxq.simulate` (engine, horizon, chunk, ...), except the levels.
+
+    Returns:
+        (jaxq.mc.result.SimResult): The tuned policy's result.
+
+    Raises:
+        InputError: Naming ``switch_at``, ``theta_constant``, ``theta_rule``, ``perturb`` or ``levels`` when given,
+            ``tune_reps`` when fewer than 2; as :func:`tune_prelimit`.
     """
     for key in ("switch_at", "theta_constant", "theta_rule", "perturb", "levels"):
         if options.get(key) is not None:
@@ -448,7 +555,14 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
 
 
 def tuned_info(t: PrelimitTune) -> dict:
-    """The JSON-ready record of a tuning run: parameters, near-optimal ranges, seeds and cost."""
+    """The JSON-ready record of a tuning run: parameters, near-optimal ranges, seeds and cost.
+
+    Args:
+        t: The tuning run.
+
+    Returns:
+        The record.
+    """
     return {"z": t.z, "z_range": None if t.z_ci is None else list(t.z_ci), "theta": t.theta, "c": t.c,
             "c_range": None if t.c_ci is None else list(t.c_ci), "method": t.method,
             "search_seed": t.seeds["search"] if t.method == "search" else None,

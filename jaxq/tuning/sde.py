@@ -5,8 +5,8 @@ mixed with weight ``sigmoid((Z - z)/tau)``, an admissible control of the WCP tha
 switching control as tau -> 0. Its Monte Carlo mean with common random numbers (a fixed key per
 chain: sample-average approximation) is a smooth function of z, differentiated pathwise through the
 exact-reflection scheme. L-BFGS (optax, zoom line search) minimises it for each of a decreasing
-sequence of tau, warm-started from the previous stage. Independent chains (independent keys) give a confidence interval for the
-tuned level. The price of the smoothing is measured, not assumed away: the exact cost J(0; z) of the
+sequence of tau, warm-started from the previous stage. Independent chains (independent keys) give a confidence
+interval for the tuned level. The price of the smoothing is measured, not assumed away: the exact cost J(0; z) of the
 hard switching policy at the tuned level is compared with V_WCP(0), and the smoothed cost at z* with
 the exact one.
 """
