@@ -523,7 +523,8 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
         theta_exponent: a_bar of Theta_n = ceil(c n^a_bar) (None: the simulator's).
         analysis: The system's analysis (computed if None).
         target (jaxq.mc.target.Target | None): A precision target (None: ``reps`` replications).
-        **options (typing.Any): The flat options of :func:`jaxq.simulate` (engine, horizon, chunk, ...), except the levels.
+        **options (typing.Any): The flat options of :func:`jaxq.simulate` (engine, horizon, chunk, ...), except the
+            levels.
 
     Returns:
         (jaxq.mc.result.SimResult): The tuned policy's result.
