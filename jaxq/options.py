@@ -1,8 +1,8 @@
 """Flat keyword options grouped into a simulator's typed arguments, once, at the API.
 
 The simulators take their settings as small typed objects (NamedTuples: a truncation, the levels of a policy, how
-replications are batched, ...); users and the command line pass flat keywords (``horizon=``, ``chunk=``). :func:`grouped`
-is the one translation between the two.
+replications are batched, ...); users and the command line pass flat keywords (``horizon=``, ``chunk=``).
+:func:`grouped` is the one translation between the two.
 """
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ def monitor(desc: str, total: float | None, unit: str, *, bar: bool, **tqdm_opti
         total: The units of work expected (None: not known).
         unit: What a unit is.
         bar: Drive a tqdm bar.
-        **tqdm_options: Passed on to ``tqdm``.
+        **tqdm_options (typing.Any): Passed on to ``tqdm``.
 
     Returns:
         The monitor.

@@ -105,7 +105,7 @@ def jaxq_job(system, n: float, reps: int, engine: str, chunk: int, cv: bool = Fa
         engine: ``event`` or ``uniformized``.
         chunk: The most replications per compiled call.
         cv: The control variates.
-        **run: ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine).
+        **run (float | int): ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine).
 
     Returns:
         (tuple): ``(run, None)``.
@@ -151,7 +151,7 @@ def jaxq_row(system, n: float, reps: int, engine: str, chunk: int, cv: bool = Fa
         engine: ``event`` or ``uniformized``.
         chunk: The most replications per compiled call.
         cv: The control variates.
-        **run: ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine).
+        **run (float | int): ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine).
 
     Returns:
         The columns.

@@ -56,7 +56,7 @@ class Bar(Monitor):
         desc: The name of the job.
         enabled: Draw the bar (None: where :func:`jaxq.cli.output.progress_enabled` says).
         min_total: No bar for a job of less work than this.
-        **kw: Passed on to :class:`jaxq.progress.Monitor` (``bar``, ``stream``, ``clock``, ``thread``).
+        **kw (typing.Any): Passed on to :class:`jaxq.progress.Monitor` (``bar``, ``stream``, ``clock``, ``thread``).
     """
 
     def __init__(self, desc: str, enabled: bool | None = None, min_total: float = 0.0, **kw):
