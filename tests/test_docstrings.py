@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "jaxq"
-CONVERTED = ["api", "mc", "planning", "model", "diffusion", "studies", "stats.py", "errors.py", "serialize.py"]
+CONVERTED = ["api", "mc", "planning", "model", "diffusion", "studies", "stats.py", "errors.py", "serialize.py",
+             "cli", "bench", "examples", "progress.py", "options.py", "precision.py", "xla_flags.py"]
 
 
 def _section(doc: str, *names: str) -> bool:
