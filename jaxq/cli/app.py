@@ -123,7 +123,8 @@ def target_of(args, reps_key: str = "reps", default=None):
     Args:
         args (argparse.Namespace): The parsed command line, with the options of :func:`add_target`.
         reps_key: The attribute (and option) of the fixed number of replications.
-        default (int | None): Passed on to :func:`jaxq.mc.target.target_from`.
+        default (jaxq.mc.target.Target | None): The target when no option asks for one (passed on to
+            :func:`jaxq.mc.target.target_from`).
 
     Returns:
         (jaxq.mc.target.Target | None): The target, or None.
