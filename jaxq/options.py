@@ -1,8 +1,8 @@
 """Flat keyword options grouped into a simulator's typed arguments, once, at the API.
 
 The simulators take their settings as small typed objects (NamedTuples: a truncation, the levels of a policy, how
-replications are batched, ...); users and the command line pass flat keywords (``horizon=``, ``chunk=``). :func:`grouped`
-is the one translation between the two.
+replications are batched, ...); users and the command line pass flat keywords (``horizon=``, ``chunk=``).
+:func:`grouped` is the one translation between the two.
 """
 
 from __future__ import annotations
@@ -17,6 +17,18 @@ def grouped(options: dict, groups: dict, passthrough=None, where: str = "the sim
     the argument when it is given whole, else of the type's defaults); an argument name given whole is kept. Other
     keys pass through when ``passthrough`` is None; otherwise they must be in ``passthrough``, and any other key is an
     :class:`~jaxq.errors.InputError` naming it and the valid keys (``where``: the simulator, for the message).
+
+    Args:
+        options: The flat keyword options.
+        groups: Argument name -> NamedTuple type.
+        passthrough (collections.abc.Container[str] | None): The other keys allowed (None: any).
+        where: The simulator, for the message.
+
+    Returns:
+        The arguments.
+
+    Raises:
+        InputError: Naming a key that is neither a field, an argument nor in ``passthrough``.
     """
     out, fields = {}, {}
     for key, value in options.items():

@@ -19,7 +19,14 @@ def in_float64():
 
 def float64(fn):
     """``fn`` run inside ``jax.enable_x64(True)`` (the caller's setting is restored on return); its signature and
-    docstring are ``fn``'s."""
+    docstring are ``fn``'s.
+
+    Args:
+        fn (typing.Callable): The function.
+
+    Returns:
+        (typing.Callable): The wrapped function.
+    """
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):

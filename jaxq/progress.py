@@ -44,14 +44,28 @@ def quiet() -> bool:
 
 
 def sci(x: float) -> str:
-    """A count in one short form: ``3``, ``8.1``, ``250``, ``1.3e4``, ``8.0e13`` (powers of ten from 10^4 on)."""
+    """A count in one short form: ``3``, ``8.1``, ``250``, ``1.3e4``, ``8.0e13`` (powers of ten from 10^4 on).
+
+    Args:
+        x: The count.
+
+    Returns:
+        The text.
+    """
     if abs(x) < 1e4:
         return f"{x:.0f}" if float(x).is_integer() or abs(x) >= 10 else f"{x:.2g}"
     return f"{x:.1e}".replace("e+0", "e").replace("e+", "e")
 
 
 def duration(seconds: float) -> str:
-    """``1.2 hours``, ``14 minutes``, ``40 seconds``."""
+    """``1.2 hours``, ``14 minutes``, ``40 seconds``.
+
+    Args:
+        seconds: The seconds.
+
+    Returns:
+        The text (days, hours, minutes or seconds).
+    """
     for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
         if seconds >= size:
             return f"{seconds / size:.2g} {unit}" if seconds / size < 10 else f"{seconds / size:.0f} {unit}"
@@ -64,6 +78,13 @@ class Monitor:
     ``bar``: a tqdm instance to drive (or None); the lines go through ``bar.write`` when there is one, so they do
     not break it, and the minute lines are left to the bar. ``clock``: the time source (tests pass their own and
     call :meth:`tick`); ``thread``: run the reporting thread (False: the caller calls :meth:`tick`).
+
+    Args:
+        desc: The name of the job, in its lines.
+        bar (tqdm.tqdm | None): A tqdm instance to drive.
+        stream (typing.TextIO | None): Where the lines go (default: stderr).
+        clock (typing.Callable): The time source.
+        thread: Run the reporting thread.
     """
 
     def __init__(self, desc: str, *, bar=None, stream=None, clock=time.monotonic, thread: bool = True):
@@ -82,7 +103,12 @@ class Monitor:
 
     # ------------------------------------------------------------------------------------------ the job's side
     def start(self, total: float | None, unit: str) -> None:
-        """The work expected (``total`` units; None when not known); starts the clock on the first call."""
+        """The work expected (``total`` units; None when not known); starts the clock on the first call.
+
+        Args:
+            total: The units of work expected (None: not known); a later call adds its work to the job.
+            unit: What a unit is.
+        """
         with self._lock:
             if self._t0 is None:
                 self._t0 = self.clock()
@@ -95,7 +121,11 @@ class Monitor:
             self._worker.start()
 
     def update(self, done: float) -> None:
-        """``done`` more units finished."""
+        """``done`` more units finished.
+
+        Args:
+            done: The units finished since the last call.
+        """
         with self._lock:
             if self._t0 is None:
                 self._t0 = self.clock()
@@ -119,7 +149,14 @@ class Monitor:
     def rate(self, now: float | None = None) -> float | None:
         """Units a second measured so far: since the first piece finished (compilation excluded) once a second
         has passed and more was done; before that the first piece's own rate (compilation included); None
-        before any piece."""
+        before any piece.
+
+        Args:
+            now: The time (default: the clock's).
+
+        Returns:
+            The rate, or None.
+        """
         now = self.clock() if now is None else now
         if self._first is None:
             return None
@@ -198,7 +235,18 @@ class Monitor:
 def monitor(desc: str, total: float | None, unit: str, *, bar: bool, **tqdm_options) -> Monitor:
     """A started :class:`Monitor` of a job (``total`` units of work), driving a tqdm bar on stderr when ``bar``
     (and not :func:`quiet`); ``tqdm_options`` shape the bar (``leave``, ``dynamic_ncols``, ...). Close it when
-    the job ends."""
+    the job ends.
+
+    Args:
+        desc: The name of the job.
+        total: The units of work expected (None: not known).
+        unit: What a unit is.
+        bar: Drive a tqdm bar.
+        **tqdm_options (typing.Any): Passed on to ``tqdm``.
+
+    Returns:
+        The monitor.
+    """
     shown = None
     if bar and not quiet():
         from tqdm.auto import tqdm

@@ -25,7 +25,14 @@ FLAG = "--xla_cpu_prefer_vector_width"
 
 
 def cpu_has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether the CPU reports the AVX-512 foundation instructions (False where that cannot be read)."""
+    """Whether the CPU reports the AVX-512 foundation instructions (False where that cannot be read).
+
+    Args:
+        cpuinfo: The file to read (``/proc/cpuinfo``).
+
+    Returns:
+        Whether its ``flags`` line has ``avx512f``.
+    """
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -37,7 +44,15 @@ def cpu_has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 
 def configure(environ=os.environ, cpuinfo: str = "/proc/cpuinfo") -> str | None:
-    """Add the 512-bit preference to ``environ["XLA_FLAGS"]`` where it applies; returns the flag added or None."""
+    """Add the 512-bit preference to ``environ["XLA_FLAGS"]`` where it applies; returns the flag added or None.
+
+    Args:
+        environ (collections.abc.MutableMapping[str, str]): The environment (default ``os.environ``).
+        cpuinfo: The file to read (``/proc/cpuinfo``).
+
+    Returns:
+        The flag added, or None.
+    """
     flags = environ.get("XLA_FLAGS", "")
     if FLAG in flags:
         return None

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "jaxq"
-CONVERTED = ["api", "mc", "planning", "model", "diffusion", "studies", "mdp", "tuning", "stats.py", "errors.py",
-             "serialize.py"]
+CONVERTED = ["api", "mc", "planning", "model", "diffusion", "studies", "mdp", "tuning", "cli", "bench", "examples",
+             "stats.py", "errors.py", "serialize.py", "progress.py", "options.py", "precision.py", "xla_flags.py"]
 
 
 def _section(doc: str, *names: str) -> bool:

@@ -70,12 +70,25 @@ def baseline(name: str) -> ModuleType | None:
 
     Imported once per process from :func:`baselines_folder`; None when that folder has no such module
     (an installed wheel without the checkout) or when numba or Ciw is missing. :func:`baseline_note` says why.
+
+    Args:
+        name: The section's baseline (``fastslow``, ``optimal``, ...).
+
+    Returns:
+        The module, or None.
     """
     return _load(name, str(baselines_folder()))[0]
 
 
 def baseline_note(name: str) -> str:
-    """Why :func:`baseline` gives None for ``name`` (the ``note`` of a row without its baseline)."""
+    """Why :func:`baseline` gives None for ``name`` (the ``note`` of a row without its baseline).
+
+    Args:
+        name: The section's baseline.
+
+    Returns:
+        The note.
+    """
     return _load(name, str(baselines_folder()))[1] or f"baseline {name} not loaded"
 
 
@@ -118,7 +131,14 @@ def peak_rss_mb() -> float:
 
 def available(on_request: bool = False) -> list[str]:
     """Sections whose module is present (every section runs without its baseline): those run by default, and
-    with ``on_request`` also those run only when named (:data:`ON_REQUEST`)."""
+    with ``on_request`` also those run only when named (:data:`ON_REQUEST`).
+
+    Args:
+        on_request: Also the sections run only when named.
+
+    Returns:
+        The section names.
+    """
     out = []
     for name in SECTIONS + (ON_REQUEST if on_request else ()):
         try:
@@ -141,6 +161,15 @@ def combine(parts: list[dict]) -> dict:
 
     A later part's section replaces an earlier one of the same name. Used by ``benchmarks/run_gpu.sh``, which
     runs each section in its own process under a time limit so that a slow section cannot lose the others.
+
+    Args:
+        parts: The results of :func:`run`.
+
+    Returns:
+        ``{"machine", "quick", "sections"}``.
+
+    Raises:
+        ValueError: Without parts.
     """
     if not parts:
         raise ValueError("nothing to combine")
@@ -155,6 +184,15 @@ def run(sections: list[str] | None = None, quick: bool = False, progress=None, o
 
     ``on_row(result)``, if given, is called with the result so far after every row (a section's ``bench``
     may be a generator that yields its rows as it measures them), e.g. to save partial figures.
+
+    Args:
+        sections: The sections (default: those run by default, :func:`available`).
+        quick: Small sizes.
+        progress (typing.Callable | None): ``progress(name)`` is called as each section starts.
+        on_row (typing.Callable | None): ``on_row(result)`` is called with the result so far after every row.
+
+    Returns:
+        ``{"machine", "quick", "sections"}`` (per section its rows, wall time and peak memory).
     """
     names = available() if sections is None else sections  # the default sections (not those run on request)
     out = {"machine": machine(), "quick": quick, "sections": {}}

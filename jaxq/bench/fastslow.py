@@ -50,7 +50,15 @@ def _no_baseline(row: dict) -> dict:
 
 
 def vi_row(N: int, reps: int) -> dict:
-    """jaxq value iteration: state updates per second (median of ``reps`` solves after a compiling one)."""
+    """jaxq value iteration: state updates per second (median of ``reps`` solves after a compiling one).
+
+    Args:
+        N: The truncation of the queue (x = 0..N).
+        reps: The solves measured.
+
+    Returns:
+        The row.
+    """
     lay = identical(K)
     f = jnp.float64
     p = VIParams(f(LAM), f(MU1), jnp.array([MU2]), f(VI_ALPHA), f(0.0), jnp.int64(VI_MAX_ITER))  # tol 0: fixed count
@@ -68,7 +76,15 @@ def vi_row(N: int, reps: int) -> dict:
 
 
 def numba_vi_row(N: int, reps: int) -> dict:
-    """The numba value iteration beside :func:`vi_row` (same operator, updates and stopping rule)."""
+    """The numba value iteration beside :func:`vi_row` (same operator, updates and stopping rule).
+
+    Args:
+        N: The truncation of the queue (x = 0..N).
+        reps: The solves measured.
+
+    Returns:
+        The row (a note instead of figures without the baseline).
+    """
     row = {"engine": "fastslow_vi", "impl": "numba (1 core)", "size": (N + 1) * (K + 1), "reps": reps}
     base = jaxq.bench.baseline("fastslow")
     if base is None:
@@ -89,6 +105,13 @@ def ctmc_row(reps: int, steps: int) -> dict:
     Also returns the ``steps`` and ``warmup`` run: ``steps`` rounded up to whole pages of uniformised steps, so
     that the discounted sum (every step of the pages) and the window (the steps after the warm-up) end together,
     as in the numba loop.
+
+    Args:
+        reps: The replications.
+        steps: The uniformised steps per replication (rounded up to whole pages).
+
+    Returns:
+        The row.
     """
     steps = -(-steps // uniformized.PAGE) * uniformized.PAGE
     kw = {"alpha": CTMC_ALPHA, "window": fastslow.StepWindow(steps, steps // 10), "reps": reps}
@@ -104,7 +127,17 @@ def ctmc_row(reps: int, steps: int) -> dict:
 
 
 def numba_ctmc_row(reps: int, size: int, steps: int, warmup: int) -> dict:
-    """The numba simulator beside :func:`ctmc_row` (same model, policy, estimators, steps and warm-up)."""
+    """The numba simulator beside :func:`ctmc_row` (same model, policy, estimators, steps and warm-up).
+
+    Args:
+        reps: The replications.
+        size: The row's size (the steps asked of :func:`ctmc_row`).
+        steps: The steps per replication that jaxq ran.
+        warmup: The warm-up steps that jaxq ran.
+
+    Returns:
+        The row (a note instead of figures without the baseline).
+    """
     row = {"engine": "fastslow_ctmc", "impl": "numba (all cores)", "size": size, "reps": reps}
     base = jaxq.bench.baseline("fastslow")
     if base is None:
@@ -126,12 +159,13 @@ def bench(quick: bool) -> Iterator[dict]:
     A generator: each row is yielded as soon as it is measured (``jaxq bench --out`` saves it at once).
 
     Args:
-      quick: small sizes (``JAXQ_BENCH_TINY=1`` implies it): N = 255 and 32 replications of 2000 steps
-        (full: N = 1023, 256 replications of 20 000 steps and 10^4 of 2000; on an accelerator 10^4 and
-        10^5 replications of 2000 steps, :func:`jaxq.bench.sizes.grid`).
+        quick: small sizes (``JAXQ_BENCH_TINY=1`` implies it): N = 255 and 32 replications of 2000 steps
+            (full: N = 1023, 256 replications of 20 000 steps and 10^4 of 2000; on an accelerator 10^4 and
+            10^5 replications of 2000 steps, :func:`jaxq.bench.sizes.grid`).
+
     Yields:
-      rows (see the module docstring); ``value_00`` is the McQueen midpoint of ``(alpha + gamma) V*(0, 0)``
-      and ``value_00_bound`` its half-width.
+        rows (see the module docstring); ``value_00`` is the McQueen midpoint of ``(alpha + gamma) V*(0, 0)``
+            and ``value_00_bound`` its half-width.
     """
     configs = grid(quick)["fastslow_ctmc"]
     quick = quick or tiny()  # JAXQ_BENCH_TINY=1: a dry run

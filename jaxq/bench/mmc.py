@@ -40,7 +40,14 @@ NUMBA_IMPL = NB.NUMBA_IMPL
 
 
 def servers(n: float) -> int:
-    """N = round(n + 0.5 sqrt(n)) (Halfin-Whitt, the M/M/N example)."""
+    """N = round(n + 0.5 sqrt(n)) (Halfin-Whitt, the M/M/N example).
+
+    Args:
+        n: The arrival rate.
+
+    Returns:
+        N.
+    """
     return round(n + 0.5 * math.sqrt(n))
 
 
@@ -49,6 +56,15 @@ def jaxq_mmc(n: int, reps: int, horizon: float, repeats: int = REPEATS) -> dict:
 
     Returns events/s, compile_s, the mean number in system over the window with its stderr, and the time span
     it averages (``round(Lambda T) / Lambda``: the window's uniformised steps over their rate).
+
+    Args:
+        n: The scale (arrival rate; mu = 1).
+        reps: The replications.
+        horizon: The simulated time of each replication.
+        repeats: The timed runs (seeds 1..repeats).
+
+    Returns:
+        ``events_per_s``, ``compile_s``, ``mean_in_system``, ``mean_in_system_stderr`` and ``span``.
     """
     c = servers(n)
 
@@ -64,7 +80,17 @@ def jaxq_mmc(n: int, reps: int, horizon: float, repeats: int = REPEATS) -> dict:
 
 
 def jaxq_network_mmc(n: int, reps: int, horizon: float, repeats: int = REPEATS) -> dict:
-    """The general network model on the event driver (:func:`jaxq.sim.network.simulate`) on the same M/M/c."""
+    """The general network model on the event driver (:func:`jaxq.sim.network.simulate`) on the same M/M/c.
+
+    Args:
+        n: The scale (arrival rate; mu = 1).
+        reps: The replications.
+        horizon: The simulated time of each replication.
+        repeats: The timed runs (seeds 1..repeats).
+
+    Returns:
+        ``events_per_s`` and ``compile_s``.
+    """
     an = analyze(load(path("network_mmc")))
 
     def once(seed):
@@ -82,7 +108,17 @@ def _no_baseline(name: str) -> dict:
 
 def numba_mmc(n: int, reps: int, horizon: float, repeats: int = REPEATS) -> dict:
     """The numba M/M/c baseline, started empty: events/s, compile_s and the mean number in system over
-    [0, horizon] with its stderr (a note without the baseline)."""
+    [0, horizon] with its stderr (a note without the baseline).
+
+    Args:
+        n: The scale (arrival rate; mu = 1).
+        reps: The replications.
+        horizon: The simulated time of each replication.
+        repeats: The timed runs (seeds 1..repeats).
+
+    Returns:
+        The figures, or ``events_per_s`` None and a note.
+    """
     base = jaxq.bench.baseline("mmc")
     if base is None:
         return _no_baseline("mmc")
@@ -101,13 +137,14 @@ def ciw_mmc(n: int, horizon: float, repeats: int = REPEATS, priority: bool = Fal
     """Ciw's median events/s (arrivals and completions per second of ``simulate_until_max_time``).
 
     Args:
-      n: arrival rate (split in halves between two classes when ``priority``); mu = 1.
-      horizon: simulated time of each run; repeats: runs (seeds 1..repeats).
-      priority: two classes, class 0 with non-preemptive priority.
-      num_servers: number of servers (default ``round(n + 0.5 sqrt(n))``).
+        n: arrival rate (split in halves between two classes when ``priority``); mu = 1.
+        horizon: simulated time of each run.
+        repeats: runs (seeds 1..repeats).
+        priority: two classes, class 0 with non-preemptive priority.
+        num_servers: number of servers (default ``round(n + 0.5 sqrt(n))``).
 
     Returns:
-      ``events_per_s`` (None and a note without the baseline).
+        ``events_per_s`` (None and a note without the baseline).
     """
     base = jaxq.bench.baseline("mmc")
     if base is None:
@@ -134,13 +171,17 @@ def priority2_rows(n: int, reps: int, warmup: float, horizon: float, ciw_h: floa
     ``jaxq_ratio`` against jaxq's uniformised row, each row yielded once measured.
 
     Args:
-      n: scale (total arrival rate); reps, warmup, horizon: jaxq and numba runs (the same model, start
-        state and estimator); ciw_h: Ciw's horizon (one replication); repeats: timed runs per row.
+        n: scale (total arrival rate).
+        reps: jaxq and numba runs (the same model, start state and estimator).
+        warmup: jaxq and numba runs (the same model, start state and estimator).
+        horizon: jaxq and numba runs (the same model, start state and estimator).
+        ciw_h: Ciw's horizon (one replication).
+        repeats: timed runs per row.
 
     Yields:
-      Four rows (jaxq event engine, jaxq uniformised engine, numba, ciw) with ``engine = "priority2"``,
-      ``servers`` and events/s; the jaxq and numba rows carry ``mean_in_system`` per class, ``mean_idle``
-      and ``p_wait`` with standard errors.
+        Four rows (jaxq event engine, jaxq uniformised engine, numba, ciw) with ``engine = "priority2"``,
+            ``servers`` and events/s; the jaxq and numba rows carry ``mean_in_system`` per class, ``mean_idle``
+            and ``p_wait`` with standard errors.
     """
     an = priority2_network()
     c = int(NB.kernel_inputs(an, n)["big_n"][0])  # the pool size of the network's scaling, given to Ciw too
@@ -164,6 +205,12 @@ def bench(quick: bool) -> Iterator[dict]:
     ``jaxq_ratio``: the uniformised jaxq engine's rate over the row's rate for the M/M/c rows, the jaxq
     priority2 uniformised row's rate over the row's rate for the priority2 rows. A generator: each row is
     yielded as soon as it is measured (``jaxq bench --out`` saves it).
+
+    Args:
+        quick: The quick sizes (:func:`jaxq.bench.sizes.grid`).
+
+    Yields:
+        The rows.
     """
     g = grid(quick)
     n = 100

@@ -39,6 +39,13 @@ def kernel_inputs(an: NetworkAnalysis, n: float) -> dict:
     """The baseline's arrays for the n-th system under ``priority``, from :func:`jaxq.sim.network.make_params`.
 
     Returns ``lam`` (I,), ``mu`` (I, J), ``big_n`` (J,), ``edge`` (I, J) and ``z0`` (I, J) as numpy arrays.
+
+    Args:
+        an: the network's analysis.
+        n: scale.
+
+    Returns:
+        The arrays by name.
     """
     lay, p = network.make_params(an, n, "priority")
     edge = np.zeros(np.shape(p.mu), bool)
@@ -53,13 +60,18 @@ def jaxq_row(an: NetworkAnalysis, n: float, policy: str, reps: int, warmup: floa
     """A jaxq row: median events/s of ``repeats`` runs after a first (compiling) one, and the estimates.
 
     Args:
-      an: the network's analysis; n: scale; policy: one of :data:`jaxq.sim.network.POLICIES`;
-      reps, warmup, horizon: as in :func:`jaxq.sim.network.simulate`; repeats: timed runs (seeds 1..);
-      engine: ``event`` or ``uniformized``.
+        an: the network's analysis.
+        n: scale.
+        policy: one of :data:`jaxq.sim.network.POLICIES`.
+        reps: as in :func:`jaxq.sim.network.simulate`.
+        warmup: as in :func:`jaxq.sim.network.simulate`.
+        horizon: as in :func:`jaxq.sim.network.simulate`.
+        repeats: timed runs (seeds 1..).
+        engine: ``event`` or ``uniformized``.
 
     Returns:
-      ``impl``, ``events_per_s``, ``compile_s`` (first call minus the median run), ``mean_in_system``
-      per class, ``mean_idle`` per pool and ``p_wait`` (each with ``_stderr``) of the seed-1 run.
+        ``impl``, ``events_per_s``, ``compile_s`` (first call minus the median run), ``mean_in_system``
+            per class, ``mean_idle`` per pool and ``p_wait`` (each with ``_stderr``) of the seed-1 run.
     """
 
     def once(seed):
@@ -82,6 +94,17 @@ def numba_row(an: NetworkAnalysis, n: float, reps: int, warmup: float, horizon: 
 
     Returns ``impl``, ``events_per_s``, ``compile_s`` and the estimates, or ``events_per_s = None`` and a
     note without the baseline.
+
+    Args:
+        an: the network's analysis.
+        n: scale.
+        reps: as in :func:`jaxq.sim.network.simulate`.
+        warmup: as in :func:`jaxq.sim.network.simulate`.
+        horizon: as in :func:`jaxq.sim.network.simulate`.
+        repeats: timed runs (seeds 1..).
+
+    Returns:
+        The row.
     """
     base = jaxq.bench.baseline("network")
     if base is None:
@@ -102,9 +125,18 @@ def compare_rows(an: NetworkAnalysis, n: float, policy: str, reps: int, warmup: 
     """The jaxq rows (event engine, uniformised engine) of one configuration and, for ``priority``, the numba
     row with ``jaxq_ratio`` against the uniformised engine (the faster jaxq engine), each yielded once measured.
 
+    Args:
+        an: the network's analysis.
+        n: scale.
+        policy: one of :data:`jaxq.sim.network.POLICIES`.
+        reps: as in :func:`jaxq.sim.network.simulate`.
+        warmup: as in :func:`jaxq.sim.network.simulate`.
+        horizon: as in :func:`jaxq.sim.network.simulate`.
+        repeats: timed runs (seeds 1..).
+
     Yields:
-      ``event, uniformized`` or ``event, uniformized, numba`` rows with ``engine = "network_ctmc[<policy>]"``;
-      ``jaxq_ratio`` = the uniformised engine's rate / numba's (None without numba).
+        ``event, uniformized`` or ``event, uniformized, numba`` rows with ``engine = "network_ctmc[<policy>]"``;
+            ``jaxq_ratio`` = the uniformised engine's rate / numba's (None without numba).
     """
     head = {"engine": f"network_ctmc[{policy}]", "n": n, "reps": reps, "horizon": horizon}
     for engine in ("event", "uniformized"):
@@ -124,6 +156,12 @@ def bench(quick: bool) -> Iterator[dict]:
     (per class), mean_idle (per pool) and p_wait with standard errors over replications; numba rows add
     ``jaxq_ratio``. The horizon is shortened where the size grid caps the events of one replication
     (``rep_events``). A generator: each row is yielded as soon as it is measured (``jaxq bench --out`` saves it).
+
+    Args:
+        quick: The quick sizes (:func:`jaxq.bench.sizes.grid`).
+
+    Yields:
+        The rows.
     """
     g = grid(quick)
     cap = g["rep_events"]

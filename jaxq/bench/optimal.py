@@ -95,7 +95,15 @@ def _measure(system, n: float, base) -> tuple[dict, dict | None, str | None]:
 
 
 def rows(system, n: int) -> list[dict]:
-    """The jaxq row and the baseline row at index ``n``."""
+    """The jaxq row and the baseline row at index ``n``.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The system.
+        n: The index n.
+
+    Returns:
+        The two rows (each with a note instead of figures where the solve is beyond jaxq's limits).
+    """
     base = jaxq.bench.baseline("optimal")
     head = {"engine": ENGINE, "system": SYSTEM, "n": n}
     try:
@@ -121,10 +129,11 @@ def bench(quick: bool) -> Iterator[dict]:
     at once).
 
     Args:
-      quick: n = 16 only (``JAXQ_BENCH_TINY=1`` and an accelerator run too: both solvers run on the host CPU);
-        full: n = 16 and 100 (about 2 minutes on a 2-core CPU, most of it the baseline at n = 100).
+        quick: n = 16 only (``JAXQ_BENCH_TINY=1`` and an accelerator run too: both solvers run on the host CPU);
+            full: n = 16 and 100 (about 2 minutes on a 2-core CPU, most of it the baseline at n = 100).
+
     Yields:
-      rows (see the module docstring).
+        rows (see the module docstring).
     """
     system = load(path(SYSTEM))
     for n in grid(quick)["optimal_n"]:

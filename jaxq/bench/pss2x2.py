@@ -75,7 +75,15 @@ FAMILY_N = 100
 
 
 def family_system(family: str, name: str = "pss_P"):
-    """The example system ``name`` (default ``pss_P``: single mode, P policy) with ``family`` in all six streams."""
+    """The example system ``name`` (default ``pss_P``: single mode, P policy) with ``family`` in all six streams.
+
+    Args:
+        family: The distribution family of every interarrival and service time.
+        name: The example system.
+
+    Returns:
+        (jaxq.model.pss2x2.PSS2x2): The system.
+    """
     data = tomllib.loads(Path(path(name)).read_text())
     data["system"]["interarrival"] = [family] * 2
     data["system"]["service"] = [[family] * 2 for _ in range(2)]
@@ -89,6 +97,18 @@ def jaxq_job(system, n: float, reps: int, engine: str, chunk: int, cv: bool = Fa
     ``run``: ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine). ``cv``: the control variates
     (plain by default, as the baseline); with them the row also has the plain estimate and the variance
     reduction.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The system.
+        n: The scale n.
+        reps: The replications.
+        engine: ``event`` or ``uniformized``.
+        chunk: The most replications per compiled call.
+        cv: The control variates.
+        **run (float | int): ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine).
+
+    Returns:
+        (tuple): ``(run, None)``.
     """
 
     def once(seed):
@@ -106,7 +126,15 @@ def jaxq_job(system, n: float, reps: int, engine: str, chunk: int, cv: bool = Fa
 
 
 def jaxq_columns(measured, cv: bool = False) -> dict:
-    """The columns of a measured :func:`jaxq_job`: median events/s, ns per event, compile time, estimates."""
+    """The columns of a measured :func:`jaxq_job`: median events/s, ns per event, compile time, estimates.
+
+    Args:
+        measured (tuple): ``(rate, compile_s, estimates)`` of :func:`jaxq.bench.timing.measure_interleaved`.
+        cv: The job had the control variates.
+
+    Returns:
+        The columns.
+    """
     rate, compile_s, est = measured
     return {"cv": cv, "events_per_s": rate, "ns_per_event": 1e9 / rate if rate else None, "compile_s": compile_s,
             **est}
@@ -114,13 +142,36 @@ def jaxq_columns(measured, cv: bool = False) -> dict:
 
 def jaxq_row(system, n: float, reps: int, engine: str, chunk: int, cv: bool = False, **run) -> dict:
     """One engine of :func:`jaxq.sim.pss2x2.simulate` (policy P) measured alone: median events/s after a
-    compiling run (:func:`jaxq_job`, :func:`jaxq_columns`)."""
+    compiling run (:func:`jaxq_job`, :func:`jaxq_columns`).
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The system.
+        n: The scale n.
+        reps: The replications.
+        engine: ``event`` or ``uniformized``.
+        chunk: The most replications per compiled call.
+        cv: The control variates.
+        **run (float | int): ``horizon=T`` (event engine) or ``steps=K`` (uniformised engine).
+
+    Returns:
+        The columns.
+    """
     once, _ = jaxq_job(system, n, reps, engine, chunk, cv, **run)
     return jaxq_columns(measure(once), cv)
 
 
 def baseline_job(system, n: float, reps: int, horizon: float):
-    """The ``(run, warm)`` job of the numba baseline over the same horizon (None without numba)."""
+    """The ``(run, warm)`` job of the numba baseline over the same horizon (None without numba).
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The system.
+        n: The scale n.
+        reps: The replications.
+        horizon: The horizon T.
+
+    Returns:
+        (tuple | None): The job, or None.
+    """
     base = jaxq.bench.baseline("pss2x2")
     if base is None:
         return None
@@ -133,7 +184,14 @@ def baseline_job(system, n: float, reps: int, horizon: float):
 
 
 def baseline_from(measured) -> dict:
-    """The columns of a measured :func:`baseline_job` (None: the baseline is missing, and ``note`` says why)."""
+    """The columns of a measured :func:`baseline_job` (None: the baseline is missing, and ``note`` says why).
+
+    Args:
+        measured (tuple | None): ``(rate, compile_s, estimates)`` of the baseline's job, or None.
+
+    Returns:
+        The columns.
+    """
     if measured is None:
         return {"baseline_events_per_s": None, "baseline_J_hat": None, "note": jaxq.bench.baseline_note("pss2x2")}
     rate, _, est = measured
@@ -142,7 +200,14 @@ def baseline_from(measured) -> dict:
 
 def agreement(row: dict) -> float | None:
     """``z = (J_hat - baseline_J_hat) / combined standard error`` of a row whose two runs estimate the same
-    truncated cost (None without the baseline or a standard error); ``jaxq bench`` flags ``|z| > 4``."""
+    truncated cost (None without the baseline or a standard error); ``jaxq bench`` flags ``|z| > 4``.
+
+    Args:
+        row: The row.
+
+    Returns:
+        z, or None.
+    """
     a, b = row.get("J_hat"), row.get("baseline_J_hat")
     sa, sb = row.get("J_hat_stderr"), row.get("baseline_J_hat_stderr")
     if a is None or b is None or sa is None or sb is None or not (sa > 0 or sb > 0):
@@ -151,7 +216,17 @@ def agreement(row: dict) -> float | None:
 
 
 def baseline_columns(system, n: float, reps: int, horizon: float) -> dict:
-    """The numba baseline over the same horizon, measured alone: median events/s and its estimate."""
+    """The numba baseline over the same horizon, measured alone: median events/s and its estimate.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The system.
+        n: The scale n.
+        reps: The replications.
+        horizon: The horizon T.
+
+    Returns:
+        The columns (:func:`baseline_from`).
+    """
     job = baseline_job(system, n, reps, horizon)
     return baseline_from(None if job is None else measure(job[0], warm=job[1]))
 
@@ -306,6 +381,12 @@ def bench(quick: bool = False) -> Iterator[dict]:
     Each configuration runs about ``target`` events (the horizon, or the uniformised engine's number of
     steps, is shortened to fit); the uniformised engine, which needs exponential primitives, is measured
     on the exponential system with more replications where the backend is an accelerator.
+
+    Args:
+        quick: The quick sizes (:func:`jaxq.bench.sizes.grid`).
+
+    Yields:
+        The rows.
     """
     g = grid(quick)
     chosen = parts()
@@ -320,6 +401,11 @@ def bench(quick: bool = False) -> Iterator[dict]:
 
 
 def main(argv=None) -> None:
+    """Print the rows of :func:`bench` as a table.
+
+    Args:
+        argv (list[str] | None): The arguments (default: ``sys.argv[1:]``); ``--quick`` for the quick sizes.
+    """
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
     print(f"{'engine':30s} {'dist':20s} {'n':>6s} {'reps':>7s} {'cv':>5s} {'jaxq ev/s':>11s} {'numba ev/s':>11s} "
           f"{'ratio':>6s} {'J_hat':>17s} {'numba J_hat':>17s}")

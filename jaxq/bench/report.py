@@ -93,6 +93,12 @@ def headline(result: dict) -> list[dict]:
 
     A baseline row's ``jaxq_ratio`` is (jaxq rate) / (its rate) for one jaxq row of the same model: that
     row is the one whose rate it reproduces (to rounding), so the pairing needs no knowledge of row order.
+
+    Args:
+        result: The result of ``jaxq bench --json``.
+
+    Returns:
+        The rows.
     """
     out = []
     for section, sec in result["sections"].items():
@@ -141,7 +147,14 @@ def headline(result: dict) -> list[dict]:
 
 
 def markdown(result: dict) -> str:
-    """The table, with the machine it was measured on."""
+    """The table, with the machine it was measured on.
+
+    Args:
+        result: The result of ``jaxq bench --json``.
+
+    Returns:
+        The markdown text.
+    """
     m = result["machine"]
     lines = [f"Measured on {m.get('device', '?')} ({m.get('backend', '?')}, {m.get('cpu_count', '?')} host CPUs, "
              f"jax {m.get('jax', '?')}).", "",
@@ -153,6 +166,14 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m jaxq.bench.report RESULT.json``: print the markdown table of a result.
+
+    Args:
+        argv: The arguments (default: ``sys.argv[1:]``): the result file.
+
+    Returns:
+        The exit status (2: a usage error or a file that cannot be read).
+    """
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m jaxq.bench.report RESULT.json", file=sys.stderr)

@@ -40,7 +40,18 @@ NUMBA_IMPL = "numba (all cores)"
 
 
 def jaxq_row(scheme: str, params, paths: int, steps: int, chunk: int) -> dict:
-    """Median path-steps/s of one jaxq scheme after a compiling run, and its estimate."""
+    """Median path-steps/s of one jaxq scheme after a compiling run, and its estimate.
+
+    Args:
+        scheme: The scheme (one of :data:`jaxq.sde.estimators.SCHEMES`).
+        params (jaxq.sde.coefficients.Piecewise): The diffusion's coefficients.
+        paths: The paths.
+        steps: The steps of dt per path.
+        chunk: The paths per compiled call.
+
+    Returns:
+        ``path_steps_per_s``, ``compile_s``, ``steps``, ``mean_cost`` and ``mean_cost_stderr``.
+    """
 
     def once(seed):
         r = discounted_cost(params, GAMMA, 0.0, DT, SdeTruncation(steps * DT), paths, seed, scheme_name=scheme,
@@ -53,7 +64,16 @@ def jaxq_row(scheme: str, params, paths: int, steps: int, chunk: int) -> dict:
 
 
 def numba_row(params, paths: int, steps: int) -> dict:
-    """Median path-steps/s of the numba baseline, its compile time and estimate (a note without it)."""
+    """Median path-steps/s of the numba baseline, its compile time and estimate (a note without it).
+
+    Args:
+        params (jaxq.sde.coefficients.Piecewise): The diffusion's coefficients.
+        paths: The paths.
+        steps: The steps of dt per path.
+
+    Returns:
+        The row's figures, or ``path_steps_per_s`` None and a note.
+    """
     base = jaxq.bench.baseline("sde")
     if base is None:
         return {"path_steps_per_s": None, "note": jaxq.bench.baseline_note("sde")}
@@ -72,9 +92,10 @@ def bench(quick: bool = False) -> Iterator[dict]:
     A generator: each row is yielded as soon as it is measured (``jaxq bench --out`` saves it at once).
 
     Args:
-      quick: small sizes on a CPU (``JAXQ_BENCH_TINY=1`` implies them).
+        quick: small sizes on a CPU (``JAXQ_BENCH_TINY=1`` implies them).
+
     Yields:
-      rows (see the module docstring); the estimates of one size differ between schemes by their bias.
+        rows (see the module docstring); the estimates of one size differ between schemes by their bias.
     """
     params = C.wcp(*T2T1)
     g = grid(quick)

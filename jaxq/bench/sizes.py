@@ -34,7 +34,14 @@ def tiny() -> bool:
 
 
 def grid(quick: bool) -> dict:
-    """Sizes for this run: event targets per configuration and the replication counts per engine."""
+    """Sizes for this run: event targets per configuration and the replication counts per engine.
+
+    Args:
+        quick: The quick sizes.
+
+    Returns:
+        The sizes by key (see the module docstring), for this backend (``JAXQ_BENCH_TINY=1``: a dry run's).
+    """
     accel = jax.default_backend() != "cpu"
     if tiny():
         return {"target_events": 2e5, "lockstep_target_events": 2e6, "pss2x2_event_reps": (1, 100),

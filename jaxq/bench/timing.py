@@ -16,9 +16,14 @@ def measure(run: Callable[[int], tuple[float, float, dict]], repeats: int = REPE
     The first call is ``run(0)`` (the same size: it compiles) or ``warm()`` (e.g. a tiny call of a numba
     kernel, which compiles it).
 
+    Args:
+        run: The measured call.
+        repeats: The measured calls after the first.
+        warm: The first call instead of ``run(0)``.
+
     Returns:
-      ``(rate, compile_s, estimates)``: the median of ``work / seconds``; the first call's overhead (its wall
-      time minus the median ``seconds``; with ``warm``, the wall time of ``warm()``); the estimates of seed 1.
+        ``(rate, compile_s, estimates)``: the median of ``work / seconds``; the first call's overhead (its wall
+            time minus the median ``seconds``; with ``warm``, the wall time of ``warm()``); the estimates of seed 1.
     """
     return measure_interleaved([(run, warm)], repeats)[0]
 
@@ -30,13 +35,14 @@ def measure_interleaved(jobs: list, repeats: int = REPEATS, best: bool = False) 
     medians stay comparable.
 
     Args:
-      jobs: ``(run, warm)`` pairs as the arguments of :func:`measure` (``warm`` may be None).
-      best: take each job's fastest round (rate and wall time) instead of the median: the estimator of an
-        intrinsic cost on a shared machine, where other load only ever slows a run (as ``timeit`` takes the
-        minimum); a median of three still moved cost ratios by 30-50% when two rounds were disturbed.
+        jobs: ``(run, warm)`` pairs as the arguments of :func:`measure` (``warm`` may be None).
+        repeats: The rounds after the first calls.
+        best: take each job's fastest round (rate and wall time) instead of the median: the estimator of an
+            intrinsic cost on a shared machine, where other load only ever slows a run (as ``timeit`` takes the
+            minimum); a median of three still moved cost ratios by 30-50% when two rounds were disturbed.
 
     Returns:
-      One ``(rate, compile_s, estimates)`` per job, as :func:`measure`.
+        One ``(rate, compile_s, estimates)`` per job, as :func:`measure`.
     """
     first = []
     for run, warm in jobs:
@@ -57,5 +63,13 @@ def measure_interleaved(jobs: list, repeats: int = REPEATS, best: bool = False) 
 
 
 def ratio(jaxq_rate: float | None, other: float | None) -> float | None:
-    """``jaxq_rate / other`` (a row's ``jaxq_ratio``), None when either rate is missing (e.g. no numba)."""
+    """``jaxq_rate / other`` (a row's ``jaxq_ratio``), None when either rate is missing (e.g. no numba).
+
+    Args:
+        jaxq_rate: The jaxq row's rate.
+        other: The baseline's rate.
+
+    Returns:
+        The ratio, or None.
+    """
     return jaxq_rate / other if jaxq_rate and other else None

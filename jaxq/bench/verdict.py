@@ -56,12 +56,32 @@ def systems() -> list[tuple[str, object]]:
 
 
 def plain_reps(plain_var: float, target: float, value: float) -> int:
-    """The replications a plain estimator needs for a standard error of ``target`` times ``value``."""
+    """The replications a plain estimator needs for a standard error of ``target`` times ``value``.
+
+    Args:
+        plain_var: The plain estimator's variance per replication.
+        target: The relative standard error.
+        value: The estimate.
+
+    Returns:
+        The replications (at least 2).
+    """
     return max(2, math.ceil(plain_var / (target * value) ** 2))
 
 
 def row(label: str, system, n: float, target: float, base) -> dict:
-    """One system's row (module docstring)."""
+    """One system's row (module docstring).
+
+    Args:
+        label: The system's label.
+        system (jaxq.model.pss2x2.PSS2x2): The system.
+        n: The scale n.
+        target: The relative standard error to reach.
+        base (types.ModuleType | None): The numba baseline (None: the row carries a note instead of its figures).
+
+    Returns:
+        The row.
+    """
     import jaxq
 
     t = time.perf_counter()
@@ -92,10 +112,11 @@ def bench(quick: bool) -> Iterator[dict]:
     """Time to a verdict per system (module docstring), a row as each is measured.
 
     Args:
-      quick: n = 1000 and a 1% target (about a minute a system on a 2-core CPU); full: n = 10^5 and 0.1%
-        (an accelerator run: 10^6 and 0.1%).
+        quick: n = 1000 and a 1% target (about a minute a system on a 2-core CPU); full: n = 10^5 and 0.1%
+            (an accelerator run: 10^6 and 0.1%).
+
     Yields:
-      rows (see the module docstring).
+        rows (see the module docstring).
     """
     sizes = grid(quick)
     base = jaxq.bench.baseline("pss2x2")

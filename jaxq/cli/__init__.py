@@ -15,7 +15,14 @@ import threading
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``jaxq`` command: its exit status (0, 1 an internal error, 2 bad input, 130 interrupted)."""
+    """The ``jaxq`` command: its exit status (0, 1 an internal error, 2 bad input, 130 interrupted).
+
+    Args:
+        argv: The arguments after ``jaxq`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status.
+    """
     requested: list[bool] = []
 
     def handler(signum, frame):

@@ -10,7 +10,17 @@ from jaxq.cli.output import to_jsonable
 
 
 def load_pss2x2(path):
-    """Load a configuration and insist on ``kind = "pss2x2"``."""
+    """Load a configuration and insist on ``kind = "pss2x2"``.
+
+    Args:
+        path (str | pathlib.Path): The system configuration (TOML).
+
+    Returns:
+        (jaxq.model.pss2x2.PSS2x2): The system.
+
+    Raises:
+        InputError: Naming ``system.kind`` when the system is not a 2x2 one.
+    """
     from jaxq.api import read_system
 
     system = read_system(path)
@@ -20,6 +30,11 @@ def load_pss2x2(path):
 
 
 def register(sub) -> None:
+    """Add the ``analyze`` command to the subcommands.
+
+    Args:
+        sub (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     p = sub.add_parser("analyze", help="LP, modes, workload diffusion, HJB, switching point and lower bound")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2')")
     add_common(p)
@@ -27,12 +42,28 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
+    """Analyze the 2x2 system of ``args.system``.
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        The analysis, as a dict.
+    """
     from jaxq.api import analyze
 
     return analyze(load_pss2x2(args.system)).to_dict()
 
 
 def render(r: dict) -> str:
+    """The analysis as text: the LP, the modes, the case, the bound and the policy.
+
+    Args:
+        r: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     r = to_jsonable(r)
     lines = [
         f"LP (2.7): rho* = {r['rho_star']:.10g}   alpha = {r['alpha']}   beta = {r['beta']}",

@@ -47,7 +47,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser with every command, or only ``only`` (a faster start: one command module imported)."""
+    """The parser with every command, or only ``only`` (a faster start: one command module imported).
+
+    Args:
+        only: The one command to register (default: every command in :data:`COMMANDS` whose module is installed).
+
+    Returns:
+        The parser.
+    """
     parser = _Parser(prog="jaxq", description="Heavy-traffic studies of parallel server systems in JAX.")
     from jaxq.api import __version__
 
@@ -65,13 +72,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def add_cv(p: argparse.ArgumentParser) -> None:
-    """``--cv on|off``: control variates from the diffusion limit (on by default)."""
+    """``--cv on|off``: control variates from the diffusion limit (on by default).
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument("--cv", choices=("on", "off"), default="on",
                    help="control variates from the diffusion limit (default on): the plain estimate is reported beside")
 
 
 def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
-    """Options every command shares: ``--json`` and, for random commands, ``--seed``."""
+    """Options every command shares: ``--json`` and, for random commands, ``--seed``.
+
+    Args:
+        p: The command's parser.
+        seed: Also add ``--seed``.
+    """
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--quiet", action="store_true",
                    help="no progress reports (the estimate and the minute lines of a long job, the bar)")
@@ -83,7 +99,12 @@ def add_common(p: argparse.ArgumentParser, seed: bool = False) -> None:
 
 
 def add_target(p: argparse.ArgumentParser, unit: str = "replications") -> None:
-    """A precision target's options: ``--rel-se``, ``--max-reps``, ``--budget`` (:func:`target_of`)."""
+    """A precision target's options: ``--rel-se``, ``--max-reps``, ``--budget`` (:func:`target_of`).
+
+    Args:
+        p: The command's parser.
+        unit: What the target plans, as the help text names it.
+    """
     p.add_argument("--rel-se", type=float, default=None,
                    help=f"stop at this standard error over the estimate (e.g. 0.001): a pilot on a derived seed plans "
                         f"the {unit}, which are then a prefix of the fixed run with --seed")
@@ -97,7 +118,17 @@ def add_target(p: argparse.ArgumentParser, unit: str = "replications") -> None:
 
 def target_of(args, reps_key: str = "reps", default=None):
     """The :class:`jaxq.mc.target.Target` of parsed ``args`` (None: a fixed number of ``args.<reps_key>``;
-    :func:`jaxq.mc.target.target_from`, the options named as on the command line)."""
+    :func:`jaxq.mc.target.target_from`, the options named as on the command line).
+
+    Args:
+        args (argparse.Namespace): The parsed command line, with the options of :func:`add_target`.
+        reps_key: The attribute (and option) of the fixed number of replications.
+        default (jaxq.mc.target.Target | None): The target when no option asks for one (passed on to
+            :func:`jaxq.mc.target.target_from`).
+
+    Returns:
+        (jaxq.mc.target.Target | None): The target, or None.
+    """
     from jaxq.api import target_from
 
     return target_from(getattr(args, reps_key), args.rel_se, args.max_reps, args.budget, reps_name=reps_key,
@@ -183,7 +214,14 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``jaxq`` command: its exit status (0, 1 an internal error, 2 bad input, 130 interrupted)."""
+    """The ``jaxq`` command: its exit status (0, 1 an internal error, 2 bad input, 130 interrupted).
+
+    Args:
+        argv: The arguments after ``jaxq`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     try:  # a Ctrl-C raised inside a finalizer is raised again by the replication loop (jaxq.interrupt)
         with catch_interrupts():

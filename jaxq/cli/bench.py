@@ -15,6 +15,11 @@ from jaxq.cli.output import format_table, to_jsonable
 
 
 def register(sub) -> None:
+    """Add the ``bench`` command to the subcommands.
+
+    Args:
+        sub (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     p = sub.add_parser("bench", help="events per second of each engine beside Ciw and a numba baseline")
     p.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
     p.add_argument("--only", default=None, help="comma-separated sections (default: all but verdict, which runs "
@@ -28,6 +33,17 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
+    """Measure the sections of ``args.only`` (default: those run by default), writing ``args.out`` after every row.
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        The result of :func:`jaxq.api.run_bench`.
+
+    Raises:
+        InputError: Naming ``--only`` for no section or an unknown one.
+    """
     from jaxq.api import bench_parts, bench_sections, run_bench
 
     sections = None
@@ -65,6 +81,14 @@ def run(args) -> dict:
 
 
 def render(r: dict) -> str:
+    """The result as text: the machine, then each section's table.
+
+    Args:
+        r: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     r = to_jsonable(r)
     m = r["machine"]
     lines = [f"machine: {m['processor']}, {m['cpu_count']} cpus, jax {m['jax']} on {m['backend']} ({m['device']} x{m['device_count']})"]

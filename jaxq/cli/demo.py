@@ -21,7 +21,15 @@ DEMO_SYSTEMS = ("pss_P", "pss_PP", "pss_T2T1")
 
 
 def demo_experiment(seed: int, small: bool) -> str:
-    """The built-in experiment file (TOML text) of the demo study."""
+    """The built-in experiment file (TOML text) of the demo study.
+
+    Args:
+        seed: The seed of the study.
+        small: A seconds-long smoke run (tiny n and replications).
+
+    Returns:
+        The TOML text.
+    """
     n, reps, chunk, horizon = ([25, 49], 4, 4, "horizon = 2.0") if small else ([25, 100, 400, 1600], 64, 32, "")
     systems = ", ".join(f'"{s}"' for s in DEMO_SYSTEMS)
     return (
@@ -34,6 +42,11 @@ def demo_experiment(seed: int, small: bool) -> str:
 
 
 def register(sub) -> None:
+    """Add the ``demo`` command to the subcommands.
+
+    Args:
+        sub (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     p = sub.add_parser("demo", help="the six cases of Theorem 2.11 analysed, then a small convergence study of "
                                     "three (P, PP, T2T1; about a minute)")
     p.add_argument("--out", default="jaxq-demo", help="output directory (default: ./jaxq-demo)")
@@ -60,7 +73,14 @@ def analysis_rows() -> list[dict]:
 def check_demo_folder(out: Path) -> None:
     """Refuse, before any work, an ``--out`` the demo must not write into (one line naming ``--out``): a path
     that cannot be a folder (:func:`jaxq.api.check_output_file`), or a folder that is neither empty
-    nor an earlier demo's (whose files, always the same names, the demo replaces)."""
+    nor an earlier demo's (whose files, always the same names, the demo replaces).
+
+    Args:
+        out: The output folder.
+
+    Raises:
+        InputError: Naming ``--out``.
+    """
     from jaxq.api import check_output_file, is_empty_folder, read_manifest
 
     check_output_file(out, "--out", folder=True)
@@ -74,6 +94,17 @@ def check_demo_folder(out: Path) -> None:
 
 
 def run(args) -> dict:
+    """The analysis of the six bundled cases, then the small convergence study written under ``args.out``.
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        ``{"systems", "study"}``: the analysis rows, and the study's folder, files, tables and totals.
+
+    Raises:
+        InputError: Naming ``--out`` when it is empty or a folder the demo must not write into.
+    """
     from jaxq.api import atomic_write, parse_experiment, run_study
 
     if not args.out.strip():
@@ -105,6 +136,14 @@ def run(args) -> dict:
 
 
 def render(r: dict) -> str:
+    """The result as text: the six cases, the study's table of J_n against n, the fitted rates and the files written.
+
+    Args:
+        r: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     from jaxq.cli.output import format_table
 
     r = to_jsonable(r)

@@ -13,6 +13,11 @@ from jaxq.api import InputError
 
 
 def register(subparsers) -> None:
+    """Add the ``fastslow`` command to the subcommands.
+
+    Args:
+        subparsers (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     from jaxq.cli import add_common
 
     p = subparsers.add_parser("fastslow",
@@ -41,7 +46,14 @@ def _rates(text: str):
 
 def policy_rows(sol) -> list[list[int]]:
     """Rows x = 0..X_show of the policy table: jobs at the slow servers after the decision (identical
-    servers; column y = jobs there before it) or the busy-set bitmask (heterogeneous; column = mask)."""
+    servers; column y = jobs there before it) or the busy-set bitmask (heterogeneous; column = mask).
+
+    Args:
+        sol (jaxq.mdp.fastslow.Solution): The solve.
+
+    Returns:
+        The rows.
+    """
     lay = sol.problem.layout
     fin = [int(n) for n in sol.population_thresholds if n < 1 << 60]
     last = min(sol.X, (max(fin) if fin else 0) + lay.K + 2)
@@ -49,7 +61,15 @@ def policy_rows(sol) -> list[list[int]]:
 
 
 def result(sol, wall_s: float) -> dict:
-    """The JSON object of one solve (keys of SPEC.md plus diagnostics)."""
+    """The JSON object of one solve (keys of SPEC.md plus diagnostics).
+
+    Args:
+        sol (jaxq.mdp.fastslow.Solution): The solve.
+        wall_s: The seconds it took.
+
+    Returns:
+        The JSON object.
+    """
     p = sol.problem
     q = sol.queue_thresholds
     out = {
@@ -88,6 +108,17 @@ def result(sol, wall_s: float) -> dict:
 
 
 def run(args) -> dict:
+    """Solve the fast/slow-servers problem of the command line by value iteration.
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        The JSON object of the solve (:func:`result`).
+
+    Raises:
+        InputError: Naming ``mu2`` when it is not a number or comma-separated numbers.
+    """
     t0 = time.perf_counter()
     from jaxq.api import solve_fastslow
     from jaxq.cli.output import progress
@@ -99,6 +130,14 @@ def run(args) -> dict:
 
 
 def render(res: dict) -> str:
+    """The result as text: its keys as a table, then the policy table.
+
+    Args:
+        res: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     from jaxq.cli.output import table
 
     head = {k: v for k, v in res.items() if k not in ("policy", "policy_layout")}

@@ -77,7 +77,11 @@ def _run_sde(args) -> dict:
 
 
 def register(subparsers) -> None:
-    """Add ``network`` with its sub-subcommands ``analyze``, ``simulate`` and ``sde``."""
+    """Add ``network`` with its sub-subcommands ``analyze``, ``simulate`` and ``sde``.
+
+    Args:
+        subparsers (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     from jaxq.api import arg_type
     from jaxq.cli import _Parser, add_common, add_cv
 
@@ -123,7 +127,14 @@ def register(subparsers) -> None:
 
 
 def render(r: dict) -> str:
-    """The table view; the stationary histograms are long arrays, printed with --json only."""
+    """The table view; the stationary histograms are long arrays, printed with --json only.
+
+    Args:
+        r: The result of the action.
+
+    Returns:
+        The lines of text.
+    """
     from jaxq.cli.output import table
 
     short = {k: v for k, v in r.items() if k not in ("hist_edges", "hist_density")}

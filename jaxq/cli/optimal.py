@@ -8,6 +8,11 @@ from jaxq.cli.output import progress, to_jsonable
 
 
 def register(sub) -> None:
+    """Add the ``optimal`` command to the subcommands.
+
+    Args:
+        sub (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     from jaxq.api import arg_type
 
     p = sub.add_parser("optimal", help="the optimum J*_n of the n-th 2x2 system (policy iteration), beside V0 "
@@ -27,6 +32,14 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
+    """The optimal discounted cost J*_n of the n-th system of ``args.system`` by policy iteration.
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        The result, as a dict.
+    """
     from jaxq.api import optimal
 
     system = load_pss2x2(args.system)
@@ -37,6 +50,15 @@ def run(args) -> dict:
 
 
 def render(r: dict) -> str:
+    """The result as text: J*_n with its bounds, the exact J_n of Theorem 2.11's policy, the ratios to V0 and the
+    optimal policy's shares of time.
+
+    Args:
+        r: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     r = to_jsonable(r)
     g = (lambda x, f=".6g": "-" if x is None else format(x, f))  # noqa: E731
     lines = [f"n = {r['n']:g}: J*_n = {r['J_star']:.8g}   (queue cap {r['queue_cap']}, {r['states']:,} states, "

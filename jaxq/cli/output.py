@@ -14,6 +14,14 @@ from jaxq.api import to_jsonable  # noqa: F401  (re-exported for the commands)
 
 
 def dumps(result: dict) -> str:
+    """The result as one JSON object (no NaN or infinity).
+
+    Args:
+        result: The result.
+
+    Returns:
+        The JSON text.
+    """
     return json.dumps(to_jsonable(result), allow_nan=False)
 
 
@@ -28,7 +36,14 @@ def _fmt(v: Any, digits: int = 6) -> str:
 
 
 def table(result: dict) -> str:
-    """A two-column table of the top-level keys."""
+    """A two-column table of the top-level keys.
+
+    Args:
+        result: The result.
+
+    Returns:
+        The table.
+    """
     res = to_jsonable(result)
     width = max((len(k) for k in res), default=0)
     return "\n".join(f"{k:<{width}}  {_fmt(v)}" for k, v in res.items())
@@ -41,7 +56,18 @@ def format_table(rows: list[dict], cols: list[str] | None = None, digits: int = 
     With ``width``, a table wider than that is cut into blocks of columns, one under the other, each no wider
     than ``width`` where the columns allow: the first block starts with the columns of ``keys`` (those in
     ``cols``), every other block with those of them that differ between rows, so that each line still says
-    which row it is."""
+    which row it is.
+
+    Args:
+        rows: The rows.
+        cols: The columns (default: every key of the rows, in order of appearance).
+        digits: The significant digits of a float.
+        width: The widest a block may be (default: one block).
+        keys: The columns that say which row a line is.
+
+    Returns:
+        The table; ``(empty)`` without rows.
+    """
     if not rows:
         return "(empty)"
     cols = cols or list(dict.fromkeys(k for r in rows for k in r))
@@ -65,13 +91,28 @@ def format_table(rows: list[dict], cols: list[str] | None = None, digits: int = 
 
 
 def emit(result: dict, as_json: bool, render: Callable[[dict], str] | None = None) -> None:
+    """Print the result on stdout: one JSON object with ``as_json``, otherwise ``render``'s text.
+
+    Args:
+        result: The result.
+        as_json: Print JSON (:func:`dumps`).
+        render: The text view (default :func:`table`).
+    """
     text = dumps(result) if as_json else (render or table)(result)
     print(text, flush=True)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (:func:`jaxq.api.atomic_write`: a temp file beside it, fsync,
-    rename; the temp file removed on failure), an error naming ``path``, not the temp file."""
+    rename; the temp file removed on failure), an error naming ``path``, not the temp file.
+
+    Args:
+        path: The file.
+        data: The bytes.
+
+    Raises:
+        OSError: Naming ``path`` when the write fails.
+    """
     from jaxq.api import atomic_write
 
     try:
@@ -84,7 +125,14 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
 
 def env_switch(name: str) -> bool | None:
     """An on/off environment variable: True for ``1``, ``on``, ``yes``, ``true``; False for ``0``, ``off``, ``no``,
-    ``false``; None when unset, empty or anything else (the caller's default)."""
+    ``false``; None when unset, empty or anything else (the caller's default).
+
+    Args:
+        name: The variable.
+
+    Returns:
+        True, False or None.
+    """
     value = os.environ.get(name, "").strip().lower()
     return True if value in ("1", "on", "yes", "true") else False if value in ("0", "off", "no", "false") else None
 
@@ -94,6 +142,12 @@ def progress_enabled(enabled: bool = True) -> bool:
 
     ``JAXQ_PROGRESS=1`` forces bars on (logs), ``0`` off. Off the terminal a bar would only add lines
     to a log or to the stderr of a refused command.
+
+    Args:
+        enabled: False: never.
+
+    Returns:
+        Whether a bar is drawn.
     """
     if not enabled:
         return False
@@ -116,6 +170,15 @@ def progress(total: int | None, desc: str, enabled: bool = True, unit: str = "it
     a second, so a command that refuses its input or finishes at once prints no bar) and, terminal or not, the
     estimate of a job expected to take more than 30 s at the rate measured on this machine, then a line at least
     once a minute; ``--quiet`` silences it.
+
+    Args:
+        total: The iterations (None: unknown).
+        desc: The name of the work.
+        enabled: False: no bar (the estimate and the minute lines still).
+        unit: What an iteration is.
+
+    Yields:
+        (typing.Callable): The monitor's ``update(k)``: ``k`` more iterations done.
     """
     from jaxq.api import monitor
 

@@ -28,7 +28,15 @@ LONG_WORK = FAST_RATE * 600.0  # work that takes more than ten minutes even at F
 
 
 def long_work_note(total: float, unit: str) -> str | None:
-    """The one-line note for ``total`` units of work, or None when it is not long (below :data:`LONG_WORK`)."""
+    """The one-line note for ``total`` units of work, or None when it is not long (below :data:`LONG_WORK`).
+
+    Args:
+        total: The units of work announced.
+        unit: What a unit is (events, steps, path-steps).
+
+    Returns:
+        The note, or None.
+    """
     if not total > LONG_WORK:
         return None
     return (f"jaxq: note: about {sci(total)} {unit} (estimated): at least {duration(total / FAST_RATE)} even at "
@@ -43,6 +51,12 @@ class Bar(Monitor):
     ``enabled``: None draws the bar where :func:`jaxq.cli.output.progress_enabled` says (a terminal, or
     ``JAXQ_PROGRESS``); True or False force it. The notes and minute lines are written whatever ``enabled``
     says (``--quiet`` silences them).
+
+    Args:
+        desc: The name of the job.
+        enabled: Draw the bar (None: where :func:`jaxq.cli.output.progress_enabled` says).
+        min_total: No bar for a job of less work than this.
+        **kw (typing.Any): Passed on to :class:`jaxq.progress.Monitor` (``bar``, ``stream``, ``clock``, ``thread``).
     """
 
     def __init__(self, desc: str, enabled: bool | None = None, min_total: float = 0.0, **kw):
@@ -55,6 +69,13 @@ class Bar(Monitor):
         return self.bar
 
     def start(self, total: float, unit: str) -> None:
+        """The work expected (:meth:`jaxq.progress.Monitor.start`): writes the note of a job too large to finish
+        soon (:func:`long_work_note`, once), then sets the bar's total or draws the bar.
+
+        Args:
+            total: The units of work expected.
+            unit: What a unit is.
+        """
         note = None if self._noted or quiet() else long_work_note(float(total), unit)
         if note is not None:
             self._noted = True
@@ -80,7 +101,16 @@ class Bar(Monitor):
 
 @contextmanager
 def progress(desc: str, enabled: bool | None = None, min_total: float = 1e8):
-    """A :class:`Bar` for the duration of a command (closed on exit, errors included)."""
+    """A :class:`Bar` for the duration of a command (closed on exit, errors included).
+
+    Args:
+        desc: The name of the job.
+        enabled: Draw the bar (None: where :func:`jaxq.cli.output.progress_enabled` says).
+        min_total: No bar for a job of less work than this.
+
+    Yields:
+        (Bar): The bar, the simulator's progress callback.
+    """
     bar = Bar(desc, enabled, min_total)
     try:
         yield bar

@@ -23,6 +23,11 @@ DISTRIBUTED_TIMEOUT_S = 120.0  # seconds --distributed waits for every process t
 
 
 def register(sub) -> None:
+    """Add the ``run`` command to the subcommands.
+
+    Args:
+        sub (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     from jaxq.api import arg_type
 
     p = sub.add_parser("run", help="run a study from an experiment file (resumable, sharded over devices)")
@@ -43,6 +48,19 @@ def register(sub) -> None:
 
 
 def run(args) -> dict | None:
+    """Run the study of ``args.experiment`` into ``args.out`` (default ``results/<experiment name>``).
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        The report (the experiment, its totals, tables and files); None on a process other than 0 of a
+        ``--distributed`` run.
+
+    Raises:
+        InputError: Naming the option at fault (``--out``, ``--distributed-timeout``, ``--seed``, ``--devices``,
+            ...) before anything is written.
+    """
     import jax
 
     from jaxq.api import check_output_folder, run_study
@@ -104,7 +122,14 @@ def initialize_distributed(timeout_s: float = DISTRIBUTED_TIMEOUT_S) -> None:
     MPI, ...). Before it, every process meets the others within ``timeout_s`` seconds (:func:`rendezvous`): JAX's
     own wait ends a process that a peer never joins with a C++ abort after minutes, which no Python code can turn
     into a message. A process not started by a cluster manager, a process list jax cannot read, or a peer that
-    never joins is an InputError naming ``--distributed`` (one line, exit 2)."""
+    never joins is an InputError naming ``--distributed`` (one line, exit 2).
+
+    Args:
+        timeout_s: The seconds every process waits for the others.
+
+    Raises:
+        InputError: Naming ``--distributed``.
+    """
     import jax
     from jax._src import clusters  # jax's own cluster detection: the address and ids initialize() will use
 
@@ -128,7 +153,17 @@ def initialize_distributed(timeout_s: float = DISTRIBUTED_TIMEOUT_S) -> None:
 def rendezvous(address: str, count: int, me: int, timeout_s: float) -> None:
     """Every process of a job of ``count`` meets process 0 at ``address`` (its host, the coordinator's port + 1)
     within ``timeout_s`` seconds, or an InputError naming what is missing: the processes that never joined (on
-    process 0), or a coordinator that never answered (on the others)."""
+    process 0), or a coordinator that never answered (on the others).
+
+    Args:
+        address: The coordinator's ``host:port``.
+        count: The processes of the job.
+        me: This process's id.
+        timeout_s: The seconds to wait.
+
+    Raises:
+        InputError: Naming ``--distributed``.
+    """
     import socket
     import time
 
@@ -218,7 +253,15 @@ HEADLINE = ("reps", "paths", "rel_se_target", "rel_se", "stopped_by", "J_hat", "
 
 
 def table_columns(rows: list[dict]) -> list[str]:
-    """Every column of a table (as its CSV has them), the keys and headline numbers first."""
+    """The columns of a printed table: those that say which row it is (:data:`KEYS`), then the headline
+    numbers (:data:`HEADLINE`), then the rest in the CSV's order.
+
+    Args:
+        rows: The table's rows.
+
+    Returns:
+        The columns.
+    """
     from jaxq.api import table_columns
 
     cols = table_columns(rows)
@@ -227,11 +270,26 @@ def table_columns(rows: list[dict]) -> list[str]:
 
 
 def readable_rows(rows: list[dict]) -> list[dict]:
-    """Rows as printed: the network study's diffusion rows (no ``n``, an empty cell in the CSV) say so."""
+    """The rows with ``n`` shown as ``diffusion`` in the rows of the diffusion engine (whose ``n`` is None).
+
+    Args:
+        rows: The table's rows.
+
+    Returns:
+        The rows.
+    """
     return [{**r, "n": "diffusion"} if r.get("engine") == "diffusion" and r.get("n") is None else r for r in rows]
 
 
 def render(r: dict) -> str:
+    """The report as text: the totals, every table, and the files written.
+
+    Args:
+        r: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     r = to_jsonable(r)
     lines = [f"{r['experiment']} (study {r['study']}): {r['replications']} replications, {r['events']} events, "
              f"{r['chunks_computed']} chunks computed, {r['chunks_reused']} reused, {r['wall_s']:.1f} s"]

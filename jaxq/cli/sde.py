@@ -12,6 +12,11 @@ SCHEME_NAMES = "skew, exact, euler"  # jaxq.api.SDE_SCHEMES (which imports the S
 
 
 def register(sub) -> None:
+    """Add the ``sde`` command to the subcommands.
+
+    Args:
+        sub (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     p = sub.add_parser("sde", help="simulate the reflected workload SDE and estimate V_WCP(z0)")
     p.add_argument("system", help="system configuration (TOML, kind = 'pss2x2')")
     p.add_argument("--paths", type=int, default=None, help="number of paths (default 20000)")
@@ -31,6 +36,17 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
+    """Monte Carlo of the reflected SDE of ``args.system`` and its discounted cost, beside the exact value.
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        The result, as a dict, with the error against the exact value.
+
+    Raises:
+        InputError: Naming ``paths`` (fewer than 2) or ``scheme`` (an unknown one).
+    """
     if args.paths is not None and args.paths < 2:
         raise InputError("paths", "need at least 2 paths")
     target = target_of(args, "paths")
@@ -55,6 +71,14 @@ def run(args) -> dict:
 
 
 def render(r: dict) -> str:
+    """The result as text: the estimate beside the exact value, its interval, the paths and the time.
+
+    Args:
+        r: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     r = to_jsonable(r)
     sw = "none (single mode)" if r["switch_at"] is None else f"{r['switch_at']:.6g}"
     in_se = "n/a" if r["error_in_stderr"] is None else f"{r['error_in_stderr']:+.2f}"

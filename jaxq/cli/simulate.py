@@ -11,6 +11,11 @@ from jaxq.cli.progress import progress
 
 
 def register(sub) -> None:
+    """Add the ``simulate`` command to the subcommands.
+
+    Args:
+        sub (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     from jaxq.api import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, ENGINES, POLICY_CHOICES, THETA_RULES, arg_type
 
     p = sub.add_parser("simulate", help="simulate the n-th 2x2 system under a policy (discounted cost J_n)")
@@ -69,6 +74,18 @@ DEFAULT_MAX_REPS = 1000
 
 
 def run(args) -> dict:
+    """Simulate the n-th system of ``args.system`` under ``args.policy`` (default: a target of :data:`DEFAULT_REL_SE`,
+    at most :data:`DEFAULT_MAX_REPS` replications).
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        The result, as a dict.
+
+    Raises:
+        InputError: Naming ``n``, ``reps`` or ``chunk`` when it is out of range.
+    """
     from jaxq.api import simulate_2x2
     from jaxq.api import Target, run_reps
 
@@ -96,6 +113,14 @@ def run(args) -> dict:
 
 
 def render(r: dict) -> str:
+    """The result as text: the estimate, its interval, the bound V0, the horizon, the speed and the diagnostics.
+
+    Args:
+        r: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     theta = "none" if r["theta"] is None else str(r["theta"])
     sw = "" if r["switch_at"] is None else f"   switching level z = {r['switch_at']:.6g}"
     lines = [
@@ -126,7 +151,14 @@ def _stop(r: dict) -> str:
 
 def diagnostics_lines(d: dict) -> list[str]:
     """The diagnostics (jaxq.sim.diagnostics) in two lines: idling while jobs wait per server (and the class that
-    waited), X_hat_p, and for dual-mode policies the time in each mode and the switch rate."""
+    waited), X_hat_p, and for dual-mode policies the time in each mode and the switch rate.
+
+    Args:
+        d: The result's ``diagnostics``.
+
+    Returns:
+        The lines.
+    """
     idle = d["idle_waiting"]
     per = []
     for k in (0, 1):

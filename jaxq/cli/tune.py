@@ -12,6 +12,11 @@ TARGETS = ("exact", "sde", "prelimit")
 
 
 def register(sub) -> None:
+    """Add the ``tune`` command to the subcommands.
+
+    Args:
+        sub (argparse._SubParsersAction): The subcommands of the ``jaxq`` parser.
+    """
     from jaxq.api import MAX_MAGNITUDE, arg_type
 
     p = sub.add_parser(
@@ -64,7 +69,14 @@ def register(sub) -> None:
 
 def check_figure(path: str | None) -> None:
     """Refuse, before any work, a figure path that cannot be written (:func:`jaxq.api.check_output_file`: empty,
-    a directory, a missing or unwritable folder) or whose format matplotlib cannot write."""
+    a directory, a missing or unwritable folder) or whose format matplotlib cannot write.
+
+    Args:
+        path: The figure's path (None: no figure).
+
+    Raises:
+        InputError: Naming ``--figure``.
+    """
     if path is None:
         return
     from jaxq.api import check_output_file
@@ -94,7 +106,17 @@ def _save(fig, path: str) -> None:
 
 
 def dual_analysis(path):
-    """The analysis of a dual-mode system; a single-mode one has no switching level to tune."""
+    """The analysis of a dual-mode system; a single-mode one has no switching level to tune.
+
+    Args:
+        path (str | pathlib.Path): The system configuration (TOML, kind = 'pss2x2').
+
+    Returns:
+        (jaxq.diffusion.workload.Analysis): The analysis.
+
+    Raises:
+        InputError: Naming ``system`` for a single-mode system.
+    """
     from jaxq.api import analyze
 
     a = analyze(load_pss2x2(path))
@@ -104,12 +126,29 @@ def dual_analysis(path):
 
 
 def check_z_init(z):
+    """Refuse a starting switching level that is not positive.
+
+    Args:
+        z (float | None): The starting level (None: the default).
+
+    Raises:
+        InputError: Naming ``--z-init``.
+    """
     if z is not None and not z > 0:
         raise InputError("--z-init", f"must be positive, got {z}")
 
 
 def trajectory_figure(path: str, trajectory, z_star: float, v0: float, scale: float, title: str) -> None:
-    """Plot z and the cost (units of V0) against the iteration."""
+    """Plot z and the cost (units of V0) against the iteration.
+
+    Args:
+        path: The figure's path.
+        trajectory (list[tuple[float, float]]): ``(z, cost)`` per iteration, the cost in the limit's own units.
+        z_star: The switching point z*.
+        v0: The lower bound V0.
+        scale: The factor from the trajectory's costs to those of V0.
+        title: The title of the first panel.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -136,6 +175,18 @@ def _positive_ints(args, names):
 
 
 def run(args) -> dict:
+    """Tune the switching level of ``args.system`` for ``args.target`` and compare it with z* and V0 (the
+    prelimit target: :func:`run_prelimit`).
+
+    Args:
+        args (argparse.Namespace): The parsed command line.
+
+    Returns:
+        The result, as a dict.
+
+    Raises:
+        InputError: Naming the option at fault, or ``system`` for a single-mode system.
+    """
     _positive_ints(args, ("chains", "iterations", "reps", "paths", "eval_reps"))
     check_z_init(args.z_init)
     check_figure(args.figure)
@@ -175,6 +226,15 @@ def run(args) -> dict:
 
 
 def run_prelimit(args) -> dict:
+    """Tune z (and the threshold constant c) on J_n of the n-th system, then evaluate the tuned policy against
+    the default on fresh replications.
+
+    Args:
+        args (argparse.Namespace): The parsed command line (``--target prelimit``).
+
+    Returns:
+        The result, as a dict.
+    """
     from jaxq.api import (TUNE_GRADIENT_REPS, TUNE_SEARCH_REPS, analyze, check_rates, check_tunable, check_work,
                           pss_default_horizon, pss_events_per_replication, tune)
 
@@ -216,7 +276,14 @@ def run_prelimit(args) -> dict:
 
 
 def prelimit_figure(path: str, res, a, n: float) -> None:
-    """Search: the candidates' costs against Theta_n and z; gradient: the chains of (z, c) against the iteration."""
+    """Search: the candidates' costs against Theta_n and z; gradient: the chains of (z, c) against the iteration.
+
+    Args:
+        path: The figure's path.
+        res (typing.Any): The tuning result of :func:`jaxq.api.tune` with ``target="prelimit"``.
+        a (jaxq.diffusion.workload.Analysis): The system's analysis.
+        n: The scale n.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -257,6 +324,14 @@ def prelimit_figure(path: str, res, a, n: float) -> None:
 
 
 def render(r: dict) -> str:
+    """The result as text: the tuned level beside z*, and the costs beside V0.
+
+    Args:
+        r: The result of :func:`run`.
+
+    Returns:
+        The lines of text.
+    """
     what = "near-optimal range" if r.get("method") == "search" else "95% CI"  # search: the grid points tied with the best
     ci = f" ({what} {r['z_ci'][0]:.6g} .. {r['z_ci'][1]:.6g})" if r.get("z_ci") else ""
     z = "-" if r["z_tuned"] is None else f"{r['z_tuned']:.10g}"

@@ -13,5 +13,12 @@ def names() -> list[str]:
 
 
 def path(name: str) -> Path:
-    """Path of a bundled example, e.g. ``path("pss_PP")``."""
+    """Path of a bundled example, e.g. ``path("pss_PP")``.
+
+    Args:
+        name: The example's name (without ``.toml``).
+
+    Returns:
+        The file (it may not exist: :func:`names` lists those that do).
+    """
     return DIR / f"{name}.toml"
