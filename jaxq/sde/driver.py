@@ -191,8 +191,8 @@ def _block(scheme: Scheme, params, gamma, h, keys, block: int, carry, j, n_steps
     Each step is a :class:`~jaxq.mc.observer.Segment` from Z_k (``held``) to Z_{k+1} (``after``), the linear
     interpolation between them weighted by :func:`step_weights` times ``exp(-gamma t_k)`` (``weight``,
     ``weight_after``), with no jump, over ``interval = (k h, (k + 1) h)`` (the snapshots' clock). With ``n_steps``,
-    the steps ``k >= n_steps`` (past the horizon, in the last block) are masked: their weight is zero and no
-    observer sees them (the state moves on, unused). Without it (None) no step is masked, and the block is
+    the steps ``k >= n_steps`` (past the horizon, in the last block) are masked: no observer sees them (a branch on
+    k, the same for every path; the state moves on, unused). Without it (None) no step is masked, and the block is
     compiled without the mask.
 
     Each step's ``Segment.martingale`` is ``exp(-gamma t_k) dM_k``, the step's martingale increment
