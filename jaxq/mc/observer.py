@@ -61,8 +61,8 @@ class Segment(NamedTuple):
     of e; uniformised: ``E[jump * fired[e] | held]``, the step's exact event probability times the jump's weight),
     so that ``sum over segments of phi(held) (jump * fired[e] - compensator[e])`` has mean zero for any function
     phi of the held state, and ``record`` (the model's event record). The drivers with a clock give it as
-    ``interval`` (the Markov event driver, the 2x2 event rule, the network diffusion's Euler scheme); the
-    uniformised driver integrates it out and so cannot give it. The SDE driver gives each
+    ``interval`` (the Markov event driver, the 2x2 event rule, the SDE driver's steps ``(k h, (k + 1) h)``, the
+    network diffusion's Euler scheme); the uniformised driver integrates it out and so cannot give it. The SDE driver gives each
     step's ``martingale``: the increment dM of Z over the step (mean zero given ``held``) times w at the step's
     start, so that ``sum f(held) martingale`` (an Ito sum) has mean zero for any f.
 
@@ -313,7 +313,7 @@ def _supremum(f) -> Observer:
 
 def snapshots(f: Callable[[Any, Params], Any], start: Callable[[Params], Any]) -> Observer:
     """The observer of ``f(X_t)`` at fixed times, on the drivers with a clock (``Segment.interval``: the event
-    drivers, the Euler scheme). Cached on ``(f, start)``.
+    drivers, the SDE driver, the network Euler scheme). Cached on ``(f, start)``.
 
     A segment gives the state at each time of ``[t0, t1)`` (``held``) and at ``t1`` (``after``: the path is
     right-continuous, and its last segment ends at the horizon T with ``after`` the state at T); a time the path

@@ -9,12 +9,14 @@ a few blocks per call: results do not depend on how paths are batched. Two model
 workload schemes below (blocks of ``block`` steps) and the network diffusion's Euler scheme
 (:mod:`jaxq.sde.network_euler`, blocks of one step).
 
-A workload scheme is a ``Scheme(name, n_normal, n_uniform, init, step, observe)`` of module-level pure functions:
+A workload scheme is a ``Scheme(name, n_normal, n_uniform, init, step, observe, order)`` of module-level pure
+functions and its stated weak order:
 ``init(params, z) -> y`` maps the state to the scheme's coordinates, ``step(params, y, h, normal,
 uniform) -> (y, dm)`` advances all paths by one step of length h (normal: (paths, n_normal) standard
 normals, uniform: (paths, n_uniform) uniforms on [0, 1)) and returns the step's martingale increment dm of Z
 (mean zero given the state: ``sigma sqrt(h) N``, or the scheme's exact equivalent), ``observe(params, y) -> z``
-maps back.
+maps back; ``order`` is the weak order of the discounted cost the scheme's theory gives (None where its
+module states none: errors below the Monte Carlo noise).
 
 A workload scheme's path r draws the noise of block j as draw j of its stream (:mod:`jaxq.mc.rng`: the key
 ``fold_in(PRNGKey(seed), r)``, normals as quantiles of 52-bit uniforms). Within
@@ -22,6 +24,12 @@ a block of ``block`` steps the noise of all paths is drawn at once and the state
 together by an inner ``lax.scan``. A horizon of ``ceil(T / dt)`` steps that is not a whole number of blocks
 runs the masked program: the steps past the end in the last block weigh nothing (cost and control); a whole
 number of blocks runs the unmasked program, compiled without the mask (bit-identical results).
+
+Everything a run records is an observer (:mod:`jaxq.mc.observer`), folded as one (:func:`combine
+<jaxq.mc.observer.combine>`, :func:`folded`): the cost (:data:`COST`), the snapshots of Z at fixed times
+(:data:`SNAPSHOTS`, the :func:`~jaxq.mc.observer.snapshots` observer of each step's clock ``Segment.interval``),
+the Ito-sum control (:data:`CONTROL`) and a user's observers; they read :class:`Observed` (the scheme's params,
+the snapshot times, the control's value function), each its part of it.
 
 The discounted cost ``int_0^T exp(-gamma t) Z_t dt`` is integrated exactly against the linear
 interpolation of Z within each step: away from the boundary and the jump levels, given its end
@@ -43,7 +51,7 @@ import numpy as np
 from jaxq.diffusion.value import marginal
 from jaxq.errors import InputError
 from jaxq.mc import replications, rng
-from jaxq.mc.observer import Observer, Segment, combine, integral
+from jaxq.mc.observer import Observer, Segment, combine, integral, snapshots, with_params
 from jaxq.mc.replications import Batching
 
 
@@ -56,6 +64,7 @@ class Scheme(NamedTuple):
     init: Callable
     step: Callable
     observe: Callable
+    order: float | None  # the weak order the scheme's module states (None: none stated)
 
 
 def step_weights(gamma, h):
@@ -82,11 +91,59 @@ def _block_noise(keys, j, block, n_normal, n_uniform):
 
 
 def workload(z, params):
-    """The workload Z itself: what the cost integrates (:data:`COST`)."""
+    """The workload Z itself: what the cost integrates (:data:`COST`) and the snapshots record (:data:`SNAPSHOTS`)."""
     return z
 
 
-COST = integral(workload)  # the discounted cost int_0^T exp(-gamma t) Z_t dt, an observer like any other
+class Observed(NamedTuple):
+    """What the driver's observers read as their params: ``params``, the scheme's (a user's observers and the cost
+    get these alone); ``times``, the (S,) snapshot times (multiples of the step, :data:`SNAPSHOTS`); ``value``, the
+    control's value function (:data:`CONTROL`; None: no control)."""
+
+    params: object
+    times: jax.Array
+    value: object = None
+
+
+def _scheme_params(a: Observed):
+    return a.params
+
+
+def _snapshot_params(a: Observed):
+    return (a.params, a.times)
+
+
+def _control_params(a: Observed):
+    return (a.params, a.value)
+
+
+def _scalar(params):
+    return jnp.zeros((), jnp.float64)
+
+
+@lru_cache(maxsize=64)
+def on_scheme_params(observer: Observer) -> Observer:
+    """``observer`` (of the scheme's params, as a user writes it) on :class:`Observed` (cached: the same observer
+    gives the same program)."""
+    return with_params(observer, _scheme_params)
+
+
+# the discounted cost int_0^T exp(-gamma t) Z_t dt, an observer like any other
+COST = on_scheme_params(integral(workload))
+
+_AT_TIMES = snapshots(workload, _scalar)
+
+
+def _snapshots_update(snap, seg: Segment, pt):
+    """:func:`~jaxq.mc.observer.snapshots`' update, run only on a step whose clock reaches a snapshot time (the
+    same for every path: a branch, not a select, so the steps between the times leave the (paths, S) state alone)."""
+    t0, t1 = seg.interval
+    hit = jnp.any((pt[1] >= t0) & (pt[1] <= t1))
+    return jax.lax.cond(hit, lambda s: _AT_TIMES.update(s, seg, pt), lambda s: s, snap)
+
+
+# Z at the snapshot times: each step's clock is Segment.interval = (k h, (k + 1) h) and the times are whole steps
+SNAPSHOTS = with_params(Observer(_AT_TIMES.init, _snapshots_update, _AT_TIMES.finish), _snapshot_params)
 
 
 def _ito_update(acc, seg: Segment, pv):
@@ -94,54 +151,62 @@ def _ito_update(acc, seg: Segment, pv):
 
 
 # the Ito sum sum_k exp(-gamma t_k) V'(Z_k) dM_k of a value function V (params: (the scheme's params, V)): the
-# control variate, an observer of the steps' martingale increments
+# control variate, an observer of the steps' martingale increments; CONTROL reads it from Observed
 ITO_SUM = Observer(lambda pv: jnp.zeros((), jnp.float64), _ito_update, lambda acc, mass, pv: acc)
+CONTROL = with_params(ITO_SUM, _control_params)
 
 
-def with_cost(observers: dict | None = None) -> Observer:
-    """The observer a run folds: the cost (output ``cost``) and ``observers`` by name, :func:`combined
-    <jaxq.mc.observer.combine>` (cached: the same observers give the same program)."""
-    return combine({"cost": COST, **(observers or {})})
+@lru_cache(maxsize=64)
+def folded(observer: Observer | None = None, cv: bool = False) -> Observer:
+    """The one observer a run folds (on :class:`Observed`), :func:`combined <jaxq.mc.observer.combine>`: the cost
+    (output ``cost``), the snapshots (``snaps``), with ``cv`` the Ito-sum control (``control``) and a user's
+    ``observer`` (``observed``: the combined observers of :class:`Record`, on the scheme's params; None: none).
+    Cached: the same observers give the same program."""
+    parts = {"cost": COST, "snaps": SNAPSHOTS}
+    if cv:
+        parts["control"] = CONTROL
+    if observer is not None:
+        parts["observed"] = on_scheme_params(observer)
+    return combine(parts)
 
 
-def _start(scheme: Scheme, params, z0, paths: int, snap_steps, observer: Observer):
+def _start(scheme: Scheme, params, z0, paths: int, observer: Observer, args: Observed):
     y0 = jnp.broadcast_to(scheme.init(params, jnp.asarray(z0, dtype=jnp.float64)), (paths,))
     zs0 = scheme.observe(params, y0)
-    snaps0 = jnp.where(snap_steps[None, :] == 0, zs0[:, None], jnp.zeros((paths, snap_steps.shape[0])))
-    obs0 = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), observer.init(params))
-    return (y0, zs0, obs0, snaps0, jnp.broadcast_to(ITO_SUM.init(None), (paths,)))
+    obs0 = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), observer.init(args))
+    return (y0, zs0, obs0)
 
 
-def _finish(observer: Observer, obs, params, gamma, h, steps):
+def _finish(observer: Observer, obs, args: Observed, gamma, h, steps):
     """The observers' per-path outputs; the mass of the weights is ``int_0^T exp(-gamma t) dt``, T = steps h."""
     mass = -jnp.expm1(-gamma * h * steps) / gamma
-    return jax.vmap(observer.finish, in_axes=(0, None, None))(obs, mass, params)
+    return jax.vmap(observer.finish, in_axes=(0, None, None))(obs, mass, args)
 
 
-def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry, j, value, n_steps,
-           observer: Observer):
+def _block(scheme: Scheme, params, gamma, h, keys, block: int, carry, j, n_steps, observer: Observer,
+           args: Observed):
     """Advance every path by one block of ``block`` steps (block index ``j``), folding each step into the
-    observers (:func:`with_cost`: the cost and a user's).
+    observer (:func:`folded`: the cost, the snapshots, the control and a user's; its params ``args``).
 
     Each step is a :class:`~jaxq.mc.observer.Segment` from Z_k (``held``) to Z_{k+1} (``after``), the linear
     interpolation between them weighted by :func:`step_weights` times ``exp(-gamma t_k)`` (``weight``,
-    ``weight_after``), with no jump. With ``n_steps``, the steps ``k >= n_steps`` (past the horizon, in the last
-    block) are masked: their weight is zero in the observers and in the control (the state moves on, unused).
-    Without it (None) no step is masked, and the block is compiled without the mask.
+    ``weight_after``), with no jump, over ``interval = (k h, (k + 1) h)`` (the snapshots' clock). With ``n_steps``,
+    the steps ``k >= n_steps`` (past the horizon, in the last block) are masked: no observer sees them (a branch on
+    k, the same for every path; the state moves on, unused). Without it (None) no step is masked, and the block is
+    compiled without the mask.
 
-    With ``value`` (a :class:`jaxq.diffusion.value.ValueFunction`), also the Ito sum (:data:`ITO_SUM`, an observer
-    of each step's ``Segment.martingale`` ``exp(-gamma t_k) dM_k``) ``sum_k exp(-gamma t_k) V'(Z_k) dM_k`` over the
-    steps' martingale increments (``sigma(Z_k) sqrt(h) N_k`` or
-    the scheme's exact equivalent): a control variate with mean exactly zero (dM_k has mean zero given Z_k)
+    Each step's ``Segment.martingale`` is ``exp(-gamma t_k) dM_k``, the step's martingale increment
+    (``sigma(Z_k) sqrt(h) N_k`` or the scheme's exact equivalent) discounted: with the control (:data:`CONTROL`, a
+    :class:`jaxq.diffusion.value.ValueFunction` V in ``args.value``) the Ito sum
+    ``sum_k exp(-gamma t_k) V'(Z_k) dM_k``, a control variate with mean exactly zero (dM_k has mean zero given Z_k)
     that cancels, as h -> 0, the whole fluctuation of the cost (Ito's formula; :mod:`jaxq.diffusion.value`).
     """
     w0, w1 = step_weights(gamma, h)
-    axes = Segment(0, None, 0, None, None, martingale=0)  # over the paths
+    axes = Segment(0, None, 0, None, None, martingale=0)  # over the paths (the clock is the same for all)
     fold = jax.vmap(observer.update, in_axes=(0, axes, None))
-    fold_ito = jax.vmap(ITO_SUM.update, in_axes=(0, axes, None))
 
     def inner(c, x):
-        y, z, obs, snaps, ctl = c
+        y, z, obs = c
         k, normal, uniform = x
         y1, dm = scheme.step(params, y, h, normal, uniform)
         z1 = scheme.observe(params, y1)
@@ -149,17 +214,12 @@ def _block(scheme: Scheme, params, gamma, h, keys, snap_steps, block: int, carry
         # numbers stay bit-identical whatever the batch, sharding or control
         y1, z1, dm = jax.lax.optimization_barrier((y1, z1, dm))
         disc = jnp.exp(-gamma * h * k)
-        if n_steps is not None:  # a step past the end of the horizon weighs nothing (cost and control alike)
-            disc = jnp.where(k < n_steps, disc, 0.0)
-        seg = Segment(z, disc * w0, z1, 0.0, disc * w1, martingale=disc * dm)
-        new = fold(obs, seg, params)
-        if n_steps is not None:  # and no observer sees it (a supremum reads no weight)
-            new = jax.tree_util.tree_map(lambda a, b: jnp.where(k < n_steps, a, b), new, obs)
-        obs = new
-        snaps = jnp.where(snap_steps[None, :] == k + 1, z1[:, None], snaps)
-        if value is not None:  # the control: an observer of the step's martingale increment (0 past the end)
-            ctl = fold_ito(ctl, seg, (params, value))
-        return (y1, z1, obs, snaps, ctl), None
+        seg = Segment(z, disc * w0, z1, 0.0, disc * w1, interval=(k * h, (k + 1.0) * h), martingale=disc * dm)
+        if n_steps is None:
+            obs = fold(obs, seg, args)
+        else:  # a step past the end of the horizon: no observer sees it (a branch, the same for every path)
+            obs = jax.lax.cond(k < n_steps, lambda o: fold(o, seg, args), lambda o: o, obs)
+        return (y1, z1, obs), None
 
     normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)
     ks = (j * block + jnp.arange(block)).astype(jnp.float64)
@@ -182,17 +242,19 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
     Returns:
       ``(cost, snaps)``: (paths,) discounted costs and (paths, S) snapshots.
     """
-    observer = with_cost()
-    carry = _start(scheme, params, z0, keys.shape[0], snap_steps, observer)
+    observer = folded()
+    args = Observed(params, jnp.asarray(snap_steps).astype(jnp.float64) * h)
+    carry = _start(scheme, params, z0, keys.shape[0], observer, args)
 
     def outer(c, j):
-        return _block(scheme, params, gamma, h, keys, snap_steps, block, c, j, None, None, observer), None
+        return _block(scheme, params, gamma, h, keys, block, c, j, None, observer, args), None
 
     if remat:  # reverse-mode differentiable: a scan over a static number of blocks
-        (_, _, obs, snaps, _), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))
+        (_, _, obs), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))
     else:  # a dynamic trip count: one compilation serves every step size and horizon
-        _, _, obs, snaps, _ = jax.lax.fori_loop(0, n_blocks, lambda j, c: outer(c, j)[0], carry)
-    return obs["cost"], snaps
+        _, _, obs = jax.lax.fori_loop(0, n_blocks, lambda j, c: outer(c, j)[0], carry)
+    out = _finish(observer, obs, args, gamma, h, n_blocks * block)
+    return out["cost"], out["snaps"]
 
 
 class Loop(NamedTuple):
@@ -261,24 +323,29 @@ class PathArgs(NamedTuple):
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
             masked: bool = False, observer: Observer | None = None) -> replications.Program:
-    """The scheme on the time loop (:func:`loop_program`; paths are the replications); ``cv``: also the
-    Ito-sum control (``PathArgs.value`` set, piecewise-constant coefficients); ``masked``: the steps from
-    ``PathArgs.n_steps`` on (in the last block) weigh nothing. A step count that is a whole number of blocks runs
-    the unmasked program, compiled without the mask: its results are bit-identical to the masked one's.
-    ``observer``: what the steps are folded into (:func:`with_cost`; default the cost alone)."""
-    observer = with_cost() if observer is None else observer
+    """The scheme on the time loop (:func:`loop_program`; paths are the replications), folding :func:`folded`
+    ``(observer, cv)``: the cost, the snapshots at ``PathArgs.snap_steps``, with ``cv`` the Ito-sum control
+    (``PathArgs.value`` set, piecewise-constant coefficients) and ``observer`` (a user's, combined; None: none).
+    ``masked``: the steps from ``PathArgs.n_steps`` on (in the last block) weigh nothing. A step count that is a
+    whole number of blocks runs the unmasked program, compiled without the mask: its results are bit-identical to
+    the masked one's."""
+    run = folded(observer, cv)
+
+    def observed(a: PathArgs) -> Observed:
+        return Observed(a.params, a.snap_steps.astype(jnp.float64) * a.h, a.value if cv else None)
 
     def start(keys, a: PathArgs):
-        return _start(scheme, a.params, a.z0, keys.shape[0], a.snap_steps, observer)
+        return _start(scheme, a.params, a.z0, keys.shape[0], run, observed(a))
 
     def one_block(a: PathArgs, keys, carry, j):
-        return _block(scheme, a.params, a.gamma, a.h, keys, a.snap_steps, block, carry, j, a.value if cv else None,
-                      a.n_steps if masked else None, observer)
+        return _block(scheme, a.params, a.gamma, a.h, keys, block, carry, j, a.n_steps if masked else None, run,
+                      observed(a))
 
     def finish(carry, a: PathArgs):
-        _, _, obs, snaps, ctl = carry
-        observed = _finish(observer, obs, a.params, a.gamma, a.h, a.n_steps)
-        return {"cost": observed.pop("cost"), "snaps": snaps, "control": ctl, "observed": observed}
+        _, _, obs = carry
+        out = _finish(run, obs, observed(a), a.gamma, a.h, a.n_steps)
+        control = out["control"] if cv else jnp.zeros(out["cost"].shape, jnp.float64)
+        return {"cost": out["cost"], "snaps": out["snaps"], "control": control, "observed": out.get("observed", {})}
 
     return loop_program(Loop(start, one_block, finish, lambda a: a.n_blocks, block), blocks_per_call)
 
@@ -357,7 +424,7 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: TimeGrid, pa
     plan = replications.plan(paths, batching.chunk, batching.devices)
     per_call = 1 << max(0, ((1 << 22) // (block * plan.size)).bit_length() - 1)  # a power of two: few programs
     masked = steps % block != 0
-    observer = with_cost(observers)
+    observer = combine(observers) if observers else None
     out, timing = run_loop(program(scheme, block, per_call, value is not None, masked, observer), a, paths, seed,
                            batching, float(paths) * n_blocks * block)
     return {"cost": out["cost"], "snaps": out["snaps"], "control": out["control"], "observed": out["observed"],

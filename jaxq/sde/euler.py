@@ -34,7 +34,7 @@ def _step(coef, params, z, h, normal, uniform):
 @lru_cache(maxsize=None)
 def make(coef) -> Scheme:
     """Projected Euler for coefficients ``coef(params, z) -> (b, sigma)`` (a hashable function)."""
-    return Scheme("euler", 1, 0, _identity, partial(_step, coef), _identity)
+    return Scheme("euler", 1, 0, _identity, partial(_step, coef), _identity, WEAK_ORDER)
 
 
 SCHEME = make(piecewise_coefficients)

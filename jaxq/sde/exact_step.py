@@ -55,7 +55,7 @@ def _step(coef, params, z, h, normal, uniform):
 @lru_cache(maxsize=None)
 def make(coef) -> Scheme:
     """The exact-reflection scheme for coefficients ``coef(params, z) -> (b, sigma)`` (hashable)."""
-    return Scheme("exact", 1, 1, _identity, partial(_step, coef), _identity)
+    return Scheme("exact", 1, 1, _identity, partial(_step, coef), _identity, WEAK_ORDER)
 
 
 SCHEME = make(piecewise_coefficients)

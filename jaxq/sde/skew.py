@@ -77,4 +77,4 @@ def _step(p, y, h, normal, uniform):
     return jnp.where(near_zero, refl, y3), jnp.where(near_zero, dm0, dm)
 
 
-SCHEME = Scheme("skew", 1, 1, to_lamperti, _step, from_lamperti)
+SCHEME = Scheme("skew", 1, 1, to_lamperti, _step, from_lamperti, WEAK_ORDER)

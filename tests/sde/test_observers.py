@@ -128,3 +128,30 @@ def test_the_steps_martingale_increments_give_ito_sums_of_mean_zero_and_the_driv
     # the same sum, compiled in another program (XLA's fusion may reorder a rounding)
     np.testing.assert_allclose(np.asarray(r["observed"]["ito"]["v"]), np.asarray(r["control"]), rtol=1e-12,
                                atol=1e-14)
+
+
+def test_snapshots_and_the_control_are_observers_that_compose_with_a_users():
+    """The driver folds its snapshots and its Ito-sum control through combine with the cost and a user's observers:
+    adding user observers (one of them the generic snapshots observer, which reads each step's clock
+    Segment.interval) leaves cost, snapshots and control bit-identical, and the user's snapshots observer at the
+    same times gives the driver's snapshots (250 steps: the last block masked)."""
+    from jaxq.mc import observer as O
+    from jaxq.sde import driver
+
+    p = C.piecewise([], [B], [S])
+    dt, steps = 0.01, 250
+    times = np.array([0.0, 0.5, 1.27, 2.5])
+    user_snaps = O.with_params(O.snapshots(level, lambda q: np.float64(0.0)), lambda q: (q, times))
+    a = simulate(scheme("skew"), p, 0.3, G, TimeGrid(dt, steps * dt), 32, seed=6, record=Record(times, VF))
+    b = simulate(scheme("skew"), p, 0.3, G, TimeGrid(dt, steps * dt), 32, seed=6,
+                 record=Record(times, VF, {"ito": ITO, "at": user_snaps, "sup": supremum(level)}))
+    for k in ("cost", "snaps", "control"):
+        np.testing.assert_array_equal(a[k], b[k])
+    assert np.all(np.asarray(a["control"]) != 0) and np.all(np.asarray(a["snaps"])[:, 1:] > 0)
+    np.testing.assert_array_equal(np.asarray(b["observed"]["at"]), b["snaps"])
+    # the one observer a run folds: the driver's own parts and the user's, by name, all jaxq.Observer
+    run = driver.folded(O.combine({"sup": supremum(level)}), True)
+    state = run.init(driver.Observed(p, np.asarray(times), VF))
+    assert isinstance(run, O.Observer) and set(state) == {"cost", "snaps", "control", "observed"}
+    assert set(state["observed"]) == {"sup"} and np.shape(state["snaps"]) == times.shape
+    assert driver.folded(None, False) is driver.folded(None, False)  # cached: one compiled program

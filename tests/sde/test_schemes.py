@@ -170,3 +170,33 @@ def test_cli_json_and_errors(capsys):
 
 def test_scheme_metadata():
     assert {euler.SCHEME.name, exact_step.SCHEME.name, skew.SCHEME.name} == {"euler", "exact", "skew"}
+
+
+def test_each_scheme_states_its_weak_order_as_its_module_and_the_guide_do():
+    """``Scheme.order`` is the weak order each scheme's module states (euler 1/2: the projection's boundary bias;
+    exact 1/2 with a jump of sigma; skew none: its error is below the Monte Carlo noise), the SDE guide states the
+    same, and the convergence study's recorded fits agree with each module's observed order (3 standard errors)."""
+    import csv
+    from pathlib import Path
+
+    from jaxq.sde.estimators import SCHEMES
+    from jaxq.sde.smoothed import SCHEME as SMOOTHED
+
+    root = Path(__file__).resolve().parents[2]
+    stated = {"euler": 0.5, "exact": 0.5, "skew": None}
+    modules = {"euler": euler, "exact": exact_step, "skew": skew}
+    assert set(SCHEMES) == set(stated)
+    for name, sch in SCHEMES.items():
+        assert sch.name == name and sch.order == stated[name] == modules[name].WEAK_ORDER
+    assert SMOOTHED.order == exact_step.WEAK_ORDER  # the smoothed cost runs the exact step
+    guide = " ".join((root / "docs" / "guides" / "sde.md").read_text().split())
+    for phrase in ("`euler` weak order 1/2 (`order` 0.5", "`exact` weak order 1/2 (`order` 0.5)",
+                   "`skew`: none stated (`order` None"):
+        assert phrase in guide, phrase
+    rows = list(csv.DictReader(open(root / "experiments" / "results" / "sde_convergence" / "orders.csv")))
+    for row in rows:
+        observed = getattr(modules[row["scheme"]], "OBSERVED_WEAK_ORDER", None)
+        if observed is None or int(row["points_used"]) < 3:
+            continue
+        assert abs(float(row["order"]) - observed) < 3 * float(row["order_stderr"]), row
+
