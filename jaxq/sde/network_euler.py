@@ -33,6 +33,7 @@ import numpy as np
 
 from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
+from jaxq.model.validate import check_path_times
 from jaxq.sde import driver
 from jaxq.mc import replications, rng
 from jaxq.mc.observer import Observer, Segment, combine, per_mass, snapshots, with_params
@@ -264,8 +265,9 @@ def simulate_diffusion(
     if times is None:
         every = max(1, steps // snaps)
         snap_steps = np.arange(0, steps, every)[:snaps]
-    else:
-        snap_steps = np.clip(np.rint(np.asarray(times, float) / dt).astype(np.int64), 0, steps - 1)
+    else:  # times in [0, horizon] (checked: one past it was clipped to the last step, NaN gave a garbage index)
+        times = check_path_times(times, "times", float(horizon))
+        snap_steps = np.clip(np.rint(times / dt).astype(np.int64), 0, steps - 1)
     p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_times=jnp.asarray(snap_steps * dt))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
     out, timing = driver.run_loop(program(per_call, bool(cv)), p, paths, seed, batching, float(paths) * steps)

@@ -56,3 +56,16 @@ def test_pss2x2_record_times_never_reached_are_refused(times, words):
     with pytest.raises(InputError, match=r"^record_times: " + words) as e:
         PT.plan(load("pss_PP"), 16.0, horizon=2.0, record_times=times)
     assert e.value.key == "record_times"
+
+
+@pytest.mark.parametrize("times", [[0.5, 3.0], [-1.0], [1.0, math.nan], ["1"]],
+                         ids=["past-horizon", "negative", "nan", "string"])
+def test_network_sde_times_never_reached_are_refused(times):
+    """The network diffusion's recorded times (the Euler scheme): a time past the horizon was clipped to the last
+    step without a word; now the simulators' rule (the other bad entries were refused already)."""
+    with pytest.raises(InputError, match=r"^times") as e:
+        jaxq.simulate_network_sde("network_N", paths=2, dt=0.01, horizon=2.0, warmup=1.0, times=times)
+    assert e.value.key.startswith("times")
+    if times == [0.5, 3.0]:
+        assert str(e.value) == ("times: times[1] = 3 is past the horizon 2: a path is recorded at times in "
+                                "[0, horizon] only")
