@@ -617,14 +617,21 @@ def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None
 
 
 @_checked()
-def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **options):
+def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, *, reps: int | None = None, seed: int = 0,
+                      rel_se: float | None = None, max_reps: int | None = None, budget: float | None = None,
+                      **options):
     """Simulate a threshold policy of one fast and K identical slow servers: discounted cost from empty
-    (``value_empty``) and average cost; options of :func:`jaxq.sim.fastslow.simulate`."""
+    (``value_empty``) and average cost; options of :func:`jaxq.sim.fastslow.simulate` (``observers`` among them,
+    docs/guides/observers.md), ``reps`` default 64. Precision target, in place of ``reps``: ``rel_se`` on
+    ``value_empty``, ``max_reps``, ``budget``, as for :func:`simulate`."""
     from jaxq.sim import fastslow
 
+    target = _target(reps, rel_se, max_reps, budget)
     _check_options("jaxq.simulate_fastslow", options, _own(simulate_fastslow), (fastslow.simulate, 4),
-                   flat=fastslow.GROUPS)
-    return fastslow.simulate(lam, mu1, mu2, q_thresholds, **fastslow.grouped(options))
+                   flat=fastslow.GROUPS, taken=("reps", "seed"))
+    return _run(lambda r, s: fastslow.simulate(lam, mu1, mu2, q_thresholds,
+                                               **fastslow.grouped({**options, "reps": r, "seed": s})),
+                reps, 64, seed, target)
 
 
 @_checked()
