@@ -96,7 +96,8 @@ def run_chain(mk: Markov, params, functional: Functional, reps: int, seed: int, 
       engine: ``auto``, ``event`` or ``uniformized`` (:func:`choose_engine`).
       steps: the uniformised driver's length in steps (:class:`Steps`); None: from ``times``, ``round(Lambda T)``
         steps in all, the window the last ``round(Lambda T) - round(Lambda warmup)`` (at least 1) of them, no
-        warm-up without a window. Given, only the uniformised driver runs it.
+        warm-up without a window (the event driver reads only ``times``; a run given by ``steps`` alone, horizon
+        None, runs on the uniformised driver only).
       snap_times: times at which the model's ``snapshot`` is recorded (event driver; None: none).
       observers: a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's states (None: none), under
         the discounted functional when there is one, else the window's.
