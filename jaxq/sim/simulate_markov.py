@@ -70,7 +70,7 @@ def window_steps(big: float, warmup: float, horizon: float) -> Steps:
     return Steps(round(big * warmup), max(1, round(big * (horizon - warmup))))
 
 
-class Chain(NamedTuple):
+class ChainRun(NamedTuple):
     """What :func:`run_chain` returns: the driver's per-replication ``out`` (with ``observed``, the observers'
     outputs, when there are observers), its ``timing``, the ``engine`` that ran and ``info`` (uniformised:
     ``Lambda``, ``steps``, ``warm_steps``, ``window_steps``, ``r``; event: empty)."""
@@ -83,7 +83,7 @@ class Chain(NamedTuple):
 
 def run_chain(mk: Markov, params, functional: Functional, reps: int, seed: int, *, times: Horizon,
               engine: str = "auto", steps: Steps | None = None, snap_times=None, observers=None,
-              batching: Batching = Batching()) -> Chain:
+              batching: Batching = Batching()) -> ChainRun:
     """Run a Markov model on the driver :func:`choose_engine` picks: the one engine dispatch of the Markov
     simulators (the module docstring).
 
@@ -121,7 +121,7 @@ def run_chain(mk: Markov, params, functional: Functional, reps: int, seed: int, 
             steps = Steps(warm, max(1, round(big * horizon) - warm))
         out, timing, info = uniformized.run(mk, params, functional, reps, seed, gamma=gamma, warm_steps=steps.warm,
                                             steps=steps.window, batching=batching, observer=watch)
-        return Chain(out, timing, engine, info)
+        return ChainRun(out, timing, engine, info)
     if horizon is None:
         raise InputError("engine", "a run given in uniformised steps runs on the uniformised driver only")
     if mk.bound is not None:
@@ -129,7 +129,7 @@ def run_chain(mk: Markov, params, functional: Functional, reps: int, seed: int, 
     out, timing = event.run_markov(mk, params, functional, reps, seed, times=Horizon(gamma, warmup, horizon),
                                    snap_times=() if snap_times is None else snap_times, batching=batching,
                                    observer=watch)
-    return Chain(out, timing, engine, {})
+    return ChainRun(out, timing, engine, {})
 
 
 
