@@ -731,24 +731,38 @@ def solve_fastslow(lam: float, mu1: float, mu2, *, discount: float | None = None
 
 
 @_checked()
-def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, **options):
+def simulate_fastslow(lam: float, mu1: float, mu2: float, q_thresholds, *, reps: int | None = None, seed: int = 0,
+                      rel_se: float | None = None, max_reps: int | None = None, budget: float | None = None,
+                      **options):
     """Simulate a threshold policy of one fast and K identical slow servers.
+
+    Precision target, in place of ``reps``: ``rel_se`` on ``value_empty``, ``max_reps``, ``budget``, as for
+    :func:`simulate`.
 
     Args:
         lam: The arrival rate.
         mu1: The rate of the fast server.
         mu2: The rate of each slow server.
         q_thresholds (typing.Any): The thresholds of the policy.
-        **options (typing.Any): Options of :func:`jaxq.sim.fastslow.simulate`.
+        reps: Replications (default 64; None with ``rel_se``: planned by a pilot).
+        seed: The seed (replication r uses ``fold_in(PRNGKey(seed), r)``).
+        rel_se: The relative standard error to reach on ``value_empty`` (None: a fixed ``reps``).
+        max_reps: The most replications a targeted run takes.
+        budget: The most seconds a targeted run takes.
+        **options (typing.Any): Options of :func:`jaxq.sim.fastslow.simulate` (``observers`` among them,
+            docs/guides/observers.md).
 
     Returns:
-        (typing.Any): Discounted cost from empty (``value_empty``) and average cost.
+        (jaxq.mc.result.SimResult): Discounted cost from empty (``value_empty``) and average cost.
     """
     from jaxq.sim import fastslow
 
+    target = _target(reps, rel_se, max_reps, budget)
     _check_options("jaxq.simulate_fastslow", options, _own(simulate_fastslow), (fastslow.simulate, 4),
-                   flat=fastslow.GROUPS)
-    return fastslow.simulate(lam, mu1, mu2, q_thresholds, **fastslow.grouped(options))
+                   flat=fastslow.GROUPS, taken=("reps", "seed"))
+    return _run(lambda r, s: fastslow.simulate(lam, mu1, mu2, q_thresholds,
+                                               **fastslow.grouped({**options, "reps": r, "seed": s})),
+                reps, 64, seed, target)
 
 
 @_checked()

@@ -9,6 +9,8 @@ STREAM_VERSION = 8
 
 # The drivers a simulator of a Markov model runs on, for every simulator (the 2x2 system, networks, M/M/c, a user's
 # MarkovModel): "event" (exact holding times, jaxq.sim.event), "uniformized" (a fixed rate, jaxq.sim.uniformized)
-# and "auto" (each simulator's own choice between them).
+# and "auto": for the Markov simulators (networks, M/M/c, fast/slow, a user's MarkovModel) one rule, that of their one
+# front (jaxq.sim.simulate_markov.choose_engine: uniformised when the model has a rate bound and no snapshots at fixed
+# times are asked for); the 2x2 system has its own (jaxq.sim.pss2x2).
 ENGINES = ("auto", "event", "uniformized")
 """The engines of a simulation: ``auto``, ``event`` (any primitives) and ``uniformized`` (exponential ones)."""

@@ -1,7 +1,8 @@
 """Simulating one fast and K slow servers under a threshold policy (the fast/slow-servers paper): discounted and average
 cost.
 
-The Markov statement of :mod:`jaxq.sim.models.fastslow` on the uniformised driver, started empty, both
+The Markov statement of :mod:`jaxq.sim.models.fastslow` on the uniformised driver (through the front of the Markov
+simulators, :func:`jaxq.sim.simulate_markov.run_chain`, its length in steps), started empty, both
 functionals from the same paths (the holding times integrated out):
 
 * discounted cost (6) from empty: ``sum_k rho^k c(S_k) / (alpha + Gamma)``, ``rho = Gamma/(alpha + Gamma)``,
@@ -25,10 +26,10 @@ from jaxq.options import grouped as options_grouped
 from jaxq.policies.fastslow import population_thresholds
 from jaxq.precision import float64
 from jaxq.mc import replications
-from jaxq.sim import uniformized
-from jaxq.sim.markov import Functional
+from jaxq.sim.markov import Functional, Horizon
 from jaxq.sim.models import fastslow as model
-from jaxq.mc.result import Estimate, SimResult, timed
+from jaxq.sim.simulate_markov import Steps, run_chain
+from jaxq.mc.result import Estimate, SimResult, add_observed, timed
 
 BOTH = Functional(discounted=True, window=True)
 
@@ -51,9 +52,9 @@ GROUPS = {"window": StepWindow, "batching": Batching}  # the typed arguments bui
 def grouped(options: dict) -> dict:
     """Flat keyword options (those of ``jaxq.simulate_fastslow``: ``alpha``, ``steps``, ``warmup``, ``reps``,
     ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``alpha``, ``reps``,
-    ``seed`` and ``cv`` pass through, a typed argument given whole (``window=StepWindow(...)``) is kept, and an unknown
-    key is an InputError naming it."""
-    return options_grouped(options, GROUPS, ("alpha", "reps", "seed", "cv"), "the fast/slow simulator")
+    ``seed``, ``cv`` and ``observers`` pass through, a typed argument given whole (``window=StepWindow(...)``) is
+    kept, and an unknown key is an InputError naming it."""
+    return options_grouped(options, GROUPS, ("alpha", "reps", "seed", "cv", "observers"), "the fast/slow simulator")
 
 
 def check_thresholds(q_thresholds) -> list[int | None]:
@@ -87,7 +88,8 @@ def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
 @float64
 @timed
 def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float = 0.1, window: StepWindow = StepWindow(),
-             reps: int = 64, seed: int = 0, cv: bool = True, batching: Batching = Batching()) -> SimResult:
+             reps: int = 64, seed: int = 0, cv: bool = True, batching: Batching = Batching(),
+             observers=None) -> SimResult:
     """Monte Carlo discounted cost from empty and average cost of a threshold policy.
 
     Args:
@@ -103,6 +105,10 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
       reps, seed: replications (>= 2) and base seed (replication r uses ``fold_in(PRNGKey(seed), r)``).
       batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
         same numbers.
+      observers: statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's
+        states (:class:`jaxq.sim.models.fastslow.State`: ``x``, ``y``) under the discounted weights (step k of the
+        uniformised chain weighs ``rho^k / (alpha + Gamma)``, the mass ``int_0^T exp(-alpha t) dt`` of its pages);
+        each output is an estimate ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
     Returns:
       A :class:`SimResult` with estimates ``value_empty`` (primary) and ``average_cost``; ``info`` has
       ``steps``, ``warmup`` and ``updates_per_s`` (replications x steps per second, compilation excluded).
@@ -123,8 +129,10 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
     batching = batching.checked()
     p = model.Params(jnp.float64(lam), jnp.float64(mu1), jnp.float64(mu2),
                      jnp.asarray(population_thresholds(q_thresholds)))
-    out, timing, info = uniformized.run(model.MARKOV_CV if cv else model.MARKOV, p, BOTH, reps, seed, gamma=alpha,
-                                        warm_steps=int(warmup), steps=int(steps) - int(warmup), batching=batching)
+    ran = run_chain(model.MARKOV_CV if cv else model.MARKOV, p, BOTH, reps, seed, times=Horizon(alpha, None, None),
+                    engine="uniformized", steps=Steps(int(warmup), int(steps) - int(warmup)), observers=observers,
+                    batching=batching)
+    out, timing, info = ran.out, ran.timing, ran.info
     per = {"value_empty": out["discounted"]["cost"], "average_cost": out["window"]["cost"]}
     ctl = out["controls"] if cv else {"discounted": None, "window": None}
     index = batching.start + np.arange(reps)
@@ -134,5 +142,7 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
         per.update(controls_discounted=ctl["discounted"], controls_window=ctl["window"])
     run_s = max(timing.wall_s - timing.compile_s, 1e-9)
     meta = {"steps": info["steps"], "warmup": info["warm_steps"], "updates_per_s": reps * info["steps"] / run_s}
+    if observers:
+        add_observed(out["observed"], est, per, meta)
     return SimResult("value_empty", est, int(reps), int(np.sum(out["events"])), timing.wall_s, timing.compile_s,
                      "uniformized", per, meta)

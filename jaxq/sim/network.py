@@ -8,7 +8,8 @@ over [warmup, horizon] into a :class:`~jaxq.mc.result.SimResult`:
 
 * ``event``: exact exponential holding times (also records snapshots at fixed times, for transience);
 * ``uniformized``: the chain uniformised and run in lockstep, step averages for time averages (several
-  times faster); ``auto`` picks it unless snapshots are asked for.
+  times faster); ``auto`` picks it unless snapshots are asked for (the one rule of the Markov simulators,
+  :func:`jaxq.sim.simulate_markov.choose_engine`, whose :func:`~jaxq.sim.simulate_markov.run_chain` runs both).
 
 M/M/c is the network with one class and one pool (:func:`simulate_mmc`), checked against Erlang C.
 """
@@ -25,16 +26,17 @@ from jaxq.diffusion.network import b_matrices, spare_capacity_n
 from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
 from jaxq.errors import InputError
 from jaxq.model.network import Network
-from jaxq.model.validate import check_path_times, check_work
+from jaxq.model.validate import check_path_times
 from jaxq.options import grouped as options_grouped
 from jaxq.policies import network as pol
 from jaxq.precision import float64
 from jaxq.mc import replications
-from jaxq.sim import ENGINES, event, uniformized
+from jaxq.sim import ENGINES
 from jaxq.sim.markov import Functional, Horizon
 from jaxq.sim.models import mmc
 from jaxq.sim.models import network as model
-from jaxq.mc.result import Estimate, SimResult, timed
+from jaxq.sim.simulate_markov import run_chain, window_steps
+from jaxq.mc.result import Estimate, SimResult, add_observed, timed
 
 POLICIES = pol.POLICIES
 WINDOW = Functional(window=True)
@@ -73,9 +75,9 @@ GROUPS = {"window": Window, "outputs": NetworkOutputs, "batching": Batching}  # 
 def grouped(options: dict) -> dict:
     """Flat keyword options (those of ``jaxq.simulate`` for a network: ``warmup``, ``horizon``, ``snap_times``,
     ``cv``, ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``reps``,
-    ``seed`` and ``engine`` pass through, a typed argument given whole (``window=Window(...)``) is kept, and an
-    unknown key is an InputError naming it."""
-    return options_grouped(options, GROUPS, ("reps", "seed", "engine"), "the network simulator")
+    ``seed``, ``engine`` and ``observers`` pass through, a typed argument given whole (``window=Window(...)``) is
+    kept, and an unknown key is an InputError naming it."""
+    return options_grouped(options, GROUPS, ("reps", "seed", "engine", "observers"), "the network simulator")
 
 
 def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 6.0,
@@ -129,39 +131,34 @@ def _check(reps, window: Window, engine, snap_times, batching: Batching) -> Batc
 
 
 def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, outputs: NetworkOutputs, seed: int = 0,
-              engine: str = "auto", deviations: bool = True, batching: Batching = Batching()):
-    """Run the network model on a driver; per-replication window averages in the units of time.
+              engine: str = "auto", deviations: bool = True, batching: Batching = Batching(), observers=None):
+    """Run the network model through the front of the Markov simulators
+    (:func:`jaxq.sim.simulate_markov.run_chain`); per-replication window averages in the units of time.
 
     Args:
       lay, p: the layout and parameters of :func:`make_params` (the histogram's range is in ``p``).
       reps, seed: replications (>= 2) and base seed; window: the window of the averages (:class:`Window`).
       outputs: snapshots, histogram bins and control variates (:class:`NetworkOutputs`; its ``hist_range`` is not read).
-      engine: ``auto``, ``event`` or ``uniformized``; deviations: the absolute and squared deviations from the
-        fluid centre; batching: how the replications are executed (:class:`Batching`).
+      engine: ``auto``, ``event`` or ``uniformized`` (:func:`jaxq.sim.simulate_markov.choose_engine`: ``auto`` is
+        uniformised unless snapshots are asked for); deviations: the absolute and squared deviations from the
+        fluid centre; batching: how the replications are executed (:class:`Batching`); observers: a dict of
+        name -> :class:`~jaxq.mc.observer.Observer` of the model's states (:class:`jaxq.sim.models.network.State`)
+        under the window's weights.
     Returns:
-      ``(per_rep, records, snaps, events, timing, engine, steps, controls)`` (controls: (reps, C) or None).
+      ``(per_rep, records, snaps, events, timing, engine, steps, controls, observed)`` (controls: (reps, C) or None;
+      observed: the observers' outputs, None without observers).
     """
     warmup, horizon = window
     snap_times, _, hist_bins, cv = outputs
     batching = _check(reps, window, engine, snap_times, batching)
-    if engine == "auto":
-        engine = "event" if snap_times is not None else "uniformized"
     mk = model.markov(lay, int(hist_bins), bool(deviations), bool(cv))
-    check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps", reps_key="reps",
-               per_replication_limit=2.0**31 if engine == "event" else uniformized.MAX_STEPS)
-    steps = None
-    if engine == "uniformized":
-        big = mk.bound(p)
-        warm = round(big * warmup)
-        span = max(1, round(big * (horizon - warmup)))
-        out, timing, info = uniformized.run(mk, p, WINDOW, reps, seed, warm_steps=warm, steps=span, batching=batching)
-        snaps, steps = None, info["steps"]
-    else:
-        out, timing = event.run_markov(mk, p, WINDOW, reps, seed, times=Horizon(0.0, warmup, horizon),
-                                       snap_times=() if snap_times is None else snap_times, batching=batching)
-        snaps = out["snap"] if snap_times is not None else None
-    return (out["window"], out["records"], snaps, int(np.sum(out["events"])), timing, engine, steps,
-            out["controls"]["window"] if cv else None)
+    ran = run_chain(mk, p, WINDOW, reps, seed, times=Horizon(0.0, warmup, horizon), engine=engine,
+                    steps=window_steps(mk.bound(p), warmup, horizon), snap_times=snap_times, observers=observers,
+                    batching=batching)
+    out = ran.out
+    snaps = out["snap"] if snap_times is not None else None
+    return (out["window"], out["records"], snaps, int(np.sum(out["events"])), ran.timing, ran.engine,
+            ran.info.get("steps"), out["controls"]["window"] if cv else None, out.get("observed"))
 
 
 def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range: float) -> dict[str, np.ndarray]:
@@ -202,7 +199,7 @@ def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range
 @timed
 def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priority", *, reps: int = 64,
              window: Window = Window(), seed: int = 0, engine: str = "auto", outputs: NetworkOutputs = NetworkOutputs(),
-             batching: Batching = Batching()) -> SimResult:
+             batching: Batching = Batching(), observers=None) -> SimResult:
     """Stationary averages of the n-th network under a policy, over [warmup, horizon], with standard errors.
 
     Args:
@@ -214,6 +211,10 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
       outputs: snapshots, histograms of X_hat and control variates (on by default) (:class:`NetworkOutputs`).
       batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
         same numbers.
+      observers: statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's states
+        (:class:`jaxq.sim.models.network.State`: ``q``, the queue of each class, ``z``, the servers of each
+        activity) under the window's weights (1 over [warmup, horizon], the mass its length); each output is an
+        estimate ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
     Returns:
       A :class:`SimResult` whose estimates are ``mean_in_system``, ``mean_queue`` (per class),
       ``mean_idle`` (per pool), ``mean_busy`` (class x pool), ``p_wait``, ``p_wait_class``, ``throughput``,
@@ -227,8 +228,8 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
     if not (isinstance(n, (int, float, np.integer, np.floating)) and math.isfinite(n) and n > 0):
         raise InputError("n", f"must be a positive number, got {n!r}")
     lay, p = make_params(an, n, policy, hist_range, hist_bins)
-    win, rec, snaps, events, timing, used, steps, ctl = run_model(lay, p, reps, window=window, outputs=outputs,
-                                                                  seed=seed, engine=engine, batching=batching)
+    win, rec, snaps, events, timing, used, steps, ctl, observed = run_model(
+        lay, p, reps, window=window, outputs=outputs, seed=seed, engine=engine, batching=batching, observers=observers)
     per = summarize(lay, p, win, rec, hist_range)
     index = batching.start + np.arange(reps)
     est = {k: Estimate.with_controls(v, ctl, index) for k, v in per.items() if k != "hist"}
@@ -253,6 +254,8 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
         est["weighted_idleness_hat"] = Estimate.with_controls(per["weighted_idleness_hat"], ctl, index)
         info.update(idleness_weights=w, spare_capacity=an.spare_capacity,
                     spare_capacity_n=spare_capacity_n(an.network, an.plan, n, an.basis_pool))
+    if observed is not None:  # after the simulator's own estimates: a clash with their names is refused
+        add_observed(observed, est, per, info)
     notes = ()
     rho_n = info.get("spare_capacity_n")
     if rho_n is not None and not rho_n > 0:  # no policy is stationary: say so, with the growth measured
@@ -282,7 +285,7 @@ def _halves(total: np.ndarray, q_first, z_first, warmup: float, mid: float, hori
 @float64
 @timed
 def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Window = Window(), seed: int = 0,
-                 engine: str = "uniformized", cv: bool = True, batching: Batching = Batching()) -> SimResult:
+                 engine: str = "auto", cv: bool = True, batching: Batching = Batching(), observers=None) -> SimResult:
     """M/M/c (arrival rate ``lam``, ``c`` servers of rate ``mu``): stationary averages over [warmup, horizon].
 
     The birth-death statement of :mod:`jaxq.sim.models.mmc` (the network with one class and one pool, without
@@ -293,8 +296,12 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Windo
     Args:
       lam, mu, c: arrival rate, service rate and number of servers; reps, seed: replications (>= 2) and base seed.
       window: the window [warmup, horizon] of the time averages (:class:`Window`; the queue starts empty).
-      engine: ``uniformized`` (default) or ``event``; cv: control variates (default on).
+      engine: ``auto`` (default: uniformised, the rule of :func:`jaxq.sim.simulate_markov.choose_engine`),
+        ``uniformized`` or ``event``; cv: control variates (default on).
       batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`).
+      observers: statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's
+        state (the number in system, an int32 scalar) under the window's weights; each output is an estimate
+        ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
     Returns:
       A :class:`SimResult` (``info``: ``servers``, ``warmup``, ``horizon``, ``steps`` on the uniformised driver).
     """
@@ -304,18 +311,9 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Windo
     batching = _check(reps, window, engine, None, batching)
     p = mmc.Params(jnp.float64(lam), jnp.float64(mu), jnp.int32(c))
     mk = mmc.MARKOV_CV if cv else mmc.MARKOV
-    steps = None
-    check_work("horizon", reps, mk.bound(p) * horizon, unit="events" if engine == "event" else "steps", reps_key="reps",
-               per_replication_limit=2.0**31 if engine == "event" else uniformized.MAX_STEPS)
-    if engine == "event":
-        out, timing = event.run_markov(mk, p, WINDOW, reps, seed, times=Horizon(0.0, warmup, horizon),
-                                       batching=batching)
-    else:
-        engine = "uniformized"
-        big = mk.bound(p)
-        out, timing, info = uniformized.run(mk, p, WINDOW, reps, seed, warm_steps=round(big * warmup),
-                                            steps=max(1, round(big * (horizon - warmup))), batching=batching)
-        steps = info["steps"]
+    ran = run_chain(mk, p, WINDOW, reps, seed, times=Horizon(0.0, warmup, horizon), engine=engine,
+                    steps=window_steps(mk.bound(p), warmup, horizon), observers=observers, batching=batching)
+    out, timing, engine, steps = ran.out, ran.timing, ran.engine, ran.info.get("steps")
     win, rec = out["window"], out["records"]
     per = {"mean_in_system": win["x"], "mean_queue": win["q"], "mean_idle": c - (win["x"] - win["q"]),
            "p_wait": rec["waited"] / np.maximum(rec["arrivals"], 1.0)}
@@ -327,6 +325,8 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Windo
     info = {"servers": int(c), "warmup": warmup, "horizon": horizon}
     if steps is not None:
         info["steps"] = steps
+    if observers:
+        add_observed(out["observed"], est, per, info)
     return SimResult(None, est, reps, int(np.sum(out["events"])), timing.wall_s, timing.compile_s, engine,
                      per, info)
 

@@ -8,6 +8,13 @@ observed quantity and functional: ``<name>_discounted`` (``E int_0^T exp(-gamma 
 time. With controls (:func:`jaxq.sim.markov.difference_controls`) every estimate is controlled, cross-fitted by
 replication index (:meth:`jaxq.mc.result.Estimate.with_controls`), the plain mean beside it. Observers
 (:mod:`jaxq.mc.observer`) add their outputs as estimates ``<name>`` / ``<name>_<key>``.
+
+The front of every Markov simulator: :func:`run_chain` is the one place that picks the driver
+(:func:`choose_engine`, one rule for ``engine="auto"``) and runs a converted model (:class:`~jaxq.sim.markov.Markov`)
+with its options (horizon or step counts, warm-up, discount, snapshots at fixed times, controls, observers,
+batching and devices). :func:`simulate_markov` (a user's model), the network CTMC and M/M/c
+(:mod:`jaxq.sim.network`) and the fast/slow system (:mod:`jaxq.sim.fastslow`) run through it; each keeps its own
+option checking and summary. (The 2x2 system, :mod:`jaxq.sim.pss2x2`, has its own engines.)
 """
 
 from __future__ import annotations
@@ -23,10 +30,106 @@ from jaxq.errors import InputError
 from jaxq.model.validate import check_seed, check_work
 from jaxq.precision import float64
 from jaxq.sim import ENGINES, event, uniformized
-from jaxq.sim.markov import Functional, Horizon, MarkovModel, as_markov, invalid_rates_message, wrapped_message
+from jaxq.sim.markov import (Functional, Horizon, Markov, MarkovModel, as_markov, invalid_rates_message,
+                              wrapped_message)
 from jaxq.mc.observer import check_observers, combine, tree_layout
 from jaxq.mc.replications import Batching
 from jaxq.mc.result import Estimate, SimResult, add_observed, timed
+
+
+def choose_engine(engine, rate_bound: bool, snapshots: bool = False) -> str:
+    """The driver that runs a Markov model: the one rule of every Markov simulator.
+
+    ``"auto"`` is the uniformised driver (:mod:`jaxq.sim.uniformized`) when the model has a rate bound and no
+    snapshots at fixed times are asked for, else the event driver (:mod:`jaxq.sim.event`); ``"event"`` and
+    ``"uniformized"`` are taken as given. An InputError naming ``engine`` for another value or for the uniformised
+    driver without a rate bound, naming ``snap_times`` for the uniformised driver with snapshots.
+    """
+    if engine not in ENGINES:
+        raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "auto":
+        return "uniformized" if rate_bound and not snapshots else "event"
+    if engine == "uniformized" and not rate_bound:
+        raise InputError("engine", "the model has no rate_bound, so only the event driver runs it (engine='event')")
+    if engine == "uniformized" and snapshots:
+        raise InputError("snap_times", "snapshots at fixed times need the event engine (engine = 'event')")
+    return engine
+
+
+class Steps(NamedTuple):
+    """A run's length on the uniformised driver in steps: ``warm`` steps before the window (>= 0), then ``window``
+    steps in it (>= 1); the discounted sum runs over all of them (in whole pages)."""
+
+    warm: int
+    window: int
+
+
+def window_steps(big: float, warmup: float, horizon: float) -> Steps:
+    """The window [warmup, horizon] in steps at rate ``big``, each end rounded on its own: ``round(big warmup)``
+    warm-up steps, ``max(1, round(big (horizon - warmup)))`` in the window (the networks' and M/M/c's)."""
+    return Steps(round(big * warmup), max(1, round(big * (horizon - warmup))))
+
+
+class ChainRun(NamedTuple):
+    """What :func:`run_chain` returns: the driver's per-replication ``out`` (with ``observed``, the observers'
+    outputs, when there are observers), its ``timing``, the ``engine`` that ran and ``info`` (uniformised:
+    ``Lambda``, ``steps``, ``warm_steps``, ``window_steps``, ``r``; event: empty)."""
+
+    out: dict
+    timing: Any
+    engine: str
+    info: dict
+
+
+def run_chain(mk: Markov, params, functional: Functional, reps: int, seed: int, *, times: Horizon,
+              engine: str = "auto", steps: Steps | None = None, snap_times=None, observers=None,
+              batching: Batching = Batching()) -> ChainRun:
+    """Run a Markov model on the driver :func:`choose_engine` picks: the one engine dispatch of the Markov
+    simulators (the module docstring).
+
+    Args:
+      mk, params: the converted model (:func:`jaxq.sim.markov.as_markov`) and its parameters.
+      functional: what to estimate (discounted integral, window average); reps, seed: replication r is keyed by
+        ``fold_in(PRNGKey(seed), r)``.
+      times: the discount rate, warm-up and horizon (:class:`~jaxq.sim.markov.Horizon`, units of time; horizon
+        None: a run given in ``steps`` only, whose warm-up is not read).
+      engine: ``auto``, ``event`` or ``uniformized`` (:func:`choose_engine`).
+      steps: the uniformised driver's length in steps (:class:`Steps`); None: from ``times``, ``round(Lambda T)``
+        steps in all, the window the last ``round(Lambda T) - round(Lambda warmup)`` (at least 1) of them, no
+        warm-up without a window (the event driver reads only ``times``; a run given by ``steps`` alone, horizon
+        None, runs on the uniformised driver only).
+      snap_times: times at which the model's ``snapshot`` is recorded (event driver; None: none).
+      observers: a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's states (None: none), under
+        the discounted functional when there is one, else the window's.
+      batching: first replication, chunk, devices, progress (:class:`~jaxq.mc.replications.Batching`).
+    The work is checked before the run (:func:`jaxq.model.validate.check_work`, naming ``horizon``, or ``steps``
+    when they are given).
+    """
+    engine = choose_engine(engine, mk.bound is not None, snap_times is not None)
+    observers = check_observers(observers)
+    watch = combine(observers) if observers else None
+    gamma, warmup, horizon = times
+    if engine == "uniformized":
+        big = float(mk.bound(params))
+        if not (math.isfinite(big) and big > 0):
+            raise InputError("rate_bound", f"rate_bound(params) = {big!r} is not a positive finite number")
+        by_time = horizon is not None
+        check_work("horizon" if by_time else "steps", reps, big * horizon if by_time else steps.warm + steps.window,
+                   unit="steps", reps_key="reps", per_replication_limit=uniformized.MAX_STEPS)
+        if steps is None:
+            warm = round(big * warmup) if functional.window else 0
+            steps = Steps(warm, max(1, round(big * horizon) - warm))
+        out, timing, info = uniformized.run(mk, params, functional, reps, seed, gamma=gamma, warm_steps=steps.warm,
+                                            steps=steps.window, batching=batching, observer=watch)
+        return ChainRun(out, timing, engine, info)
+    if horizon is None:
+        raise InputError("engine", "a run given in uniformised steps runs on the uniformised driver only")
+    if mk.bound is not None:
+        check_work("horizon", reps, float(mk.bound(params)) * horizon, reps_key="reps", per_replication_limit=2.0**31)
+    out, timing = event.run_markov(mk, params, functional, reps, seed, times=Horizon(gamma, warmup, horizon),
+                                   snap_times=() if snap_times is None else snap_times, batching=batching,
+                                   observer=watch)
+    return ChainRun(out, timing, engine, {})
 
 
 
@@ -37,7 +140,8 @@ class MarkovRun(NamedTuple):
       horizon: the simulated time T of every replication.
       discount: the discount rate gamma > 0 of the discounted integral (None: not estimated).
       warmup: the start of the averaging window [warmup, T] (None: no time average).
-      engine: ``"auto"`` (uniformised when the model has a ``rate_bound``), ``"event"`` or ``"uniformized"``.
+      engine: ``"auto"`` (uniformised when the model has a ``rate_bound``, :func:`choose_engine`), ``"event"`` or
+        ``"uniformized"``.
       batching: first replication, replications per compiled call, devices, progress
         (:class:`~jaxq.mc.replications.Batching`).
       observers: statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's
@@ -77,13 +181,7 @@ def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]
         raise InputError("discount", "give discount > 0 (a discounted integral) and/or warmup (a time average)")
     if warmup is not None and warmup >= horizon:
         raise InputError("warmup", f"the window [warmup, horizon] is empty: warmup {warmup} >= horizon {horizon}")
-    if run.engine not in ENGINES:
-        raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {run.engine!r}")
-    engine = run.engine
-    if engine == "auto":
-        engine = "uniformized" if model.rate_bound is not None else "event"
-    if engine == "uniformized" and model.rate_bound is None:
-        raise InputError("engine", "the model has no rate_bound, so only the event driver runs it (engine='event')")
+    engine = choose_engine(run.engine, model.rate_bound is not None)
     if not isinstance(run.batching, Batching):
         raise InputError("batching", f"expected a jaxq.mc.replications.Batching, got {type(run.batching).__name__}")
     observers = check_observers(run.observers)
@@ -321,35 +419,21 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
     mk = as_markov(model, wrap_check=True)
     warmup = run.warmup if run.warmup is not None else 0.0
     gamma = run.discount if run.discount is not None else 0.0
-    watch = combine(run.observers) if run.observers else None
-    opts = dict(batching=run.batching, observer=watch)
     info: dict = {"horizon": run.horizon, "discount": run.discount, "warmup": run.warmup}
+    chain = run_chain(mk, params, functional, reps, seed, times=Horizon(gamma, warmup, run.horizon),
+                      engine=run.engine, observers=run.observers, batching=run.batching)
+    out, timing = chain.out, chain.timing
+    _refuse_wrapped(mk, out, params)
+    _refuse_invalid(model, mk, out, params)
     if run.engine == "uniformized":
-        big = float(mk.bound(params))
-        if not (math.isfinite(big) and big > 0):
-            raise InputError("rate_bound", f"rate_bound(params) = {big!r} is not a positive finite number")
-        check_work("horizon", reps, big * run.horizon, unit="steps", reps_key="reps",
-                   per_replication_limit=uniformized.MAX_STEPS)
-        warm = round(big * warmup) if functional.window else 0
-        steps = max(1, round(big * run.horizon) - warm)
-        out, timing, uinfo = uniformized.run(mk, params, functional, reps, seed, gamma=gamma, warm_steps=warm,
-                                             steps=steps, **opts)
-        _refuse_wrapped(mk, out, params)
-        _refuse_invalid(model, mk, out, params)
+        big = chain.info["Lambda"]
         over = int(np.sum(out.get("over_bound", 0)))
         if over:
             raise InputError("rate_bound", f"the total rate exceeded rate_bound(params) = {big:.6g} in {over} of "
                                            f"{reps} replications: it must bound the rates in every reachable state")
-        span = uinfo["window_steps"] / big
-        info.update(Lambda=big, steps=uinfo["steps"])
+        span = chain.info["window_steps"] / big
+        info.update(Lambda=big, steps=chain.info["steps"])
     else:
-        if mk.bound is not None:
-            check_work("horizon", reps, float(mk.bound(params)) * run.horizon, reps_key="reps",
-                       per_replication_limit=2.0**31)
-        out, timing = event.run_markov(mk, params, functional, reps, seed, times=Horizon(gamma, warmup, run.horizon),
-                                       **opts)
-        _refuse_wrapped(mk, out, params)
-        _refuse_invalid(model, mk, out, params)
         span = run.horizon - warmup
     per: dict[str, np.ndarray] = {}
     if functional.discounted:
@@ -365,7 +449,7 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
         est[k] = Estimate.with_controls(v, c, index)
     for kind, c in ctl.items():  # before the observers' outputs: a clash with these names is refused too
         per[f"controls_{kind}"] = c
-    if watch is not None:
+    if run.observers:
         add_observed(out["observed"], est, per, info)
     primary = next(iter(est)) if len(est) == 1 else None
     return SimResult(primary, est, reps, int(np.sum(out["events"])), timing.wall_s, timing.compile_s, run.engine,
