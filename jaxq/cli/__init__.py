@@ -2,8 +2,9 @@
 
 This module imports nothing heavy: :func:`main` records Ctrl-C from its first line, then imports the command line
 (JAX, the API, the parser), so a Ctrl-C at any moment, the first second included, ends the command with one line
-``jaxq: interrupted`` and exit code 130 (a Ctrl-C that JAX's import swallows in a finalizer is recorded and acted
-on once the import returns).
+``jaxq: interrupted`` and exit code 130. During that import a Ctrl-C is only recorded, and acted on once the
+import returns (a second or two): raised inside the initialisation of a C extension (numpy's, jaxlib's) it made
+the import fail with a traceback, or crashed the interpreter.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     requested: list[bool] = []
 
-    def handler(signum, frame):
+    def handler(signum, frame):  # recorded, never raised into the import (module docstring)
         requested.append(True)
-        raise KeyboardInterrupt
 
     def unraisable(info):  # a Ctrl-C raised in a finalizer is recorded, not printed as "Exception ignored"
         if isinstance(info.exc_value, KeyboardInterrupt):
@@ -39,8 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         try:
-            app = importlib.import_module("jaxq.cli.app")
-            if requested:  # swallowed inside the import (a finalizer's "Exception ignored")
+            try:
+                app = importlib.import_module("jaxq.cli.app")
+            except ImportError:
+                if requested:  # an import that failed on a Ctrl-C all the same (another process's signal handling)
+                    raise KeyboardInterrupt from None
+                raise
+            if requested:
                 raise KeyboardInterrupt
         except KeyboardInterrupt:
             sys.stderr.write("jaxq: interrupted\n")

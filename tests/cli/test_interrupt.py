@@ -101,3 +101,31 @@ def test_importing_the_command_line_imports_no_jax():
     code = "import sys, jaxq.cli; print('jax' in sys.modules, 'jaxq.api' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["False", "False"], r.stdout + r.stderr
+
+
+def test_ctrl_c_during_the_import_is_recorded_and_acted_on_after_it(monkeypatch, capsys):
+    """A Ctrl-C while the command line is imported is only recorded: raised inside a C extension's initialisation
+    (numpy's, jaxlib's) it made the import fail ("ImportError: Encountered an error while initializing the
+    extension", a traceback, exit 1) or crashed the interpreter (SIGSEGV). The import runs to its end, then the
+    command ends in one line with 130. Here the import receives a real SIGINT."""
+    import importlib
+    import os
+
+    import jaxq.cli
+
+    real = importlib.import_module
+    finished = []
+
+    def import_module(name, *a, **k):
+        if name == "jaxq.cli.app":
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # the handler runs in here: it must not raise into the import
+            finished.append(True)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", import_module)
+    assert jaxq.cli.main(["--help"]) == 130
+    assert finished and capsys.readouterr().err == "jaxq: interrupted\n"
+    monkeypatch.setattr(importlib, "import_module", lambda name, *a, **k: (_ for _ in ()).throw(ImportError("x")))
+    with pytest.raises(ImportError):  # an import that fails without a Ctrl-C is not an interrupt
+        jaxq.cli.main(["--help"])
