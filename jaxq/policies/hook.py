@@ -72,6 +72,8 @@ class Policy2x2(NamedTuple):
         whose assignments are valid by construction (the built-ins), at the speed of an unchecked run.
       mode: ``mode(memory) -> int32`` in {0, 1}: the mode results record (``switches``, the diagnostics' mode
         fields); default None, always mode 0. The built-ins' is their memory, the current mode.
+      memory_is_mode: the memory is the mode itself, an int32 scalar 0 or 1 (``mode`` is then ignored): the engines
+        keep it where they record the mode, with no memory of its own in their state (faster). The built-ins' is.
       perturb: ``perturb(params, eps) -> params``: the parameters of a replication smoothed by its own Gaussian
         ``eps`` (2,) float64 (drawn from its key, beyond every event's draw; output ``samples["eps"]``; the event
         driver). Default None: not smoothed. The built-ins' moves the switching level and the threshold
@@ -108,6 +110,7 @@ class Policy2x2(NamedTuple):
     jobs: bool = False
     checked: bool = True
     mode: Callable[[Any], Any] | None = None
+    memory_is_mode: bool = False
     perturb: Callable[[Any, Any], Any] | None = None
     invariants: tuple = ()
     violations: Callable[..., Any] | None = None
@@ -118,7 +121,10 @@ class Policy2x2(NamedTuple):
 
 
 def mode_of(policy: Policy2x2, memory):
-    """The mode (int32, 0 or 1) a policy's memory records: :attr:`Policy2x2.mode`, 0 without one."""
+    """The mode (int32, 0 or 1) a policy's memory records: the memory itself (:attr:`Policy2x2.memory_is_mode`),
+    :attr:`Policy2x2.mode`, 0 without one."""
+    if policy.memory_is_mode:
+        return jnp.asarray(memory).astype(jnp.int32)
     return jnp.zeros((), jnp.int32) if policy.mode is None else jnp.asarray(policy.mode(memory)).astype(jnp.int32)
 
 
@@ -178,6 +184,10 @@ def check(policy: Policy2x2, params) -> None:
         raise InputError("policy", f"{name}: {call} must return an assignment of shape (2,) and an integer dtype "
                                    f"(for each idle server the class it starts, -1 to stay idle), got shape "
                                    f"{a.shape} {a.dtype}")
+    if policy.memory_is_mode and not (hasattr(memory, "shape") and memory.shape == ()
+                                      and jnp.issubdtype(memory.dtype, jnp.integer)):
+        raise InputError("policy", f"{name}: memory_is_mode needs a memory that is one integer (the mode, 0 or 1), "
+                                   f"got {tree_layout(memory)[1]}")
     if _kinds(tree_layout(out[1])) != _kinds(tree_layout(memory)):
         raise InputError("policy", f"{name}: {call} must return memory of the structure, shapes and dtype kinds init("
                                    f"params) gave ({tree_layout(memory)[1]}), got {tree_layout(out[1])[1]} "
@@ -289,7 +299,7 @@ def _identity_mode(memory):
 # Its memory is the current mode (recorded: switches, the diagnostics' mode fields); it decides on the jobs in the
 # system; its assignments are valid by construction (not checked); its invariants are the debug counters.
 BUILTIN = Policy2x2(init=_builtin_init, decide=builtin_decide_jobs, name="builtin", jobs=True, checked=False,
-                    mode=_identity_mode, invariants=VIOLATIONS, violations=_builtin_violations)
+                    mode=_identity_mode, memory_is_mode=True, invariants=VIOLATIONS, violations=_builtin_violations)
 BUILTIN_PERTURBED = BUILTIN._replace(perturb=_builtin_perturb)  # the same, its level and threshold smoothed
 
 

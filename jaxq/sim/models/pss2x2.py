@@ -213,7 +213,8 @@ def _init(key, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
         k0=k0, k1=k1, draw=jnp.ones((), jnp.uint32), t=zf, disc=jnp.ones((), f64), ta0=v[0] * p.inv_lam[0],
         ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, x=zl, code=mode << _MODE, rec=zl, eps=eps,
         viol=tuple(jnp.zeros((), i32) for _ in policy.invariants) if debug else None,
-        obs=path_observers(observer, cv).init(p), mem=memory, bad=jnp.zeros((), i32) if policy.checked else None)
+        obs=path_observers(observer, cv).init(p), mem=None if policy.memory_is_mode else memory,
+        bad=jnp.zeros((), i32) if policy.checked else None)
 
 
 def _done(s: State, p: Params):
@@ -276,7 +277,9 @@ def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
     params = hk.run_params(policy, p.policy_params, s.eps)  # this replication's (perturbed: recomputed, exact)
     xa, before = jnp.stack([x0_ + d0, x1_ + d1]), jnp.stack([b0, b1])
     event_code = hk.event_code(is_arr, a1, c1)
-    memory, serving, started, bad = hk.decision(policy, xa, before, s.mem, event_code, params)
+    # the policy's memory: its own, or the mode recorded in the code (a policy whose memory is its mode)
+    memory, serving, started, bad = hk.decision(policy, xa, before, mode0 if policy.memory_is_mode else s.mem,
+                                                event_code, params)
     mode = hk.mode_of(policy, memory)
     code = (is_arr.astype(i32) | (a1.astype(i32) << 1) | (c1.astype(i32) << 2) | (started[0].astype(i32) << 3)
             | (started[1].astype(i32) << 4) | ((serving[0] + 1) << _SERVING0) | ((serving[1] + 1) << _SERVING1)
@@ -351,8 +354,9 @@ def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
                   keep(_sel(real, disc1, 0.0)), interval=(t0, end), martingale=martingale)
     new_obs = path_observers(observer, cv).update(s.obs, seg, p)
     upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
-    # the policy's memory (frozen for a void event)
-    upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem, memory)
+    # the policy's memory (frozen for a void event; a policy whose memory is its mode: in the code)
+    upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem,
+                                        None if policy.memory_is_mode else memory)
     if policy.checked:  # its refused assignments; two variates an event: an arrival (one drawn) leaves one start
         bad = bad | (is_arr & st0 & st1)
         upd["bad"] = s.bad + (keep_ev & bad).astype(i32)
@@ -427,7 +431,8 @@ class CtmcState(NamedTuple):
 def _ctmc_init(p: Params, policy: hk.Policy2x2):
     z, idle = jnp.int32(0), jnp.int32(pol.IDLE)
     memory = jax.tree_util.tree_map(jnp.asarray, policy.init(p.policy_params))
-    return CtmcState(z, z, idle, idle, hk.mode_of(policy, memory), z, memory, z if policy.checked else None)
+    return CtmcState(z, z, idle, idle, hk.mode_of(policy, memory), z, None if policy.memory_is_mode else memory,
+                     z if policy.checked else None)
 
 
 def _ctmc_counts(s: CtmcState, p: Params):
@@ -456,14 +461,16 @@ def _ctmc_transition(s: CtmcState, fired, p: Params, policy: hk.Policy2x2):
     x0 = s.x0 + a0.astype(i32) - (d00 | d01).astype(i32)
     x1 = s.x1 + a1.astype(i32) - (d10 | d11).astype(i32)
     before = jnp.stack([jnp.where(done0, pol.IDLE, s.s0), jnp.where(done1, pol.IDLE, s.s1)])
-    memory, serving, _, bad = hk.decision(policy, jnp.stack([x0, x1]), before, s.mem,
+    memory, serving, _, bad = hk.decision(policy, jnp.stack([x0, x1]), before,
+                                          s.mode if policy.memory_is_mode else s.mem,
                                           hk.event_code(is_arr, a1.astype(i32), jnp.where(done0, 0, 1)),
                                           p.policy_params)
     # a self-loop is not an event: nothing is decided, the memory is kept
     s0 = jnp.where(real, serving[0], s.s0).astype(i32)
     s1 = jnp.where(real, serving[1], s.s1).astype(i32)
-    mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, jnp.asarray(b, a.dtype), a), s.mem, memory)
-    mode = hk.mode_of(policy, mem)
+    mode = jnp.where(real, hk.mode_of(policy, memory), s.mode)  # a policy whose memory is its mode: kept here only
+    mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, jnp.asarray(b, a.dtype), a), s.mem,
+                                 None if policy.memory_is_mode else memory)
     return CtmcState(x0, x1, s0, s1, mode, s.switches + (mode != s.mode).astype(i32), mem,
                      None if bad is None else s.bad + (real & bad).astype(i32)), ()
 
