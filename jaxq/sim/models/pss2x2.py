@@ -361,8 +361,9 @@ def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
         bad = bad | (is_arr & st0 & st1)
         upd["bad"] = s.bad + (keep_ev & bad).astype(i32)
     if debug:  # the policy's own invariants on the post-decision state
+        after_mem = mode if policy.memory_is_mode else memory  # the materialised mode (the code's), not recomputed
         found = hk.violations_of(policy, jnp.stack([x0, x1]), jnp.stack([b0, b1]), jnp.stack([n0, n1]),
-                                 jnp.stack([st0, st1]), memory, hk.event_code(is_arr, a1, c1), params)
+                                 jnp.stack([st0, st1]), after_mem, hk.event_code(is_arr, a1, c1), params)
         upd["viol"] = tuple(c + (keep_ev & f).astype(i32) for f, c in zip(found, s.viol))
 
     def new(a, b):  # the event's new dynamic state, or the old one for a void event
