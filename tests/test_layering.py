@@ -237,3 +237,32 @@ def test_the_papers_are_cited_by_name_not_by_file_id():
     bad = [f"{name}:{i}" for name, path in modules().items()
            for i, line in enumerate(path.read_text().splitlines(), 1) if "seed 00" in line.lower()]
     assert not bad, bad
+
+
+def _policy_branches(source: str, label: str) -> list[str]:
+    """Where a module of the 2x2 simulator tells a built-in policy from a user's: a name ``hook`` (the old
+    ``hook is None`` engines), ``isinstance(..., Policy2x2)``, or a comparison with ``BUILTIN``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        where = f"{label}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Name) and node.id == "hook" or isinstance(node, ast.arg) and node.arg == "hook":
+            found.append(f"{where}: the name 'hook'")
+        elif isinstance(node, ast.Attribute) and node.attr == "hook":
+            found.append(f"{where}: the attribute '.hook'")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+              and "Policy2x2" in ast.unparse(node.args[1])):
+            found.append(f"{where}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Compare) and "BUILTIN" in ast.unparse(node):
+            found.append(f"{where}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_2x2_simulator_has_one_path_for_every_policy():
+    """The built-in policies are Policy2x2 values (jaxq.policies.hook.BUILTIN) and every run goes through one
+    decision path: no module of jaxq.sim branches on whether the policy is built-in or a user's (what a policy
+    needs is a field of its value: jobs, checked, mode, perturb, invariants)."""
+    found = [f for path in sorted((ROOT / "sim").rglob("*.py"))
+             for f in _policy_branches(path.read_text(), str(path.relative_to(ROOT.parent)))]
+    assert not found, found
+    probe = "if hook is None:\n    pass\nisinstance(p, Policy2x2)\np is hk.BUILTIN\ns.hook\n"
+    assert len(_policy_branches(probe, "probe")) == 4  # the check sees each form

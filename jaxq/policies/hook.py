@@ -3,8 +3,10 @@
 A policy sees the system after every event, with the queue lengths already updated, and says which class each
 idle server starts (or that it stays idle). Its memory is an explicit pytree that ``init`` builds and
 ``decide`` returns anew, as an optax transformation's state. The built-in policies of the switched-policies paper
-(Definitions 2.7-2.10) are one such pair, :data:`BUILTIN`, whose memory is the current mode and whose
-parameters are the policy as data (:class:`jaxq.policies.pss2x2.Policy`).
+(Definitions 2.7-2.10) are one such value, :data:`BUILTIN`, whose memory is the current mode and whose
+parameters are the policy as data (:class:`jaxq.policies.pss2x2.Policy`): the engines run every policy through the
+one path of :func:`decision`, and what the built-ins need (a decision on the jobs in the system, no checking,
+a recorded mode, a perturbation of their parameters, debug invariants) are fields of the public type.
 
 Indices are 0-based: class i in {0, 1}, server k in {0, 1}. The event that fired is encoded as an int32:
 
@@ -63,6 +65,25 @@ class Policy2x2(NamedTuple):
       decide: ``decide(queues, serving, memory, event, params) -> (assignment, memory)``.
       params: the policy's parameters (any pytree of arrays; default none).
       name: the name results report in ``info["policy"]``.
+      jobs: ``decide`` gets the jobs of each class in the system (waiting + in service) for ``queues`` (default
+        False: the jobs waiting). The built-ins decide on the jobs in the system (the engines hold them).
+      checked: the engine checks every assignment (default True, as above). False: the assignment is carried out
+        as given (an idle server starts the class asked for, -1 stays idle) and nothing is counted: for a policy
+        whose assignments are valid by construction (the built-ins), at the speed of an unchecked run.
+      mode: ``mode(memory) -> int32`` in {0, 1}: the mode results record (``switches``, the diagnostics' mode
+        fields); default None, always mode 0. The built-ins' is their memory, the current mode.
+      memory_is_mode: the memory is the mode itself, an int32 scalar 0 or 1 (``mode`` is then ignored): the engines
+        keep it where they record the mode, with no memory of its own in their state (faster). The built-ins' is.
+      perturb: ``perturb(params, eps) -> params``: the parameters of a replication smoothed by its own Gaussian
+        ``eps`` (2,) float64 (drawn from its key, beyond every event's draw; output ``samples["eps"]``; the event
+        driver). Default None: not smoothed. The built-ins' moves the switching level and the threshold
+        (``levels.perturb``).
+      invariants: names of the counters of ``violations`` (default none).
+      violations: ``violations(x, before, serving, started, memory, event, params)`` -> one bool per name of
+        ``invariants``, on the post-decision state (``x`` the jobs in the system, ``before`` the assignment before
+        the decision, ``serving`` after, ``started`` (2,) bool, ``memory`` the new memory): counted per
+        replication by the debug engines (``debug=True``, ``info["violations"]``). The built-ins' are the
+        Definition 2.7 invariants (:data:`VIOLATIONS`).
 
     Example:
       Longest queue first (an idle server takes a job of the class with more jobs waiting)::
@@ -86,10 +107,39 @@ class Policy2x2(NamedTuple):
     decide: Callable[..., tuple]
     params: Any = None
     name: str = "Policy2x2"
+    jobs: bool = False
+    checked: bool = True
+    mode: Callable[[Any], Any] | None = None
+    memory_is_mode: bool = False
+    perturb: Callable[[Any, Any], Any] | None = None
+    invariants: tuple = ()
+    violations: Callable[..., Any] | None = None
 
     def static(self) -> "Policy2x2":
         """The policy without its parameters: hashable, the key of the compiled engines."""
         return self._replace(params=None)
+
+
+def mode_of(policy: Policy2x2, memory):
+    """The mode (int32, 0 or 1) a policy's memory records: the memory itself (:attr:`Policy2x2.memory_is_mode`),
+    :attr:`Policy2x2.mode`, 0 without one."""
+    if policy.memory_is_mode:
+        return jnp.asarray(memory).astype(jnp.int32)
+    return jnp.zeros((), jnp.int32) if policy.mode is None else jnp.asarray(policy.mode(memory)).astype(jnp.int32)
+
+
+def run_params(policy: Policy2x2, params, eps):
+    """The parameters a replication runs with: ``policy.perturb(params, eps)`` (``eps``: its (2,) Gaussian draw), or
+    ``params`` for a policy that is not perturbed (``eps`` None)."""
+    return params if eps is None else policy.perturb(params, eps)
+
+
+def violations_of(policy: Policy2x2, x, before, serving, started, memory, event, params):
+    """The policy's own invariants (:attr:`Policy2x2.violations`) after a decision: a tuple of bools, one per name
+    of :attr:`Policy2x2.invariants` (empty without any)."""
+    if policy.violations is None:
+        return ()
+    return tuple(policy.violations(x, before, serving, started, memory, event, params))
 
 
 def _traced(policy: Policy2x2, what: str, fn, *args):
@@ -134,6 +184,10 @@ def check(policy: Policy2x2, params) -> None:
         raise InputError("policy", f"{name}: {call} must return an assignment of shape (2,) and an integer dtype "
                                    f"(for each idle server the class it starts, -1 to stay idle), got shape "
                                    f"{a.shape} {a.dtype}")
+    if policy.memory_is_mode and not (hasattr(memory, "shape") and memory.shape == ()
+                                      and jnp.issubdtype(memory.dtype, jnp.integer)):
+        raise InputError("policy", f"{name}: memory_is_mode needs a memory that is one integer (the mode, 0 or 1), "
+                                   f"got {tree_layout(memory)[1]}")
     if _kinds(tree_layout(out[1])) != _kinds(tree_layout(memory)):
         raise InputError("policy", f"{name}: {call} must return memory of the structure, shapes and dtype kinds init("
                                    f"params) gave ({tree_layout(memory)[1]}), got {tree_layout(out[1])[1]} "
@@ -150,12 +204,23 @@ def waiting(x, serving):
     return pol.queues(x, serving)
 
 
+class Perturb(NamedTuple):
+    """Gaussian smoothing of a built-in policy's level and threshold for gradients (:func:`_builtin_perturb`)."""
+
+    sign: Any  # +1 or -1 (antithetic pair)
+    tau_level: Any  # scale of the perturbation of the level (unscaled workload units)
+    theta_real: Any  # c n^a_bar, the unrounded threshold
+    tau_theta: Any  # scale of the perturbation of the threshold
+
+
 class BuiltinParams(NamedTuple):
-    """The parameters of :data:`BUILTIN`: the policy as data, and this replication's level and threshold."""
+    """The parameters of :data:`BUILTIN`: the policy as data, this replication's level and threshold, and the
+    perturbation of a smoothed run (None: none)."""
 
     policy: pol.Policy
     level: Any  # switching level, unscaled workload units (float64)
     theta: Any  # threshold Theta_n (int32)
+    perturb: Perturb | None = None
 
 
 def _builtin_init(params: BuiltinParams):
@@ -165,9 +230,11 @@ def _builtin_init(params: BuiltinParams):
 
 def builtin_decide_jobs(x, serving, mode, event, params: BuiltinParams):
     """Definitions 2.7-2.10 from the jobs in the system ``x`` (queue + service; the rest as ``decide``): resample
-    the current mode at its sampling times, then dispatch the idle servers. Returns ``(assignment, mode)``.
+    the current mode at its sampling times, then dispatch the idle servers. Returns ``(assignment, mode)`` (the
+    assignment of every server, busy ones included: the engine ignores their entries).
 
-    The built-in engines call this form (they hold ``x``; the round trip through the queues costs them speed).
+    :data:`BUILTIN` is this form (``jobs=True``: the engines hold ``x``; the round trip through the queues would
+    cost them speed).
     """
     mode, new, _, _ = pol.decide(params.policy, x, serving, mode, event < COMPLETION_1, event - COMPLETION_1,
                                  params.level, params.theta)
@@ -181,15 +248,84 @@ def _builtin_decide(queues, serving, mode, event, params: BuiltinParams):
     return builtin_decide_jobs(queues + in_service, serving, mode, event, params)
 
 
+def _builtin_perturb(params: BuiltinParams, eps):
+    """A replication's level ``level + sign tau_level eps_1`` and threshold ``max(ceil(theta_real + sign tau_theta
+    eps_2), 0)`` (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`)."""
+    q = params.perturb
+    level = params.policy.level + q.sign * q.tau_level * eps[0]
+    theta = jnp.maximum(jnp.ceil(q.theta_real + q.sign * q.tau_theta * eps[1]).astype(jnp.int32), 0)
+    return params._replace(level=jnp.asarray(level, jnp.float64), theta=jnp.asarray(theta, jnp.int32))
+
+
+# Debug counters of the built-ins (Definition 2.7 invariants), in this order.
+VIOLATIONS = (
+    "prioritising_server_idle_with_waiting_job",  # 2.7.2: the dual-activity server idles while a job waits
+    "dedicated_server_idle_with_its_class_waiting",  # 2.7.1
+    "dedicated_server_started_other_class",  # 2.7.1
+    "priority_not_respected",  # 2.7.2 / 2.8: started the other class while the prioritised one waits
+    "preempted_or_inconsistent",  # a busy server changed job without completing, or a queue < 0
+    "more_than_two_draws",  # the two-slot sampler would have been insufficient
+)
+
+
+def _builtin_violations(x, before, after, started, mode, event, params: BuiltinParams):
+    """Invariants of Definition 2.7 checked on the post-decision state (``x``: jobs in the system; the
+    :attr:`Policy2x2.violations` of :data:`BUILTIN`, counted by the debug engines)."""
+    p = params.policy
+    k1, i1, i2 = pol.pick(p.k1, mode), pol.pick(p.i1, mode), pol.pick(p.i2, mode)
+    prio = pol.priority_class(pol.pick(p.rule, mode), x, i1, i2, params.theta)
+    is_arr = event < COMPLETION_1
+    q = pol.queues(x, after)
+    q_before = pol.queues(x, before)
+    k2 = 1 - k1
+    idle = after == pol.IDLE
+    v0 = idle[k2] & (jnp.sum(q) > 0)
+    v1 = idle[k1] & (q[i2] > 0)
+    v2 = started[k1] & (after[k1] != i2)
+    v3 = started[k2] & (after[k2] != prio) & (q_before[prio] > 0)
+    busy_changed = (before != pol.IDLE) & (after != before)
+    v4 = jnp.any(busy_changed) | jnp.any(q < 0)
+    v5 = (is_arr.astype(jnp.int32) + jnp.sum(started)) > 2
+    return (v0, v1, v2, v3, v4, v5)
+
+
+def _identity_mode(memory):
+    """The mode a built-in's memory records: the memory itself."""
+    return memory
+
+
 # The policies P, T2, PP, T2T2, T1T2, T2T1 (Theorem 2.11) and the fixed-mode baselines RULE@m: one decision rule
 # whose parameters (BuiltinParams: rules per mode, sampling times, roles, level, threshold) say which policy it is.
-BUILTIN = Policy2x2(init=_builtin_init, decide=_builtin_decide, name="builtin")
+# Its memory is the current mode (recorded: switches, the diagnostics' mode fields); it decides on the jobs in the
+# system; its assignments are valid by construction (not checked); its invariants are the debug counters.
+BUILTIN = Policy2x2(init=_builtin_init, decide=builtin_decide_jobs, name="builtin", jobs=True, checked=False,
+                    mode=_identity_mode, memory_is_mode=True, invariants=VIOLATIONS, violations=_builtin_violations)
+BUILTIN_PERTURBED = BUILTIN._replace(perturb=_builtin_perturb)  # the same, its level and threshold smoothed
 
 
-def builtin(policy: pol.Policy, level=None, theta=None) -> Policy2x2:
-    """A built-in policy (:func:`jaxq.policies.pss2x2.make`) as a :class:`Policy2x2` with its parameters."""
-    return BUILTIN._replace(params=BuiltinParams(policy, policy.level if level is None else level,
-                                                 policy.theta if theta is None else theta))
+def builtin(policy: pol.Policy, level=None, theta=None, perturb: Perturb | None = None,
+            name: str = "builtin") -> Policy2x2:
+    """A built-in policy (:func:`jaxq.policies.pss2x2.make`) as a :class:`Policy2x2` with its parameters
+    (``perturb``: its level and threshold smoothed per replication)."""
+    base = BUILTIN if perturb is None else BUILTIN_PERTURBED
+    return base._replace(name=name, params=BuiltinParams(policy, policy.level if level is None else level,
+                                                         policy.theta if theta is None else theta, perturb))
+
+
+def decision(policy: Policy2x2, x, before, memory, event, params):
+    """One decision of any policy after an event, as the engines make it: ``decide`` sees the jobs in the system
+    ``x`` (``policy.jobs``) or the queues; a checked policy's assignment is :func:`checked`, a trusted one's carried
+    out as given. Returns ``(memory, serving, started, bad)`` (``bad`` None for a trusted policy)."""
+    q = waiting(x, before)
+    assignment, memory = policy.decide(x if policy.jobs else q, before, memory, event, params)
+    if policy.checked:
+        serving, started, bad = checked(assignment, q, before)
+        return memory, serving, started, bad
+    # component by component (selects on scalars: a two-element array under vmap is a strided axis of the batch)
+    a = jnp.asarray(assignment).astype(before.dtype)
+    started = [(before[k] == IDLE) & (a[k] != IDLE) for k in range(2)]
+    serving = [jnp.where(started[k], a[k], before[k]) for k in range(2)]
+    return memory, jnp.stack(serving), jnp.stack(started), None
 
 
 def checked(assignment, queues, serving):

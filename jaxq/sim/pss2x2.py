@@ -33,7 +33,8 @@ from jaxq.model.validate import (check_float, check_path_times, check_pss_horizo
                                  pss_default_horizon)
 from jaxq.options import grouped as options_grouped
 from jaxq.policies import pss2x2 as pol
-from jaxq.policies.hook import Policy2x2, check as check_hook
+from jaxq.policies import hook as hk
+from jaxq.policies.hook import Policy2x2
 from jaxq.policies import thresholds
 from jaxq.precision import float64
 from jaxq.sim import ENGINES, diagnostics as diag
@@ -41,7 +42,7 @@ from jaxq.mc import replications
 from jaxq.sim import event, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
-from jaxq.mc.observer import check_observers, combine
+from jaxq.mc.observer import check_observers, combine, tree_layout
 from jaxq.mc.result import Estimate, SimResult, TruncatedEstimate, add_observed, timed, with_work_of
 
 DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
@@ -120,7 +121,7 @@ class Setup(NamedTuple):
     switch_at: float | None  # switching level (scaled workload; None: never switches)
     modes_used: list[int]  # 1-based
     horizon: float
-    hook: Policy2x2 | None = None  # a user's policy (its parameters are params.hook_params)
+    policy2x2: Policy2x2 = hk.BUILTIN  # the policy that decides, without its parameters (params.policy_params)
 
 
 def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: float = 1.0) -> float:
@@ -141,7 +142,7 @@ class Plan(NamedTuple):
     modes_used: list[int]  # 1-based
     horizon: float
     record_times: np.ndarray
-    hook: Policy2x2 | None = None  # a user's policy
+    given: Policy2x2 | None = None  # the Policy2x2 the caller gave (None: a policy name, the built-in of that name)
 
 
 def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
@@ -156,8 +157,8 @@ def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: 
         check_float(switch_at, "switch_at", ge=0.0)
     check_float(theta_constant, "theta_constant", gt=0.0)
     an = analysis if analysis is not None else analyze(system)
-    hook = _hook(policy, switch_at, perturb)
-    res = pol.resolve(an, "auto" if hook is not None else policy, switch_at)
+    own = _given(policy, switch_at, perturb)
+    res = pol.resolve(an, "auto" if own is not None else policy, switch_at)
     if switch_at is not None and not res.rules.dual:
         raise InputError("switch_at", f"policy {res.name} never switches (one mode throughout), so a switching "
                                       "level would be ignored; drop it or choose a switching policy "
@@ -173,21 +174,21 @@ def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: 
         raise InputError("horizon" if given else "n", f"about {expected_events:.3g} events per replication (n = {n:g}, "
                                                       f"horizon {horizon:g}) exceed the 2^31 supported")
     rec = check_path_times(record_times, "record_times", horizon)  # a time never reached (NaN too) read 0
-    if hook is None:
+    if own is None:  # a name: the rule sets the built-in's levels
         rule_c, rule_z = thresholds.rule_levels(theta_rule, an, res, n, theta_exponent, switch_at)
         res = res if rule_z is None else res._replace(z=rule_z)
     else:  # the user's policy decides alone: the rule is only checked
         thresholds.check_rule(theta_rule)
         rule_c = 1.0
     theta_constant = theta_constant * rule_c
-    theta = thresholds.theta_level(n, theta_exponent, theta_constant) if hook is None and pol.uses_threshold(
+    theta = thresholds.theta_level(n, theta_exponent, theta_constant) if own is None and pol.uses_threshold(
         res.rules) else None
     if perturb is not None:
         sign, tau_z, tau_c = perturb
         if not (tau_z >= 0 and tau_c >= 0 and sign in (1, -1)):
             raise InputError("perturb", f"need sign +-1 and tau >= 0, got {perturb}")
-    if hook is not None:
-        return Plan(an, res, hook.name, None, theta_constant, None, [], float(horizon), rec, hook)
+    if own is not None:
+        return Plan(an, res, own.name, None, theta_constant, None, [], float(horizon), rec, own)
     return Plan(an, res, res.name, theta, theta_constant, None if not res.rules.dual or math.isinf(res.z) else res.z,
                 sorted({res.lower + 1, res.higher + 1}), float(horizon), rec)
 
@@ -208,7 +209,7 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
     """
     pl = plan(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
               analysis=analysis)
-    an, res, theta, theta_constant, hook = pl.analysis, pl.resolved, pl.theta, pl.theta_constant, pl.hook
+    an, res, theta, theta_constant = pl.analysis, pl.resolved, pl.theta, pl.theta_constant
     theta_exponent, perturb = levels.theta_exponent, levels.perturb
     lam_n, mu_n = system.rates(n)
     dists = list(system.interarrival) + [system.service[i][k] for i in range(2) for k in range(2)]
@@ -217,31 +218,52 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
     if perturb is not None:
         sign, tau_z, tau_c = perturb
         scale = float(n) ** theta_exponent
-        q = model.Perturb(jnp.float64(sign), jnp.float64(tau_z * rn), jnp.float64(theta_constant * scale),
+        q = hk.Perturb(jnp.float64(sign), jnp.float64(tau_z * rn), jnp.float64(theta_constant * scale),
                           jnp.float64(tau_c * scale))
     alpha = np.asarray(an.modes.alpha)
     cv_scale = np.concatenate([-1.0 / alpha, [1.0 / alpha[i] for i in range(2) for _ in range(2)]]) / rn
+    named = pol.make(res, an.modes, n, theta)
+    # a policy name is the built-in Policy2x2 of that name (its parameters: the policy as data)
+    chosen = hk.builtin(named, perturb=q) if pl.given is None else pl.given
     params = model.Params(
         inv_lam=jnp.asarray(1.0 / lam_n), inv_mu=jnp.asarray(1.0 / mu_n), lam=jnp.asarray(lam_n),
         mu=jnp.asarray(mu_n), h_hat=jnp.asarray(system.h / rn), inv_sqrt_n=jnp.float64(1.0 / rn),
         gamma=jnp.float64(system.gamma), horizon=jnp.float64(pl.horizon),
-        policy=pol.make(res, an.modes, n, theta), t_rec=jnp.asarray(pl.record_times),
-        table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}, perturb=q,
+        policy=named, t_rec=jnp.asarray(pl.record_times),
+        table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()},
         value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale), hpc=jnp.int32(an.p),
-        hook_params=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.params))
-    if hook is not None:
-        check_hook(hook, params.hook_params)  # its functions' results, before any run (one InputError naming policy)
-        return Setup(params, sampling.spec_of(dists), an, pl.policy, None, None, [], pl.horizon, hook.static())
-    return Setup(params, sampling.spec_of(dists), an, pl.policy, theta, pl.switch_at, pl.modes_used, pl.horizon)
+        policy_params=jax.tree_util.tree_map(jnp.asarray, chosen.params))
+    _checked(chosen.static(), params.policy_params)  # its functions' results, before any run (one InputError)
+    return Setup(params, sampling.spec_of(dists), an, pl.policy, pl.theta, pl.switch_at, pl.modes_used, pl.horizon,
+                 chosen.static())
 
 
-def _hook(policy, switch_at, perturb) -> Policy2x2 | None:
-    """The user's :class:`Policy2x2` (None for a built-in's name), refusing the options only built-ins take."""
-    if not isinstance(policy, Policy2x2):
+def _checked(policy: Policy2x2, params) -> None:
+    """:func:`jaxq.policies.hook.check` once per policy and layout of its parameters (the abstract trace)."""
+    _check_layout(policy, tree_layout(params), jax.tree_util.tree_map(
+        lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), params))
+
+
+_CHECKED: dict = {}
+
+
+def _check_layout(policy, layout, abstract) -> None:
+    key = (policy, layout)
+    if key not in _CHECKED:
+        hk.check(policy, abstract)
+        if len(_CHECKED) > 256:
+            _CHECKED.clear()
+        _CHECKED[key] = True
+
+
+def _given(policy, switch_at, perturb) -> Policy2x2 | None:
+    """The :class:`Policy2x2` the caller gave (None for a policy name, whose built-in :func:`setup` builds), refusing
+    the options that set a named policy's levels."""
+    if isinstance(policy, str):
         return None
-    if not (callable(policy.init) and callable(policy.decide)):
-        raise InputError("policy", "a Policy2x2 needs callable init(params) and decide(queues, serving, memory, "
-                                   "event, params)")
+    if not (callable(getattr(policy, "init", None)) and callable(getattr(policy, "decide", None))):
+        raise InputError("policy", f"expected a policy name ({', '.join(pol.CHOICES)}) or a Policy2x2 with callable "
+                                   "init(params) and decide(queues, serving, memory, event, params)")
     for key, value in (("switch_at", switch_at), ("perturb", perturb)):
         if value is not None:
             raise InputError(key, f"applies to the built-in policies only; the Policy2x2 {policy.name!r} decides "
@@ -249,9 +271,10 @@ def _hook(policy, switch_at, perturb) -> Policy2x2 | None:
     return policy
 
 
-def refused(bad: np.ndarray, name: str) -> None:
-    """Fail a run in which a :class:`Policy2x2` made assignments the engine refused (``bad``: per replication)."""
-    bad = np.asarray(bad)
+def refused(bad: np.ndarray | None, name: str) -> None:
+    """Fail a run in which a :class:`Policy2x2` made assignments the engine refused (``bad``: per replication;
+    None for a policy that is not ``checked``)."""
+    bad = np.asarray(0 if bad is None else bad)
     if np.any(bad > 0):
         raise InputError("policy", f"the Policy2x2 {name!r} made {int(bad.sum())} invalid assignments in "
                                    f"{int(np.count_nonzero(bad))} of {bad.size} replications: an idle server was "
@@ -339,7 +362,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
         raise InputError("reps", f"need at least 1 replication, got {reps!r}")
     if horizon is not None:  # a horizon in which nothing happens: the same rule as ``jaxq run``'s grid.horizon
         check_pss_horizon(system, n, check_float(horizon, "horizon", gt=0.0), "horizon")
-    needs_event = horizon is not None or debug or perturb is not None or len(np.atleast_1d(record_times)) > 0
+    smoothed = perturb is not None or getattr(policy, "perturb", None) is not None  # Levels' or a Policy2x2's own
+    needs_event = horizon is not None or debug or smoothed or len(np.atleast_1d(record_times)) > 0
     used = choose_engine(system, engine, needs_event=needs_event)
     st = setup(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
                analysis=analysis)
@@ -354,12 +378,10 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
             raise InputError("steps", f"need a positive whole number of steps, got {steps!r}")
         k = ctmc_steps(system, n, big, an.V0, rel_tol) if steps is None else int(steps)
         check_work("n", reps, float(k), unit="steps", per_replication_limit=uniformized.MAX_STEPS, reps_key="reps")
-        mk = (model.MARKOV_CV if cv else model.MARKOV) if st.hook is None else model.hook_markov(st.hook, bool(cv))
-        out, timing, uinfo = uniformized.run(mk, st.params, DISCOUNTED, reps, seed, gamma=system.gamma,
-                                             steps=k, batching=batching,
+        out, timing, uinfo = uniformized.run(model.markov(st.policy2x2, bool(cv)), st.params, DISCOUNTED, reps, seed,
+                                             gamma=system.gamma, steps=k, batching=batching,
                                              observer=None if watch is None else model.markov_observer(watch))
-        if st.hook is not None:
-            refused(out["state"].bad, st.policy)
+        refused(out["state"].bad, st.policy)
         observed = out.get("observed")
         J = out["discounted"]["cost"]
         controls = out["controls"]["discounted"] if cv else None
@@ -370,20 +392,19 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
     else:
         check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events", reps_key="reps")
         replications.announce(batching.progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
-        out, timing = event.run(model.engine(st.spec, bool(debug) and st.hook is None, bool(cv), watch, st.hook),
+        out, timing = event.run(model.engine(st.spec, bool(debug), bool(cv), watch, st.policy2x2),
                                 st.params, reps, seed, block=block, batching=batching)
-        if st.hook is not None:
-            refused(out["bad"], st.policy)
+        refused(out["bad"], st.policy)
         observed = out.get("observed")
         J = out["cost"]
         controls = out["cv"] if cv else None
         bound = model.tail_bound(lam_n, system.ca2, system.h, system.gamma, n, st.horizon, out["x_T"])
         samples = {"J": J, "W_hat_t": out["w_rec"], "sup_X_hat": out["sup_x"] / rn, "X_hat_T": out["x_T"] / rn,
                    "switches": out["switches"], "tail_bound": bound, "events": out["events"]}
-        if perturb is not None:
+        if st.policy2x2.perturb is not None:
             samples["eps"] = out["eps"]
-        if debug and st.hook is None:
-            info["violations"] = dict(zip(model.VIOLATIONS, np.asarray(out["viol"]).sum(axis=0).tolist()))
+        if debug:  # the policy's own invariants (the built-ins': Definition 2.7)
+            info["violations"] = dict(zip(st.policy2x2.invariants, np.asarray(out["viol"]).sum(axis=0).tolist()))
         info["horizon"] = st.horizon
     info["truncation_bound"] = float(np.mean(bound))
     if controls is not None:

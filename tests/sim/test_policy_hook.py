@@ -294,3 +294,40 @@ def test_params_and_memory_of_a_user_policy(engine):
     np.testing.assert_array_equal(run(1, 2**30).samples["J"], b.samples["J"])
     mid = run(1, 40).samples["J"]
     assert not np.array_equal(mid, a.samples["J"]) and not np.array_equal(mid, b.samples["J"])
+
+
+@pytest.mark.parametrize("engine", ["event", "uniformized"])
+def test_a_users_policy_gets_what_the_builtins_have(engine):
+    """The built-ins' features are fields of the public type: a user's Policy2x2 with the built-in's fields (jobs
+    in the system, unchecked, its mode recorded, its Definition 2.7 invariants) gives the named policy's numbers
+    bit for bit, its switches, mode fractions and (debug) invariant counters included."""
+    system = _exponential("pss_T2T1")  # single-mode: T2T1 switches at the level given
+    levels = PT.Levels(switch_at=0.3)
+    st = setup(system, N, policy="T2T1", levels=levels)
+    mine = hk.builtin(st.params.policy)._replace(name="mine")
+    assert mine.jobs and not mine.checked and mine.mode is not None and mine.invariants == hk.VIOLATIONS
+    debug = engine == "event"
+    a, b = (simulate(system, N, 200, policy=p, seed=4, truncation=PT.Truncation(engine=engine),
+                     outputs=PT.Outputs(cv=False, debug=debug), levels=lv)
+            for p, lv in ((mine, PT.Levels()), ("T2T1", levels)))
+    assert a.info["policy"] == "mine"
+    for key in ("J", "switches", "diag_mode_fraction"):
+        np.testing.assert_array_equal(a.samples[key], b.samples[key])
+    assert np.any(a.samples["switches"] > 0)
+    if debug:
+        assert a.info["violations"] == b.info["violations"] and list(a.info["violations"]) == list(hk.VIOLATIONS)
+
+
+def test_a_users_policy_is_smoothed_by_its_perturb():
+    """``perturb`` is public: the built-in with its perturbation as a user's value runs each replication with the
+    parameters its own Gaussian draw gives, as ``levels.perturb`` does for the named policy (same eps, same J)."""
+    system = load(path("pss_PP_lognormal"))
+    levels = PT.Levels(perturb=(1, 0.3, 0.2))
+    st = setup(system, N, policy="PP", levels=levels)
+    assert st.policy2x2.perturb is not None
+    mine = st.policy2x2._replace(params=st.params.policy_params, name="mine-smoothed")
+    a = simulate(system, N, 64, policy=mine, seed=3, outputs=PT.Outputs(cv=False, diagnostics=False))
+    b = simulate(system, N, 64, policy="PP", seed=3, levels=levels, outputs=PT.Outputs(cv=False, diagnostics=False))
+    assert a.engine == "event"
+    np.testing.assert_array_equal(a.samples["eps"], b.samples["eps"])
+    np.testing.assert_array_equal(a.samples["J"], b.samples["J"])

@@ -64,24 +64,8 @@ from jaxq.sim.models.pss2x2_diagnostics import (DIAGNOSTICS, MARKOV_DIAGNOSTICS,
 from jaxq.sim.models.pss2x2_paths import CONTROLS, pack2, path_observers, unpack2  # noqa: F401  (public here too)
 from jaxq.mc.observer import Observer, Segment
 
-# Debug counters (Definition 2.7 invariants), in this order.
-VIOLATIONS = (
-    "prioritising_server_idle_with_waiting_job",  # 2.7.2: the dual-activity server idles while a job waits
-    "dedicated_server_idle_with_its_class_waiting",  # 2.7.1
-    "dedicated_server_started_other_class",  # 2.7.1
-    "priority_not_respected",  # 2.7.2 / 2.8: started the other class while the prioritised one waits
-    "preempted_or_inconsistent",  # a busy server changed job without completing, or a queue < 0
-    "more_than_two_draws",  # the two-slot sampler would have been insufficient
-)
-
-
-class Perturb(NamedTuple):
-    """Gaussian smoothing of the policy's parameters for gradients (see :func:`perturbed_parameters`)."""
-
-    sign: jnp.ndarray  # +1 or -1 (antithetic pair)
-    tau_level: jnp.ndarray  # scale of the perturbation of the level (unscaled workload units)
-    theta_real: jnp.ndarray  # c n^a_bar, the unrounded threshold
-    tau_theta: jnp.ndarray  # scale of the perturbation of the threshold
+VIOLATIONS = hk.VIOLATIONS  # the built-ins' debug counters (Definition 2.7 invariants), in this order
+Perturb = hk.Perturb  # Gaussian smoothing of a built-in's level and threshold (jaxq.policies.hook)
 
 
 class Params(NamedTuple):
@@ -98,11 +82,10 @@ class Params(NamedTuple):
     policy: pol.Policy
     t_rec: jnp.ndarray  # (m,) times at which W_hat(t) is recorded
     table: dict  # the samplers' per-stream parameters (sampling.param_table)
-    perturb: Perturb | None = None
     value: ValueFunction | None = None  # V of the policy's diffusion limit (control variates)
     cv_scale: jnp.ndarray | None = None  # (6,) effect of a unit variate of each stream on W_hat: -+1/(alpha_i sqrt(n))
     hpc: jnp.ndarray | None = None  # int32: the high-priority class p (0-based; the diagnostics' X_hat_p)
-    hook_params: Any = None  # the parameters of a policy hook (jaxq.policies.hook.Policy2x2.params)
+    policy_params: Any = None  # the parameters of the Policy2x2 that decides (jaxq.policies.hook.Policy2x2.params)
 
 
 class State(NamedTuple):
@@ -111,8 +94,8 @@ class State(NamedTuple):
     (Under ``vmap`` a two-element array per replication becomes a strided axis of the batch and every
     indexing by a traced class or server a gather; scalars keep the whole step one vectorised loop. XLA:CPU
     computes one loop over the replications per state array, so pairs of integers share an int64.)
-    Fields that a run does not use are ``None`` (empty pytrees): the perturbation without ``Params.perturb``,
-    ``viol`` without ``debug``.
+    Fields that a run does not use are ``None`` (empty pytrees): the perturbation for a policy without
+    ``perturb``, ``viol`` without ``debug``, ``bad`` for a policy that is not ``checked``.
     """
 
     k0: jnp.ndarray  # uint32: the replication key's two words (its random stream, jaxq.mc.rng)
@@ -127,13 +110,11 @@ class State(NamedTuple):
     x: jnp.ndarray  # int64: jobs of class 1 + 2^32 jobs of class 2 (pack2)
     code: jnp.ndarray  # int32: class served by each server (+1, 2 bits each, from bit 5 and 7), mode (bit 9)
     rec: jnp.ndarray  # int64: real events (arrivals and completions up to T) + 2^32 mode switches
-    level: jnp.ndarray | None  # this replication's switching level (perturbed runs)
-    theta: jnp.ndarray | None  # this replication's threshold (perturbed runs)
-    eps: jnp.ndarray | None  # (2,) the Gaussian perturbation (perturbed runs)
-    viol: tuple | None  # 6 int32 Definition 2.7 violation counters (debug engines)
+    eps: jnp.ndarray | None  # (2,) the Gaussian perturbation (a policy with ``perturb``)
+    viol: tuple | None  # int32 counters of the policy's invariants (debug engines)
     obs: Any = None  # the observers' state (pss2x2_paths.path_observers: cost, X(T), sup X, W_hat at record times, ...)
-    mem: Any = None  # a policy hook's memory (engines with a hook)
-    bad: jnp.ndarray | None = None  # int32: the hook's refused assignments (engines with a hook)
+    mem: Any = None  # the policy's memory
+    bad: jnp.ndarray | None = None  # int32: the policy's refused assignments (a checked policy)
 
 
 _SERVING0, _SERVING1, _MODE = 5, 7, 9  # bit positions in State.code (below them: the last event's flags)
@@ -180,24 +161,28 @@ def service_stream(i, k):
     return 2 + 2 * i + k
 
 
-def perturbed_parameters(key, p: Params):
-    """Gaussian smoothing of the policy parameters, one draw per replication (for gradients).
+def perturbation(key):
+    """The Gaussian ``eps ~ N(0, I_2)`` of a replication (its key), drawn beyond every event's draw."""
+    return rng.normals(key, jnp.uint64(rng.PERTURB_DRAW), 2)
+
+
+def perturbed_parameters(key, params: hk.BuiltinParams):
+    """Gaussian smoothing of a built-in policy's parameters, one draw per replication (for gradients).
 
     With ``eps ~ N(0, I_2)`` drawn from the replication's key, the replication runs the policy with
     switching level ``z + sign tau_z eps_1`` (scaled workload) and threshold
     ``ceil(c n^a_bar + sign tau_c n^a_bar eps_2)``. Two runs with ``sign = +1`` and ``-1`` and the same
     seed are antithetic and use common random numbers; ``(J+ - J-) eps / (2 tau)`` is then an unbiased
     estimate of the gradient of the smoothed cost ``E_eps J(theta + tau eps)`` in ``theta = (z, c)`` (the
-    likelihood ratio of the Gaussian perturbation: its score is eps/tau).
+    likelihood ratio of the Gaussian perturbation: its score is eps/tau). Any :class:`jaxq.Policy2x2` with a
+    ``perturb`` is smoothed the same way (the engines draw ``eps``, ``perturb`` maps it to its parameters).
 
     Returns:
       ``(level, theta, eps)``: the unscaled switching level, the integer threshold and eps.
     """
-    q = p.perturb
-    eps = rng.normals(key, jnp.uint64(rng.PERTURB_DRAW), 2)  # a draw beyond every event's
-    level = p.policy.level + q.sign * q.tau_level * eps[0]
-    theta = jnp.ceil(q.theta_real + q.sign * q.tau_theta * eps[1]).astype(jnp.int32)
-    return level, jnp.maximum(theta, 0), eps
+    eps = perturbation(key)
+    q = hk.BUILTIN_PERTURBED.perturb(params, eps)
+    return q.level, q.theta, eps
 
 
 def _event_view(x0, x1, code) -> View:
@@ -211,7 +196,7 @@ def event_spec(spec: sampling.Spec) -> sampling.Spec:
     return sampling.with_proposals(spec, VOID_PROPOSALS)
 
 
-def _init(key, p: Params, spec, debug, cv, observer=None, hook=None):
+def _init(key, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
     f64, i32 = jnp.float64, jnp.int32
     k0, k1 = rng.key_words(key)
     # Draw 0: the two initial interarrival times, with the self-contained sampler (its exact fallback, once).
@@ -219,42 +204,17 @@ def _init(key, p: Params, spec, debug, cv, observer=None, hook=None):
     idx = jnp.arange(2, dtype=i32)
     words = rng.word_list(key, jnp.uint32(0), 2 * sampling.words_needed(init_spec))
     v = sampling.sample(words, init_spec, p.table, idx, key, jnp.uint32(0))
-    if p.perturb is not None:
-        level, theta, eps = perturbed_parameters(key, p)
-        level, theta = jnp.asarray(level, f64), jnp.asarray(theta, i32)
-    else:
-        level = theta = eps = None
+    eps = None if policy.perturb is None else perturbation(key)
+    memory = jax.tree_util.tree_map(jnp.asarray, policy.init(hk.run_params(policy, p.policy_params, eps)))
+    mode = hk.mode_of(policy, memory)
     zl, zf = jnp.zeros((), jnp.int64), jnp.zeros((), f64)
     inf = jnp.full((), jnp.inf, f64)
-    mode = pol.initial_mode(p.policy, p.policy.level if level is None else level).astype(i32)
-    if hook is not None:  # a hook's memory is its own; the mode bits stay 0
-        mode = jnp.zeros((), i32)
     return State(
         k0=k0, k1=k1, draw=jnp.ones((), jnp.uint32), t=zf, disc=jnp.ones((), f64), ta0=v[0] * p.inv_lam[0],
-        ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, x=zl, code=mode << _MODE, rec=zl, level=level, theta=theta,
-        eps=eps, viol=tuple(jnp.zeros((), i32) for _ in VIOLATIONS) if debug else None,
-        obs=path_observers(observer, cv).init(p),
-        mem=None if hook is None else jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)),
-        bad=None if hook is None else jnp.zeros((), i32))
-
-
-def _decide(hook, x, before, memory, is_arr, a1, c1, params, real=None):
-    """The policy's decision after an event (``a1``, ``c1``: int32 arrival class, completing server): ``(memory,
-    serving, started, prio, bad)``; ``prio`` (built-ins) the class the dual-activity server prioritises, ``bad``
-    (hooks) whether the hook's assignment was refused.
-
-    The built-ins (``hook`` None; memory: the mode) call the decision rule of :data:`jaxq.policies.hook.BUILTIN`,
-    :func:`jaxq.policies.pss2x2.decide`, directly on the event's flags: the same statement of each policy without
-    the event's integer encoding, which XLA does not fold away (``real``: see there).
-    """
-    if hook is None:
-        mode, serving, started, prio = pol.decide(params.policy, x, before, memory, is_arr, c1, params.level,
-                                                  params.theta, real=real)
-        return mode, serving, started, prio, None
-    q = hk.waiting(x, before)
-    assignment, memory = hook.decide(q, before, memory, hk.event_code(is_arr, a1, c1), params)
-    serving, started, bad = hk.checked(assignment, q, before)
-    return memory, serving, started, None, bad
+        ta1=v[1] * p.inv_lam[1], tc0=inf, tc1=inf, x=zl, code=mode << _MODE, rec=zl, eps=eps,
+        viol=tuple(jnp.zeros((), i32) for _ in policy.invariants) if debug else None,
+        obs=path_observers(observer, cv).init(p), mem=None if policy.memory_is_mode else memory,
+        bad=jnp.zeros((), i32) if policy.checked else None)
 
 
 def _done(s: State, p: Params):
@@ -270,7 +230,7 @@ def _bit(code, k):
     return ((code >> k) & 1).astype(bool)
 
 
-def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
+def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
     """One event. A finished replication (``t >= T``) keeps stepping with every output frozen (the driver
     does not mask it: :attr:`jaxq.sim.event.Engine.frozen_when_done`); with gamma-method streams an event
     whose used gamma variates were all rejected is void (nothing but the draw counter changes: exact, see
@@ -314,15 +274,13 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
 
     # The event and the policy's decision, materialised as one small integer: the new code.
     d0, d1, b0, b1 = after(is_arr, a1, c1)
-    level = p.policy.level if s.level is None else s.level
-    theta = p.policy.theta if s.theta is None else s.theta
+    params = hk.run_params(policy, p.policy_params, s.eps)  # this replication's (perturbed: recomputed, exact)
     xa, before = jnp.stack([x0_ + d0, x1_ + d1]), jnp.stack([b0, b1])
-    memory, serving, started, prio, bad = _decide(
-        hook, xa, before, mode0 if hook is None else s.mem, is_arr, a1.astype(i32), c1.astype(i32),
-        hk.BuiltinParams(p.policy, level, theta) if hook is None else p.hook_params)
-    mode = memory if hook is None else mode0
-    if hook is not None:  # two variates an event: an arrival (one drawn) leaves one for a start
-        bad = bad | (is_arr & started[0] & started[1])
+    event_code = hk.event_code(is_arr, a1, c1)
+    # the policy's memory: its own, or the mode recorded in the code (a policy whose memory is its mode)
+    memory, serving, started, bad = hk.decision(policy, xa, before, mode0 if policy.memory_is_mode else s.mem,
+                                                event_code, params)
+    mode = hk.mode_of(policy, memory)
     code = (is_arr.astype(i32) | (a1.astype(i32) << 1) | (c1.astype(i32) << 2) | (started[0].astype(i32) << 3)
             | (started[1].astype(i32) << 4) | ((serving[0] + 1) << _SERVING0) | ((serving[1] + 1) << _SERVING1)
             | (mode << _MODE))
@@ -396,14 +354,17 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
                   keep(_sel(real, disc1, 0.0)), interval=(t0, end), martingale=martingale)
     new_obs = path_observers(observer, cv).update(s.obs, seg, p)
     upd["obs"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, b, a), s.obs, new_obs)
-    if hook is not None:  # the hook's memory (frozen for a void event) and its refused assignments
-        upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem, memory)
+    # the policy's memory (frozen for a void event; a policy whose memory is its mode: in the code)
+    upd["mem"] = jax.tree_util.tree_map(lambda a, b: _sel(keep_ev, jnp.asarray(b, a.dtype), a), s.mem,
+                                        None if policy.memory_is_mode else memory)
+    if policy.checked:  # its refused assignments; two variates an event: an arrival (one drawn) leaves one start
+        bad = bad | (is_arr & st0 & st1)
         upd["bad"] = s.bad + (keep_ev & bad).astype(i32)
-    if debug and hook is None:
-        k1, i2 = pol.pick(p.policy.k1, mode), pol.pick(p.policy.i2, mode)
-        found = _violations(jnp.stack([x0, x1]), jnp.stack([b0, b1]), jnp.stack([n0, n1]), jnp.stack([st0, st1]),
-                            k1, i2, prio, is_arr)
-        upd["viol"] = tuple(c + (keep_ev & found[j]).astype(i32) for j, c in enumerate(s.viol))
+    if debug:  # the policy's own invariants on the post-decision state
+        after_mem = mode if policy.memory_is_mode else memory  # the materialised mode (the code's), not recomputed
+        found = hk.violations_of(policy, jnp.stack([x0, x1]), jnp.stack([b0, b1]), jnp.stack([n0, n1]),
+                                 jnp.stack([st0, st1]), after_mem, hk.event_code(is_arr, a1, c1), params)
+        upd["viol"] = tuple(c + (keep_ev & f).astype(i32) for f, c in zip(found, s.viol))
 
     def new(a, b):  # the event's new dynamic state, or the old one for a void event
         return b if ok is None else _sel(ok, b, a)
@@ -414,22 +375,6 @@ def _step(s: State, p: Params, spec, debug, cv=False, observer=None, hook=None):
         **upd)
 
 
-def _violations(x, before, after, started, k1, i2, prio, is_arr):
-    """Invariants of Definition 2.7 checked on the post-decision state (debug engines only)."""
-    q = pol.queues(x, after)
-    q_before = pol.queues(x, before)
-    k2 = 1 - k1
-    idle = after == pol.IDLE
-    v0 = idle[k2] & (jnp.sum(q) > 0)
-    v1 = idle[k1] & (q[i2] > 0)
-    v2 = started[k1] & (after[k1] != i2)
-    v3 = started[k2] & (after[k2] != prio) & (q_before[prio] > 0)
-    busy_changed = (before != pol.IDLE) & (after != before)
-    v4 = jnp.any(busy_changed) | jnp.any(q < 0)
-    v5 = (is_arr.astype(jnp.int32) + jnp.sum(started)) > 2
-    return jnp.stack([v0, v1, v2, v3, v4, v5])
-
-
 def _output(s: State, p: Params, observer=None, cv: bool = False):
     i32, f64 = jnp.int32, jnp.float64
     events, switches = unpack2(s.rec)
@@ -437,7 +382,7 @@ def _output(s: State, p: Params, observer=None, cv: bool = False):
     return {"cost": o["cost"], "events": events.astype(jnp.int64), "switches": switches,
             "w_rec": o["w_rec"],
             "x_T": jnp.stack(unpack2(o["x_T"])), "sup_x": jnp.stack(unpack2(o["sup"])),
-            "viol": jnp.zeros(len(VIOLATIONS), i32) if s.viol is None else jnp.stack(s.viol),
+            "viol": jnp.zeros(0, i32) if not s.viol else jnp.stack(s.viol),
             "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,
             "cv": jnp.stack(o["cv"]) if cv else jnp.zeros(CONTROLS, f64),
             "bad": jnp.zeros((), i32) if s.bad is None else s.bad,
@@ -446,19 +391,20 @@ def _output(s: State, p: Params, observer=None, cv: bool = False):
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer: Observer | None = None,
-           hook=None) -> Engine:
+           policy: hk.Policy2x2 = hk.BUILTIN) -> Engine:
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
     ``debug``: accumulate the Definition 2.7 invariant counters; ``cv``: the control variates (``Params.value``
     and ``Params.cv_scale`` must be set); ``observer``: an :class:`~jaxq.mc.observer.Observer` of :class:`View`
     segments (the :data:`DIAGNOSTICS`, which need ``Params.hpc``, a user's, or several :func:`combined
-    <jaxq.mc.observer.combine>`; output ``observed``); ``hook``: a :class:`jaxq.policies.hook.Policy2x2` without
-    its parameters (``Params.hook_params``; output ``bad``: its refused assignments; no Definition 2.7 counters),
-    None for the built-ins. A finished replication's outputs are frozen by the rule itself, so the driver runs it
-    without masking.
+    <jaxq.mc.observer.combine>`; output ``observed``); ``policy``: the :class:`jaxq.policies.hook.Policy2x2` that
+    decides, without its parameters (``Params.policy_params``; the built-ins are :data:`jaxq.policies.hook.BUILTIN`;
+    output ``bad``: its refused assignments where it is ``checked``, ``viol``: its ``invariants`` under ``debug``,
+    ``eps``: the Gaussian draw where it has ``perturb``). A finished replication's outputs are frozen by the rule
+    itself, so the driver runs it without masking.
     """
-    return Engine(lambda k, p: _init(k, p, spec, debug, cv, observer, hook),
-                  lambda s, p: _step(s, p, spec, debug, cv, observer, hook),
+    return Engine(lambda k, p: _init(k, p, spec, debug, cv, observer, policy),
+                  lambda s, p: _step(s, p, spec, debug, cv, observer, policy),
                   _done,
                   lambda s, p: _output(s, p, observer, cv), lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
@@ -477,17 +423,17 @@ class CtmcState(NamedTuple):
     x1: jnp.ndarray  # int32 jobs of class 2
     s0: jnp.ndarray  # int32 class served by server 1 (-1 idle)
     s1: jnp.ndarray  # int32 class served by server 2
-    mode: jnp.ndarray  # int32
+    mode: jnp.ndarray  # int32: the mode the policy's memory records (Policy2x2.mode)
     switches: jnp.ndarray  # int32
-    mem: Any = None  # a policy hook's memory
-    bad: jnp.ndarray | None = None  # int32: the hook's refused assignments
+    mem: Any = None  # the policy's memory
+    bad: jnp.ndarray | None = None  # int32: the policy's refused assignments (a checked policy)
 
 
-def _ctmc_init(p: Params, hook=None):
+def _ctmc_init(p: Params, policy: hk.Policy2x2):
     z, idle = jnp.int32(0), jnp.int32(pol.IDLE)
-    if hook is not None:
-        return CtmcState(z, z, idle, idle, z, z, jax.tree_util.tree_map(jnp.asarray, hook.init(p.hook_params)), z)
-    return CtmcState(z, z, idle, idle, pol.initial_mode(p.policy), z)
+    memory = jax.tree_util.tree_map(jnp.asarray, policy.init(p.policy_params))
+    return CtmcState(z, z, idle, idle, hk.mode_of(policy, memory), z, None if policy.memory_is_mode else memory,
+                     z if policy.checked else None)
 
 
 def _ctmc_counts(s: CtmcState, p: Params):
@@ -507,7 +453,7 @@ def _ctmc_bound(p: Params) -> float:
     return float(np.sum(np.asarray(p.lam)) + mu[:, 0].max() + mu[:, 1].max())
 
 
-def _ctmc_transition(s: CtmcState, fired, p: Params, hook=None):
+def _ctmc_transition(s: CtmcState, fired, p: Params, policy: hk.Policy2x2):
     a0, a1, d00, d10, d01, d11 = fired
     i32 = jnp.int32
     is_arr = a0 | a1
@@ -516,17 +462,18 @@ def _ctmc_transition(s: CtmcState, fired, p: Params, hook=None):
     x0 = s.x0 + a0.astype(i32) - (d00 | d01).astype(i32)
     x1 = s.x1 + a1.astype(i32) - (d10 | d11).astype(i32)
     before = jnp.stack([jnp.where(done0, pol.IDLE, s.s0), jnp.where(done1, pol.IDLE, s.s1)])
-    memory, serving, _, _, bad = _decide(hook, jnp.stack([x0, x1]), before, s.mode if hook is None else s.mem,
-                                         is_arr, a1.astype(i32), jnp.where(done0, 0, 1),
-                                         hk.BuiltinParams(p.policy, p.policy.level, p.policy.theta) if hook is None
-                                         else p.hook_params, real=real)
-    s0 = jnp.where(real, serving[0], s.s0).astype(i32)  # a self-loop is not an event: nothing is decided
+    memory, serving, _, bad = hk.decision(policy, jnp.stack([x0, x1]), before,
+                                          s.mode if policy.memory_is_mode else s.mem,
+                                          hk.event_code(is_arr, a1.astype(i32), jnp.where(done0, 0, 1)),
+                                          p.policy_params)
+    # a self-loop is not an event: nothing is decided, the memory is kept
+    s0 = jnp.where(real, serving[0], s.s0).astype(i32)
     s1 = jnp.where(real, serving[1], s.s1).astype(i32)
-    if hook is not None:
-        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, jnp.asarray(b, a.dtype), a), s.mem, memory)
-        return CtmcState(x0, x1, s0, s1, s.mode, s.switches, mem, s.bad + (real & bad).astype(i32)), ()
-    mode = memory  # pol.decide keeps the mode at a self-loop (real)
-    return CtmcState(x0, x1, s0, s1, mode, s.switches + (mode != s.mode).astype(i32)), ()
+    mode = jnp.where(real, hk.mode_of(policy, memory), s.mode)  # a policy whose memory is its mode: kept here only
+    mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, jnp.asarray(b, a.dtype), a), s.mem,
+                                 None if policy.memory_is_mode else memory)
+    return CtmcState(x0, x1, s0, s1, mode, s.switches + (mode != s.mode).astype(i32), mem,
+                     None if bad is None else s.bad + (real & bad).astype(i32)), ()
 
 
 def _ctmc_observe(s: CtmcState, p: Params):
@@ -551,18 +498,20 @@ def _ctmc_controls(s: CtmcState, p: Params):
     return tuple(tuple(cols[e][c] if (c >= 6 or c == e) else 0 for e in range(6)) for c in range(CONTROLS))
 
 
-MODEL = MarkovModel(name="pss2x2", init=_ctmc_init, counts=_ctmc_counts, rates=_ctmc_rates, rate_bound=_ctmc_bound,
-                    transition=_ctmc_transition, observe=_ctmc_observe, records=True, one_hot=True)
+MODEL = MarkovModel(name="pss2x2", init=lambda p: _ctmc_init(p, hk.BUILTIN), counts=_ctmc_counts, rates=_ctmc_rates,
+                    rate_bound=_ctmc_bound, transition=lambda s, f, p: _ctmc_transition(s, f, p, hk.BUILTIN),
+                    observe=_ctmc_observe, records=True, one_hot=True)
 MARKOV = as_markov(MODEL)
 MARKOV_CV = as_markov(MODEL._replace(controls=_ctmc_controls))
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
-def hook_markov(hook, cv: bool = False) -> Markov:
-    """:data:`MARKOV` (``cv``: :data:`MARKOV_CV`) under a policy hook (a :class:`jaxq.policies.hook.Policy2x2`
-    without its parameters, which are ``Params.hook_params``); ``state.bad`` counts its refused assignments."""
-    return (MARKOV_CV if cv else MARKOV)._replace(name="pss2x2-hook", init=lambda p: _ctmc_init(p, hook),
-                                                  transition=lambda s, f, p: _ctmc_transition(s, f, p, hook))
+def markov(policy: hk.Policy2x2 = hk.BUILTIN, cv: bool = False) -> Markov:
+    """:data:`MARKOV` (``cv``: :data:`MARKOV_CV`) under a :class:`jaxq.policies.hook.Policy2x2` without its
+    parameters (``Params.policy_params``; the built-ins are :data:`jaxq.policies.hook.BUILTIN`, those two
+    constants); ``state.bad`` counts its refused assignments where it is ``checked``."""
+    return (MARKOV_CV if cv else MARKOV)._replace(init=lambda p: _ctmc_init(p, policy),
+                                                  transition=lambda s, f, p: _ctmc_transition(s, f, p, policy))
 
 
 def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:
