@@ -67,7 +67,7 @@ def _fake_section(monkeypatch, rows, fail_after=None):
             yield row
 
     monkeypatch.setitem(sys.modules, "jaxq.bench.fake", types.SimpleNamespace(bench=gen))
-    monkeypatch.setattr(bench, "available", lambda: ["fake"])
+    monkeypatch.setattr(bench, "available", lambda on_request=False: ["fake"])
 
 
 def test_bench_out_file_keeps_the_rows_measured_before_an_interruption(monkeypatch, tmp_path):

@@ -169,7 +169,7 @@ def test_bench_says_it_is_at_work_and_reports_every_minute(monkeypatch, capsys):
         yield {"engine": "a", "events_per_s": 1.0}
 
     monkeypatch.setitem(sys.modules, "jaxq.bench.fake", types.SimpleNamespace(bench=gen))
-    monkeypatch.setattr(bench, "available", lambda: ["fake"])
+    monkeypatch.setattr(bench, "available", lambda on_request=False: ["fake"])
     assert main(["bench", "--only", "fake", "--json"]) == 0
     err = capsys.readouterr().err
     assert "jaxq: note: bench: about 1 sections; nothing finished after" in err
