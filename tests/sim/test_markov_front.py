@@ -29,6 +29,7 @@ def _queue0(acc, seg, p):
 QUEUE0 = jaxq.Observer(lambda p: jnp.float64(0.0), _queue0, lambda acc, mass, p: acc / mass)
 
 
+@pytest.mark.slow  # a second check of the one front (the M/M/c observer test runs fast)
 @pytest.mark.parametrize("engine", ["event", "uniformized"])
 def test_network_observer_is_the_window_average_of_a_queue(engine):
     r = jaxq.simulate("network_N", n=4, reps=16, seed=2, engine=engine, horizon=40.0, warmup=5.0,
@@ -69,6 +70,7 @@ def _cost(acc, seg, p):
 COST = jaxq.Observer(lambda p: jnp.float64(0.0), _cost, lambda acc, mass, p: acc)
 
 
+@pytest.mark.slow  # a second check of the one front (the M/M/c observer test runs fast)
 def test_fastslow_observer_is_the_discounted_cost():
     r = jaxq.simulate_fastslow(1.0, 1.5, 0.5, [2, 5], reps=8, seed=3, steps=3000, warmup=300,
                                observers={"cost": COST})
@@ -120,6 +122,7 @@ def test_one_engine_dispatch():
     assert sorted(calling["sim/simulate_markov.py"]) == ["event.run_markov", "uniformized.run"]
 
 
+@pytest.mark.slow  # a second check of the one front (the M/M/c observer test runs fast)
 def test_fastslow_precision_target():
     r = jaxq.simulate_fastslow(1.0, 1.5, 0.5, [2, 5], rel_se=0.05, max_reps=512, seed=3, steps=2000, warmup=200)
     est = r.estimates["value_empty"]

@@ -296,6 +296,7 @@ def test_params_and_memory_of_a_user_policy(engine):
     assert not np.array_equal(mid, a.samples["J"]) and not np.array_equal(mid, b.samples["J"])
 
 
+@pytest.mark.slow  # a second check of the built-ins as a Policy2x2 (the user path runs fast)
 @pytest.mark.parametrize("engine", ["event", "uniformized"])
 def test_a_users_policy_gets_what_the_builtins_have(engine):
     """The built-ins' features are fields of the public type: a user's Policy2x2 with the built-in's fields (jobs
@@ -318,6 +319,7 @@ def test_a_users_policy_gets_what_the_builtins_have(engine):
         assert a.info["violations"] == b.info["violations"] and list(a.info["violations"]) == list(hk.VIOLATIONS)
 
 
+@pytest.mark.slow  # a second check of the built-ins as a Policy2x2 (the user path runs fast)
 def test_a_users_policy_is_smoothed_by_its_perturb():
     """``perturb`` is public: the built-in with its perturbation as a user's value runs each replication with the
     parameters its own Gaussian draw gives, as ``levels.perturb`` does for the named policy (same eps, same J)."""

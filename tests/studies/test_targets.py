@@ -117,6 +117,7 @@ def test_a_killed_run_resumes_without_its_pilots_and_with_its_chunks(targeted, t
         assert read(out, f) == read(out_ref, f), f
 
 
+@pytest.mark.slow  # resume variants (the killed-run resume runs fast)
 def test_a_run_killed_between_its_pilots_keeps_the_first(targeted, tmp_path, monkeypatch):
     out_ref, _ = targeted
     out = tmp_path / "pilots"
@@ -140,6 +141,7 @@ def test_a_run_killed_between_its_pilots_keeps_the_first(targeted, tmp_path, mon
         assert read(out, f) == read(out_ref, f), f
 
 
+@pytest.mark.slow  # resume variants (the killed-run resume runs fast)
 def test_lost_pilots_and_chunks_are_computed_again_to_the_same_bytes(targeted, tmp_path):
     out_ref, _ = targeted
     out = tmp_path / "damaged"
@@ -153,6 +155,7 @@ def test_lost_pilots_and_chunks_are_computed_again_to_the_same_bytes(targeted, t
         assert read(out, f) == read(out_ref, f), f
 
 
+@pytest.mark.slow  # resume variants (the killed-run resume runs fast)
 def test_a_resume_with_another_target_keeps_the_shared_chunks(targeted, tmp_path):
     out_ref, rec_ref = targeted
     out = tmp_path / "looser"
