@@ -35,6 +35,7 @@ def test_each_row_meets_its_target_and_prices_the_plain_loop_at_its_variance(row
         assert r["J_over_V0"] == pytest.approx(r["J_hat"] / r["V0"], rel=1e-12)
 
 
+@pytest.mark.slow  # a simulation to check the variance column
 def test_the_plain_variance_is_the_uncontrolled_costs_variance():
     """plain_var is the sample variance of the run's discounted costs: the same replications, no controls, give
     that variance over reps as their squared standard error."""

@@ -130,6 +130,7 @@ def test_the_steps_martingale_increments_give_ito_sums_of_mean_zero_and_the_driv
                                atol=1e-14)
 
 
+@pytest.mark.slow  # bit-identity with a user's observers beside the driver's
 def test_snapshots_and_the_control_are_observers_that_compose_with_a_users():
     """The driver folds its snapshots and its Ito-sum control through combine with the cost and a user's observers:
     adding user observers (one of them the generic snapshots observer, which reads each step's clock

@@ -69,6 +69,7 @@ def test_each_point_is_planned_by_its_pilot_and_meets_its_target(targeted):
     assert [p["reps"] for p in man["points"]] == [rows[16]["reps"], rows[25]["reps"]]  # read_run reads the plan
 
 
+@pytest.mark.slow  # a targeted run's prefix and resume checks (its plan and the refusals run fast)
 def test_the_run_is_the_fixed_run_of_its_replications(targeted, tmp_path):
     """Same seed, R replications per point: the same records byte for byte, the same estimates; and a prefix of a
     longer fixed run."""
@@ -98,6 +99,7 @@ def test_the_run_is_the_fixed_run_of_its_replications(targeted, tmp_path):
     assert np.array_equal(whole["J"][:r16], mine["J"]) and np.array_equal(whole["rep"][:r16], mine["rep"])
 
 
+@pytest.mark.slow  # a targeted run's prefix and resume checks (its plan and the refusals run fast)
 def test_a_killed_run_resumes_without_its_pilots_and_with_its_chunks(targeted, tmp_path, monkeypatch):
     out_ref, rec_ref = targeted
     out = tmp_path / "killed"
@@ -170,6 +172,7 @@ def test_a_resume_with_another_target_keeps_the_shared_chunks(targeted, tmp_path
     assert np.array_equal(new["J"], ref["J"][keep])
 
 
+@pytest.mark.slow  # a targeted run's prefix and resume checks (its plan and the refusals run fast)
 def test_a_point_the_pilot_cannot_plan_runs_its_cap(tmp_path, monkeypatch):
     """A pilot estimate of 0 (or not finite) plans no number of replications: the point runs max_reps, says so."""
     exp = load(TARGETED.replace("n = [16, 25]", "n = [16]").replace('target_rel_se_at = {"25" = 0.05}', ""),
