@@ -87,23 +87,29 @@ def run_chain(mk: Markov, params, functional: Functional, reps: int, seed: int, 
     """Run a Markov model on the driver :func:`choose_engine` picks: the one engine dispatch of the Markov
     simulators (the module docstring).
 
-    Args:
-      mk, params: the converted model (:func:`jaxq.sim.markov.as_markov`) and its parameters.
-      functional: what to estimate (discounted integral, window average); reps, seed: replication r is keyed by
-        ``fold_in(PRNGKey(seed), r)``.
-      times: the discount rate, warm-up and horizon (:class:`~jaxq.sim.markov.Horizon`, units of time; horizon
-        None: a run given in ``steps`` only, whose warm-up is not read).
-      engine: ``auto``, ``event`` or ``uniformized`` (:func:`choose_engine`).
-      steps: the uniformised driver's length in steps (:class:`Steps`); None: from ``times``, ``round(Lambda T)``
-        steps in all, the window the last ``round(Lambda T) - round(Lambda warmup)`` (at least 1) of them, no
-        warm-up without a window (the event driver reads only ``times``; a run given by ``steps`` alone, horizon
-        None, runs on the uniformised driver only).
-      snap_times: times at which the model's ``snapshot`` is recorded (event driver; None: none).
-      observers: a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's states (None: none), under
-        the discounted functional when there is one, else the window's.
-      batching: first replication, chunk, devices, progress (:class:`~jaxq.mc.replications.Batching`).
     The work is checked before the run (:func:`jaxq.model.validate.check_work`, naming ``horizon``, or ``steps``
     when they are given).
+
+    Args:
+        mk: The converted model (:func:`jaxq.sim.markov.as_markov`).
+        params (typing.Any): Its parameters.
+        functional: What to estimate (discounted integral, window average).
+        reps: The replications.
+        seed: Replication r is keyed by ``fold_in(PRNGKey(seed), r)``.
+        times: The discount rate, warm-up and horizon (:class:`~jaxq.sim.markov.Horizon`, units of time; horizon
+            None: a run given in ``steps`` only, whose warm-up is not read).
+        engine: ``auto``, ``event`` or ``uniformized`` (:func:`choose_engine`).
+        steps: The uniformised driver's length in steps (:class:`Steps`); None: from ``times``,
+            ``round(Lambda T)`` steps in all, the window the last ``round(Lambda T) - round(Lambda warmup)`` (at
+            least 1) of them, no warm-up without a window (the event driver reads only ``times``; a run given by
+            ``steps`` alone, horizon None, runs on the uniformised driver only).
+        snap_times (typing.Any): Times at which the model's ``snapshot`` is recorded (event driver; None: none).
+        observers (dict | None): Name -> :class:`~jaxq.mc.observer.Observer` of the model's states (None: none),
+            under the discounted functional when there is one, else the window's.
+        batching: First replication, chunk, devices, progress (:class:`~jaxq.mc.replications.Batching`).
+
+    Returns:
+        The run's outputs, timing, engine and information.
     """
     engine = choose_engine(engine, mk.bound is not None, snap_times is not None)
     observers = check_observers(observers)

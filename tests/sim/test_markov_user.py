@@ -163,6 +163,7 @@ def test_a_negative_multiplicity_in_a_reachable_state_is_refused_naming_counts(u
     assert e.value.key == "counts"
 
 
+@pytest.mark.slow  # a compiled run on both drivers: a second check beside the refusals
 def test_a_multiplicity_that_stays_non_negative_runs_on_both_drivers():
     """The checks of a structured model's multiplicities leave a valid one alone: x climbs to 3 and stays (event 1
     has the multiplicity 0 throughout)."""
@@ -188,6 +189,7 @@ def test_unit_rates_of_a_structured_model_are_checked_before_the_run(rates, word
     assert e.value.key == "rates"
 
 
+@pytest.mark.slow  # a compiled run on both drivers: a second check beside the refusals
 def test_rates_above_the_rate_bound_of_a_structured_model_are_refused_naming_rate_bound():
     """A structured model's total rate above its rate_bound (its words wrapped: a wrong number, without a word)."""
     model = ex.TANDEM._replace(rate_bound=lambda p: p["lam"])
