@@ -773,8 +773,18 @@ def _is_2x2_point(pt) -> bool:
     return pt.get("engine") == "pss"
 
 
-def _rel_se_J(exp, pt, rec) -> float:
-    """The standard error of the point's J_hat (controlled, as its table's) over J_hat."""
+def rel_se_J(exp, pt, rec) -> float:
+    """The standard error of the point's J_hat (controlled, as its table's) over J_hat (also the random-systems
+    study's target).
+
+    Args:
+        exp (jaxq.studies.experiment.Experiment): The experiment.
+        pt (dict): The grid point.
+        rec (dict): Its per-replication records (the pilot's or the run's).
+
+    Returns:
+        The relative standard error.
+    """
     J, se, _ = controlled_estimate(rec, "J", coarse=sim.COARSE_CONTROLS)
     return relative_se(J, se)
 
@@ -785,7 +795,7 @@ def _rel_se_sup(exp, pt, rec) -> float:
     return relative_se(*mean_stderr(rec[f"sup_X_hat_{an.p + 1}"]))
 
 
-TARGET_J = PointTarget(_is_2x2_point, _rel_se_J, "J_hat")
+TARGET_J = PointTarget(_is_2x2_point, rel_se_J, "J_hat")
 
 # [grid] keys that only list the points: a resumed run may change them and keeps the shared points' chunks
 ENUMERATION = ("n", "policies", "theta_exponents", "replications_at", "target_rel_se_at", "shifted")

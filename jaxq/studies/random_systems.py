@@ -41,7 +41,8 @@ from jaxq.sim import pss2x2 as sim
 from jaxq.sim.diagnostics import limit_threshold_term
 from jaxq.sim.models.pss2x2 import COARSE_CONTROLS
 from jaxq.stats import controlled_values, mean_stderr
-from jaxq.studies import PointTarget, Study, Unique, figures, point_checked, register, relative_se
+from jaxq.studies import PointTarget, Study, Unique, figures, point_checked, register
+from jaxq.studies.pss import rel_se_J
 from jaxq.studies.chunks import control_columns, diagnostic_columns, diagnostics_row
 from jaxq.studies.random_draw import CASES, Drawn, draw, draw_system
 from jaxq.studies.stats import controlled_estimate, controls_of
@@ -604,14 +605,8 @@ def figure(exp, pts, records, tables, out) -> list[str]:
     return paths
 
 
-def _rel_se_J(exp, pt, rec) -> float:
-    """The standard error of the point's J_hat (controlled, as its table's) over J_hat."""
-    J, se, _ = controlled_estimate(rec, "J", coarse=COARSE_CONTROLS)
-    return relative_se(J, se)
-
-
 ENUMERATION = ("per_case", "cases", "n", "rules", "subset_n", "subset_size", "replications_at", "tuned_n", "tuned_size",
                "tune_reps")
 register(Study("random_systems", "Theorem 2.11's policy on random systems of all six cases; threshold rules",
                RandomSystemsGrid, points, run_chunk, aggregate, figure, needs_systems=False, enumeration_keys=ENUMERATION,
-               target=PointTarget(lambda pt: True, _rel_se_J, "J_hat")))
+               target=PointTarget(lambda pt: True, rel_se_J, "J_hat")))
