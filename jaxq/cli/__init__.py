@@ -39,12 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         try:
-            try:
-                app = importlib.import_module("jaxq.cli.app")
-            except ImportError:
-                if requested:  # an import that failed on a Ctrl-C all the same (another process's signal handling)
-                    raise KeyboardInterrupt from None
-                raise
+            app = importlib.import_module("jaxq.cli.app")
             if requested:
                 raise KeyboardInterrupt
         except KeyboardInterrupt:
