@@ -775,7 +775,8 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
     optimum by more (both move towards J*_n).
 
     Every solve starts from the last one: the floor truncation from the never-served one at the same cap, a
-    doubled cap from the last never-served solution (:func:`extend`). Both optimise every decision. A turned-away
+    doubled cap from the last never-served solution (:func:`extend`). The floor truncation is solved only at a cap
+    where :func:`truncation_gap` (one linear solve) cannot prove that the two disagree by more than ``rtol``. Both optimise every decision. A turned-away
     arrival that costs less than its real cost lets the lower truncation's optimum game the cap (let a queue fill
     up near it); the floor charge removes part of that gain, so it settles in fewer improvements than a free loss.
 
@@ -815,16 +816,61 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
     check_size(layout_of(phase_types, (c, c)), max_states, max_bytes, key)
     upper = run(c, "never_served")
     while True:
-        lower = run(c, LOWER, upper.value, upper.policy)
-        change = max(upper.start - lower.start, 0.0) / abs(upper.start)
-        if queue_cap is not None or change <= rtol:
-            break
+        gap = 0.0
+        if queue_cap is None:  # no need of the lower solve where the two cannot agree at this cap
+            gap, work = truncation_gap(upper, chain(system, n, (c, c), phase_types, LOWER), rtol)
+            counts[1] += work
+        if gap == 0.0:
+            lower = run(c, LOWER, upper.value, upper.policy)
+            change = max(upper.start - lower.start, 0.0) / abs(upper.start)
+            if queue_cap is not None or change <= rtol:
+                break
         check_size(layout_of(phase_types, (2 * c, 2 * c)), max_states, max_bytes, key)
         ch = chain(system, n, (2 * c, 2 * c), phase_types, "never_served")
         upper = run(2 * c, "never_served", *warm_start(upper, ch))
         c *= 2
     return Optimum(upper.start, lower.start, change, c, upper.chain.lay.size, counts[0], counts[1],
                    time.perf_counter() - t0, upper, phase_types is not None)
+
+
+def truncation_gap(upper: CapSolution, lower: Chain, rtol: float) -> tuple[float, int]:
+    """Whether the two truncations at one cap can agree to ``rtol``, from one linear solve instead of the lower
+    truncation's policy iteration.
+
+    The lower truncation's optimum is at most the cost of the upper solution's policy on the lower chain (same
+    matrix, the floor charges), so ``J_star - J_lower >= d(empty)`` with ``d = A_pi^-1 (c_upper - c_lower) >= 0``.
+    ``d`` is solved to an error bound ``e`` (``|A_pi^-1|_inf <= 1/gamma``), first loosely; the answer is decided
+    when ``d(empty) - e > rtol J_star`` (the truncations cannot agree: a larger cap is needed) or ``d(empty) + e <=
+    rtol J_star`` (they may).
+
+    Args:
+        upper: The never-served truncation's solution at the cap.
+        lower: The lower truncation's chain at the same cap.
+        rtol: The truncation change sought.
+
+    Returns:
+        ``(gap, matvecs)``: a proven lower bound on ``(J_star - J_lower) / J_star`` when it exceeds ``rtol``, else 0
+        (the lower truncation must be solved), and the solves' matrix-vector products.
+    """
+    ch = upper.chain
+    b = ch.cost() - lower.cost()
+    scale = float(np.abs(b).max()) / ch.gamma  # |d|_inf is at most this
+    target = rtol * abs(upper.start)
+    if scale <= target:
+        return 0.0, 0
+    a = policy_matrix(ch, actions(ch.lay), transitions(ch), upper.policy)
+    d, work = np.zeros_like(b), 0
+    machine = 64.0 * np.finfo(float).eps * float(a.diagonal().max()) / ch.gamma  # the solve's own floor
+    for tol in (1e-3, max(0.1 * target / scale, SOLVE_RTOL)):
+        d, k = solve(a, b, d, ch.gamma, tol)
+        work += k
+        err = max(tol, machine) * max(scale, float(np.abs(d).max()))  # solve's error bound
+        at_empty = start_value(ch, d)
+        if at_empty - err > target:
+            return (at_empty - err) / abs(upper.start), work
+        if at_empty + err <= target:
+            break
+    return 0.0, work
 
 
 def _feasible(ch: Chain, acts: Actions, policy: np.ndarray) -> np.ndarray:

@@ -241,6 +241,43 @@ def test_the_reported_bracket_holds_the_optimum_at_any_larger_cap():
     assert small.J_star_lower - tol <= res.J_star and res.J_star_lower <= small.J_star + tol
 
 
+@pytest.mark.parametrize("seed", [1, 5])
+def test_the_gap_test_is_a_lower_bound_on_the_bracket_and_skips_only_open_ones(seed):
+    """``truncation_gap`` (one linear solve: the upper policy's cost under the floor charges) is at most the
+    bracket the floor truncation's policy iteration finds, and it rules out the floor solve exactly where that
+    bracket is open: at small caps it proves the bracket wider than ``rtol``; where the bracket closes it never
+    claims otherwise."""
+    system, n = random_system(seed), 4.0
+    closed = open_ = 0
+    for cap in (2, 3, 5, 8, 14, 24):
+        upper = dp.policy_iteration(dp.chain(system, n, (cap, cap), None, "never_served"))
+        floor_chain = dp.chain(system, n, (cap, cap), None, "floor")
+        lower = dp.policy_iteration(floor_chain, upper.value, upper.policy)
+        change = (upper.start - lower.start) / upper.start
+        for rtol in (1e-6, 1e-3):
+            gap, work = dp.truncation_gap(upper, floor_chain, rtol)
+            assert gap <= change * (1 + 1e-6) + 1e-12, (cap, rtol, gap, change)
+            assert (gap > rtol) == (gap > 0) and work >= 0
+            if change <= rtol:
+                closed += 1
+                assert gap == 0.0
+            elif change > 3 * rtol:
+                open_ += 1
+                assert gap > rtol, (cap, rtol, gap, change)
+    assert closed and open_
+
+
+def test_optimal_cost_skips_only_the_floor_solves_that_cannot_close(monkeypatch):
+    """The answer is the one found with a floor solve at every cap (same caps, same bracket), with fewer
+    improvements."""
+    system = random_system(2)
+    fast = dp.optimal_cost(system, 9.0)
+    monkeypatch.setattr(dp, "truncation_gap", lambda *a: (0.0, 0))
+    slow = dp.optimal_cost(system, 9.0)
+    assert (fast.J_star, fast.J_lower, fast.cap) == (slow.J_star, slow.J_lower, slow.cap)
+    assert fast.iterations < slow.iterations
+
+
 def test_result_reports_the_policy_the_bound_and_the_ratios():
     res = jaxq.optimal("pss_P", 9)
     d = res.to_dict()
