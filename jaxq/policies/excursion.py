@@ -312,7 +312,7 @@ def levels(analysis, resolved, n: float, switch_at: float | None = None) -> Mode
 
     Returns:
         The minimiser and its cost; None where the held jobs alone reach every level tried (``switch_at``, or the
-        whole search when z* is close to 0 at a small n) at every threshold: the model does not describe that n.
+            whole search when z* is close to 0 at a small n) at every threshold: the model does not describe that n.
     """
     s, an = analysis.system, analysis
     numbers = np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in (

@@ -32,7 +32,7 @@ def slow_jobs(x, y, n_thr):
         n_thr (array_like): Population thresholds ``n_1 <= ... <= n_K``, shape (K,).
 
     Returns:
-        The jobs at the slow servers after the decision (numpy for numpy ``x``, else JAX).
+        (numpy.ndarray | jax.Array): The jobs at the slow servers after the decision (numpy for numpy ``x``, else JAX).
     """
     xp = np if isinstance(x, (int, np.integer, np.ndarray)) else jnp
     target = sum(((x + y) >= n).astype(xp.asarray(y).dtype) for n in n_thr)
@@ -48,8 +48,8 @@ def decide(x, y, n_thr):
         n_thr (array_like): Population thresholds ``n_1 <= ... <= n_K``, shape (K,).
 
     Returns:
-        ``(x', y')``: the queue plus the fast server and the slow servers' jobs after the decision
-        (:func:`slow_jobs`).
+        (tuple): ``(x', y')``: the queue plus the fast server and the slow servers' jobs after the decision
+            (:func:`slow_jobs`).
     """
     k = slow_jobs(x, y, n_thr)
     return x - (k - y), k
@@ -79,7 +79,7 @@ def threshold_policy(layout, N: int, n_thr) -> np.ndarray:
 
     Returns:
         The table (int64): entry ``[x, c]`` is the configuration after the decision from queue-plus-fast ``x`` and
-        slow configuration c.
+            slow configuration c.
     """
     n_thr = np.asarray(n_thr)
     if layout.kind == "identical":

@@ -128,7 +128,7 @@ def mode_of(policy: Policy2x2, memory):
         memory (typing.Any): Its memory.
 
     Returns:
-        The memory itself (:attr:`Policy2x2.memory_is_mode`), :attr:`Policy2x2.mode` of it, 0 without one.
+        (jax.Array): The memory itself (:attr:`Policy2x2.memory_is_mode`), :attr:`Policy2x2.mode` of it, 0 without one.
     """
     if policy.memory_is_mode:
         return jnp.asarray(memory).astype(jnp.int32)
@@ -144,7 +144,7 @@ def run_params(policy: Policy2x2, params, eps):
         eps (jax.Array | None): The replication's (2,) Gaussian draw; None for a policy that is not perturbed.
 
     Returns:
-        ``policy.perturb(params, eps)``, or ``params`` where ``eps`` is None.
+        (typing.Any): ``policy.perturb(params, eps)``, or ``params`` where ``eps`` is None.
     """
     return params if eps is None else policy.perturb(params, eps)
 
@@ -163,7 +163,7 @@ def violations_of(policy: Policy2x2, x, before, serving, started, memory, event,
         params (typing.Any): The policy's parameters.
 
     Returns:
-        A tuple of bools, one per name of :attr:`Policy2x2.invariants` (empty without any).
+        (tuple): A tuple of bools, one per name of :attr:`Policy2x2.invariants` (empty without any).
     """
     if policy.violations is None:
         return ()
@@ -239,7 +239,7 @@ def event_code(is_arrival, arrival_class, completed_server):
         completed_server (jax.Array): The server that completed (for a completion).
 
     Returns:
-        The event code (int32): ``arrival_class`` for an arrival, else ``2 + completed_server``.
+        (jax.Array): The event code (int32): ``arrival_class`` for an arrival, else ``2 + completed_server``.
     """
     return jnp.where(is_arrival, arrival_class, 2 + completed_server).astype(jnp.int32)
 
@@ -252,7 +252,7 @@ def waiting(x, serving):
         serving (jax.Array): The class each server serves, ``-1`` when idle, (2,).
 
     Returns:
-        The jobs waiting per class, (2,).
+        (jax.Array): The jobs waiting per class, (2,).
     """
     return pol.queues(x, serving)
 
@@ -308,8 +308,8 @@ def builtin_decide_jobs(x, serving, mode, event, params: BuiltinParams):
         params: The built-in's parameters.
 
     Returns:
-        ``(assignment, mode)``: the assignment of every server (busy ones included: the engine ignores their
-        entries) and the new current mode.
+        (tuple[jax.Array, jax.Array]): ``(assignment, mode)``: the assignment of every server (busy ones included: the
+            engine ignores their entries) and the new current mode.
     """
     mode, new, _, _ = pol.decide(params.policy, x, serving, mode, event < COMPLETION_1, event - COMPLETION_1,
                                  params.level, params.theta)
@@ -412,7 +412,7 @@ def decision(policy: Policy2x2, x, before, memory, event, params):
         params (typing.Any): The policy's parameters.
 
     Returns:
-        ``(memory, serving, started, bad)`` (``bad`` None for a trusted policy).
+        (tuple): ``(memory, serving, started, bad)`` (``bad`` None for a trusted policy).
     """
     q = waiting(x, before)
     assignment, memory = policy.decide(x if policy.jobs else q, before, memory, event, params)
@@ -435,9 +435,9 @@ def checked(assignment, queues, serving):
         serving (jax.Array): The assignment before (``-1`` idle).
 
     Returns:
-        ``(serving, started, bad)``: the new assignment (busy servers untouched; an invalid request is not
-        carried out), a bool (2,) marking servers that start a job, and a bool: some idle server asked for a class
-        it cannot serve (not -1, 0, 1) or for more jobs of a class than wait.
+        (tuple[jax.Array, jax.Array, jax.Array]): ``(serving, started, bad)``: the new assignment (busy servers
+            untouched; an invalid request is not carried out), a bool (2,) marking servers that start a job, and a bool:
+            some idle server asked for a class it cannot serve (not -1, 0, 1) or for more jobs of a class than wait.
     """
     a = jnp.asarray(assignment).astype(jnp.int32)
     idle = serving == IDLE

@@ -113,7 +113,8 @@ def first_min(cands):
             and its score.
 
     Returns:
-        ``(found, picks)``: whether some candidate can be chosen, and one-hot picks (one bool per candidate).
+        (tuple[jax.Array, list]): ``(found, picks)``: whether some candidate can be chosen, and one-hot picks (one bool
+            per candidate).
     """
     best = jnp.float64(NONE)
     picks = []
@@ -136,7 +137,7 @@ def route(i: int, y: dict, big_n, rule: Rule, lay: Layout):
         lay: The layout.
 
     Returns:
-        ``(found, {pool j: picked})``.
+        (tuple[jax.Array, dict]): ``(found, {pool j: picked})``.
     """
     js = [j for (a, j) in lay.edges if a == i]
     found, picks = first_min([(y[j] > 0, rule.route_rank[i, j] - rule.dynamic * y[j] / big_n[j]) for j in js])
@@ -153,7 +154,7 @@ def schedule(j: int, q, rule: Rule, lay: Layout):
         lay: The layout.
 
     Returns:
-        ``(found, {class i: picked})``.
+        (tuple[jax.Array, dict]): ``(found, {class i: picked})``.
     """
     cls = [i for (i, b) in lay.edges if b == j]
     found, picks = first_min([(q[i] > 0, rule.sched_rank[i, j] - rule.dynamic * q[i]) for i in cls])

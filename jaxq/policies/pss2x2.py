@@ -161,7 +161,7 @@ def initial_mode(pol: Policy, level=None):
         level (jax.Array | None): The switching level (unscaled workload; None: the policy's).
 
     Returns:
-        The mode (int32).
+        (jax.Array): The mode (int32).
     """
     level = pol.level if level is None else level
     return jnp.where(0.0 < level, pol.lower, pol.higher).astype(jnp.int32)
@@ -183,8 +183,8 @@ def decide(pol: Policy, x, serving_before, mode, is_arrival, completed_server, l
             resampled; the caller keeps the assignment); None: every call is an event.
 
     Returns:
-        ``(mode, serving, started, prio)``: the new current mode, assignment, servers that start a job, and
-        the class the dual-activity server prioritises.
+        (tuple): ``(mode, serving, started, prio)``: the new current mode, assignment, servers that start a job, and the
+            class the dual-activity server prioritises.
     """
     level = pol.level if level is None else level
     theta = pol.theta if theta is None else theta
@@ -208,7 +208,7 @@ def pick(a, i):
         i (jax.Array): The index.
 
     Returns:
-        ``a[i]``.
+        (jax.Array): ``a[i]``.
     """
     return jnp.where(i == 0, a[0], a[1])
 
@@ -227,7 +227,7 @@ def priority_class(rule, x, i1, i2, theta):
         theta (jax.Array): The threshold level Theta_n = ceil(n^a_bar) (2.29).
 
     Returns:
-        The prioritised class (int).
+        (jax.Array): The prioritised class (int).
     """
     t1 = jnp.where(pick(x, i1) >= theta, i1, i2)  # x[i1] as a select (no gather under vmap)
     t2 = jnp.where(pick(x, i2) >= theta, i2, i1)
@@ -242,7 +242,7 @@ def queues(x, serving):
         serving (jax.Array): Class served by each server or IDLE, shape (2,).
 
     Returns:
-        The waiting jobs per class, shape (2,).
+        (jax.Array): The waiting jobs per class, shape (2,).
     """
     cls = jnp.arange(2)
     in_service = jnp.sum(serving[None, :] == cls[:, None], axis=1)
@@ -267,7 +267,8 @@ def dispatch(x, serving, k1, i2, prio):
         prio (jax.Array): The class the dual-activity server prioritises (:func:`priority_class`).
 
     Returns:
-        ``(serving, started)``: the new assignment and a bool (2,) marking servers that start a job.
+        (tuple[jax.Array, jax.Array]): ``(serving, started)``: the new assignment and a bool (2,) marking servers that
+            start a job.
     """
     # Component by component (selects on scalars): stacked two-element arrays indexed by traced
     # values become strided gathers under vmap, several times slower than the whole rest of a step.
@@ -313,7 +314,7 @@ def sample_mode(mode, sampling, is_arrival, completed_server, k1, workload, leve
         higher (jax.Array): The higher mode.
 
     Returns:
-        The new current mode.
+        (jax.Array): The new current mode.
     """
     at_k1 = jnp.logical_not(is_arrival) & (completed_server == pick(k1, mode))
     sampled = (sampling == SAMPLE_EVERY_EVENT) | ((sampling == SAMPLE_K1_COMPLETION) & at_k1)

@@ -94,7 +94,7 @@ def region(levels, z):
         z (jax.Array): The states.
 
     Returns:
-        The region indices (the shape of z).
+        (jax.Array): The region indices (the shape of z).
     """
     if levels.shape[0] == 0:
         return jnp.zeros(jnp.shape(z), dtype=jnp.int32)
@@ -109,7 +109,7 @@ def piecewise_coefficients(p: Piecewise, z):
         z (jax.Array): The states.
 
     Returns:
-        ``(b(z), sigma(z))``.
+        (tuple[jax.Array, jax.Array]): ``(b(z), sigma(z))``.
     """
     k = region(p.levels, z)
     return p.b[k], p.s[k]
@@ -122,7 +122,7 @@ def lamperti_levels(p: Piecewise):
         p: The coefficients.
 
     Returns:
-        The levels ``Phi(c_j)``, (m,).
+        (jax.Array): The levels ``Phi(c_j)``, (m,).
     """
     widths = jnp.diff(jnp.concatenate([jnp.zeros(1), p.levels]))
     return jnp.cumsum(widths / p.s[:-1])
@@ -136,7 +136,7 @@ def to_lamperti(p: Piecewise, z):
         z (jax.Array): The states.
 
     Returns:
-        ``Phi(z)``.
+        (jax.Array): ``Phi(z)``.
     """
     lz = jnp.concatenate([jnp.zeros(1), p.levels])
     ly = jnp.concatenate([jnp.zeros(1), lamperti_levels(p)])
@@ -152,7 +152,7 @@ def from_lamperti(p: Piecewise, y):
         y (jax.Array): The states in Lamperti coordinates.
 
     Returns:
-        ``Phi^{-1}(y)``.
+        (jax.Array): ``Phi^{-1}(y)``.
     """
     lz = jnp.concatenate([jnp.zeros(1), p.levels])
     ly = jnp.concatenate([jnp.zeros(1), lamperti_levels(p)])

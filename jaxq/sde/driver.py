@@ -86,7 +86,7 @@ def step_weights(gamma, h):
         h (jax.Array | float): The step.
 
     Returns:
-        ``(w0, w1)``.
+        (tuple[jax.Array, jax.Array]): ``(w0, w1)``.
     """
     u = gamma * h
     i1 = -jnp.expm1(-u) / gamma
@@ -117,7 +117,7 @@ def workload(z, params):
         params (typing.Any): The observer's params (unused).
 
     Returns:
-        ``z``.
+        (jax.Array): ``z``.
     """
     return z
 
@@ -293,7 +293,7 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
         remat: Recompute each block in the backward pass (for gradients over long horizons).
 
     Returns:
-        ``(cost, snaps)``: (paths,) discounted costs and (paths, S) snapshots.
+        (tuple[jax.Array, jax.Array]): ``(cost, snaps)``: (paths,) discounted costs and (paths, S) snapshots.
     """
     observer = folded()
     args = Observed(params, jnp.asarray(snap_steps).astype(jnp.float64) * h)
@@ -375,7 +375,7 @@ def run_loop(prog: replications.Program, args, paths: int, seed: int, batching: 
         work: The path-steps expected (told to the progress callback before any work).
 
     Returns:
-        ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
+        (tuple): ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
     """
     replications.announce(batching.progress, work, "path-steps")
     return replications.run(prog, args, paths, seed, batching=batching)
@@ -539,9 +539,9 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: TimeGrid, pa
         record: Snapshot times, the control's value function and observers (:class:`Record`).
 
     Returns:
-        dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
-        ``control`` (paths,) (zeros without ``value``), ``observed`` (name -> the observer's per-path outputs),
-        ``horizon`` (the T used), ``steps``, ``wall_s``, ``compile_s``.
+        (dict): dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
+            ``control`` (paths,) (zeros without ``value``), ``observed`` (name -> the observer's per-path outputs),
+            ``horizon`` (the T used), ``steps``, ``wall_s``, ``compile_s``.
 
     Raises:
         InputError: Naming ``dt``, ``horizon`` (:func:`check_step`), ``block`` (not a whole number of steps the

@@ -35,7 +35,7 @@ def scheme(name: str):
         name: One of :data:`SCHEMES`.
 
     Returns:
-        The scheme.
+        (jaxq.sde.driver.Scheme): The scheme.
 
     Raises:
         InputError: Naming ``scheme``: an unknown name.
@@ -275,9 +275,9 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
 
     Returns:
         A :class:`~jaxq.mc.result.SimResult` with primary estimate ``V_hat`` (a :class:`TruncatedEstimate`: its
-        ``ci95`` adds the truncation bound on the upper side), per-path ``samples["V"]`` and
-        ``info`` with ``horizon``, ``truncation_bound``, ``steps``, ``dt``, ``scheme``, ``z0``,
-        ``path_steps_per_s``; ``events`` counts path-steps.
+            ``ci95`` adds the truncation bound on the upper side), per-path ``samples["V"]`` and
+            ``info`` with ``horizon``, ``truncation_bound``, ``steps``, ``dt``, ``scheme``, ``z0``,
+            ``path_steps_per_s``; ``events`` counts path-steps.
 
     Raises:
         InputError: Naming the argument: a start, path count, discount rate, step or horizon out of range, a step
@@ -375,7 +375,7 @@ def value_of(params: Piecewise, gamma: float):
         gamma: The discount rate.
 
     Returns:
-        The value function (:func:`jaxq.diffusion.value.value_function`).
+        (jaxq.diffusion.value.ValueFunction): The value function (:func:`jaxq.diffusion.value.value_function`).
 
     Raises:
         InputError: Naming ``cv``: more than one jump level.
@@ -425,7 +425,7 @@ def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **kw) -
 
     Returns:
         The :class:`SimResult` of ``discounted_cost`` with ``V_exact`` and ``switch_at`` (None: no switching) in its
-        ``info``.
+            ``info``.
     """
     _check_start(z0)
     params, z = wcp_coefficients(analysis, switch_at)
@@ -490,7 +490,7 @@ def stationary_check(params: Piecewise, dt: float = 1e-2, paths: int = 20000, se
 
     Returns:
         dict with ``ks``, ``threshold``, ``passed``, ``mean`` (with ``mean_stderr``), the exact stationary mean
-        ``mean_exact`` and the ``samples`` Z(time_t).
+            ``mean_exact`` and the ``samples`` Z(time_t).
     """
     levels, b, s = (np.asarray(a) for a in params)
     z = terminal_values(params, 0.0, [time_t], dt, paths, seed, scheme_name)[:, 0]

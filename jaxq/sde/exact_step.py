@@ -46,7 +46,7 @@ def reflected_end(z, g, var_h, uniform):
         uniform (jax.Array): A uniform in [0, 1) (``U = 1 - uniform``).
 
     Returns:
-        The reflected end point.
+        (jax.Array): The reflected end point.
     """
     e = -2.0 * var_h * jnp.log1p(-uniform)  # -2 sigma^2 h log U, U = 1 - uniform in (0, 1]
     root = jnp.sqrt(g * g + e)

@@ -90,7 +90,7 @@ def basis_gradients(x):
         x (jax.Array): The state, (I,).
 
     Returns:
-        The gradients, (C, I) (:func:`num_controls` rows).
+        (jax.Array): The gradients, (C, I) (:func:`num_controls` rows).
     """
     num_i = x.shape[0]
     eye = jnp.eye(num_i)
@@ -295,10 +295,10 @@ def simulate_diffusion(
 
     Returns:
         A :class:`~jaxq.mc.result.SimResult` with estimates ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+),
-        ``mean_x`` and ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)); ``info``: ``identity_lhs`` (rho of (2.35)),
-        ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
-        times), ``uc``/``us`` (the controls used); ``samples``: the per-path values (``sum_path``: <e, X_t> at the
-        recorded times).
+            ``mean_x`` and ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)); ``info``: ``identity_lhs`` (rho of (2.35)),
+            ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
+            times), ``uc``/``us`` (the controls used); ``samples``: the per-path values (``sum_path``: <e, X_t> at the
+            recorded times).
 
     Raises:
         InputError: Naming the argument: the settings fail :func:`check_settings`, or ``times`` outside

@@ -31,7 +31,7 @@ def blended_coefficients(params, z):
         z (jax.Array): The state.
 
     Returns:
-        ``(b, sigma)``.
+        (tuple[jax.Array, jax.Array]): ``(b, sigma)``.
     """
     zs, tau, bL, sL, bH, sH = params
     w = jax.nn.sigmoid((z - zs) / tau)
@@ -66,8 +66,8 @@ def smoothed_cost(z, tau, coeffs, gamma, seed: int, paths: int = 1000, dt: float
         z0 (float): The start.
 
     Returns:
-        ``(mean, stderr)``: the estimate of ``E int_0^T exp(-gamma t) Z dt`` and its standard error
-        (the standard error carries no gradient).
+        (tuple[jax.Array, jax.Array]): ``(mean, stderr)``: the estimate of ``E int_0^T exp(-gamma t) Z dt`` and its
+            standard error (the standard error carries no gradient).
 
     Raises:
         InputError: Naming ``paths`` (fewer than 2), ``tau`` (not positive) or ``dt`` (not ``0 < dt <= horizon``).

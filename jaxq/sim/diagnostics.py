@@ -94,7 +94,7 @@ def limit_threshold_term(analysis, policy: str, theta: int | None, n: float, swi
         switch_at: The switching level z (None: z*).
 
     Returns:
-        Delta_n, or None.
+        (float | None): Delta_n, or None.
     """
     return None if theta is None else thr.threshold_term(analysis, policy, theta / math.sqrt(n), switch_at)
 

@@ -147,7 +147,7 @@ def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128,
         max_slice: Caps the replications of a core slice (default None: one slice per core at most).
 
     Returns:
-        ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
+        (tuple): ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
     """
     p = replications.plan(reps, batching.chunk, batching.devices, max_slice)
     prog = program(engine, int(block), blocks_per_call(p.size, int(block)))
@@ -298,14 +298,14 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
         observer: A user's observer (:func:`markov_engine`; None: none).
 
     Returns:
-        ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
-        (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),
-        ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events``,
-        ``invalid_rates`` and ``wrapped`` (the flags of :func:`~jaxq.sim.markov.invalid_rates` and, with
-        ``markov.wrap_check``, :func:`~jaxq.sim.markov.wraps`: such a replication ended there, ``before`` the state
-        before its last event) and, when the model states controls, ``controls``: per functional (``"discounted"``,
-        ``"window"``) a (reps, C) array of the martingales weighted as that functional's integral (window: divided by
-        ``horizon - warmup``), and with an ``observer`` its per-replication outputs ``observed``.
+        (tuple[dict, typing.Any]): ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon),
+            ``discounted`` (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup,
+            horizon]), ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events``,
+            ``invalid_rates`` and ``wrapped`` (the flags of :func:`~jaxq.sim.markov.invalid_rates` and, with
+            ``markov.wrap_check``, :func:`~jaxq.sim.markov.wraps`: such a replication ended there, ``before`` the state
+            before its last event) and, when the model states controls, ``controls``: per functional (``"discounted"``,
+            ``"window"``) a (reps, C) array of the martingales weighted as that functional's integral (window: divided
+            by ``horizon - warmup``), and with an ``observer`` its per-replication outputs ``observed``.
     """
     gamma, warmup, horizon = (float(t) for t in times)
     snap_times = jnp.asarray(snap_times, jnp.float64).reshape(-1)

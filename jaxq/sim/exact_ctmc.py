@@ -204,8 +204,8 @@ def system_phase_types(system: PSS2x2):
         system: The 2x2 system.
 
     Returns:
-        ``(arrivals, services)``: ``arrivals[i]`` and ``services[i][k]`` the laws ``(alpha, S)``; None for an
-        exponential system (its chain needs no phases).
+        (tuple | None): ``(arrivals, services)``: ``arrivals[i]`` and ``services[i][k]`` the laws ``(alpha, S)``; None
+            for an exponential system (its chain needs no phases).
 
     Raises:
         InputError: Naming the first primitive without a phase-type form.
@@ -422,11 +422,11 @@ def discounted_cost(system: PSS2x2, n: float, mode: int, rule: str, theta: int =
 
     Returns:
         dict with ``J`` (the value), ``states`` (size of the truncated chain) and ``truncation_change``
-        (|J(cap) - J(1.5 cap)|, or None). With ``diagnostics``, also ``diagnostics``: the exact values of the
-        simulator's diagnostics (:mod:`jaxq.sim.diagnostics`) under the discounted occupation measure ``gamma
-        exp(-gamma t) dt`` on [0, inf): ``idle_waiting`` (2, 2), ``X_hat_p``, ``mode_fraction`` (2,) and
-        ``switch_rate``, the same linear solve with other right-hand sides (``switch_rate``: the rate of the
-        transitions that change the mode), and ``diagnostics_change``, their largest change from cap to 1.5 cap.
+            (|J(cap) - J(1.5 cap)|, or None). With ``diagnostics``, also ``diagnostics``: the exact values of the
+            simulator's diagnostics (:mod:`jaxq.sim.diagnostics`) under the discounted occupation measure ``gamma
+            exp(-gamma t) dt`` on [0, inf): ``idle_waiting`` (2, 2), ``X_hat_p``, ``mode_fraction`` (2,) and
+            ``switch_rate``, the same linear solve with other right-hand sides (``switch_rate``: the rate of the
+            transitions that change the mode), and ``diagnostics_change``, their largest change from cap to 1.5 cap.
 
     Raises:
         InputError: Naming the primitive or ``phase_types``: a law without a phase-type form.
@@ -510,7 +510,7 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
 
     Returns:
         dict with ``J``, ``truncation_change`` (the last two caps' difference), ``cap``, ``states``, ``policy``,
-        ``theta`` (None without a threshold rule) and ``switch_at`` (None unless the policy switches).
+            ``theta`` (None without a threshold rule) and ``switch_at`` (None unless the policy switches).
 
     Raises:
         InputError: Naming ``n``: a chain whose states could exceed ``max_states``, named with the bound, before it

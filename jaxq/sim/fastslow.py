@@ -150,7 +150,7 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
 
     Returns:
         A :class:`SimResult` with estimates ``value_empty`` (primary) and ``average_cost``; ``info`` has
-        ``steps``, ``warmup`` and ``updates_per_s`` (replications x steps per second, compilation excluded).
+            ``steps``, ``warmup`` and ``updates_per_s`` (replications x steps per second, compilation excluded).
 
     Raises:
         InputError: Naming the argument that breaks one of the conditions above.

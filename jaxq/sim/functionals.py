@@ -196,7 +196,7 @@ def results(markov: Markov, functional: Functional, out: dict) -> dict:
 
     Returns:
         ``discounted``, ``window`` (averages), ``records`` (window sums), ``controls`` (per functional a (reps, C)
-        numpy array in the units of its estimate), ``observed`` (a user's observer), ``snap``.
+            numpy array in the units of its estimate), ``observed`` (a user's observer), ``snap``.
     """
     res: dict[str, Any] = {}
     controls = {}

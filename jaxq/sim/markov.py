@@ -98,7 +98,7 @@ def difference_phi(transition, g, num_events: int):
         num_events: The number of events E.
 
     Returns:
-        A ``controls(state, p)`` for :class:`Markov`.
+        (typing.Callable): A ``controls(state, p)`` for :class:`Markov`.
     """
 
     def controls(s, p):

@@ -184,8 +184,8 @@ def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, ou
             (:class:`jaxq.sim.models.network.State`) under the window's weights.
 
     Returns:
-        ``(per_rep, records, snaps, events, timing, engine, steps, controls, observed)`` (controls: (reps, C) or None;
-        observed: the observers' outputs, None without observers).
+        (tuple): ``(per_rep, records, snaps, events, timing, engine, steps, controls, observed)`` (controls: (reps, C)
+            or None; observed: the observers' outputs, None without observers).
 
     Raises:
         InputError: Naming the argument: too few replications, a window, engine or snapshot times out of range.
@@ -273,10 +273,10 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
 
     Returns:
         A :class:`SimResult` whose estimates are ``mean_in_system``, ``mean_queue`` (per class),
-        ``mean_idle`` (per pool), ``mean_busy`` (class x pool), ``p_wait``, ``p_wait_class``, ``throughput``,
-        ``mean_idleness_hat``, ``mean_idle_total``, ``mean_abs_dev``, ``rms_dev`` and, in the Halfin-Whitt
-        regime, ``weighted_idleness_hat`` (the prelimit identity (3.6)); ``info`` holds the histograms
-        (``hist_edges``, ``hist_density``), snapshots, pool sizes, rates and the spare capacity.
+            ``mean_idle`` (per pool), ``mean_busy`` (class x pool), ``p_wait``, ``p_wait_class``, ``throughput``,
+            ``mean_idleness_hat``, ``mean_idle_total``, ``mean_abs_dev``, ``rms_dev`` and, in the Halfin-Whitt
+            regime, ``weighted_idleness_hat`` (the prelimit identity (3.6)); ``info`` holds the histograms
+            (``hist_edges``, ``hist_density``), snapshots, pool sizes, rates and the spare capacity.
 
     Raises:
         InputError: Naming the argument: n not positive, an unknown policy, or a run setting out of range.

@@ -381,7 +381,7 @@ def policy_value(an: Analysis, res: pol.Resolved):
         res: The resolved policy.
 
     Returns:
-        The value function (:func:`jaxq.diffusion.value.value_function`).
+        (jaxq.diffusion.value.ValueFunction): The value function (:func:`jaxq.diffusion.value.value_function`).
     """
     return value_function(float(an.b[res.lower]), float(an.sigma[res.lower]), float(an.b[res.higher]),
                           float(an.sigma[res.higher]), an.system.gamma, res.z)
@@ -469,11 +469,11 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
 
     Returns:
         A :class:`SimResult` with primary estimate ``J_hat``; ``samples``: per replication ``J`` and (event
-        engine) ``W_hat_t`` (reps, len(record_times)), ``sup_X_hat`` (reps, 2), ``X_hat_T`` (reps, 2),
-        ``switches``, ``eps`` (perturbed runs), ``tail_bound``; ``info``: ``n``, ``policy``, ``theta``,
-        ``switch_at``, ``modes_used``, ``V0``, ``horizon``, ``truncation_bound``, ``hpc`` (1-based) and
-        ``violations`` (debug) or ``steps`` (uniformised), ``diagnostics`` (the object of
-        :func:`jaxq.sim.diagnostics.summarize`; per replication in ``samples`` as ``diag_*``); ``warnings``.
+            engine) ``W_hat_t`` (reps, len(record_times)), ``sup_X_hat`` (reps, 2), ``X_hat_T`` (reps, 2),
+            ``switches``, ``eps`` (perturbed runs), ``tail_bound``; ``info``: ``n``, ``policy``, ``theta``,
+            ``switch_at``, ``modes_used``, ``V0``, ``horizon``, ``truncation_bound``, ``hpc`` (1-based) and
+            ``violations`` (debug) or ``steps`` (uniformised), ``diagnostics`` (the object of
+            :func:`jaxq.sim.diagnostics.summarize`; per replication in ``samples`` as ``diag_*``); ``warnings``.
 
     Raises:
         InputError: Naming the argument out of range (as :func:`setup` and :func:`choose_engine`, ``reps``,

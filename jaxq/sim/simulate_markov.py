@@ -249,7 +249,7 @@ def check_params(params):
         params (typing.Any): The model's parameters (a pytree).
 
     Returns:
-        The pytree with JAX arrays for its leaves.
+        (typing.Any): The pytree with JAX arrays for its leaves.
 
     Raises:
         InputError: Naming ``params`` and the entry: one that is not a number or an array of numbers (a string, say).
@@ -484,9 +484,9 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
 
     Returns:
         A :class:`~jaxq.mc.result.SimResult`: estimates ``<name>_discounted`` and/or ``<name>_average`` for every
-        observed quantity (``<name>_rate``: a record's count per unit time over the window), per-replication
-        ``samples`` (``controls_discounted``, ``controls_window``: the controls, mean zero), ``info`` (horizon,
-        discount, warmup, ``Lambda`` and ``steps`` of the uniformised driver).
+            observed quantity (``<name>_rate``: a record's count per unit time over the window), per-replication
+            ``samples`` (``controls_discounted``, ``controls_window``: the controls, mean zero), ``info`` (horizon,
+            discount, warmup, ``Lambda`` and ``steps`` of the uniformised driver).
 
     Raises:
         InputError: Naming the key: the inputs fail :func:`check_run`, :func:`check_params` or :func:`check_model`;

@@ -92,7 +92,7 @@ def segment(m, w):
         w (jax.Array): Its words per unit, uint32.
 
     Returns:
-        The words, uint32.
+        (jax.Array): The words, uint32.
     """
     return jnp.floor(m * w.astype(jnp.float64)).astype(jnp.uint32)
 
@@ -106,7 +106,7 @@ def lengths(counts, words):
         words (jax.Array): W_e, (E,) uint32.
 
     Returns:
-        The words of each event, a list.
+        (list[jax.Array]): The words of each event, a list.
     """
     return [words[e] if isinstance(m, int) and m == 1 else segment(m, words[e]) if _is_rate(m)
             else jnp.asarray(m).astype(jnp.uint32) * words[e] for e, m in enumerate(counts)]
@@ -124,7 +124,7 @@ def fired_events(u, owned):
         owned (Sequence[jax.Array]): The words each event owns (uint32).
 
     Returns:
-        ``(fired, any)``: a tuple of bools, one per event (all False: a self-loop), and whether any fired.
+        (tuple): ``(fired, any)``: a tuple of bools, one per event (all False: a self-loop), and whether any fired.
     """
     lo = jnp.uint32(0)
     out = []
@@ -145,7 +145,7 @@ def exact_lengths(counts, words):
         words (jax.Array): W_e, (E,) uint32.
 
     Returns:
-        The words of each event, float64, a list.
+        (list[jax.Array]): The words of each event, float64, a list.
     """
     return [jnp.floor(m * words[e].astype(jnp.float64)) if _is_rate(m)
             else jnp.asarray(m).astype(jnp.float64) * words[e].astype(jnp.float64) for e, m in enumerate(counts)]
@@ -325,14 +325,14 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
             else the window's, see :func:`program`); its per-replication ``finish`` outputs are ``out["observed"]``.
 
     Returns:
-        ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``
-        (the discounted estimate of ``observe``), ``window`` (its average over the window), ``records``
-        (the window's event records summed), ``events`` (real jumps), ``controls`` (when the model states
-        martingale controls: per functional a (reps, C) array in the units of its estimate, the discrete form of
-        the event driver's, :func:`program`), ``wrapped`` and ``before`` (with ``markov.wrap_check`` and integers
-        in the state: the flags of :func:`~jaxq.sim.markov.wraps`, such a replication stopped there, and the state
-        before its last step); ``info`` has ``Lambda``, ``steps`` (total, rounded), ``window_steps``,
-        ``warm_steps``, ``r``.
+        (tuple[dict, typing.Any, dict]): ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state``
+            (final state), ``discounted`` (the discounted estimate of ``observe``), ``window`` (its average over the
+            window), ``records`` (the window's event records summed), ``events`` (real jumps), ``controls`` (when the
+            model states martingale controls: per functional a (reps, C) array in the units of its estimate, the
+            discrete form of the event driver's, :func:`program`), ``wrapped`` and ``before`` (with
+            ``markov.wrap_check`` and integers in the state: the flags of :func:`~jaxq.sim.markov.wraps`, such a
+            replication stopped there, and the state before its last step); ``info`` has ``Lambda``, ``steps`` (total,
+            rounded), ``window_steps``, ``warm_steps``, ``r``.
 
     Raises:
         InputError: Naming ``engine`` (no rate bound), ``rates`` (a uniformisation rate that is not a positive

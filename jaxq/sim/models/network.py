@@ -91,7 +91,7 @@ def transition(s: State, fired, p: Params, lay: Layout):
         lay: The layout.
 
     Returns:
-        ``(state, record)`` with per-class ``arrivals`` and ``waited``.
+        (tuple[State, dict]): ``(state, record)`` with per-class ``arrivals`` and ``waited``.
     """
     I, J = lay.num_i, lay.num_j
     arrive = fired[:I]
@@ -142,7 +142,7 @@ def observe(s: State, p: Params, lay: Layout, bins: int, deviations: bool):
         deviations: Also ``|z - z_bar|`` and ``(z - z_bar)^2`` per activity.
 
     Returns:
-        dict with ``q``, ``z``, ``neg`` (``<e, X_hat>^-``) and, as asked, ``absdev``, ``sqdev`` and ``hist``.
+        (dict): dict with ``q``, ``z``, ``neg`` (``<e, X_hat>^-``) and, as asked, ``absdev``, ``sqdev`` and ``hist``.
     """
     f64 = jnp.float64
     out = {"q": tuple(s.q), "z": tuple(s.z)}
@@ -209,7 +209,7 @@ def controls(s: State, p: Params, lay: Layout):
         lay: The layout.
 
     Returns:
-        ``phi``: per basis function a tuple over events.
+        (tuple): ``phi``: per basis function a tuple over events.
     """
     I = lay.num_i
     f64 = jnp.float64

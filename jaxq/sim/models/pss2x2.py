@@ -169,7 +169,7 @@ def queues(s: State):
         s: The state.
 
     Returns:
-        The jobs of each class, (2,) int32.
+        (jax.Array): The jobs of each class, (2,) int32.
     """
     return jnp.stack(unpack2(s.x))
 
@@ -181,7 +181,7 @@ def serving_and_mode(s: State):
         s: The state.
 
     Returns:
-        ``(serving, mode)``: (2,) int32, -1 idle; the mode.
+        (tuple[jax.Array, jax.Array]): ``(serving, mode)``: (2,) int32, -1 idle; the mode.
     """
     s0, s1, mode = _serving_mode(s.code)
     return jnp.stack([s0, s1]), mode
@@ -194,7 +194,7 @@ def real_events(s: State):
         s: The state.
 
     Returns:
-        The count.
+        (jax.Array): The count.
     """
     return unpack2(s.rec)[0]
 
@@ -221,7 +221,7 @@ def features(xh, vw, d, onehot, exact: bool = False):
         exact: Exact differences of the quadratic controls (else first order).
 
     Returns:
-        The features, (11,).
+        (jax.Array): The features, (11,).
     """
     sq = (d * d) if exact else jnp.zeros(2)
     cross = d[0] * d[1] if exact else 0.0
@@ -236,7 +236,7 @@ def service_stream(i, k):
         k (int | jax.Array): The server.
 
     Returns:
-        ``2 + 2 i + k``.
+        (int | jax.Array): ``2 + 2 i + k``.
     """
     return 2 + 2 * i + k
 
@@ -248,7 +248,7 @@ def perturbation(key):
         key (jax.Array): The replication's key.
 
     Returns:
-        eps, (2,).
+        (jax.Array): eps, (2,).
     """
     return rng.normals(key, jnp.uint64(rng.PERTURB_DRAW), 2)
 
@@ -269,7 +269,8 @@ def perturbed_parameters(key, params: hk.BuiltinParams):
         params: The built-in's parameters (with its :class:`Perturb`).
 
     Returns:
-        ``(level, theta, eps)``: the unscaled switching level, the integer threshold and eps.
+        (tuple[jax.Array, jax.Array, jax.Array]): ``(level, theta, eps)``: the unscaled switching level, the integer
+            threshold and eps.
     """
     eps = perturbation(key)
     q = hk.BUILTIN_PERTURBED.perturb(params, eps)

@@ -68,12 +68,12 @@ def _at_horizon(acc, seg: Segment, p):
     the state held when the first event past T ended it, the one after an event exactly at T.
 
     Args:
-      acc: X(T) so far (0 until the last segment).
+      acc (jax.Array): X(T) so far (0 until the last segment).
       seg: a segment of the rule (``interval = (t0, min(t1, T))``).
-      p: the rule's ``Params`` (``horizon``).
+      p (jaxq.sim.models.pss2x2.Params): the rule's ``Params`` (``horizon``).
 
     Returns:
-      The packed X(T) (:func:`pack2`) once the segment ends at T, else ``acc``.
+      (jax.Array): The packed X(T) (:func:`pack2`) once the segment ends at T, else ``acc``.
     """
     return jnp.where(seg.interval[1] >= p.horizon, pack2(seg.after.x0, seg.after.x1), acc)
 

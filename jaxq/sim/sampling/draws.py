@@ -104,7 +104,7 @@ def slot_values(words, spec: Spec, table: dict, idx, keep=_identity) -> list:
 
     Returns:
         A list of r float64 values, NaN for a gamma slot whose proposals were all rejected (each value then carries
-        its own flag, so an engine that materialises it reads one array).
+            its own flag, so an engine that materialises it reads one array).
     """
     out = []
     for v, g in _slots(words, spec, table, idx, keep):

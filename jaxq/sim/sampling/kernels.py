@@ -62,7 +62,7 @@ def log(x):
         x (jax.Array): Positive normal float64 numbers.
 
     Returns:
-        ``log x``.
+        (jax.Array): ``log x``.
     """
     f, dk, mant = _log_split(x)
     return _log_finish(f, dk, mant, f / (2.0 + f))
@@ -84,7 +84,7 @@ def log_pair(x, y):
         y (jax.Array): Positive normal float64 numbers.
 
     Returns:
-        ``(log x, log y)``.
+        (tuple[jax.Array, jax.Array]): ``(log x, log y)``.
     """
     fx, kx, mx = _log_split(x)
     fy, ky, my = _log_split(y)
@@ -128,7 +128,7 @@ def ndtri(p, far: bool = True):
             never reach it).
 
     Returns:
-        The quantiles.
+        (jax.Array): The quantiles.
     """
     q = p - 0.5
     central = jnp.abs(q) <= 0.425
@@ -163,7 +163,7 @@ def sincos2pi(u):
         u (jax.Array): The uniforms.
 
     Returns:
-        ``(sin 2 pi u, cos 2 pi u)``.
+        (tuple[jax.Array, jax.Array]): ``(sin 2 pi u, cos 2 pi u)``.
     """
     n = jnp.round(4.0 * u)
     a = (u - 0.25 * n) * (2.0 * math.pi)
@@ -190,7 +190,7 @@ def box_muller(wa, wb, keep=_identity):
         keep (Callable): Materialises the uniforms (the identity by default).
 
     Returns:
-        ``(R cos 2 pi U_2, R sin 2 pi U_2)``.
+        (tuple[jax.Array, jax.Array]): ``(R cos 2 pi U_2, R sin 2 pi U_2)``.
     """
     r = jnp.sqrt(-2.0 * log(keep(rng.uniform52(wa[0], wa[1]))))
     s, c = sincos2pi(keep(rng.uniform(wb)))
