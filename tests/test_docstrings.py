@@ -1,7 +1,7 @@
-"""The public callables of the converted packages keep Google-style docstrings (mkdocs.yml: ``docstring_style:
-google``): every public function or method that takes arguments has an ``Args:`` section, and every public class
-that takes arguments (a dataclass, a NamedTuple, an ``__init__`` with parameters) an ``Args:`` or ``Attributes:``
-section. Public: no leading underscore, in a module without one."""
+"""The public callables of every module under jaxq/ (sub-packages included) keep Google-style docstrings
+(mkdocs.yml: ``docstring_style: google``): every public function or method that takes arguments has an ``Args:``
+section, and every public class that takes arguments (a dataclass, a NamedTuple, an ``__init__`` with parameters)
+an ``Args:`` or ``Attributes:`` section. Public: no leading underscore, in a module and a package without one."""
 
 import ast
 from pathlib import Path
@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "jaxq"
-CONVERTED = ["api", "mc", "planning", "model", "diffusion", "studies", "mdp", "tuning", "cli", "bench", "examples",
-             "stats.py", "errors.py", "serialize.py", "progress.py", "options.py", "precision.py", "xla_flags.py"]
 
 
 def _section(doc: str, *names: str) -> bool:
@@ -34,12 +32,14 @@ def _is_property(fn: ast.FunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
 
 
+def _public(path: Path) -> bool:
+    """Whether a module is public: no part of its path below jaxq/ starts with an underscore (``__init__.py``
+    aside)."""
+    return all(not part.startswith("_") or part == "__init__.py" for part in path.relative_to(ROOT).parts)
+
+
 def _files():
-    for name in CONVERTED:
-        path = ROOT / name
-        for f in ([path] if path.is_file() else sorted(path.glob("*.py"))):
-            if not f.name.startswith("_") or f.name == "__init__.py":
-                yield f
+    yield from (f for f in sorted(ROOT.rglob("*.py")) if _public(f))
 
 
 def _missing(path: Path) -> list[str]:
@@ -64,4 +64,5 @@ def test_public_callables_have_google_sections(path):
 
 
 def test_the_packages_are_found():
-    assert any(f.parent.name == "api" for f in _files())
+    found = {f.relative_to(ROOT).parent.as_posix() for f in _files()}
+    assert {"api", "sim", "sim/models", "sim/sampling", "sde", "policies"} <= found

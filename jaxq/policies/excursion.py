@@ -59,8 +59,13 @@ THETA_POINTS = 40  # Theta is searched on a log grid of integers in [1, 4 sqrt(n
 
 
 class HeldQueue(NamedTuple):
-    """The held class of a mode under its rule: ``mean`` jobs, ``lost`` service of its dedicated server (jobs per
-    unit time divided by n; 0 under T1), and the class ``p``."""
+    """The held class of a mode under its rule.
+
+    Attributes:
+        mean: The held class's mean number of jobs.
+        lost: The lost service of its dedicated server (jobs per unit time divided by n; 0 under T1).
+        p: The held class (0-based).
+    """
 
     mean: float
     lost: float
@@ -68,8 +73,22 @@ class HeldQueue(NamedTuple):
 
 
 def held_queue(system, modes, m: int, rule: int, theta: float) -> HeldQueue | None:
-    """The held queue of mode ``m`` under ``rule`` (RULE_T1 or RULE_T2) at threshold ``theta`` (module docstring);
-    None for the P rule, which holds nothing."""
+    """The held queue of mode ``m`` under ``rule`` at threshold ``theta`` (module docstring).
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The system (first-order rates ``lam``, ``mu`` and SCVs ``ca2``, ``cs2``).
+        modes (jaxq.planning.modes.Modes): The LP modes (roles ``i1``, ``i2``, ``k1`` of each mode).
+        m: The mode (0-based).
+        rule: ``RULE_P``, ``RULE_T1`` or ``RULE_T2``.
+        theta: The threshold Theta.
+
+    Returns:
+        The held queue's mean and lost service; None for the P rule, which holds nothing.
+
+    Raises:
+        InputError: Naming ``theta_rule``: the held class's queue is not pushed back to the threshold from both
+            sides in mode ``m`` (roles that are not Theorem 2.11's).
+    """
     law = _held_law(system, modes, m, rule)
     if law is None:
         return None
@@ -127,9 +146,18 @@ def _held_queues(system, modes, m: int, rule: int, thetas: np.ndarray) -> HeldQu
 
 
 def model_cost(analysis, resolved, n: float, theta: float, z: float | None) -> float:
-    """The excursion model's J_n (units of J_n and V0) of the resolved policy switching at scaled workload ``z``
-    (ignored by a policy that does not switch) with threshold ``theta``; inf where the held jobs' workload reaches
-    z (the model does not describe it)."""
+    """The excursion model's J_n (units of J_n and V0) of the resolved policy.
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis (system, modes, drifts ``b``, ``sigma``).
+        resolved (jaxq.policies.pss2x2.Resolved): The resolved policy.
+        n: The scale n.
+        theta: The threshold Theta.
+        z: The switching level in scaled workload (ignored by a policy that does not switch).
+
+    Returns:
+        The model's cost; inf where the held jobs' workload reaches z (the model does not describe it).
+    """
     return _cost_held(analysis, resolved, n, *_held_pair(analysis, resolved, theta), z)
 
 
@@ -171,11 +199,23 @@ def _cost_held(analysis, resolved, n: float, lower: HeldQueue, upper: HeldQueue,
 
 
 def model_costs(analysis, resolved, n: float, thetas, zs=None) -> np.ndarray:
-    """:func:`model_cost` at each pair ``(thetas[i], zs[i])`` (``zs`` None for a policy that does not switch), the
-    same numbers bit for bit: the same floating-point operations on arrays (:func:`jaxq.diffusion.threshold.
-    discounted_costs`); a pair the batch does not take (a held workload that is not positive) by
-    :func:`model_cost` itself, and every pair so where one of them would raise (a division by zero, ...), so that
-    the first of them raises as it would alone."""
+    """:func:`model_cost` at each pair ``(thetas[i], zs[i])``, the same numbers bit for bit.
+
+    The same floating-point operations on arrays (:func:`jaxq.diffusion.threshold.discounted_costs`); a pair the
+    batch does not take (a held workload that is not positive) by :func:`model_cost` itself, and every pair so where
+    one of them would raise (a division by zero, ...), so that the first of them raises as it would alone.
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis (system, modes, drifts ``b``, ``sigma``).
+        resolved (jaxq.policies.pss2x2.Resolved): The resolved policy.
+        n: The scale n.
+        thetas (array_like): The thresholds Theta.
+        zs (array_like | None): The switching levels, broadcast against ``thetas`` (None for a policy that does not
+            switch).
+
+    Returns:
+        The model's costs, one per pair (flattened).
+    """
     thetas = np.asarray(thetas, np.float64).ravel()
     dual = _switches(resolved)
     zs = np.broadcast_to(np.asarray(zs if dual else math.nan, np.float64), thetas.shape).ravel()
@@ -244,8 +284,13 @@ def _batch_costs(analysis, resolved, n, thetas, zs, out):
 
 
 class ModelLevels(NamedTuple):
-    """The minimiser of the excursion model: ``theta`` (Theta_n), ``z`` (the switching level; None for a policy that
-    does not switch) and the model's ``cost`` there."""
+    """The minimiser of the excursion model.
+
+    Attributes:
+        theta: Theta_n.
+        z: The switching level (None for a policy that does not switch).
+        cost: The model's cost there.
+    """
 
     theta: int
     z: float | None
@@ -253,12 +298,22 @@ class ModelLevels(NamedTuple):
 
 
 def levels(analysis, resolved, n: float, switch_at: float | None = None) -> ModelLevels | None:
-    """``(Theta_n, z_n)`` minimising :func:`model_cost` for Theorem 2.11's threshold policy (T2, T2T2, T1T2, T2T1); z
-    fixed at ``switch_at`` when given. None where the held jobs alone reach every level tried (``switch_at``, or the
-    whole search when z* is close to 0 at a small n) at every threshold: the model does not describe that n. Costs
-    within a relative 1e-9 of the minimum count as ties, broken toward the smaller Theta_n (with h_p alpha_p =
-    h_q alpha_q holding costs nothing and the cost is flat in Theta_n).
-    Deterministic; cached per (the numbers the model reads, policy, n, switch_at)."""
+    """``(Theta_n, z_n)`` minimising :func:`model_cost` for Theorem 2.11's threshold policy (T2, T2T2, T1T2, T2T1).
+
+    Costs within a relative 1e-9 of the minimum count as ties, broken toward the smaller Theta_n (with h_p alpha_p =
+    h_q alpha_q holding costs nothing and the cost is flat in Theta_n). Deterministic; cached per (the numbers the
+    model reads, policy, n, switch_at).
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis (system, modes, drifts, ``z_star``).
+        resolved (jaxq.policies.pss2x2.Resolved): The resolved policy.
+        n: The scale n.
+        switch_at: The switching level z, fixed when given (None: searched).
+
+    Returns:
+        The minimiser and its cost; None where the held jobs alone reach every level tried (``switch_at``, or the
+            whole search when z* is close to 0 at a small n) at every threshold: the model does not describe that n.
+    """
     s, an = analysis.system, analysis
     numbers = np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in (
         s.lam, s.mu, s.ca2, s.cs2, s.h, [s.gamma], an.b, an.sigma, an.modes.alpha, [an.z_star or 0.0])])

@@ -27,8 +27,12 @@ def slow_jobs(x, y, n_thr):
     """Jobs at the identical slow servers after the decision (numpy or JAX arrays, broadcast together).
 
     Args:
-      x: queue plus fast server before the decision; y: jobs at the slow servers before it;
-      n_thr: population thresholds ``n_1 <= ... <= n_K``, shape (K,).
+        x (int | numpy.ndarray | jax.Array): Jobs in the queue plus the fast server before the decision.
+        y (int | numpy.ndarray | jax.Array): Jobs at the slow servers before it.
+        n_thr (array_like): Population thresholds ``n_1 <= ... <= n_K``, shape (K,).
+
+    Returns:
+        (numpy.ndarray | jax.Array): The jobs at the slow servers after the decision (numpy for numpy ``x``, else JAX).
     """
     xp = np if isinstance(x, (int, np.integer, np.ndarray)) else jnp
     target = sum(((x + y) >= n).astype(xp.asarray(y).dtype) for n in n_thr)
@@ -36,21 +40,46 @@ def slow_jobs(x, y, n_thr):
 
 
 def decide(x, y, n_thr):
-    """The post-decision state ``(x', y')`` of identical slow servers under the threshold policy."""
+    """The post-decision state ``(x', y')`` of identical slow servers under the threshold policy.
+
+    Args:
+        x (int | numpy.ndarray | jax.Array): Jobs in the queue plus the fast server before the decision.
+        y (int | numpy.ndarray | jax.Array): Jobs at the slow servers before it.
+        n_thr (array_like): Population thresholds ``n_1 <= ... <= n_K``, shape (K,).
+
+    Returns:
+        (tuple): ``(x', y')``: the queue plus the fast server and the slow servers' jobs after the decision
+            (:func:`slow_jobs`).
+    """
     k = slow_jobs(x, y, n_thr)
     return x - (k - y), k
 
 
 def population_thresholds(q_thresholds) -> np.ndarray:
-    """Population thresholds ``n_m = q_m + 1`` (int32) from queue thresholds; None means never."""
+    """Population thresholds ``n_m = q_m + 1`` (int32) from queue thresholds.
+
+    Args:
+        q_thresholds (Iterable[int | None]): The queue thresholds q_m; None means never.
+
+    Returns:
+        The population thresholds, :data:`NEVER` for a server never used.
+    """
     return np.array([NEVER if q is None else min(int(q) + 1, NEVER) for q in q_thresholds], dtype=np.int32)
 
 
 def threshold_policy(layout, N: int, n_thr) -> np.ndarray:
     """Policy table (N+1, C) of the threshold policy with population thresholds ``n_thr[r]`` by speed rank.
 
-    ``layout`` is a :class:`jaxq.mdp.layout.Configurations`; entry ``[x, c]`` is the configuration after the decision
-    from queue-plus-fast ``x`` and slow configuration c. Identical servers: :func:`slow_jobs`.
+    Identical servers: :func:`slow_jobs`; heterogeneous ones: idle servers filled fastest first.
+
+    Args:
+        layout (jaxq.mdp.layout.Configurations): The slow servers' configurations.
+        N: The largest queue plus fast server ``x``.
+        n_thr (array_like): Population thresholds by speed rank.
+
+    Returns:
+        The table (int64): entry ``[x, c]`` is the configuration after the decision from queue-plus-fast ``x`` and
+            slow configuration c.
     """
     n_thr = np.asarray(n_thr)
     if layout.kind == "identical":

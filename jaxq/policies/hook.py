@@ -121,22 +121,50 @@ class Policy2x2(NamedTuple):
 
 
 def mode_of(policy: Policy2x2, memory):
-    """The mode (int32, 0 or 1) a policy's memory records: the memory itself (:attr:`Policy2x2.memory_is_mode`),
-    :attr:`Policy2x2.mode`, 0 without one."""
+    """The mode (int32, 0 or 1) a policy's memory records.
+
+    Args:
+        policy: The policy.
+        memory (typing.Any): Its memory.
+
+    Returns:
+        (jax.Array): The memory itself (:attr:`Policy2x2.memory_is_mode`), :attr:`Policy2x2.mode` of it, 0 without one.
+    """
     if policy.memory_is_mode:
         return jnp.asarray(memory).astype(jnp.int32)
     return jnp.zeros((), jnp.int32) if policy.mode is None else jnp.asarray(policy.mode(memory)).astype(jnp.int32)
 
 
 def run_params(policy: Policy2x2, params, eps):
-    """The parameters a replication runs with: ``policy.perturb(params, eps)`` (``eps``: its (2,) Gaussian draw), or
-    ``params`` for a policy that is not perturbed (``eps`` None)."""
+    """The parameters a replication runs with.
+
+    Args:
+        policy: The policy.
+        params (typing.Any): Its parameters.
+        eps (jax.Array | None): The replication's (2,) Gaussian draw; None for a policy that is not perturbed.
+
+    Returns:
+        (typing.Any): ``policy.perturb(params, eps)``, or ``params`` where ``eps`` is None.
+    """
     return params if eps is None else policy.perturb(params, eps)
 
 
 def violations_of(policy: Policy2x2, x, before, serving, started, memory, event, params):
-    """The policy's own invariants (:attr:`Policy2x2.violations`) after a decision: a tuple of bools, one per name
-    of :attr:`Policy2x2.invariants` (empty without any)."""
+    """The policy's own invariants (:attr:`Policy2x2.violations`) after a decision.
+
+    Args:
+        policy: The policy.
+        x (jax.Array): The jobs of each class in the system.
+        before (jax.Array): The assignment before the decision.
+        serving (jax.Array): The assignment after it.
+        started (jax.Array): (2,) bool, the servers that start a job.
+        memory (typing.Any): The new memory.
+        event (jax.Array): The event code.
+        params (typing.Any): The policy's parameters.
+
+    Returns:
+        (tuple): A tuple of bools, one per name of :attr:`Policy2x2.invariants` (empty without any).
+    """
     if policy.violations is None:
         return ()
     return tuple(policy.violations(x, before, serving, started, memory, event, params))
@@ -166,11 +194,19 @@ def _kinds(layout) -> tuple:
 
 
 def check(policy: Policy2x2, params) -> None:
-    """A user's policy checked on abstract arguments before any run (one InputError naming ``policy`` and what was
-    expected): ``init`` runs; ``decide`` returns a pair ``(assignment, memory)``, ``assignment`` of shape (2,) and an
-    integer dtype (a tuple of two integers too) and ``memory`` of the structure and shapes of ``init``'s, with
-    dtypes of the same kinds (the engines cast it to ``init``'s dtypes, so an int32 for an int64 is fine, a float
-    for an int is not)."""
+    """A user's policy checked on abstract arguments before any run.
+
+    ``init`` runs; ``decide`` returns a pair ``(assignment, memory)``, ``assignment`` of shape (2,) and an integer
+    dtype (a tuple of two integers too) and ``memory`` of the structure and shapes of ``init``'s, with dtypes of the
+    same kinds (the engines cast it to ``init``'s dtypes, so an int32 for an int64 is fine, a float for an int is not).
+
+    Args:
+        policy: The policy.
+        params (typing.Any): Its parameters.
+
+    Raises:
+        InputError: Naming ``policy`` and what was expected: one of the above fails.
+    """
     name = f"the Policy2x2 {policy.name!r}"
     memory = _traced(policy, "init(params)", lambda p: jax.tree_util.tree_map(jnp.asarray, policy.init(p)), params)
     pair, code = jax.ShapeDtypeStruct((2,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32)
@@ -195,17 +231,41 @@ def check(policy: Policy2x2, params) -> None:
 
 
 def event_code(is_arrival, arrival_class, completed_server):
-    """The event as ``decide`` sees it: ``arrival_class`` for an arrival, else ``2 + completed_server``."""
+    """The event as ``decide`` sees it.
+
+    Args:
+        is_arrival (jax.Array): Whether the event is an arrival.
+        arrival_class (jax.Array): The arrival's class.
+        completed_server (jax.Array): The server that completed (for a completion).
+
+    Returns:
+        (jax.Array): The event code (int32): ``arrival_class`` for an arrival, else ``2 + completed_server``.
+    """
     return jnp.where(is_arrival, arrival_class, 2 + completed_server).astype(jnp.int32)
 
 
 def waiting(x, serving):
-    """Jobs waiting per class, ``x_i - #{k: serving_k = i}``, from the jobs in the system ``x`` (2,)."""
+    """Jobs waiting per class, ``x_i - #{k: serving_k = i}``.
+
+    Args:
+        x (jax.Array): The jobs of each class in the system, (2,).
+        serving (jax.Array): The class each server serves, ``-1`` when idle, (2,).
+
+    Returns:
+        (jax.Array): The jobs waiting per class, (2,).
+    """
     return pol.queues(x, serving)
 
 
 class Perturb(NamedTuple):
-    """Gaussian smoothing of a built-in policy's level and threshold for gradients (:func:`_builtin_perturb`)."""
+    """Gaussian smoothing of a built-in policy's level and threshold for gradients (:func:`_builtin_perturb`).
+
+    Attributes:
+        sign: +1 or -1 (antithetic pair).
+        tau_level: The scale of the perturbation of the level (unscaled workload units).
+        theta_real: c n^a_bar, the unrounded threshold.
+        tau_theta: The scale of the perturbation of the threshold.
+    """
 
     sign: Any  # +1 or -1 (antithetic pair)
     tau_level: Any  # scale of the perturbation of the level (unscaled workload units)
@@ -214,8 +274,14 @@ class Perturb(NamedTuple):
 
 
 class BuiltinParams(NamedTuple):
-    """The parameters of :data:`BUILTIN`: the policy as data, this replication's level and threshold, and the
-    perturbation of a smoothed run (None: none)."""
+    """The parameters of :data:`BUILTIN`.
+
+    Attributes:
+        policy: The policy as data.
+        level: This replication's switching level, unscaled workload units (float64).
+        theta: This replication's threshold Theta_n (int32).
+        perturb: The perturbation of a smoothed run (None: none).
+    """
 
     policy: pol.Policy
     level: Any  # switching level, unscaled workload units (float64)
@@ -229,12 +295,21 @@ def _builtin_init(params: BuiltinParams):
 
 
 def builtin_decide_jobs(x, serving, mode, event, params: BuiltinParams):
-    """Definitions 2.7-2.10 from the jobs in the system ``x`` (queue + service; the rest as ``decide``): resample
-    the current mode at its sampling times, then dispatch the idle servers. Returns ``(assignment, mode)`` (the
-    assignment of every server, busy ones included: the engine ignores their entries).
+    """Definitions 2.7-2.10 from the jobs in the system ``x`` (queue + service).
 
-    :data:`BUILTIN` is this form (``jobs=True``: the engines hold ``x``; the round trip through the queues would
-    cost them speed).
+    Resample the current mode at its sampling times, then dispatch the idle servers. :data:`BUILTIN` is this form
+    (``jobs=True``: the engines hold ``x``; the round trip through the queues would cost them speed).
+
+    Args:
+        x (jax.Array): The jobs of each class in the system, (2,).
+        serving (jax.Array): The class each server serves, ``-1`` when idle (as ``decide``).
+        mode (jax.Array): The current mode (the memory).
+        event (jax.Array): The event code (as ``decide``).
+        params: The built-in's parameters.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(assignment, mode)``: the assignment of every server (busy ones included: the
+            engine ignores their entries) and the new current mode.
     """
     mode, new, _, _ = pol.decide(params.policy, x, serving, mode, event < COMPLETION_1, event - COMPLETION_1,
                                  params.level, params.theta)
@@ -305,17 +380,40 @@ BUILTIN_PERTURBED = BUILTIN._replace(perturb=_builtin_perturb)  # the same, its 
 
 def builtin(policy: pol.Policy, level=None, theta=None, perturb: Perturb | None = None,
             name: str = "builtin") -> Policy2x2:
-    """A built-in policy (:func:`jaxq.policies.pss2x2.make`) as a :class:`Policy2x2` with its parameters
-    (``perturb``: its level and threshold smoothed per replication)."""
+    """A built-in policy (:func:`jaxq.policies.pss2x2.make`) as a :class:`Policy2x2` with its parameters.
+
+    Args:
+        policy: The policy as data.
+        level (jax.Array | float | None): The switching level (unscaled workload; None: the policy's).
+        theta (jax.Array | int | None): The threshold Theta_n (None: the policy's).
+        perturb: Its level and threshold smoothed per replication (None: not smoothed).
+        name: The name results report.
+
+    Returns:
+        The policy.
+    """
     base = BUILTIN if perturb is None else BUILTIN_PERTURBED
     return base._replace(name=name, params=BuiltinParams(policy, policy.level if level is None else level,
                                                          policy.theta if theta is None else theta, perturb))
 
 
 def decision(policy: Policy2x2, x, before, memory, event, params):
-    """One decision of any policy after an event, as the engines make it: ``decide`` sees the jobs in the system
-    ``x`` (``policy.jobs``) or the queues; a checked policy's assignment is :func:`checked`, a trusted one's carried
-    out as given. Returns ``(memory, serving, started, bad)`` (``bad`` None for a trusted policy)."""
+    """One decision of any policy after an event, as the engines make it.
+
+    ``decide`` sees the jobs in the system ``x`` (``policy.jobs``) or the queues; a checked policy's assignment is
+    :func:`checked`, a trusted one's carried out as given.
+
+    Args:
+        policy: The policy.
+        x (jax.Array): The jobs of each class in the system, (2,).
+        before (jax.Array): The assignment before the decision.
+        memory (typing.Any): The policy's memory.
+        event (jax.Array): The event code.
+        params (typing.Any): The policy's parameters.
+
+    Returns:
+        (tuple): ``(memory, serving, started, bad)`` (``bad`` None for a trusted policy).
+    """
     q = waiting(x, before)
     assignment, memory = policy.decide(x if policy.jobs else q, before, memory, event, params)
     if policy.checked:
@@ -331,9 +429,15 @@ def decision(policy: Policy2x2, x, before, memory, event, params):
 def checked(assignment, queues, serving):
     """The assignment carried out and whether it was valid.
 
-    Returns ``(serving, started, bad)``: the new assignment (busy servers untouched; an invalid request is not
-    carried out), a bool (2,) marking servers that start a job, and a bool: some idle server asked for a class
-    it cannot serve (not -1, 0, 1) or for more jobs of a class than wait.
+    Args:
+        assignment (jax.Array): For each server the class it asks for, ``-1`` to stay idle.
+        queues (jax.Array): The jobs waiting per class.
+        serving (jax.Array): The assignment before (``-1`` idle).
+
+    Returns:
+        (tuple[jax.Array, jax.Array, jax.Array]): ``(serving, started, bad)``: the new assignment (busy servers
+            untouched; an invalid request is not carried out), a bool (2,) marking servers that start a job, and a bool:
+            some idle server asked for a class it cannot serve (not -1, 0, 1) or for more jobs of a class than wait.
     """
     a = jnp.asarray(assignment).astype(jnp.int32)
     idle = serving == IDLE

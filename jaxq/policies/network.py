@@ -33,7 +33,15 @@ NONE = 1e30  # score of a pool or class that cannot be chosen
 
 
 class Layout(NamedTuple):
-    """The static shape of the network under one policy (hashable: part of the compiled program)."""
+    """The static shape of the network under one policy (hashable: part of the compiled program).
+
+    Attributes:
+        num_i: The number of classes I.
+        num_j: The number of pools J.
+        edges: The activities (i, j) the policy may use, row-major.
+        elim: ``swc``: the greedy elimination order of the tree's activities (the LAP activity order).
+        swc: Whether the policy is ``swc``.
+    """
 
     num_i: int
     num_j: int
@@ -47,6 +55,11 @@ class Rule(NamedTuple):
 
     The routing score of pool j for class i is ``route_rank[i, j] - dynamic * y_j / N_j``; the scheduling
     score of class i at pool j is ``sched_rank[i, j] - dynamic * q_i``.
+
+    Attributes:
+        route_rank: (I, J) static routing ranks.
+        sched_rank: (I, J) static scheduling ranks.
+        dynamic: 0.0 (static ranks) or 1.0 (lqfs).
     """
 
     route_rank: jnp.ndarray  # (I, J)
@@ -58,9 +71,17 @@ def make(policy: str, edges_all: np.ndarray, tree: np.ndarray, lap_order, class_
     """The layout and rule of a named policy.
 
     Args:
-      policy: one of :data:`POLICIES`.
-      edges_all: boolean (I, J) activity graph; tree: boolean (I, J) basic activity tree.
-      lap_order: LAP activity priorities (0-based pairs, highest first); class_order: LAP class priorities.
+        policy: One of :data:`POLICIES`.
+        edges_all: Boolean (I, J) activity graph.
+        tree: Boolean (I, J) basic activity tree.
+        lap_order (Sequence[tuple[int, int]]): LAP activity priorities (0-based pairs, highest first).
+        class_order (Sequence[int]): LAP class priorities (0-based classes, highest first).
+
+    Returns:
+        ``(layout, rule)``.
+
+    Raises:
+        InputError: Naming ``policy``: not one of :data:`POLICIES`.
     """
     if policy not in POLICIES:
         raise InputError("policy", f"expected one of {', '.join(POLICIES)}, got {policy!r}")
@@ -85,7 +106,16 @@ def make(policy: str, edges_all: np.ndarray, tree: np.ndarray, lap_order, class_
 
 
 def first_min(cands):
-    """``(found, one-hot picks)`` of the first candidate with the smallest score among ``(ok, score)`` pairs."""
+    """The first candidate with the smallest score among ``(ok, score)`` pairs.
+
+    Args:
+        cands (Sequence[tuple[jax.Array, jax.Array]]): ``(ok, score)`` pairs: whether the candidate can be chosen,
+            and its score.
+
+    Returns:
+        (tuple[jax.Array, list]): ``(found, picks)``: whether some candidate can be chosen, and one-hot picks (one bool
+            per candidate).
+    """
     best = jnp.float64(NONE)
     picks = []
     for ok, score in cands:
@@ -97,14 +127,35 @@ def first_min(cands):
 
 
 def route(i: int, y: dict, big_n, rule: Rule, lay: Layout):
-    """Where an arriving class-i job goes: ``(found, {pool j: picked})`` over the idle pools that serve i."""
+    """Where an arriving class-i job goes, over the idle pools that serve i.
+
+    Args:
+        i: The arriving job's class.
+        y: Idle servers per pool j.
+        big_n (Sequence): Pool sizes N_j.
+        rule: The rule's scores.
+        lay: The layout.
+
+    Returns:
+        (tuple[jax.Array, dict]): ``(found, {pool j: picked})``.
+    """
     js = [j for (a, j) in lay.edges if a == i]
     found, picks = first_min([(y[j] > 0, rule.route_rank[i, j] - rule.dynamic * y[j] / big_n[j]) for j in js])
     return found, dict(zip(js, picks))
 
 
 def schedule(j: int, q, rule: Rule, lay: Layout):
-    """Which queued class a freed pool-j server takes: ``(found, {class i: picked})``."""
+    """Which queued class a freed pool-j server takes.
+
+    Args:
+        j: The freed server's pool.
+        q (Mapping[int, jax.Array] | Sequence[jax.Array]): Queued jobs per class i.
+        rule: The rule's scores.
+        lay: The layout.
+
+    Returns:
+        (tuple[jax.Array, dict]): ``(found, {class i: picked})``.
+    """
     cls = [i for (i, b) in lay.edges if b == j]
     found, picks = first_min([(q[i] > 0, rule.sched_rank[i, j] - rule.dynamic * q[i]) for i in cls])
     return found, dict(zip(cls, picks))
@@ -114,7 +165,12 @@ def swc_allocation(x, big_n, lay: Layout) -> dict:
     """Definition 2.1: ``z(x)``, maximal busy servers by greedy leaf elimination on the tree (order ``lay.elim``).
 
     Args:
-      x: jobs per class (I scalars); big_n: pool sizes (J,). Returns {(i, j): busy servers}.
+        x (Sequence[jax.Array]): Jobs per class (I scalars).
+        big_n (Sequence): Pool sizes (J,).
+        lay: The layout.
+
+    Returns:
+        ``{(i, j): busy servers}``.
     """
     cap = {("i", i): x[i] for i in range(lay.num_i)} | {("j", j): big_n[j] for j in range(lay.num_j)}
     z = {e: jnp.int32(0) for e in lay.edges}

@@ -45,9 +45,18 @@ IDLE = -1
 class Policy(NamedTuple):
     """A policy of the n-th system as traced data (0-based modes and roles).
 
-    ``rule[m]`` is the rule used while m is the current mode; ``i1``, ``i2``, ``k1`` the roles of each mode
-    (Definition 2.8); ``level`` the switching level in unscaled workload units ``sqrt(n) z`` (inf: never);
-    ``theta`` the threshold Theta_n.
+    Attributes:
+        rule: (2,) int32, ``rule[m]`` the rule (``RULE_P``, ``RULE_T1``, ``RULE_T2``) used while m is the current mode.
+        sampling: int32, the mode's sampling times: ``SAMPLE_NEVER``, ``SAMPLE_K1_COMPLETION`` or
+            ``SAMPLE_EVERY_EVENT``.
+        lower: int32, the lower mode.
+        higher: int32, the higher mode.
+        level: float64, the switching level in unscaled workload units ``sqrt(n) z`` (inf: never).
+        theta: int32, the threshold Theta_n.
+        i1: (2,) int32, the single-activity class of each mode (Definition 2.8).
+        i2: (2,) int32, the dual-activity class of each mode.
+        k1: (2,) int32, the single-activity server of each mode.
+        alpha_inv: (2,) float64, ``1 / alpha``: W = x_1/alpha_1 + x_2/alpha_2 (2.10).
     """
 
     rule: jnp.ndarray  # (2,) int32
@@ -63,7 +72,15 @@ class Policy(NamedTuple):
 
 
 class Resolved(NamedTuple):
-    """What a policy name means for a system: its rules, modes and switching level (scaled workload)."""
+    """What a policy name means for a system: its rules, modes and switching level (scaled workload).
+
+    Attributes:
+        name: The policy's name (``auto`` resolved).
+        rules: The rules of its modes and its sampling times.
+        lower: The lower mode.
+        higher: The higher mode.
+        z: The switching level in scaled workload units; inf: never switch.
+    """
 
     name: str
     rules: PolicyRules
@@ -78,6 +95,18 @@ def resolve(analysis, policy: str, switch_at: float | None) -> Resolved:
     A single-mode policy (P, T2) on a dual-mode system uses the lower mode. A dual-mode policy on a
     single-mode system uses the active mode as the lower mode, the other mode as the higher one and
     switches at ``switch_at`` (default: never). ``RULE@m`` fixes the rule and mode m.
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis.
+        policy: A policy name (one of :data:`CHOICES`).
+        switch_at: The switching level z of a dual-mode policy (None: z* of the analysis, or never on a single-mode
+            system).
+
+    Returns:
+        The resolved policy.
+
+    Raises:
+        InputError: Naming ``policy``: not a name (a :class:`~jaxq.policies.hook.Policy2x2`), or an unknown one.
     """
     if not isinstance(policy, str):  # a jaxq.Policy2x2: only the simulators run it
         raise InputError("policy", f"expected a policy name ({', '.join(CHOICES)}); a Policy2x2 runs in "
@@ -102,7 +131,17 @@ def resolve(analysis, policy: str, switch_at: float | None) -> Resolved:
 
 
 def make(resolved: Resolved, modes, n: float, theta: int | None) -> Policy:
-    """The traced :class:`Policy` of a resolved policy in the n-th system (``modes``: the LP modes)."""
+    """The traced :class:`Policy` of a resolved policy in the n-th system.
+
+    Args:
+        resolved: The resolved policy (:func:`resolve`).
+        modes (jaxq.planning.modes.Modes): The LP modes.
+        n: The scale n.
+        theta: The threshold Theta_n (None: 0, no threshold).
+
+    Returns:
+        The policy as traced data.
+    """
     rule = np.zeros(2, np.int32)
     rule[resolved.lower] = resolved.rules.lower
     rule[resolved.higher] = resolved.rules.higher
@@ -115,7 +154,15 @@ def make(resolved: Resolved, modes, n: float, theta: int | None) -> Policy:
 
 
 def initial_mode(pol: Policy, level=None):
-    """The current mode of the empty system: the lower mode when the switching level is above 0."""
+    """The current mode of the empty system: the lower mode when the switching level is above 0.
+
+    Args:
+        pol: The policy.
+        level (jax.Array | None): The switching level (unscaled workload; None: the policy's).
+
+    Returns:
+        (jax.Array): The mode (int32).
+    """
     level = pol.level if level is None else level
     return jnp.where(0.0 < level, pol.lower, pol.higher).astype(jnp.int32)
 
@@ -124,14 +171,20 @@ def decide(pol: Policy, x, serving_before, mode, is_arrival, completed_server, l
     """Definitions 2.7-2.10 after an event: resample the current mode, then let idle servers admit jobs.
 
     Args:
-      pol: the policy; x: jobs per class after the event (int, shape (2,)); serving_before: the assignment
-        after the event (the completing server idle); mode: the current mode before the event;
-        is_arrival, completed_server: the event; level, theta: per-replication overrides (Gaussian-perturbed
-        tuning), default the policy's; real: False for a self-loop of a uniformised chain (not an event:
-        the mode is not resampled; the caller keeps the assignment).
+        pol: The policy.
+        x (jax.Array): Jobs per class after the event (int, shape (2,)).
+        serving_before (jax.Array): The assignment after the event (the completing server idle).
+        mode (jax.Array): The current mode before the event.
+        is_arrival (jax.Array): Whether the event is an arrival.
+        completed_server (jax.Array): The server that completed (meaningful when not an arrival).
+        level (jax.Array | None): Per-replication switching level (Gaussian-perturbed tuning); None: the policy's.
+        theta (jax.Array | None): Per-replication threshold; None: the policy's.
+        real (jax.Array | None): False for a self-loop of a uniformised chain (not an event: the mode is not
+            resampled; the caller keeps the assignment); None: every call is an event.
+
     Returns:
-      ``(mode, serving, started, prio)``: the new current mode, assignment, servers that start a job, and
-      the class the dual-activity server prioritises.
+        (tuple): ``(mode, serving, started, prio)``: the new current mode, assignment, servers that start a job, and the
+            class the dual-activity server prioritises.
     """
     level = pol.level if level is None else level
     theta = pol.theta if theta is None else theta
@@ -149,6 +202,13 @@ def pick(a, i):
 
     Matches jnp indexing for every ``i >= -1``: 0 gives ``a[0]``, anything else ``a[1]`` (jnp wraps -1
     and clamps indices beyond the end).
+
+    Args:
+        a (jax.Array): A 2-element array.
+        i (jax.Array): The index.
+
+    Returns:
+        (jax.Array): ``a[i]``.
     """
     return jnp.where(i == 0, a[0], a[1])
 
@@ -160,13 +220,14 @@ def priority_class(rule, x, i1, i2, theta):
     T2 rule (2.8.3): i2 when ``x[i2] >= theta``, else i1.
 
     Args:
-      rule: RULE_P, RULE_T1 or RULE_T2 (int, may be traced).
-      x: jobs of each class in the system, shape (2,).
-      i1, i2: single- and dual-activity class of the current mode.
-      theta: the threshold level Theta_n = ceil(n^a_bar) (2.29).
+        rule (jax.Array): RULE_P, RULE_T1 or RULE_T2 (int, may be traced).
+        x (jax.Array): Jobs of each class in the system, shape (2,).
+        i1 (jax.Array): The single-activity class of the current mode.
+        i2 (jax.Array): The dual-activity class of the current mode.
+        theta (jax.Array): The threshold level Theta_n = ceil(n^a_bar) (2.29).
 
     Returns:
-      The prioritised class (int).
+        (jax.Array): The prioritised class (int).
     """
     t1 = jnp.where(pick(x, i1) >= theta, i1, i2)  # x[i1] as a select (no gather under vmap)
     t2 = jnp.where(pick(x, i2) >= theta, i2, i1)
@@ -174,7 +235,15 @@ def priority_class(rule, x, i1, i2, theta):
 
 
 def queues(x, serving):
-    """Jobs waiting (not in service) per class: ``x_i - #{k: serving_k = i}``."""
+    """Jobs waiting (not in service) per class: ``x_i - #{k: serving_k = i}``.
+
+    Args:
+        x (jax.Array): Jobs of each class in the system, shape (2,).
+        serving (jax.Array): Class served by each server or IDLE, shape (2,).
+
+    Returns:
+        (jax.Array): The waiting jobs per class, shape (2,).
+    """
     cls = jnp.arange(2)
     in_service = jnp.sum(serving[None, :] == cls[:, None], axis=1)
     return x - in_service
@@ -191,13 +260,15 @@ def dispatch(x, serving, k1, i2, prio):
     to the arrival's class. Busy servers are not interrupted (non-preemptive).
 
     Args:
-      x: jobs of each class in the system (after the current event), shape (2,).
-      serving: class served by each server or IDLE, shape (2,).
-      k1: the single-activity (dedicated) server; i2: the class it is dedicated to.
-      prio: the class the dual-activity server prioritises (:func:`priority_class`).
+        x (jax.Array): Jobs of each class in the system (after the current event), shape (2,).
+        serving (jax.Array): Class served by each server or IDLE, shape (2,).
+        k1 (jax.Array): The single-activity (dedicated) server.
+        i2 (jax.Array): The class it is dedicated to.
+        prio (jax.Array): The class the dual-activity server prioritises (:func:`priority_class`).
 
     Returns:
-      ``(serving, started)``: the new assignment and a bool (2,) marking servers that start a job.
+        (tuple[jax.Array, jax.Array]): ``(serving, started)``: the new assignment and a bool (2,) marking servers that
+            start a job.
     """
     # Component by component (selects on scalars): stacked two-element arrays indexed by traced
     # values become strided gathers under vmap, several times slower than the whole rest of a step.
@@ -232,16 +303,18 @@ def sample_mode(mode, sampling, is_arrival, completed_server, k1, workload, leve
     policies never sample.
 
     Args:
-      mode: the current mode before the event.
-      sampling: SAMPLE_NEVER, SAMPLE_K1_COMPLETION or SAMPLE_EVERY_EVENT.
-      is_arrival: whether the event is an arrival; completed_server: the server that completed
-        (meaningful when not an arrival).
-      k1: single-activity server of each mode, shape (2,).
-      workload: W after the event (unscaled); level: sqrt(n) z (unscaled workload units).
-      lower, higher: the lower and higher modes.
+        mode (jax.Array): The current mode before the event.
+        sampling (jax.Array): SAMPLE_NEVER, SAMPLE_K1_COMPLETION or SAMPLE_EVERY_EVENT.
+        is_arrival (jax.Array): Whether the event is an arrival.
+        completed_server (jax.Array): The server that completed (meaningful when not an arrival).
+        k1 (jax.Array): Single-activity server of each mode, shape (2,).
+        workload (jax.Array): W after the event (unscaled).
+        level (jax.Array): sqrt(n) z (unscaled workload units).
+        lower (jax.Array): The lower mode.
+        higher (jax.Array): The higher mode.
 
     Returns:
-      The new current mode.
+        (jax.Array): The new current mode.
     """
     at_k1 = jnp.logical_not(is_arrival) & (completed_server == pick(k1, mode))
     sampled = (sampling == SAMPLE_EVERY_EVENT) | ((sampling == SAMPLE_K1_COMPLETION) & at_k1)

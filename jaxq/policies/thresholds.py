@@ -37,13 +37,17 @@ ABSOLUTE_RULE = "paper"  # the rule whose constant is 1: with it, theta_constant
 class Levels(NamedTuple):
     """The levels of Theorem 2.11's policy in the n-th system: where it switches modes and how many jobs it holds.
 
-    ``switch_at``: the switching level z in scaled workload (None: the rule's, z* of the analysis for every rule
-    but ``excursion``; refused for a policy that never switches). ``theta_exponent``, ``theta_rule``,
-    ``theta_constant``: the threshold Theta_n = ceil(c n^a_bar) (2.28)-(2.29), c = ``theta_constant`` times the
-    rule's constant (:func:`rule_levels`; ``excursion`` chooses Theta_n itself and the exponent does not change
-    it). ``perturb``:
-    ``(sign, tau_z, tau_c)``, z and c perturbed per replication by Gaussians (the smoothed gradient of
-    :mod:`jaxq.tuning.prelimit`; event driver only).
+    The threshold is Theta_n = ceil(c n^a_bar) (2.28)-(2.29), c = ``theta_constant`` times the rule's constant
+    (:func:`rule_levels`; ``excursion`` chooses Theta_n itself and the exponent does not change it).
+
+    Attributes:
+        switch_at: The switching level z in scaled workload (None: the rule's, z* of the analysis for every rule but
+            ``excursion``; refused for a policy that never switches).
+        theta_exponent: The exponent a_bar of Theta_n.
+        theta_rule: The threshold rule (one of :data:`THETA_RULES`).
+        theta_constant: The factor of the rule's constant c.
+        perturb: ``(sign, tau_z, tau_c)``, z and c perturbed per replication by Gaussians (the smoothed gradient of
+            :mod:`jaxq.tuning.prelimit`; event driver only); None: not perturbed.
     """
 
     switch_at: float | None = None
@@ -54,8 +58,17 @@ class Levels(NamedTuple):
 
     @classmethod
     def absolute(cls, switch_at: float | None, theta_exponent: float, theta_constant: float | None) -> "Levels":
-        """The levels of a tuned policy: z and the threshold's constant c itself (rule :data:`ABSOLUTE_RULE`,
-        Theta_n = ceil(c n^a_bar); c None, for a policy without a threshold, is 1)."""
+        """The levels of a tuned policy: z and the threshold's constant c itself.
+
+        Args:
+            switch_at: The switching level z (scaled workload; None: the rule's).
+            theta_exponent: The exponent a_bar of Theta_n = ceil(c n^a_bar).
+            theta_constant: The constant c itself (rule :data:`ABSOLUTE_RULE`); None, for a policy without a threshold,
+                is 1.
+
+        Returns:
+            The levels.
+        """
         return cls(switch_at, theta_exponent, ABSOLUTE_RULE, 1.0 if theta_constant is None else theta_constant)
 
 
@@ -63,7 +76,19 @@ THETA_MAX = 2**31 - 1  # the simulators hold Theta_n in an int32
 
 
 def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:
-    """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1); refused beyond the simulators' int32."""
+    """Threshold Theta_n = ceil(c n^a_bar) ((2.29) has c = 1).
+
+    Args:
+        n: The scale n.
+        exponent: The exponent a_bar.
+        constant: The constant c.
+
+    Returns:
+        Theta_n.
+
+    Raises:
+        InputError: Naming ``theta_constant``: Theta_n beyond the simulators' int32 (:data:`THETA_MAX`).
+    """
     level = constant * n**exponent
     if not level <= THETA_MAX:
         raise InputError("theta_constant", f"Theta_n = c n^a = {level:.3g} (c = {constant:g}, n = {n:g}, a = "
@@ -72,14 +97,24 @@ def theta_level(n: float, exponent: float, constant: float = 1.0) -> int:
 
 
 def excursion_depth(system, p: int, k1: int) -> float:
-    """``D = (lambda_p C_a,p^2 + mu_{p k1} C_s,p k1^2) / (2 (lambda_p - mu_{p k1}))``: the mean depth (in jobs) of the
-    excursions of class p's queue below the threshold under the T2 rule of a mode whose dedicated server k1 serves p.
+    """The mean depth D (in jobs) of the excursions of class p's queue below the threshold under a T2 rule.
+
+    ``D = (lambda_p C_a,p^2 + mu_{p k1} C_s,p k1^2) / (2 (lambda_p - mu_{p k1}))``, under the T2 rule of a mode
+    whose dedicated server k1 serves p.
 
     While p's queue is below Theta_n the dual-activity server serves the other class, so p's queue is a random walk
     pushed up at the rate ``n (lambda_p - mu_{p k1}) > 0`` with variance rate ``n (lambda_p C_a,p^2 + mu_{p k1}
     C_s,p k1^2)``: the depth of its excursions below Theta_n is about exponential with mean D, which does not depend
     on n; an excursion deeper than Theta_n empties the queue and idles server k1. Rates are the first-order
     ``lambda``, ``mu``.
+
+    Args:
+        system (jaxq.model.pss2x2.PSS2x2): The system.
+        p: The protected class (0-based).
+        k1: Its dedicated server (0-based).
+
+    Returns:
+        The mean depth D.
     """
     lam, mu = float(system.lam[p]), float(system.mu[p, k1])
     var = lam * float(system.ca2[p]) + mu * float(system.cs2[p, k1])
@@ -108,6 +143,17 @@ def theta_rule_constant(rule: str, analysis, resolved) -> float:
 
     Dual-mode policies with a T2 rule in both modes take the larger constant; a policy without a T2 rule
     (P, PP, the fixed ``P@m``, ``T1@m``) gets c = 1. ``excursion`` depends on n: :func:`rule_levels`.
+
+    Args:
+        rule: The threshold rule (one of :data:`THETA_RULES` but ``excursion``).
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis (system and modes).
+        resolved (jaxq.policies.pss2x2.Resolved): The resolved policy (its modes and rules).
+
+    Returns:
+        The constant c.
+
+    Raises:
+        InputError: Naming ``theta_rule``: an unknown rule, or ``excursion``.
     """
     from jaxq.policies.pss2x2 import RULE_T1, RULE_T2
 
@@ -138,15 +184,21 @@ def theta_rule_constant(rule: str, analysis, resolved) -> float:
 
 
 def check_rule(rule: str) -> None:
-    """Refuse a threshold rule that is not one of :data:`THETA_RULES` (naming ``theta_rule``)."""
+    """Refuse a threshold rule that is not one of :data:`THETA_RULES`.
+
+    Args:
+        rule: The threshold rule.
+
+    Raises:
+        InputError: Naming ``theta_rule``: an unknown rule.
+    """
     if rule not in THETA_RULES:
         raise InputError("theta_rule", f"unknown threshold rule {rule!r}; choose one of {', '.join(THETA_RULES)}")
 
 
 def rule_levels(rule: str, analysis, resolved, n: float, exponent: float,
                 switch_at: float | None = None) -> tuple[float, float | None]:
-    """The constant c of ``Theta_n = ceil(c n^a_bar)`` and the switching level (None: the resolved policy's) that a
-    threshold rule gives the n-th system.
+    """The constant c of ``Theta_n = ceil(c n^a_bar)`` and the switching level a threshold rule gives the n-th system.
 
     Every rule but ``excursion`` gives :func:`theta_rule_constant` and keeps z. ``excursion`` gives the pair
     ``(Theta_n, z_n)`` that minimises the excursion model of J_n (:func:`jaxq.policies.excursion.levels`; z fixed
@@ -155,6 +207,20 @@ def rule_levels(rule: str, analysis, resolved, n: float, exponent: float,
     ``T2`` on a P system, or ``T1@1``), and at an n where the held jobs alone would reach every switching level the
     model tries or the given ``switch_at`` (it does not describe that n), ``excursion`` gives ``root``'s constant
     and keeps z. A policy without a threshold (P, PP) gets c = 1 and keeps z under every rule.
+
+    Args:
+        rule: The threshold rule (one of :data:`THETA_RULES`).
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis.
+        resolved (jaxq.policies.pss2x2.Resolved): The resolved policy.
+        n: The scale n.
+        exponent: The exponent a_bar.
+        switch_at: The switching level z the excursion model keeps fixed (None: it searches z).
+
+    Returns:
+        ``(c, z)``: the constant and the switching level (None: the resolved policy's).
+
+    Raises:
+        InputError: Naming ``theta_rule``: an unknown rule.
     """
     from jaxq.policies import excursion
     from jaxq.policies.pss2x2 import uses_threshold

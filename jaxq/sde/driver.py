@@ -56,7 +56,18 @@ from jaxq.mc.replications import Batching
 
 
 class Scheme(NamedTuple):
-    """One time-stepping method of the workload SDE (see the module docstring)."""
+    """One time-stepping method of the workload SDE (see the module docstring).
+
+    Attributes:
+        name: The scheme's name.
+        n_normal: Standard normals per path and step.
+        n_uniform: Uniforms on [0, 1) per path and step.
+        init: ``init(params, z) -> y``: the state in the scheme's coordinates.
+        step: ``step(params, y, h, normal, uniform) -> (y, dm)``: all paths advanced by one step of length h, and the
+            step's martingale increment dm of Z.
+        observe: ``observe(params, y) -> z``: the state back in Z coordinates.
+        order: The weak order the scheme's module states (None: none stated).
+    """
 
     name: str
     n_normal: int
@@ -68,7 +79,15 @@ class Scheme(NamedTuple):
 
 
 def step_weights(gamma, h):
-    """``(w0, w1)`` with ``int_0^h exp(-gamma s) [(1 - s/h) z0 + (s/h) z1] ds = w0 z0 + w1 z1``."""
+    """``(w0, w1)`` with ``int_0^h exp(-gamma s) [(1 - s/h) z0 + (s/h) z1] ds = w0 z0 + w1 z1``.
+
+    Args:
+        gamma (jax.Array | float): The discount rate.
+        h (jax.Array | float): The step.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(w0, w1)``.
+    """
     u = gamma * h
     i1 = -jnp.expm1(-u) / gamma
     # int_0^h s exp(-gamma s) ds / h, written to avoid cancellation for small u
@@ -91,14 +110,26 @@ def _block_noise(keys, j, block, n_normal, n_uniform):
 
 
 def workload(z, params):
-    """The workload Z itself: what the cost integrates (:data:`COST`) and the snapshots record (:data:`SNAPSHOTS`)."""
+    """The workload Z itself: what the cost integrates (:data:`COST`) and the snapshots record (:data:`SNAPSHOTS`).
+
+    Args:
+        z (jax.Array): The workload.
+        params (typing.Any): The observer's params (unused).
+
+    Returns:
+        (jax.Array): ``z``.
+    """
     return z
 
 
 class Observed(NamedTuple):
-    """What the driver's observers read as their params: ``params``, the scheme's (a user's observers and the cost
-    get these alone); ``times``, the (S,) snapshot times (multiples of the step, :data:`SNAPSHOTS`); ``value``, the
-    control's value function (:data:`CONTROL`; None: no control)."""
+    """What the driver's observers read as their params.
+
+    Attributes:
+        params: The scheme's params (a user's observers and the cost get these alone).
+        times: The (S,) snapshot times (multiples of the step, :data:`SNAPSHOTS`).
+        value: The control's value function (:data:`CONTROL`; None: no control).
+    """
 
     params: object
     times: jax.Array
@@ -123,8 +154,16 @@ def _scalar(params):
 
 @lru_cache(maxsize=64)
 def on_scheme_params(observer: Observer) -> Observer:
-    """``observer`` (of the scheme's params, as a user writes it) on :class:`Observed` (cached: the same observer
-    gives the same program)."""
+    """``observer`` (of the scheme's params, as a user writes it) on :class:`Observed`.
+
+    Cached: the same observer gives the same program.
+
+    Args:
+        observer: The observer of the scheme's params.
+
+    Returns:
+        The observer on :class:`Observed`.
+    """
     return with_params(observer, _scheme_params)
 
 
@@ -158,10 +197,18 @@ CONTROL = with_params(ITO_SUM, _control_params)
 
 @lru_cache(maxsize=64)
 def folded(observer: Observer | None = None, cv: bool = False) -> Observer:
-    """The one observer a run folds (on :class:`Observed`), :func:`combined <jaxq.mc.observer.combine>`: the cost
-    (output ``cost``), the snapshots (``snaps``), with ``cv`` the Ito-sum control (``control``) and a user's
-    ``observer`` (``observed``: the combined observers of :class:`Record`, on the scheme's params; None: none).
-    Cached: the same observers give the same program."""
+    """The one observer a run folds (on :class:`Observed`), :func:`combined <jaxq.mc.observer.combine>`.
+
+    The cost (output ``cost``), the snapshots (``snaps``), with ``cv`` the Ito-sum control (``control``) and a
+    user's ``observer`` (``observed``). Cached: the same observers give the same program.
+
+    Args:
+        observer: The combined observers of :class:`Record`, on the scheme's params (None: none).
+        cv: Whether to fold the Ito-sum control.
+
+    Returns:
+        The combined observer.
+    """
     parts = {"cost": COST, "snaps": SNAPSHOTS}
     if cv:
         parts["control"] = CONTROL
@@ -233,14 +280,20 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
     A pure function (differentiable in ``params`` with ``remat``); :func:`simulate` runs the same blocks
     through the replication layer instead.
 
-    PathArgs:
-      scheme: the method; params: its coefficient pytree; z0: start (scalar); gamma: discount rate;
-      h: step; keys: (paths,) per-path keys; n_blocks: number of blocks (static only with remat);
-      block: steps per block (static);
-      snap_steps: (S,) step indices k at which Z(k h) is recorded (k = 0 records z0).
-      remat: recompute each block in the backward pass (for gradients over long horizons).
+    Args:
+        scheme: The method.
+        params (typing.Any): Its coefficient pytree.
+        z0 (jax.Array | float): The start (scalar).
+        gamma (jax.Array | float): The discount rate.
+        h (jax.Array | float): The step.
+        keys (jax.Array): (paths,) per-path keys.
+        n_blocks: The number of blocks (static only with remat).
+        block: Steps per block (static).
+        snap_steps (array_like): (S,) step indices k at which Z(k h) is recorded (k = 0 records z0).
+        remat: Recompute each block in the backward pass (for gradients over long horizons).
+
     Returns:
-      ``(cost, snaps)``: (paths,) discounted costs and (paths, S) snapshots.
+        (tuple[jax.Array, jax.Array]): ``(cost, snaps)``: (paths,) discounted costs and (paths, S) snapshots.
     """
     observer = folded()
     args = Observed(params, jnp.asarray(snap_steps).astype(jnp.float64) * h)
@@ -260,11 +313,13 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
 class Loop(NamedTuple):
     """A model's scheme and observables as the time loop runs them (pure functions of all paths of a batch).
 
-    ``start(keys, args) -> state``: the batch's state at time 0 (keys: (paths,) per-path keys);
-    ``block(args, keys, state, j) -> state``: every path advanced by the ``steps`` steps of block j (the
-    noise drawn from the paths' keys and j); ``finish(state, args) -> outputs``: per-path outputs (leading axis:
-    paths); ``blocks(args)``: the number of blocks of a path (traced); ``steps``: steps per block (the work unit
-    of progress is a path-step).
+    Attributes:
+        start: ``start(keys, args) -> state``: the batch's state at time 0 (keys: (paths,) per-path keys).
+        block: ``block(args, keys, state, j) -> state``: every path advanced by the ``steps`` steps of block j (the
+            noise drawn from the paths' keys and j).
+        finish: ``finish(state, args) -> outputs``: per-path outputs (leading axis: paths).
+        blocks: ``blocks(args)``: the number of blocks of a path (traced).
+        steps: Steps per block (the work unit of progress is a path-step).
     """
 
     start: Callable
@@ -275,10 +330,19 @@ class Loop(NamedTuple):
 
 
 def loop_program(loop: Loop, blocks_per_call: int) -> replications.Program:
-    """The time loop of ``loop`` as a :class:`~jaxq.mc.replications.Program`: ``blocks_per_call`` blocks per
-    ``advance`` (a ``fori_loop`` over blocks with a dynamic trip count: one compilation serves every horizon).
-    Not cached: the drivers' cached constructors (:func:`program`, :func:`jaxq.sde.network_euler.program`) keep
-    the programs they build."""
+    """The time loop of ``loop`` as a :class:`~jaxq.mc.replications.Program`.
+
+    A ``fori_loop`` over blocks with a dynamic trip count: one compilation serves every horizon. Not cached: the
+    drivers' cached constructors (:func:`program`, :func:`jaxq.sde.network_euler.program`) keep the programs they
+    build.
+
+    Args:
+        loop: The model's scheme and observables.
+        blocks_per_call: Blocks per ``advance``.
+
+    Returns:
+        The program.
+    """
 
     @jax.jit
     def start(keys, a):
@@ -300,15 +364,36 @@ def loop_program(loop: Loop, blocks_per_call: int) -> replications.Program:
 
 
 def run_loop(prog: replications.Program, args, paths: int, seed: int, batching: Batching, work: float):
-    """Paths ``batching.start .. + paths - 1`` of a time loop (:func:`loop_program`) on the replication layer;
-    ``work``: the path-steps expected (told to the progress callback before any work). Returns
-    ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`."""
+    """Paths ``batching.start .. + paths - 1`` of a time loop (:func:`loop_program`) on the replication layer.
+
+    Args:
+        prog: The program (:func:`loop_program`).
+        args (typing.Any): Its traced arguments.
+        paths: The number of paths.
+        seed: The random seed (path r uses ``fold_in(PRNGKey(seed), r)``).
+        batching: First path, paths per compiled call, devices, progress.
+        work: The path-steps expected (told to the progress callback before any work).
+
+    Returns:
+        (tuple): ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
+    """
     replications.announce(batching.progress, work, "path-steps")
     return replications.run(prog, args, paths, seed, batching=batching)
 
 
 class PathArgs(NamedTuple):
-    """Traced arguments of a workload SDE run on the replication layer."""
+    """Traced arguments of a workload SDE run on the replication layer.
+
+    Attributes:
+        params: The scheme's coefficient pytree.
+        z0: The start.
+        gamma: The discount rate.
+        h: The step.
+        n_blocks: int64, the number of blocks.
+        snap_steps: (S,) int64, the step indices at which Z is recorded.
+        value: The value function of the control variate (None: no control).
+        n_steps: float64, the steps of the horizon (the masked program weighs no step beyond).
+    """
 
     params: object
     z0: jax.Array
@@ -323,12 +408,23 @@ class PathArgs(NamedTuple):
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
             masked: bool = False, observer: Observer | None = None) -> replications.Program:
-    """The scheme on the time loop (:func:`loop_program`; paths are the replications), folding :func:`folded`
-    ``(observer, cv)``: the cost, the snapshots at ``PathArgs.snap_steps``, with ``cv`` the Ito-sum control
-    (``PathArgs.value`` set, piecewise-constant coefficients) and ``observer`` (a user's, combined; None: none).
-    ``masked``: the steps from ``PathArgs.n_steps`` on (in the last block) weigh nothing. A step count that is a
-    whole number of blocks runs the unmasked program, compiled without the mask: its results are bit-identical to
-    the masked one's."""
+    """The scheme on the time loop (:func:`loop_program`; paths are the replications).
+
+    It folds :func:`folded` ``(observer, cv)``: the cost, the snapshots at ``PathArgs.snap_steps``, with ``cv`` the
+    Ito-sum control and ``observer``. A step count that is a whole number of blocks runs the unmasked program,
+    compiled without the mask: its results are bit-identical to the masked one's.
+
+    Args:
+        scheme: The method.
+        block: Steps per block.
+        blocks_per_call: Blocks per ``advance``.
+        cv: Fold the Ito-sum control (``PathArgs.value`` set, piecewise-constant coefficients).
+        masked: The steps from ``PathArgs.n_steps`` on (in the last block) weigh nothing.
+        observer: A user's observer, combined (None: none).
+
+    Returns:
+        The program.
+    """
     run = folded(observer, cv)
 
     def observed(a: PathArgs) -> Observed:
@@ -351,17 +447,42 @@ def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
 
 
 def step_count(dt: float, horizon: float) -> int:
-    """``ceil(horizon / dt)`` steps (at least one; a ratio within 1e-9 of an integer counts as that integer)."""
+    """``ceil(horizon / dt)`` steps (at least one; a ratio within 1e-9 of an integer counts as that integer).
+
+    Args:
+        dt: The step.
+        horizon: The horizon T.
+
+    Returns:
+        The number of steps.
+    """
     return max(1, math.ceil(horizon / dt - 1e-9))
 
 
 def step_counts(dt: float, horizon: float, block: int = 64) -> tuple[int, int]:
-    """``(n_blocks, block)`` covering ``ceil(horizon / dt)`` steps (rounded up to whole blocks)."""
+    """``(n_blocks, block)`` covering ``ceil(horizon / dt)`` steps (rounded up to whole blocks).
+
+    Args:
+        dt: The step.
+        horizon: The horizon T.
+        block: Steps per block.
+
+    Returns:
+        ``(n_blocks, block)``.
+    """
     return math.ceil(step_count(dt, horizon) / block), block
 
 
 def check_step(dt: float, horizon: float) -> None:
-    """InputError unless ``0 < dt <= horizon`` (finite)."""
+    """Refuse a step and horizon unless ``0 < dt <= horizon`` (finite).
+
+    Args:
+        dt: The step.
+        horizon: The horizon T.
+
+    Raises:
+        InputError: Naming ``dt`` or ``horizon``: not positive and finite, or ``dt > horizon``.
+    """
     if not (math.isfinite(dt) and dt > 0):
         raise InputError("dt", "must be a positive number")
     if not (math.isfinite(horizon) and horizon > 0):
@@ -371,9 +492,14 @@ def check_step(dt: float, horizon: float) -> None:
 
 
 class TimeGrid(NamedTuple):
-    """The time grid of a workload SDE run: step ``dt``; truncation time ``horizon`` T, run as exactly
-    ``ceil(T / dt)`` steps (the last block's steps beyond are masked); ``block`` steps per block (the noise of a
-    block is drawn at once)."""
+    """The time grid of a workload SDE run.
+
+    Attributes:
+        dt: The step.
+        horizon: The truncation time T, run as exactly ``ceil(T / dt)`` steps (the last block's steps beyond are
+            masked).
+        block: Steps per block (the noise of a block is drawn at once).
+    """
 
     dt: float
     horizon: float
@@ -381,10 +507,14 @@ class TimeGrid(NamedTuple):
 
 
 class Record(NamedTuple):
-    """What a workload SDE run records besides the cost: ``times``, fixed times at which Z is recorded (each rounded
-    to the nearest multiple of dt); ``value``, the value function of the Ito-sum control variate
-    (:mod:`jaxq.diffusion.value`; None: no control); ``observers``, statistics of the path (name ->
-    :class:`~jaxq.mc.observer.Observer` of Z, a float64 per path; each step a segment, :func:`_block`)."""
+    """What a workload SDE run records besides the cost.
+
+    Attributes:
+        times: Fixed times at which Z is recorded (each rounded to the nearest multiple of dt).
+        value: The value function of the Ito-sum control variate (:mod:`jaxq.diffusion.value`; None: no control).
+        observers: Statistics of the path (name -> :class:`~jaxq.mc.observer.Observer` of Z, a float64 per path;
+            each step a segment, :func:`_block`); None: none.
+    """
 
     times: tuple = ()
     value: object = None
@@ -393,19 +523,29 @@ class Record(NamedTuple):
 
 def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: TimeGrid, paths: int, seed: int = 0,
              batching: Batching = Batching(), record: Record = Record()):
-    """Discounted cost and snapshots of ``paths`` paths through the replication layer (results do not depend
-    on the batching: path r uses ``fold_in(PRNGKey(seed), r)``).
+    """Discounted cost and snapshots of ``paths`` paths through the replication layer.
 
-    PathArgs:
-      scheme, params: the method and its coefficients; z0 >= 0: start; gamma > 0: discount rate;
-      grid: step, horizon and block (:class:`TimeGrid`); the horizon reported is the steps run times dt;
-      paths: number of paths; seed: random seed;
-      batching: first path, paths per compiled call, devices, progress (:class:`~jaxq.mc.replications.Batching`);
-      record: snapshot times, the control's value function and observers (:class:`Record`).
+    Results do not depend on the batching: path r uses ``fold_in(PRNGKey(seed), r)``.
+
+    Args:
+        scheme: The method.
+        params (typing.Any): Its coefficients.
+        z0: The start, >= 0.
+        gamma: The discount rate, > 0.
+        grid: Step, horizon and block (:class:`TimeGrid`); the horizon reported is the steps run times dt.
+        paths: The number of paths.
+        seed: The random seed.
+        batching: First path, paths per compiled call, devices, progress (:class:`~jaxq.mc.replications.Batching`).
+        record: Snapshot times, the control's value function and observers (:class:`Record`).
+
     Returns:
-      dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
-      ``control`` (paths,) (zeros without ``value``), ``observed`` (name -> the observer's per-path outputs),
-      ``horizon`` (the T used), ``steps``, ``wall_s``, ``compile_s``.
+        (dict): dict with ``cost`` (paths,) = ``int_0^T exp(-gamma t) Z dt`` per path, ``snaps`` (paths, len(times)),
+            ``control`` (paths,) (zeros without ``value``), ``observed`` (name -> the observer's per-path outputs),
+            ``horizon`` (the T used), ``steps``, ``wall_s``, ``compile_s``.
+
+    Raises:
+        InputError: Naming ``dt``, ``horizon`` (:func:`check_step`), ``block`` (not a whole number of steps the
+            stream can draw at once) or ``paths`` (fewer than 1).
     """
     dt, block = grid.dt, grid.block
     times, value, observers = record

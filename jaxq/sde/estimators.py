@@ -29,16 +29,33 @@ DEFAULT_SCHEME = "skew"
 
 
 def scheme(name: str):
-    """The scheme called ``name`` (InputError if unknown)."""
+    """The scheme called ``name``.
+
+    Args:
+        name: One of :data:`SCHEMES`.
+
+    Returns:
+        (jaxq.sde.driver.Scheme): The scheme.
+
+    Raises:
+        InputError: Naming ``scheme``: an unknown name.
+    """
     if name not in SCHEMES:
         raise InputError("scheme", f"expected one of {sorted(SCHEMES)}, got {name!r}")
     return SCHEMES[name]
 
 
 class SdeTruncation(NamedTuple):
-    """Where the discounted integral (2.16) is truncated: at ``horizon`` T (run as exactly ``ceil(T / dt)``
-    steps) or, when None, at the smallest T whose truncation bound (:func:`truncation_bound`) is at most
-    ``rel_tol`` times ``scale``, the size of the value (None: an a-priori size, see :func:`discounted_cost`)."""
+    """Where the discounted integral (2.16) is truncated.
+
+    At ``horizon`` T (run as exactly ``ceil(T / dt)`` steps) or, when None, at the smallest T whose truncation bound
+    (:func:`truncation_bound`) is at most ``rel_tol`` times ``scale``.
+
+    Attributes:
+        horizon: The truncation time T (None: from the truncation bound).
+        rel_tol: The truncation bound's share of ``scale`` that chooses T when ``horizon`` is None.
+        scale: The size of the value (None: an a-priori size, see :func:`discounted_cost`).
+    """
 
     horizon: float | None = None
     rel_tol: float = 1e-4
@@ -46,10 +63,14 @@ class SdeTruncation(NamedTuple):
 
 
 class SdeOutputs(NamedTuple):
-    """What a run estimates besides the cost: ``cv``, the Ito-sum control variate (:func:`discounted_cost`);
-    ``observers``, statistics of the path, a dict of name -> :class:`jaxq.Observer` of the workload Z (a float64
-    per path; each step a :class:`~jaxq.mc.observer.Segment` from Z_k to Z_{k+1}, docs/guides/observers.md),
-    whose outputs are estimates ``<name>`` / ``<name>_<key>``."""
+    """What a run estimates besides the cost.
+
+    Attributes:
+        cv: Subtract the Ito-sum control variate (:func:`discounted_cost`).
+        observers: Statistics of the path, a dict of name -> :class:`jaxq.Observer` of the workload Z (a float64 per
+            path; each step a :class:`~jaxq.mc.observer.Segment` from Z_k to Z_{k+1}, docs/guides/observers.md),
+            whose outputs are estimates ``<name>`` / ``<name>_<key>``; None: none.
+    """
 
     cv: bool = True
     observers: Any = None
@@ -65,6 +86,16 @@ def truncation_bound(z0: float, b_max: float, s_max: float, gamma: float, horizo
     ``E Z_t <= z0 + 2 b_max t + 2 E sup|M| <= z0 + 2 b_max t + 2 s_max sqrt(t)`` (Doob's L2 inequality),
     with ``b_max = max |b|``, ``s_max = max sigma``. Integrating against ``exp(-gamma t)`` over [T, inf)
     (and ``int_T^inf e^{-gamma t} sqrt(t) dt <= e^{-gamma T} (sqrt(T)/gamma + 1/(2 gamma^2 sqrt(T)))``).
+
+    Args:
+        z0: The start.
+        b_max: ``max |b|`` over the regions.
+        s_max: ``max sigma`` over the regions.
+        gamma: The discount rate.
+        horizon: The truncation time T.
+
+    Returns:
+        The bound.
     """
     g, t = gamma, horizon
     lin = z0 / g + 2.0 * b_max * (t / g + 1.0 / g**2)
@@ -79,6 +110,19 @@ def default_horizon(z0: float, b_max: float, s_max: float, gamma: float, tol: fl
     ``exp(-gamma T)`` times a polynomial, so T is found on the time scale ``1/gamma``: doubling or halving
     from ``1/gamma`` to a bracket, then bisection (a bounded number of evaluations, for any gamma; T may be
     far below 1 when gamma is large).
+
+    Args:
+        z0: The start.
+        b_max: ``max |b|`` over the regions.
+        s_max: ``max sigma`` over the regions.
+        gamma: The discount rate.
+        tol: The largest truncation bound allowed.
+
+    Returns:
+        The horizon T.
+
+    Raises:
+        InputError: Naming ``horizon``: ``tol`` not a positive number, or no horizon makes the bound small enough.
     """
     if not (tol > 0 and math.isfinite(tol)):
         raise InputError("horizon", f"the truncation tolerance must be a positive number, got {tol}")
@@ -137,8 +181,15 @@ MAX_DRIFT_DT = 0.3  # a larger b^2 dt / sigma^2 is refused: the step does not re
 
 
 def drift_time(params: Piecewise) -> float:
-    """``min_k sigma_k^2 / b_k^2`` over the regions (inf without drift): the time in which the drift moves Z by the
-    diffusion's length scale ``sigma^2 / |b|``."""
+    """``min_k sigma_k^2 / b_k^2`` over the regions: the time in which the drift moves Z by the diffusion's length
+    scale ``sigma^2 / |b|``.
+
+    Args:
+        params: The coefficients.
+
+    Returns:
+        The drift's time scale (inf without drift).
+    """
     b = np.abs(np.asarray(params.b, dtype=float))
     s = np.asarray(params.s, dtype=float)
     with np.errstate(divide="ignore", over="ignore"):
@@ -147,17 +198,39 @@ def drift_time(params: Piecewise) -> float:
 
 def default_dt(gamma: float, drift: float = math.inf, base: float = DEFAULT_DT, gamma_dt: float = DEFAULT_GAMMA_DT,
                drift_dt: float = DEFAULT_DRIFT_DT) -> float:
-    """The default step: ``base`` (1e-3), at most ``gamma_dt / gamma`` (a thousandth of the discount time scale)
-    and ``drift_dt`` times the drift's time scale ``drift`` (:func:`drift_time`); a caller with coarser needs (the
-    SDE tuner) passes its own shares."""
+    """The default step: ``base`` (1e-3), at most ``gamma_dt / gamma`` and ``drift_dt`` times ``drift``.
+
+    A caller with coarser needs (the SDE tuner) passes its own shares.
+
+    Args:
+        gamma: The discount rate.
+        drift: The drift's time scale (:func:`drift_time`; inf: no drift).
+        base: The largest step.
+        gamma_dt: The step's share of the discount time scale ``1/gamma`` (a thousandth).
+        drift_dt: The step's share of the drift's time scale.
+
+    Returns:
+        The step.
+    """
     return min(base, gamma_dt / gamma, drift_dt * drift)
 
 
 def check_resolution(dt: float, gamma: float, default: float | None = None, key: str = "dt",
                      drift: float = math.inf) -> None:
-    """InputError (naming ``key``) unless ``gamma dt <= MAX_GAMMA_DT`` and ``dt <= MAX_DRIFT_DT drift`` (``drift``:
-    :func:`drift_time` of the coefficients; see the measurements above); the message suggests ``default`` (the
-    caller's default step; :func:`default_dt` when None)."""
+    """Refuse a step that does not resolve the discount time scale or the drift's length scale.
+
+    Unless ``gamma dt <= MAX_GAMMA_DT`` and ``dt <= MAX_DRIFT_DT drift`` (see the measurements above).
+
+    Args:
+        dt: The step.
+        gamma: The discount rate.
+        default: The caller's default step, which the message suggests (:func:`default_dt` when None).
+        key: The name the error gives.
+        drift: :func:`drift_time` of the coefficients (inf: no drift).
+
+    Raises:
+        InputError: Naming ``key``: a step too coarse for gamma or for the drift.
+    """
     default = default_dt(gamma, drift) if default is None else default
     if gamma * dt > MAX_GAMMA_DT:
         raise InputError(key, f"dt = {dt:.3g} is too coarse for the discount rate gamma = {gamma:.3g}: "
@@ -184,22 +257,31 @@ def discounted_cost(params: Piecewise, gamma: float, z0: float = 0.0, dt: float 
     """``E int_0^inf exp(-gamma t) Z_t dt`` for the reflected SDE with piecewise-constant coefficients.
 
     Args:
-      params: coefficients (``jaxq.sde.coefficients.piecewise`` / ``wcp``); gamma: discount rate;
-      z0: start; dt: step (default :func:`default_dt` of gamma and :func:`drift_time`; refused when
-      ``gamma dt > MAX_GAMMA_DT`` or ``b^2 dt / sigma^2 > MAX_DRIFT_DT``); truncation: the truncation time T
-      (:class:`SdeTruncation`), run as exactly ``ceil(T / dt)`` steps (default: the truncation bound at most
-      ``rel_tol`` times ``scale``, the size of the value: the exact value when known, else the cost of the
-      slowest-decaying mode ``z0/gamma + s_max^2 / gamma^2`` order); paths, seed: Monte Carlo;
-      scheme_name: one of ``SCHEMES``; batching: first path, paths per compiled call, devices, progress
-      (:class:`~jaxq.mc.replications.Batching`).
-      outputs: ``cv``: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value
-        function V (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`);
-        ``observers``: statistics of the path (:class:`SdeOutputs`).
+        params: The coefficients (``jaxq.sde.coefficients.piecewise`` / ``wcp``).
+        gamma: The discount rate.
+        z0: The start.
+        dt: The step (default :func:`default_dt` of gamma and :func:`drift_time`; refused when
+            ``gamma dt > MAX_GAMMA_DT`` or ``b^2 dt / sigma^2 > MAX_DRIFT_DT``).
+        truncation: The truncation time T (:class:`SdeTruncation`), run as exactly ``ceil(T / dt)`` steps (default:
+            the truncation bound at most ``rel_tol`` times ``scale``, the size of the value: the exact value when
+            known, else the cost of the slowest-decaying mode ``z0/gamma + s_max^2 / gamma^2`` order).
+        paths: The number of Monte Carlo paths.
+        seed: The random seed.
+        scheme_name: One of ``SCHEMES``.
+        batching: First path, paths per compiled call, devices, progress (:class:`~jaxq.mc.replications.Batching`).
+        outputs: ``cv``: subtract the Ito-sum control ``sum exp(-gamma t) sigma V' dB`` of the policy's own value
+            function V (at most one switching level; cross-fitted by path index, :func:`jaxq.stats.controlled_mean`);
+            ``observers``: statistics of the path (:class:`SdeOutputs`).
+
     Returns:
-      A :class:`~jaxq.mc.result.SimResult` with primary estimate ``V_hat`` (a :class:`TruncatedEstimate`: its
-      ``ci95`` adds the truncation bound on the upper side), per-path ``samples["V"]`` and
-      ``info`` with ``horizon``, ``truncation_bound``, ``steps``, ``dt``, ``scheme``, ``z0``,
-      ``path_steps_per_s``; ``events`` counts path-steps.
+        A :class:`~jaxq.mc.result.SimResult` with primary estimate ``V_hat`` (a :class:`TruncatedEstimate`: its
+            ``ci95`` adds the truncation bound on the upper side), per-path ``samples["V"]`` and
+            ``info`` with ``horizon``, ``truncation_bound``, ``steps``, ``dt``, ``scheme``, ``z0``,
+            ``path_steps_per_s``; ``events`` counts path-steps.
+
+    Raises:
+        InputError: Naming the argument: a start, path count, discount rate, step or horizon out of range, a step
+            that does not resolve gamma or the drift (:func:`check_resolution`), or a job too large.
     """
     _check_start(z0)
     if not (isinstance(paths, (int, np.integer)) and paths >= 2):
@@ -266,8 +348,18 @@ TRUNCATION_STDERR_SHARE = 0.1  # a truncation bound above this share of the stan
 
 
 def truncation_warnings(bound: float, stderr: float, horizon: float) -> tuple[str, ...]:
-    """A note when the bound on the tail left out beyond the horizon exceeds a tenth of the standard error (the
-    estimate may be low by up to the bound; ``ci95`` is widened by it)."""
+    """A note when the bound on the tail left out beyond the horizon exceeds a tenth of the standard error.
+
+    The estimate may be low by up to the bound; ``ci95`` is widened by it.
+
+    Args:
+        bound: The truncation bound.
+        stderr: The estimate's standard error.
+        horizon: The truncation time T.
+
+    Returns:
+        The warnings (empty or one).
+    """
     if not bound > TRUNCATION_STDERR_SHARE * stderr:
         return ()
     size = f"{bound / stderr:.3g} standard errors" if stderr > 0 else "above a standard error of 0"
@@ -276,7 +368,18 @@ def truncation_warnings(bound: float, stderr: float, horizon: float) -> tuple[st
 
 
 def value_of(params: Piecewise, gamma: float):
-    """The value function of piecewise-constant coefficients with at most one jump (the WCP's (2.25))."""
+    """The value function of piecewise-constant coefficients with at most one jump (the WCP's (2.25)).
+
+    Args:
+        params: The coefficients.
+        gamma: The discount rate.
+
+    Returns:
+        (jaxq.diffusion.value.ValueFunction): The value function (:func:`jaxq.diffusion.value.value_function`).
+
+    Raises:
+        InputError: Naming ``cv``: more than one jump level.
+    """
     levels, b, s = (np.asarray(a, dtype=float) for a in params)
     if levels.size > 1:
         raise InputError("cv", "the control variate needs at most one switching level")
@@ -286,7 +389,18 @@ def value_of(params: Piecewise, gamma: float):
 
 
 def wcp_coefficients(analysis, switch_at: float | None = None) -> tuple[Piecewise, float | None]:
-    """Coefficients (2.25) of a 2x2 system's WCP under switching at ``switch_at`` (default z*; single case: none)."""
+    """Coefficients (2.25) of a 2x2 system's WCP under switching at ``switch_at``.
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis.
+        switch_at: The switching level z (default z*; single case: none).
+
+    Returns:
+        ``(coefficients, z)``: z None without switching.
+
+    Raises:
+        InputError: Naming ``switch_at``: not a finite number >= 0, or given for a single-mode system.
+    """
     bL, sL, bH, sH = analysis.mode_coefficients()
     if switch_at is not None and not (math.isfinite(switch_at) and switch_at >= 0):
         raise InputError("switch_at", "must be a finite number >= 0")
@@ -302,9 +416,16 @@ def wcp_coefficients(analysis, switch_at: float | None = None) -> tuple[Piecewis
 def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **kw) -> SimResult:
     """Monte Carlo V_WCP(z0) (workload units) of a 2x2 system and the exact ODE value for the same switching point.
 
-    ``kw``: the arguments of :func:`discounted_cost` after ``z0``; the truncation's ``scale`` defaults to the
-    exact value. Returns the :class:`SimResult` of ``discounted_cost`` with ``V_exact`` and ``switch_at`` (None:
-    no switching) in its ``info``.
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis.
+        z0: The start.
+        switch_at: The switching level z (default z*; single case: none).
+        **kw (typing.Any): The arguments of :func:`discounted_cost` after ``z0``; the truncation's ``scale``
+            defaults to the exact value.
+
+    Returns:
+        The :class:`SimResult` of ``discounted_cost`` with ``V_exact`` and ``switch_at`` (None: no switching) in its
+            ``info``.
     """
     _check_start(z0)
     params, z = wcp_coefficients(analysis, switch_at)
@@ -319,11 +440,27 @@ def wcp_value(analysis, z0: float = 0.0, switch_at: float | None = None, **kw) -
 
 def terminal_values(params, z0: float, times, dt: float = 1e-3, paths: int = 10000, seed: int = 0,
                     scheme_name: str = DEFAULT_SCHEME, gamma: float = 1.0) -> np.ndarray:
-    """Z(t) at fixed times for each path: an array (paths, len(times)).
+    """Z(t) at fixed times for each path.
 
     Times are rounded to the nearest multiple of dt. ``scheme_name`` "euler"/"exact" also accept any
     coefficient pytree with ``jaxq.sde.euler.make(coef)`` / ``exact_step.make(coef)`` via
     ``jaxq.sde.driver.simulate``; here the coefficients are piecewise constant.
+
+    Args:
+        params (jaxq.sde.coefficients.Piecewise): The coefficients.
+        z0: The start.
+        times (array_like): The times, finite and >= 0.
+        dt: The step.
+        paths: The number of paths.
+        seed: The random seed.
+        scheme_name: One of ``SCHEMES``.
+        gamma: The discount rate of the run (its cost is not returned).
+
+    Returns:
+        An array (paths, len(times)).
+
+    Raises:
+        InputError: Naming ``z0`` or ``times``: out of range.
     """
     _check_start(z0)
     times = np.atleast_1d(np.asarray(times, float))
@@ -340,8 +477,20 @@ def stationary_check(params: Piecewise, dt: float = 1e-2, paths: int = 20000, se
 
     ``time_t`` should be several relaxation times (the law of Z(t) approaches the stationary law
     geometrically). The threshold is the (1 - level) quantile of the Kolmogorov law for ``paths``
-    independent samples. Returns ``ks``, ``threshold``, ``passed``, ``mean`` (with ``mean_stderr``) and the
-    exact stationary mean ``mean_exact``.
+    independent samples.
+
+    Args:
+        params: The coefficients.
+        dt: The step.
+        paths: The number of paths.
+        seed: The random seed.
+        time_t: The time t.
+        scheme_name: One of ``SCHEMES``.
+        level: The test's level.
+
+    Returns:
+        dict with ``ks``, ``threshold``, ``passed``, ``mean`` (with ``mean_stderr``), the exact stationary mean
+            ``mean_exact`` and the ``samples`` Z(time_t).
     """
     levels, b, s = (np.asarray(a) for a in params)
     z = terminal_values(params, 0.0, [time_t], dt, paths, seed, scheme_name)[:, 0]

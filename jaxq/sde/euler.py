@@ -33,7 +33,14 @@ def _step(coef, params, z, h, normal, uniform):
 
 @lru_cache(maxsize=None)
 def make(coef) -> Scheme:
-    """Projected Euler for coefficients ``coef(params, z) -> (b, sigma)`` (a hashable function)."""
+    """Projected Euler for coefficients ``coef(params, z) -> (b, sigma)``.
+
+    Args:
+        coef (Callable): The coefficients (a hashable function).
+
+    Returns:
+        The scheme.
+    """
     return Scheme("euler", 1, 0, _identity, partial(_step, coef), _identity, WEAK_ORDER)
 
 

@@ -38,6 +38,15 @@ def reflected_end(z, g, var_h, uniform):
     ``(g + sqrt(g^2 + e)) / 2`` is written ``e / (2 (sqrt(g^2 + e) - g))`` for g < 0: the same number without
     the cancellation that made it 0 (or a few ulps of |g|) once ``g^2`` dwarfs ``e`` (a drift step far longer
     than the diffusion's length scale ``sigma^2 / |b|``).
+
+    Args:
+        z (jax.Array): The state at the start of the step.
+        g (jax.Array): The free increment over the step.
+        var_h (jax.Array): Its variance ``sigma^2 h``.
+        uniform (jax.Array): A uniform in [0, 1) (``U = 1 - uniform``).
+
+    Returns:
+        (jax.Array): The reflected end point.
     """
     e = -2.0 * var_h * jnp.log1p(-uniform)  # -2 sigma^2 h log U, U = 1 - uniform in (0, 1]
     root = jnp.sqrt(g * g + e)
@@ -54,7 +63,14 @@ def _step(coef, params, z, h, normal, uniform):
 
 @lru_cache(maxsize=None)
 def make(coef) -> Scheme:
-    """The exact-reflection scheme for coefficients ``coef(params, z) -> (b, sigma)`` (hashable)."""
+    """The exact-reflection scheme for coefficients ``coef(params, z) -> (b, sigma)``.
+
+    Args:
+        coef (Callable): The coefficients (a hashable function).
+
+    Returns:
+        The scheme.
+    """
     return Scheme("exact", 1, 1, _identity, partial(_step, coef), _identity, WEAK_ORDER)
 
 

@@ -45,8 +45,14 @@ WEAK_ORDER = 1.0
 
 
 class Control(NamedTuple):
-    """A control of the diffusion (2.27): ``kind`` one of CONTROLS; ``uc``, ``us`` its values in the simplexes
-    (2.20) (None: uniform shares; the proportional feedback uses ``uc`` where no x_i is positive)."""
+    """A control of the diffusion (2.27).
+
+    Attributes:
+        kind: One of :data:`CONTROLS`.
+        uc: u^c in its simplex (2.20) (None: uniform shares); the proportional feedback uses it where no x_i is
+            positive.
+        us: u^s in its simplex (2.20) (None: uniform shares).
+    """
 
     kind: str = "constant"
     uc: np.ndarray | None = None
@@ -54,8 +60,13 @@ class Control(NamedTuple):
 
 
 class EulerGrid(NamedTuple):
-    """The Euler scheme's time grid: step ``dt``; paths run to ``horizon``; the time averages are over
-    ``[warmup, horizon]`` (each rounded to a whole number of steps)."""
+    """The Euler scheme's time grid (each time rounded to a whole number of steps).
+
+    Attributes:
+        dt: The step.
+        horizon: The time the paths run to.
+        warmup: The start of the averaging window ``[warmup, horizon]``.
+    """
 
     dt: float = 0.01
     horizon: float = 200.0
@@ -73,7 +84,14 @@ def _control(x, uc, feedback):
 
 
 def basis_gradients(x):
-    """``(C, I)``: the gradients at x of the control basis ``x_a``; ``x_a x_b`` (a <= b); ``s^+``; ``(s^+)^2``."""
+    """The gradients at x of the control basis ``x_a``; ``x_a x_b`` (a <= b); ``s^+``; ``(s^+)^2``.
+
+    Args:
+        x (jax.Array): The state, (I,).
+
+    Returns:
+        (jax.Array): The gradients, (C, I) (:func:`num_controls` rows).
+    """
     num_i = x.shape[0]
     eye = jnp.eye(num_i)
     rows = [eye[a] for a in range(num_i)]
@@ -85,6 +103,14 @@ def basis_gradients(x):
 
 
 def num_controls(num_i: int) -> int:
+    """The number C of control-basis functions of an I-class network: I linear, I (I + 1) / 2 quadratic and 2 in s.
+
+    Args:
+        num_i: The number of classes I.
+
+    Returns:
+        C.
+    """
     return num_i + num_i * (num_i + 1) // 2 + 2
 
 
@@ -162,8 +188,17 @@ def _finisher(cv: bool):
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(steps_per_call: int, cv: bool = False) -> replications.Program:
-    """The Euler scheme on the driver's time loop (:func:`jaxq.sde.driver.loop_program`, blocks of one step;
-    paths are the replications); ``cv``: also the Ito sums of the controls."""
+    """The Euler scheme on the driver's time loop (:func:`jaxq.sde.driver.loop_program`).
+
+    Blocks of one step; paths are the replications.
+
+    Args:
+        steps_per_call: Steps per ``advance``.
+        cv: Also the Ito sums of the controls.
+
+    Returns:
+        The program.
+    """
 
     def start(keys, p):
         return _start(keys, p, cv)
@@ -176,11 +211,28 @@ def program(steps_per_call: int, cv: bool = False) -> replications.Program:
 
 def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: float,
                    paths: int = 2) -> tuple[int, int]:
-    """The preconditions of :func:`simulate_diffusion` (InputError naming the argument): the control and its
-    vectors, finite times with ``0 <= warmup < horizon``, the work estimate, a step the explicit Euler scheme
-    is stable with (the drift's fastest rate times dt at most 1/2) and at least one step in the averaging
-    window. Returns ``(steps, warm)``: the steps of a path and those before the window. (Studies call it before
-    any work: :mod:`jaxq.studies.network`.)"""
+    """The preconditions of :func:`simulate_diffusion`.
+
+    The control and its vectors, finite times with ``0 <= warmup < horizon``, the work estimate, a step the explicit
+    Euler scheme is stable with (the drift's fastest rate times dt at most 1/2) and at least one step in the averaging
+    window. (Studies call it before any work: :mod:`jaxq.studies.network`.)
+
+    Args:
+        dl (jaxq.diffusion.network.NetworkDiffusion): The diffusion limit.
+        uc (array_like): u^c, a probability vector of length I.
+        us (array_like): u^s, a probability vector of length J.
+        control: One of :data:`CONTROLS`.
+        dt: The step.
+        horizon: The time the paths run to.
+        warmup: The start of the averaging window.
+        paths: The number of paths (the work estimate).
+
+    Returns:
+        ``(steps, warm)``: the steps of a path and those before the window.
+
+    Raises:
+        InputError: Naming the argument: one of the above fails.
+    """
     if control not in CONTROLS:
         raise InputError("control", f"expected one of {CONTROLS}, got {control!r}")
     num_i, num_j = dl.tree.shape
@@ -228,22 +280,29 @@ def simulate_diffusion(
     """Long-run averages of the diffusion (2.27) under a control, with standard errors over paths.
 
     Args:
-      dl: the diffusion limit; control: the control and its values (:class:`Control`; default: constant,
-        uniform shares).
-      paths: Monte Carlo paths; window: the step and the averaging window [warmup, horizon] (:class:`EulerGrid`).
-      seed: random seed; x0: initial state (default 0); snaps: number of recorded values of <e, X_t> along each
-        path.
-      cv: control variates (see the module docstring); the plain means are reported beside.
-      batching: first path, paths per compiled call, devices, progress
-        (:class:`~jaxq.mc.replications.Batching`; paths are the replications).
-      times: record <e, X_t> at these times instead of ``snaps`` equally spaced ones (each rounded to a step).
+        dl: The diffusion limit.
+        control: The control and its values (:class:`Control`; default: constant, uniform shares).
+        paths: The number of Monte Carlo paths.
+        window: The step and the averaging window [warmup, horizon] (:class:`EulerGrid`).
+        seed: The random seed.
+        x0: The initial state (default 0).
+        snaps: The number of recorded values of <e, X_t> along each path.
+        cv: Control variates (see the module docstring); the plain means are reported beside.
+        batching: First path, paths per compiled call, devices, progress (:class:`~jaxq.mc.replications.Batching`;
+            paths are the replications).
+        times (array_like | None): Record <e, X_t> at these times instead of ``snaps`` equally spaced ones (each
+            rounded to a step).
 
     Returns:
-      A :class:`~jaxq.mc.result.SimResult` with estimates ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+),
-      ``mean_x`` and ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)); ``info``: ``identity_lhs`` (rho of (2.35)),
-      ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
-      times), ``uc``/``us`` (the controls used); ``samples``: the per-path values (``sum_path``: <e, X_t> at the
-      recorded times).
+        A :class:`~jaxq.mc.result.SimResult` with estimates ``mean_neg`` (E<e,X>^-), ``mean_pos`` (E<e,X>^+),
+            ``mean_x`` and ``identity_rhs`` (E[w(u^s) <e,X>^-], (3.6)); ``info``: ``identity_lhs`` (rho of (2.35)),
+            ``idleness_weight``, ``times``/``mean_sum_path`` (the average of <e, X_t> over paths at the recorded
+            times), ``uc``/``us`` (the controls used); ``samples``: the per-path values (``sum_path``: <e, X_t> at the
+            recorded times).
+
+    Raises:
+        InputError: Naming the argument: the settings fail :func:`check_settings`, or ``times`` outside
+            [0, horizon].
     """
     num_i, num_j = dl.tree.shape
     uc = np.full(num_i, 1.0 / num_i) if control.uc is None else control.uc

@@ -24,7 +24,15 @@ from jaxq.sde.driver import run_paths, step_counts
 
 
 def blended_coefficients(params, z):
-    """``(b, sigma)`` at state z for ``params = (z_switch, tau, b_L, s_L, b_H, s_H)``."""
+    """``(b, sigma)`` at state z of the sigmoid-blended control.
+
+    Args:
+        params (tuple): ``(z_switch, tau, b_L, s_L, b_H, s_H)``.
+        z (jax.Array): The state.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(b, sigma)``.
+    """
     zs, tau, bL, sL, bH, sH = params
     w = jax.nn.sigmoid((z - zs) / tau)
     return bL + w * (bH - bL), jnp.sqrt(sL * sL + w * (sH * sH - sL * sL))
@@ -46,12 +54,23 @@ def smoothed_cost(z, tau, coeffs, gamma, seed: int, paths: int = 1000, dt: float
     """Mean discounted cost of the sigmoid-blended control, differentiable in z (and tau, coeffs).
 
     Args:
-      z: switching level (traced, differentiable); tau > 0: blending width; coeffs: (b_L, s_L, b_H, s_H);
-      gamma: discount rate; seed: path r uses ``fold_in(PRNGKey(seed), r)`` (:func:`jaxq.mc.rng.keys`; the same
-      seed gives common random numbers across calls); paths, dt, horizon: Monte Carlo and step settings (static); z0: start.
+        z (jax.Array | float): The switching level (traced, differentiable).
+        tau (jax.Array | float): The blending width, > 0.
+        coeffs (Sequence): ``(b_L, s_L, b_H, s_H)``.
+        gamma (jax.Array | float): The discount rate.
+        seed: Path r uses ``fold_in(PRNGKey(seed), r)`` (:func:`jaxq.mc.rng.keys`; the same seed gives common random
+            numbers across calls).
+        paths: The number of paths (static).
+        dt: The step (static).
+        horizon: The horizon T (static).
+        z0 (float): The start.
+
     Returns:
-      ``(mean, stderr)``: the estimate of ``E int_0^T exp(-gamma t) Z dt`` and its standard error
-      (the standard error carries no gradient).
+        (tuple[jax.Array, jax.Array]): ``(mean, stderr)``: the estimate of ``E int_0^T exp(-gamma t) Z dt`` and its
+            standard error (the standard error carries no gradient).
+
+    Raises:
+        InputError: Naming ``paths`` (fewer than 2), ``tau`` (not positive) or ``dt`` (not ``0 < dt <= horizon``).
     """
     if not paths >= 2:
         raise InputError("paths", "need at least 2 paths")

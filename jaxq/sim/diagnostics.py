@@ -43,14 +43,30 @@ HPC_COST_SHARE = 0.25
 
 
 def samples(observed: dict) -> dict:
-    """The observer's per-replication outputs as ``SimResult.samples`` entries (numpy, axis 0 replications)."""
+    """The observer's per-replication outputs as ``SimResult.samples`` entries (numpy, axis 0 replications).
+
+    Args:
+        observed: The observer's outputs, name -> per-replication array.
+
+    Returns:
+        The samples, each name prefixed with :data:`SAMPLE_PREFIX`.
+    """
     return {SAMPLE_PREFIX + k: np.asarray(v, dtype=np.float64) for k, v in observed.items()}
 
 
 def summarize(smp: dict, dual: bool, hpc: int) -> dict:
     """The ``diagnostics`` object of a result from its per-replication samples: each diagnostic's mean and
     ``<key>_stderr`` (lists for arrays), ``weighting``, ``hpc`` (the high-priority class p, 1-based); mode entries
-    only for a dual-mode policy."""
+    only for a dual-mode policy.
+
+    Args:
+        smp: The result's samples (:func:`samples`).
+        dual: Whether the policy is dual-mode.
+        hpc: The high-priority class p, 1-based.
+
+    Returns:
+        The diagnostics object.
+    """
     keys = ["idle_waiting", "idle_while_waiting", "X_hat_p"] + (["mode_fraction", "switch_rate"] if dual else [])
     per = {k: smp[SAMPLE_PREFIX + k] for k in ("idle_waiting", "X_hat_p", "mode_fraction", "switch_rate")}
     per["idle_while_waiting"] = per["idle_waiting"].sum(axis=2)
@@ -68,7 +84,18 @@ def _listed(v):
 
 def limit_threshold_term(analysis, policy: str, theta: int | None, n: float, switch_at: float | None):
     """Delta_n of :func:`jaxq.diffusion.threshold.threshold_term` for a run (None where the limit does not define
-    it: no threshold, another policy than the theorem's, or a switching level other than z*)."""
+    it: no threshold, another policy than the theorem's, or a switching level other than z*).
+
+    Args:
+        analysis (jaxq.diffusion.workload.Analysis): The system's analysis.
+        policy: The policy's name.
+        theta: The threshold Theta_n (None: none).
+        n: The scale n.
+        switch_at: The switching level z (None: z*).
+
+    Returns:
+        (float | None): Delta_n, or None.
+    """
     return None if theta is None else thr.threshold_term(analysis, policy, theta / math.sqrt(n), switch_at)
 
 
@@ -77,9 +104,20 @@ def warning(diag: dict, *, J_hat: float, V0: float, n: float, gamma: float, h, h
     """The sentence due when ``J_hat > (1 + WARN_EXCESS) V0`` at ``n >= WARN_MIN_N`` (else None), naming the
     diagnostic that explains the gap, or those checked when none stands out.
 
-    ``hpc`` is 1-based; ``diag`` is :func:`summarize`'s object (None for a run without diagnostics: the gap is
-    still said); ``threshold_term`` the limit's Delta_n
-    (:func:`limit_threshold_term`; None where undefined).
+    Args:
+        diag: :func:`summarize`'s object (None for a run without diagnostics: the gap is still said).
+        J_hat: The estimate of J_n.
+        V0: The limit's lower bound V0.
+        n: The scale n.
+        gamma: The discount rate.
+        h (Sequence[float]): The holding costs per class.
+        hpc: The high-priority class p, 1-based.
+        theta: The threshold Theta_n (None: none).
+        policy: The policy's name.
+        threshold_term: The limit's Delta_n (:func:`limit_threshold_term`; None where undefined).
+
+    Returns:
+        The sentence, or None.
     """
     if not (n >= WARN_MIN_N and V0 > 0 and J_hat > (1.0 + WARN_EXCESS) * V0):
         return None

@@ -36,7 +36,16 @@ Params = Any
 
 
 class Engine(NamedTuple):
-    """The event rule of one model (see the module docstring)."""
+    """The event rule of one model (see the module docstring).
+
+    Attributes:
+        init: ``init(key, params) -> state``: one replication's initial state (key: its own PRNG key).
+        step: ``step(state, params) -> state``: advance by exactly one event.
+        done: ``done(state, params) -> bool``: True once the replication has passed its horizon.
+        output: ``output(state, params) -> outputs``: what is returned per replication.
+        events: ``events(state) -> int``: events so far (progress).
+        frozen_when_done: ``step`` leaves ``done``, ``events`` and every output unchanged once done: no masking.
+    """
 
     init: Callable[[jax.Array, Params], State]
     step: Callable[[State, Params], State]
@@ -51,6 +60,14 @@ def masked_step(engine: Engine, state: State, params: Params) -> State:
 
     An engine with ``frozen_when_done`` guarantees this itself (its finished replications may keep stepping,
     their outputs frozen), so it is stepped as it is.
+
+    Args:
+        engine: The event rule.
+        state: One replication's state.
+        params: The model's parameters.
+
+    Returns:
+        The state after the step.
     """
     if engine.frozen_when_done:
         return engine.step(state, params)
@@ -61,7 +78,16 @@ def masked_step(engine: Engine, state: State, params: Params) -> State:
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def program(engine: Engine, block: int, blocks_per_call: int) -> replications.Program:
-    """The :class:`~jaxq.mc.replications.Program` of an event engine (cached: compiled once per shape)."""
+    """The :class:`~jaxq.mc.replications.Program` of an event engine (cached: compiled once per shape).
+
+    Args:
+        engine: The event rule.
+        block: Events per block (``lax.scan``).
+        blocks_per_call: Blocks per ``advance`` call at most.
+
+    Returns:
+        The program.
+    """
 
     def blocks(s, params):
         def body(c):
@@ -95,7 +121,15 @@ def program(engine: Engine, block: int, blocks_per_call: int) -> replications.Pr
 
 
 def blocks_per_call(size: int, block: int) -> int:
-    """Blocks per ``advance`` call for a batch of ``size``: about 2^21 events a call (progress within seconds)."""
+    """Blocks per ``advance`` call for a batch of ``size``: about 2^21 events a call (progress within seconds).
+
+    Args:
+        size: The replications of a batch.
+        block: Events per block.
+
+    Returns:
+        The blocks per call (1 to 4096).
+    """
     return int(max(1, min(1 << 12, (1 << 21) // (block * max(size, 1)))))
 
 
@@ -103,8 +137,17 @@ def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128,
         batching: replications.Batching = replications.Batching(), max_slice: int | None = None):
     """Run ``reps`` replications of an event engine; returns ``(outputs, timing)`` (numpy, axis 0 replications).
 
-    ``batching``: how the replications are executed (:class:`~jaxq.mc.replications.Batching`); ``max_slice``
-    (default None: one slice per core at most) caps the replications of a core slice.
+    Args:
+        engine: The event rule.
+        params (typing.Any): The model's parameters.
+        reps: The replications.
+        seed: Replication r is keyed by ``fold_in(PRNGKey(seed), r)``.
+        block: Events per block.
+        batching: How the replications are executed (:class:`~jaxq.mc.replications.Batching`).
+        max_slice: Caps the replications of a core slice (default None: one slice per core at most).
+
+    Returns:
+        (tuple): ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
     """
     p = replications.plan(reps, batching.chunk, batching.devices, max_slice)
     prog = program(engine, int(block), blocks_per_call(p.size, int(block)))
@@ -113,7 +156,13 @@ def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128,
 
 # ------------------------------------------------------------------------------------ Markov chains
 class MarkovArgs(NamedTuple):
-    """Parameters of a Markov model on the event driver: the model's own and the functional's."""
+    """Parameters of a Markov model on the event driver: the model's own and the functional's.
+
+    Attributes:
+        params: The model's parameters.
+        horizon: The discount rate, warm-up and horizon.
+        snap_times: (S,) times at which ``markov.snapshot`` is recorded (S may be 0).
+    """
 
     params: Any
     horizon: Horizon
@@ -132,9 +181,17 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
     the horizon T, is ``[t0, T]`` with no jump) folded into each functional's observers with its weights:
     discounted, ``int exp(-gamma t) dt`` over the interval (up to the horizon) and ``exp(-gamma t1)`` at a jump
     before the horizon; window, the interval's overlap with ``[T0, T)`` and 1 at a jump inside it. The
-    compensator of event e is its rate times the interval's weight. ``observer`` is a user's (under the discounted
-    functional, else the window's), output ``observed``; ``snapshot``: record ``markov.snapshot`` at the times
-    ``MarkovArgs.snap_times``.
+    compensator of event e is its rate times the interval's weight.
+
+    Args:
+        markov: The converted model.
+        functional: What to estimate (discounted integral, window average).
+        observer: A user's observer (under the discounted functional, else the window's), output ``observed``;
+            None: none.
+        snapshot: Record ``markov.snapshot`` at the times ``MarkovArgs.snap_times``.
+
+    Returns:
+        The engine (its params a :class:`MarkovArgs`).
     """
     disc, win, snaps = groups(markov, functional, observer, snapshot)
 
@@ -225,20 +282,30 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
 def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: int, *, times: Horizon,
                snap_times=(), block: int = 256, batching: replications.Batching = replications.Batching(),
                observer: Observer | None = None):
-    """Simulate a Markov model with exact holding times up to ``times.horizon`` (``times``: a
-    :class:`~jaxq.sim.markov.Horizon` of numbers, the discount rate ``gamma`` of the discounted integral and the
-    window ``[warmup, horizon]`` of the time average); ``batching``: how the replications are executed
-    (:class:`~jaxq.mc.replications.Batching`).
+    """Simulate a Markov model with exact holding times up to ``times.horizon``.
 
-    Returns ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon), ``discounted``
-    (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup, horizon]),
-    ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events``,
-    ``invalid_rates`` and ``wrapped`` (the flags of :func:`~jaxq.sim.markov.invalid_rates` and, with
-    ``markov.wrap_check``, :func:`~jaxq.sim.markov.wraps`: such a replication ended there, ``before`` the state
-    before its last event) and, when
-    the model states controls, ``controls``: per functional (``"discounted"``, ``"window"``) a (reps, C) array
-    of the martingales weighted as that functional's integral (window: divided by ``horizon - warmup``), and with
-    an ``observer`` its per-replication outputs ``observed`` (:func:`markov_engine`).
+    Args:
+        markov: The converted model.
+        params (typing.Any): Its parameters.
+        functional: What to estimate (discounted integral, window average).
+        reps: The replications.
+        seed: Replication r is keyed by ``fold_in(PRNGKey(seed), r)``.
+        times: A :class:`~jaxq.sim.markov.Horizon` of numbers: the discount rate ``gamma`` of the discounted
+            integral and the window ``[warmup, horizon]`` of the time average.
+        snap_times (array_like): Times at which ``markov.snapshot`` is recorded.
+        block: Events per block.
+        batching: How the replications are executed (:class:`~jaxq.mc.replications.Batching`).
+        observer: A user's observer (:func:`markov_engine`; None: none).
+
+    Returns:
+        (tuple[dict, typing.Any]): ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon),
+            ``discounted`` (``int_0^T exp(-gamma t) observe dt``), ``window`` (average of ``observe`` over [warmup,
+            horizon]), ``records`` (event records over the window), ``snap`` (snapshots at ``snap_times``), ``events``,
+            ``invalid_rates`` and ``wrapped`` (the flags of :func:`~jaxq.sim.markov.invalid_rates` and, with
+            ``markov.wrap_check``, :func:`~jaxq.sim.markov.wraps`: such a replication ended there, ``before`` the state
+            before its last event) and, when the model states controls, ``controls``: per functional (``"discounted"``,
+            ``"window"``) a (reps, C) array of the martingales weighted as that functional's integral (window: divided
+            by ``horizon - warmup``), and with an ``observer`` its per-replication outputs ``observed``.
     """
     gamma, warmup, horizon = (float(t) for t in times)
     snap_times = jnp.asarray(snap_times, jnp.float64).reshape(-1)

@@ -167,8 +167,17 @@ def phase_type(d: Dist, key: str = "system") -> tuple[np.ndarray, np.ndarray]:
     Exponential: one phase of rate 1. Erlang-k (and gamma with an integer shape k): k phases in series, each of
     rate k. Hyperexponential with SCV c > 1 (balanced means, as sampled by :mod:`jaxq.sim.sampling`): phase j
     with probability ``p_j`` and rate ``2 p_j``, ``p_1 = (1 + sqrt((c - 1)/(c + 1)))/2`` rounded to a multiple of
-    2^-32 below 1 as the sampler rounds it (its SCV within 2.3e-10 (c + 2 + 1/c) of c). Other laws have no
-    finite phase-type form here: :class:`~jaxq.errors.InputError` naming ``key``.
+    2^-32 below 1 as the sampler rounds it (its SCV within 2.3e-10 (c + 2 + 1/c) of c).
+
+    Args:
+        d: The primitive's law.
+        key: The name an error gives.
+
+    Returns:
+        ``(alpha, S)``.
+
+    Raises:
+        InputError: Naming ``key``: a law without a finite phase-type form here.
     """
     if d.name == "exponential":
         return np.ones(1), -np.ones((1, 1))
@@ -189,8 +198,18 @@ def phase_type(d: Dist, key: str = "system") -> tuple[np.ndarray, np.ndarray]:
 
 
 def system_phase_types(system: PSS2x2):
-    """``(arrivals, services)`` of :func:`phase_type` for the system's primitives (InputError naming the first
-    primitive without a phase-type form); None for an exponential system (its chain needs no phases)."""
+    """``(arrivals, services)`` of :func:`phase_type` for the system's primitives.
+
+    Args:
+        system: The 2x2 system.
+
+    Returns:
+        (tuple | None): ``(arrivals, services)``: ``arrivals[i]`` and ``services[i][k]`` the laws ``(alpha, S)``; None
+            for an exponential system (its chain needs no phases).
+
+    Raises:
+        InputError: Naming the first primitive without a phase-type form.
+    """
     if system.exponential:
         return None
     return ([phase_type(d, f"system.interarrival[{i}]") for i, d in enumerate(system.interarrival)],
@@ -357,10 +376,12 @@ def _solve_m_matrix(a, b, gamma: float, tol: float = 1e-10) -> np.ndarray:
 class Switching(NamedTuple):
     """The second mode of a switching policy (Definition 2.10) for :func:`discounted_cost`.
 
-    ``higher``, ``rule_higher``: the higher mode (0-based) and its rule (default: the lower mode's, no switch).
-    ``sampling``: ``"never"``, ``"k1"`` (completions of the current mode's single-activity server: PP, T2T2) or
-    ``"every"`` (every arrival and completion: T1T2, T2T1): the policy table's ``SAMPLING_NAMES``. ``switch_at``: the
-    switching level z in scaled workload units (the lower mode below sqrt(n) z).
+    Attributes:
+        higher: The higher mode (0-based; default: the lower mode's, no switch).
+        rule_higher: Its rule (default: the lower mode's).
+        sampling: ``"never"``, ``"k1"`` (completions of the current mode's single-activity server: PP, T2T2) or
+            ``"every"`` (every arrival and completion: T1T2, T2T1): the policy table's ``SAMPLING_NAMES``.
+        switch_at: The switching level z in scaled workload units (the lower mode below sqrt(n) z).
     """
 
     higher: int | None = None
@@ -381,28 +402,35 @@ def discounted_cost(system: PSS2x2, n: float, mode: int, rule: str, theta: int =
                     diagnostics: bool = False) -> dict:
     """Exact J_n from the empty state under a fixed-mode rule or a switching policy.
 
+    An exponential system (and no ``phase_types``) is solved on the chain without phases (:func:`_solve`).
+
     Args:
-      system: a 2x2 system with phase-type primitives (exponential, Erlang, hyperexponential, gamma with an
-        integer shape: :func:`phase_type`).
-      n: the index of the system.
-      mode: the LP mode (0-based) whose roles (Definition 2.8) the servers follow (the lower mode
-        of a switching policy).
-      rule: ``"P"``, ``"T1"`` or ``"T2"`` in that mode; theta: the threshold Theta_n for T1/T2.
-      cap: truncation level per class.
-      check: also solve at ``cap + cap // 2`` and report the difference.
-      switching: the higher mode, its rule, when the mode is sampled and the switching level (:class:`Switching`).
-      phase_types: optional ``(arrivals, services)``: unit-mean phase-type laws ``(alpha, S)`` for the two
-        interarrival times and ``services[i][k]`` for activity (i, k), in place of the system's primitives (any
-        phase-type law, e.g. a Coxian; the system's rates and cost are used as they are).
+        system: A 2x2 system with phase-type primitives (exponential, Erlang, hyperexponential, gamma with an
+            integer shape: :func:`phase_type`).
+        n: The index of the system.
+        mode: The LP mode (0-based) whose roles (Definition 2.8) the servers follow (the lower mode of a switching
+            policy).
+        rule: ``"P"``, ``"T1"`` or ``"T2"`` in that mode.
+        theta: The threshold Theta_n for T1/T2.
+        cap: Truncation level per class.
+        check: Also solve at ``cap + cap // 2`` and report the difference.
+        switching: The higher mode, its rule, when the mode is sampled and the switching level (:class:`Switching`).
+        phase_types (tuple | None): Optional ``(arrivals, services)``: unit-mean phase-type laws ``(alpha, S)`` for
+            the two interarrival times and ``services[i][k]`` for activity (i, k), in place of the system's
+            primitives (any phase-type law, e.g. a Coxian; the system's rates and cost are used as they are).
+        diagnostics: Also the exact values of the simulator's diagnostics.
 
     Returns:
-      dict with ``J`` (the value), ``states`` (size of the truncated chain) and ``truncation_change``
-      (|J(cap) - J(1.5 cap)|, or None). An exponential system (and no ``phase_types``) is solved on the
-      chain without phases (:func:`_solve`). With ``diagnostics``, also ``diagnostics``: the exact values of the
-      simulator's diagnostics (:mod:`jaxq.sim.diagnostics`) under the discounted occupation measure ``gamma
-      exp(-gamma t) dt`` on [0, inf): ``idle_waiting`` (2, 2), ``X_hat_p``, ``mode_fraction`` (2,) and
-      ``switch_rate``, the same linear solve with other right-hand sides (``switch_rate``: the rate of the
-      transitions that change the mode), and ``diagnostics_change``, their largest change from cap to 1.5 cap.
+        dict with ``J`` (the value), ``states`` (size of the truncated chain) and ``truncation_change``
+            (|J(cap) - J(1.5 cap)|, or None). With ``diagnostics``, also ``diagnostics``: the exact values of the
+            simulator's diagnostics (:mod:`jaxq.sim.diagnostics`) under the discounted occupation measure ``gamma
+            exp(-gamma t) dt`` on [0, inf): ``idle_waiting`` (2, 2), ``X_hat_p``, ``mode_fraction`` (2,) and
+            ``switch_rate``, the same linear solve with other right-hand sides (``switch_rate``: the rate of the
+            transitions that change the mode), and ``diagnostics_change``, their largest change from cap to 1.5 cap.
+
+    Raises:
+        InputError: Naming the primitive or ``phase_types``: a law without a phase-type form.
+        ValueError: An unknown rule or sampling-time name.
     """
     higher, rule_higher, sampling, switch_at = switching
     if phase_types is not None:  # given: checked; the system's own forms are right by construction
@@ -462,17 +490,32 @@ def _states_bound(phase_types, cap: int, dual: bool) -> int:
 def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: float | None = None,
                 theta_exponent: float | None = None, theta_constant: float = 1.0, theta_rule: str | None = None,
                 rtol: float = 1e-5, max_states: int = 2_000_000) -> dict:
-    """Exact J_n under a policy as :func:`jaxq.sim.pss2x2.simulate` runs it (its setup validates the arguments and
-    gives the policy, Theta_n and switching level), the truncation cap chosen here: from ``max(20, 10 sqrt(n))``
-    (queue lengths live on the sqrt(n) scale), each cap 1.5 times the last, until two successive values agree
-    within ``rtol`` of the value (the error of the last cap is then smaller still: it decays geometrically in the
-    cap).
+    """Exact J_n under a policy as :func:`jaxq.sim.pss2x2.simulate` runs it.
 
-    Refuses (:class:`~jaxq.errors.InputError` on ``n``) before building a chain whose states could exceed
-    ``max_states``, naming the bound: at once when the first cap's chain is too large (n = 10^3 and above for
-    the example systems), or before a larger cap when the value has not settled by then. Returns ``J``,
-    ``truncation_change`` (the last two caps' difference), ``cap``, ``states``, ``policy``, ``theta`` (None
-    without a threshold rule) and ``switch_at`` (None unless the policy switches).
+    Its setup validates the arguments and gives the policy, Theta_n and switching level; the truncation cap is
+    chosen here: from ``max(20, 10 sqrt(n))`` (queue lengths live on the sqrt(n) scale), each cap 1.5 times the
+    last, until two successive values agree within ``rtol`` of the value (the error of the last cap is then smaller
+    still: it decays geometrically in the cap).
+
+    Args:
+        system: The 2x2 system (phase-type primitives).
+        n: The scale n.
+        policy: The policy's name (as :func:`jaxq.sim.pss2x2.simulate`).
+        switch_at: The switching level z (None: the rule's).
+        theta_exponent: The exponent a_bar of Theta_n (None: the default).
+        theta_constant: The factor of the rule's constant c.
+        theta_rule: The threshold rule (None: the default).
+        rtol: The relative agreement of two successive caps' values.
+        max_states: The largest chain allowed.
+
+    Returns:
+        dict with ``J``, ``truncation_change`` (the last two caps' difference), ``cap``, ``states``, ``policy``,
+            ``theta`` (None without a threshold rule) and ``switch_at`` (None unless the policy switches).
+
+    Raises:
+        InputError: Naming ``n``: a chain whose states could exceed ``max_states``, named with the bound, before it
+            is built (at once when the first cap's chain is too large, n = 10^3 and above for the example systems,
+            or before a larger cap when the value has not settled by then); or as the setup refuses the arguments.
     """
     from jaxq.policies import pss2x2 as pol
     from jaxq.sim.pss2x2 import DEFAULT_THETA_EXPONENT, DEFAULT_THETA_RULE, Levels, setup

@@ -37,10 +37,13 @@ Batching = replications.Batching  # jaxq.mc.replications: first replication, chu
 
 
 class StepWindow(NamedTuple):
-    """The length of a run in uniformised steps (whole numbers, ``0 <= warmup < steps < 2^40``): ``steps`` per
-    replication, started empty; ``warmup``: the steps discarded for the average cost, which is over exactly the steps
-    ``warmup .. steps - 1`` (the discounted sum is over all the steps, in the whole pages of 64 steps that hold
-    them)."""
+    """The length of a run in uniformised steps (whole numbers, ``0 <= warmup < steps < 2^40``).
+
+    Attributes:
+        steps: Steps per replication, started empty.
+        warmup: The steps discarded for the average cost, which is over exactly the steps ``warmup .. steps - 1``
+            (the discounted sum is over all the steps, in the whole pages of 64 steps that hold them).
+    """
 
     steps: int = 20_000
     warmup: int = 2_000
@@ -50,16 +53,37 @@ GROUPS = {"window": StepWindow, "batching": Batching}  # the typed arguments bui
 
 
 def grouped(options: dict) -> dict:
-    """Flat keyword options (those of ``jaxq.simulate_fastslow``: ``alpha``, ``steps``, ``warmup``, ``reps``,
-    ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``alpha``, ``reps``,
-    ``seed``, ``cv`` and ``observers`` pass through, a typed argument given whole (``window=StepWindow(...)``) is
-    kept, and an unknown key is an InputError naming it."""
+    """Flat keyword options as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`).
+
+    ``alpha``, ``reps``, ``seed``, ``cv`` and ``observers`` pass through, and a typed argument given whole
+    (``window=StepWindow(...)``) is kept.
+
+    Args:
+        options: The flat options (those of ``jaxq.simulate_fastslow``: ``alpha``, ``steps``, ``warmup``, ``reps``,
+            ``chunk``, ...).
+
+    Returns:
+        The keyword arguments of :func:`simulate`.
+
+    Raises:
+        InputError: Naming an unknown key.
+    """
     return options_grouped(options, GROUPS, ("alpha", "reps", "seed", "cv", "observers"), "the fast/slow simulator")
 
 
 def check_thresholds(q_thresholds) -> list[int | None]:
-    """Queue thresholds ``q_1 <= ... <= q_K`` of a threshold policy (:mod:`jaxq.mdp.structure`): a non-empty list,
-    each an integer >= 0 or None (never use that slow server, i.e. infinite: only after the finite ones)."""
+    """Queue thresholds ``q_1 <= ... <= q_K`` of a threshold policy (:mod:`jaxq.mdp.structure`), checked.
+
+    Args:
+        q_thresholds (list | tuple | numpy.ndarray): A non-empty list, each an integer >= 0 or None (never use that
+            slow server, i.e. infinite: only after the finite ones).
+
+    Returns:
+        The thresholds, a list of ints and None.
+
+    Raises:
+        InputError: Naming ``q_thresholds`` or the entry: not such a list, or not nondecreasing.
+    """
     listed = isinstance(q_thresholds, (list, tuple)) or isinstance(q_thresholds, np.ndarray) and q_thresholds.ndim == 1
     if not listed or len(q_thresholds) < 1:
         raise InputError("q_thresholds", f"must be a list of queue thresholds, one per slow server (integers >= 0 "
@@ -73,10 +97,21 @@ def check_thresholds(q_thresholds) -> list[int | None]:
 
 
 def check_system(lam: float, mu1: float, mu2: float, q_thresholds) -> None:
-    """Refuse what the model excludes (the fast/slow-servers paper: slow servers slower than the fast one,
-    ``mu2 < mu1``) and a threshold policy under which the queue grows without bound: with m slow servers that have
-    a threshold the queue, once long, is served at rate ``mu1 + m mu2``, so a long-run average cost exists iff
-    ``lam`` is below."""
+    """Refuse what the model excludes and a threshold policy under which the queue grows without bound.
+
+    The fast/slow-servers paper has slow servers slower than the fast one, ``mu2 < mu1``. With m slow servers that
+    have a threshold the queue, once long, is served at rate ``mu1 + m mu2``, so a long-run average cost exists iff
+    ``lam`` is below.
+
+    Args:
+        lam: The arrival rate.
+        mu1: The fast server's rate.
+        mu2: A slow server's rate.
+        q_thresholds (Sequence[int | None]): The queue thresholds (:func:`check_thresholds`).
+
+    Raises:
+        InputError: Naming ``mu2`` (not slower) or ``lam`` (unstable).
+    """
     check_slower(mu1, mu2)
     m = sum(q is not None for q in q_thresholds)
     if lam >= mu1 + m * mu2:
@@ -93,27 +128,32 @@ def simulate(lam: float, mu1: float, mu2: float, q_thresholds, *, alpha: float =
     """Monte Carlo discounted cost from empty and average cost of a threshold policy.
 
     Args:
-      lam, mu1, mu2: rates (K identical slow servers, K = ``len(q_thresholds)``).
-      q_thresholds: queue thresholds ``q_1 <= ... <= q_K`` (K = 2: ``[q_L, q_H]``), integers >= 0; None = never
-        (:func:`check_thresholds`). The slow servers must be slower (``mu2 < mu1``) and the policy stable
-        (``lam < mu1 + m mu2``, m the thresholds that are not None, :func:`check_system`).
-      alpha: discount rate of the discounted estimate.
-      window: uniformised steps per replication and the steps discarded for the average (:class:`StepWindow`).
-      cv: control variates (default): the Henderson-Glynn martingales of a quadratic basis in (x, y)
-        (:data:`jaxq.sim.models.fastslow.MARKOV_CV`), weighted as each functional (discounted, window),
-        cross-fitted by replication index; the plain means are reported beside.
-      reps, seed: replications (>= 2) and base seed (replication r uses ``fold_in(PRNGKey(seed), r)``).
-      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
-        same numbers.
-      observers: statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's
-        states (:class:`jaxq.sim.models.fastslow.State`: ``x``, ``y``) under the discounted weights (step k of the
-        uniformised chain weighs ``rho^k / (alpha + Gamma)``, the mass ``int_0^T exp(-alpha t) dt`` of its pages);
-        each output is an estimate ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
+        lam: The arrival rate.
+        mu1: The fast server's rate.
+        mu2: The rate of each of the K identical slow servers (K = ``len(q_thresholds)``).
+        q_thresholds (Sequence[int | None]): Queue thresholds ``q_1 <= ... <= q_K`` (K = 2: ``[q_L, q_H]``), integers
+            >= 0; None = never (:func:`check_thresholds`). The slow servers must be slower (``mu2 < mu1``) and the
+            policy stable (``lam < mu1 + m mu2``, m the thresholds that are not None, :func:`check_system`).
+        alpha: The discount rate of the discounted estimate.
+        window: Uniformised steps per replication and the steps discarded for the average (:class:`StepWindow`).
+        reps: Replications (>= 2).
+        seed: Base seed (replication r uses ``fold_in(PRNGKey(seed), r)``).
+        cv: Control variates (default): the Henderson-Glynn martingales of a quadratic basis in (x, y)
+            (:data:`jaxq.sim.models.fastslow.MARKOV_CV`), weighted as each functional (discounted, window),
+            cross-fitted by replication index; the plain means are reported beside.
+        batching: How the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
+            same numbers.
+        observers (dict | None): Statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of
+            the model's states (:class:`jaxq.sim.models.fastslow.State`: ``x``, ``y``) under the discounted weights
+            (step k of the uniformised chain weighs ``rho^k / (alpha + Gamma)``, the mass ``int_0^T exp(-alpha t) dt``
+            of its pages); each output is an estimate ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
+
     Returns:
-      A :class:`SimResult` with estimates ``value_empty`` (primary) and ``average_cost``; ``info`` has
-      ``steps``, ``warmup`` and ``updates_per_s`` (replications x steps per second, compilation excluded).
+        A :class:`SimResult` with estimates ``value_empty`` (primary) and ``average_cost``; ``info`` has
+            ``steps``, ``warmup`` and ``updates_per_s`` (replications x steps per second, compilation excluded).
+
     Raises:
-      InputError: naming the argument that breaks one of the conditions above.
+        InputError: Naming the argument that breaks one of the conditions above.
     """
     steps, warmup = window
     for key, v in (("lam", lam), ("mu1", mu1), ("mu2", mu2), ("alpha", alpha)):

@@ -47,7 +47,15 @@ def _per_mass(average: bool):
 
 @lru_cache(maxsize=64)
 def observed(markov: Markov, average: bool) -> Observer:
-    """``sum weight * observe(held)``: the integral of ``observe`` (a pytree), divided by the mass if ``average``."""
+    """``sum weight * observe(held)``: the integral of ``observe`` (a pytree), divided by the mass if ``average``.
+
+    Args:
+        markov: The model.
+        average: Divide by the weights' mass (the window's average).
+
+    Returns:
+        The observer.
+    """
 
     def init(p):
         return _zeros(markov.observe(markov.init(p), p))
@@ -60,7 +68,14 @@ def observed(markov: Markov, average: bool) -> Observer:
 
 @lru_cache(maxsize=64)
 def records(markov: Markov) -> Observer:
-    """``sum jump * record``: the model's event records, each weighted as its jump (1 over the window)."""
+    """``sum jump * record``: the model's event records, each weighted as its jump (1 over the window).
+
+    Args:
+        markov: The model.
+
+    Returns:
+        The observer.
+    """
 
     def init(p):
         s = markov.init(p)
@@ -87,10 +102,19 @@ def _control_increment(phi, fired, jump, compensator):
 
 @lru_cache(maxsize=64)
 def martingales(markov: Markov, average: bool) -> Observer:
-    """The model's controls (:attr:`Markov.controls`) as martingales of the functional's weights: per segment
-    ``sum_e phi[c][e](held) (jump 1{e fired} - compensator[e])``; the driver's compensator makes each mean exactly
-    zero (the event driver's ``rate_e * weight``, the uniformised driver's exact event probabilities). Averaged by
-    the mass for the window, as the estimate is."""
+    """The model's controls (:attr:`Markov.controls`) as martingales of the functional's weights.
+
+    Per segment ``sum_e phi[c][e](held) (jump 1{e fired} - compensator[e])``; the driver's compensator makes each
+    mean exactly zero (the event driver's ``rate_e * weight``, the uniformised driver's exact event probabilities).
+    Averaged by the mass for the window, as the estimate is.
+
+    Args:
+        markov: The model.
+        average: Divide by the weights' mass (the window).
+
+    Returns:
+        The observer.
+    """
 
     def init(p):
         return tuple(jnp.float64(0.0) for _ in markov.controls(markov.init(p), p))
@@ -103,13 +127,27 @@ def martingales(markov: Markov, average: bool) -> Observer:
 
 
 def snapshots(markov: Markov) -> Observer:
-    """``markov.snapshot`` of the state held at each of the times ``params[1]`` (params: ``(model params, times)``);
-    needs the driver's clock (``Segment.interval``: the event driver)."""
+    """``markov.snapshot`` of the state held at each of the times ``params[1]`` (params: ``(model params, times)``).
+
+    It needs the driver's clock (``Segment.interval``: the event driver).
+
+    Args:
+        markov: The model.
+
+    Returns:
+        The observer.
+    """
     return snapshots_of(markov.snapshot, markov.init)
 
 
 class Groups(NamedTuple):
-    """The observers of a run, by functional (None: not run)."""
+    """The observers of a run, by functional (None: not run).
+
+    Attributes:
+        discounted: The discounted functional's observers.
+        window: The window's observers.
+        snapshots: The snapshots' observer.
+    """
 
     discounted: Observer | None
     window: Observer | None
@@ -119,10 +157,20 @@ class Groups(NamedTuple):
 @lru_cache(maxsize=64)
 def groups(markov: Markov, functional: Functional, observer: Observer | None = None,
            snapshot: bool = False) -> Groups:
-    """The observers a run of ``markov`` folds (cached): per functional the integral of ``observe`` and the
-    controls (window: and the records), a user's ``observer`` (output ``user``) under the discounted functional if
-    the run has one, else under the window, and the snapshots (``snapshot``: the event driver with snapshot
-    times)."""
+    """The observers a run of ``markov`` folds (cached).
+
+    Per functional the integral of ``observe`` and the controls (window: and the records), a user's ``observer``
+    (output ``user``) under the discounted functional if the run has one, else under the window, and the snapshots.
+
+    Args:
+        markov: The model.
+        functional: Which functionals the run estimates.
+        observer: A user's observer (None: none).
+        snapshot: Record the snapshots (the event driver with snapshot times).
+
+    Returns:
+        The groups.
+    """
     ctl = markov.controls is not None
     user = {"user": observer} if observer is not None else {}
     disc = win = None
@@ -139,9 +187,17 @@ def groups(markov: Markov, functional: Functional, observer: Observer | None = N
 
 
 def results(markov: Markov, functional: Functional, out: dict) -> dict:
-    """The drivers' per-replication results from the groups' outputs ``out`` (``"disc"``, ``"win"``,
-    ``"snap"`` where run): ``discounted``, ``window`` (averages), ``records`` (window sums), ``controls`` (per
-    functional a (reps, C) numpy array in the units of its estimate), ``observed`` (a user's observer), ``snap``."""
+    """The drivers' per-replication results from the groups' outputs.
+
+    Args:
+        markov: The model.
+        functional: Which functionals the run estimated.
+        out: The groups' outputs (``"disc"``, ``"win"``, ``"snap"`` where run).
+
+    Returns:
+        ``discounted``, ``window`` (averages), ``records`` (window sums), ``controls`` (per functional a (reps, C)
+            numpy array in the units of its estimate), ``observed`` (a user's observer), ``snap``.
+    """
     res: dict[str, Any] = {}
     controls = {}
     if functional.discounted:

@@ -90,9 +90,15 @@ def difference_phi(transition, g, num_events: int):
     """Henderson-Glynn controls from functions of the state: ``phi[c][e] = g_c(T_e(s)) - g_c(s)`` with ``T_e``
     the (deterministic) transition of event e, policy decisions included.
 
-    ``transition`` in the form of :class:`Markov` (a tuple of bools); ``g(state, p) -> tuple of float64
-    scalars``; returns a ``controls(state, p)`` for :class:`Markov`. With g close to the solution of Poisson's
-    equation of the functional the martingales absorb most of its noise.
+    With g close to the solution of Poisson's equation of the functional the martingales absorb most of its noise.
+
+    Args:
+        transition (Callable): The transition in the form of :class:`Markov` (a tuple of bools).
+        g (Callable): ``g(state, p) -> tuple of float64 scalars``.
+        num_events: The number of events E.
+
+    Returns:
+        (typing.Callable): A ``controls(state, p)`` for :class:`Markov`.
     """
 
     def controls(s, p):
@@ -109,11 +115,20 @@ def difference_phi(transition, g, num_events: int):
 
 
 def invalid_rates(counts, ints: bool = False) -> jax.Array | None:
-    """Whether a rate in a state is not a finite number >= 0 (a bool): the float rates of a model that states them in
-    the state (``MarkovModel.rates``) and, with ``ints`` (a user's model in the structured form), the signed integer
-    multiplicities below 0 (a Python int below 0 too; their unit rates are checked once, before the run, so every
-    rate ``counts[e] * rates[e]`` is then a finite number >= 0); None when nothing is checked (the built-in models'
-    multiplicities). One comparison an event: the drivers call it at every event."""
+    """Whether a rate in a state is not a finite number >= 0 (a bool).
+
+    The float rates of a model that states them in the state (``MarkovModel.rates``) and, with ``ints`` (a user's
+    model in the structured form), the signed integer multiplicities below 0 (a Python int below 0 too; their unit
+    rates are checked once, before the run, so every rate ``counts[e] * rates[e]`` is then a finite number >= 0).
+    One comparison an event: the drivers call it at every event.
+
+    Args:
+        counts (tuple): The multiplicities (or rates) of the events in the state.
+        ints: Also check the signed integer multiplicities.
+
+    Returns:
+        The flag; None when nothing is checked (the built-in models' multiplicities).
+    """
     bad = None
     for m in counts:
         if isinstance(m, int):  # a Python constant (bool included): known when the program is traced
@@ -130,9 +145,22 @@ def invalid_rates(counts, ints: bool = False) -> jax.Array | None:
 
 
 def invalid_rates_message(markov: Markov, flags, states, params, plain: bool) -> str | None:
-    """The sentence for the flags of :func:`invalid_rates` over the replications (None when none is set), naming the
-    event and its rate (``plain``: ``MarkovModel.rates`` in the state) or multiplicity (``counts``): found again
-    from the state a flagged replication stopped in (the drivers keep the state in which the rate was invalid)."""
+    """The sentence for the flags of :func:`invalid_rates` over the replications, naming the event and its rate or
+    multiplicity.
+
+    Found again from the state a flagged replication stopped in (the drivers keep the state in which the rate was
+    invalid).
+
+    Args:
+        markov: The model.
+        flags (array_like): The flag of each replication.
+        states (typing.Any): The replications' states (axis 0 replications).
+        params (typing.Any): The model's parameters.
+        plain: The rates are ``MarkovModel.rates`` in the state (else multiplicities, ``counts``).
+
+    Returns:
+        The sentence; None when no flag is set.
+    """
     hit = np.flatnonzero(np.asarray(flags))
     if not hit.size:
         return None
@@ -163,12 +191,21 @@ def _wrap(old, new):
 
 
 def wraps(old, new) -> jax.Array | None:
-    """Whether an event moved an integer leaf of the state by more than half its dtype's range (a bool): the mark of
-    a value that passed the end of its dtype and wrapped around (int8: ``127 + 1 = -128``; uint8: ``0 - 1 = 255``).
-    Exact for a change of less than half the range (every wrap of such a change is a jump of more than half of it);
-    a single event that really moves a leaf by more than half its range is taken for a wrap too. Leaves of 8, 16
-    and 32 bits are checked, in a wider integer; None for a state without them (int64 leaves are not checked). A
-    few integer operations a leaf: the drivers call it at every event of a model with ``wrap_check``."""
+    """Whether an event moved an integer leaf of the state by more than half its dtype's range (a bool).
+
+    The mark of a value that passed the end of its dtype and wrapped around (int8: ``127 + 1 = -128``; uint8:
+    ``0 - 1 = 255``). Exact for a change of less than half the range (every wrap of such a change is a jump of more
+    than half of it); a single event that really moves a leaf by more than half its range is taken for a wrap too.
+    Leaves of 8, 16 and 32 bits are checked, in a wider integer (int64 leaves are not checked). A few integer
+    operations a leaf: the drivers call it at every event of a model with ``wrap_check``.
+
+    Args:
+        old (typing.Any): The state before the event.
+        new (typing.Any): The state after it.
+
+    Returns:
+        The flag; None for a state without such leaves.
+    """
     bad = None
     for o, n in zip(jax.tree_util.tree_leaves(old), jax.tree_util.tree_leaves(new)):
         w = _wrap(o, n)
@@ -179,9 +216,21 @@ def wraps(old, new) -> jax.Array | None:
 
 
 def wrapped_message(markov: Markov, flags, before, after, params) -> str | None:
-    """The sentence for the flags of :func:`wraps` over the replications (None when none is set), naming the event
-    and the leaf: found again from the states a flagged replication stopped in, ``before`` and ``after`` its last
-    event (the event whose transition gives ``after``)."""
+    """The sentence for the flags of :func:`wraps` over the replications, naming the event and the leaf.
+
+    Found again from the states a flagged replication stopped in, ``before`` and ``after`` its last event (the event
+    whose transition gives ``after``).
+
+    Args:
+        markov: The model.
+        flags (array_like): The flag of each replication.
+        before (typing.Any): The replications' states before their last event (axis 0 replications).
+        after (typing.Any): Their states after it.
+        params (typing.Any): The model's parameters.
+
+    Returns:
+        The sentence; None when no flag is set.
+    """
     hit = np.flatnonzero(np.asarray(flags))
     if not hit.size:
         return None
@@ -209,11 +258,12 @@ def wrapped_message(markov: Markov, flags, before, after, params) -> str | None:
 class Functional(NamedTuple):
     """Which integrals of ``observe`` a run estimates (static: part of the compiled program).
 
-    ``discounted``: ``int_0^T exp(-gamma t) observe dt`` (event driver, T = horizon) or the unbiased
-    Rao-Blackwellised ``sum_{k<K} r^k observe(X_k) / (Lambda + gamma)``, ``r = Lambda/(Lambda + gamma)``
-    (uniformised driver: the Poisson event times are integrated out).
-    ``window``: the time average ``int_{T0}^{T} observe dt / (T - T0)`` (event driver) or the average
-    over the uniformised steps standing for [T0, T] (each stands for a mean time ``1/Lambda``).
+    Attributes:
+        discounted: ``int_0^T exp(-gamma t) observe dt`` (event driver, T = horizon) or the unbiased
+            Rao-Blackwellised ``sum_{k<K} r^k observe(X_k) / (Lambda + gamma)``, ``r = Lambda/(Lambda + gamma)``
+            (uniformised driver: the Poisson event times are integrated out).
+        window: The time average ``int_{T0}^{T} observe dt / (T - T0)`` (event driver) or the average
+            over the uniformised steps standing for [T0, T] (each stands for a mean time ``1/Lambda``).
     """
 
     discounted: bool = False
@@ -221,7 +271,13 @@ class Functional(NamedTuple):
 
 
 class Horizon(NamedTuple):
-    """The traced numbers of a functional (float64 scalars): discount rate, warm-up and horizon times."""
+    """The traced numbers of a functional (float64 scalars): discount rate, warm-up and horizon times.
+
+    Attributes:
+        gamma: The discount rate.
+        warmup: The start T0 of the window.
+        horizon: The horizon T.
+    """
 
     gamma: Any
     warmup: Any
@@ -230,7 +286,11 @@ class Horizon(NamedTuple):
 
 # ------------------------------------------------------------------------------------------ the public statement
 class DifferenceControls(NamedTuple):
-    """Controls ``phi[c][e] = g_c(T_e(s)) - g_c(s)`` of a :class:`MarkovModel` (see :func:`difference_controls`)."""
+    """Controls ``phi[c][e] = g_c(T_e(s)) - g_c(s)`` of a :class:`MarkovModel` (see :func:`difference_controls`).
+
+    Attributes:
+        g: ``g(state, params) -> tuple of float64 scalars`` (one per control).
+    """
 
     g: Callable[[State, Params], tuple]
 
@@ -246,9 +306,13 @@ def difference_controls(g: Callable[..., tuple]) -> DifferenceControls:
     ``g`` is to the solution of Poisson's equation of the observed quantity, the larger the variance reduction.
 
     Args:
-      g: ``g(state, params) -> tuple of float64 scalars`` (one per control).
+        g: ``g(state, params) -> tuple of float64 scalars`` (one per control).
+
     Returns:
-      A value for the ``controls`` field of :class:`MarkovModel`.
+        A value for the ``controls`` field of :class:`MarkovModel`.
+
+    Raises:
+        InputError: Naming ``controls``: ``g`` is not a function.
     """
     if not callable(g):
         raise InputError("controls", f"difference_controls needs a function g(state, params), got {g!r}")
@@ -308,9 +372,22 @@ class MarkovModel(NamedTuple):
 
 @lru_cache(maxsize=None)
 def as_markov(model: MarkovModel, wrap_check: bool = False) -> Markov:
-    """The one internal statement (:class:`Markov`) of a :class:`MarkovModel`, built once per model (cached, so
-    the drivers' compiled programs are reused). A structured model with ``one_hot`` and ``records`` passes its
-    functions through unchanged. ``wrap_check``: :attr:`Markov.wrap_check` (a user's model)."""
+    """The one internal statement (:class:`Markov`) of a :class:`MarkovModel`, built once per model.
+
+    Cached, so the drivers' compiled programs are reused. A structured model with ``one_hot`` and ``records``
+    passes its functions through unchanged.
+
+    Args:
+        model: The user's statement.
+        wrap_check: :attr:`Markov.wrap_check` (a user's model).
+
+    Returns:
+        The internal statement.
+
+    Raises:
+        InputError: Naming ``model``, the field or ``controls``: not a MarkovModel, a field that is not a function,
+            or controls that are not ``difference_controls(g)`` or None.
+    """
     if not isinstance(model, MarkovModel):
         raise InputError("model", f"expected a jaxq.MarkovModel, got {type(model).__name__}")
     for key in ("init", "transition", "observe", "rates"):

@@ -45,8 +45,12 @@ Batching = replications.Batching  # jaxq.mc.replications: first replication, chu
 
 
 class Window(NamedTuple):
-    """The averaging window: every replication starts at time 0 and its time averages are over
-    ``[warmup, horizon]`` (units of time, finite, ``0 <= warmup < horizon``)."""
+    """The averaging window: every replication starts at time 0 and its time averages are over ``[warmup, horizon]``.
+
+    Attributes:
+        warmup: The start of the window (units of time, finite, ``0 <= warmup < horizon``).
+        horizon: Its end, where every replication stops.
+    """
 
     warmup: float = 20.0
     horizon: float = 200.0
@@ -55,12 +59,14 @@ class Window(NamedTuple):
 class NetworkOutputs(NamedTuple):
     """What a run records besides the window averages of the counts.
 
-    ``snap_times``: times in [0, horizon] at which the class counts are recorded, in any order (event engine;
-    transience studies; None: none).
-    ``hist_range``, ``hist_bins``: histograms of X_hat on [-range, range] (bins = 0: none, a faster run).
-    ``cv``: control variates: approximating martingales with a quadratic basis in X_hat
-    (:func:`jaxq.sim.models.network.controls`), every reported mean cross-fitted by replication index
-    (:func:`jaxq.stats.controlled_mean`); the plain means are reported beside (``<key>_plain``).
+    Attributes:
+        snap_times: Times in [0, horizon] at which the class counts are recorded, in any order (event engine;
+            transience studies; None: none).
+        hist_range: Histograms of X_hat are on [-hist_range, hist_range].
+        hist_bins: Their bins (0: none, a faster run).
+        cv: Control variates: approximating martingales with a quadratic basis in X_hat
+            (:func:`jaxq.sim.models.network.controls`), every reported mean cross-fitted by replication index
+            (:func:`jaxq.stats.controlled_mean`); the plain means are reported beside (``<key>_plain``).
     """
 
     snap_times: Any = None
@@ -73,17 +79,43 @@ GROUPS = {"window": Window, "outputs": NetworkOutputs, "batching": Batching}  # 
 
 
 def grouped(options: dict) -> dict:
-    """Flat keyword options (those of ``jaxq.simulate`` for a network: ``warmup``, ``horizon``, ``snap_times``,
-    ``cv``, ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``reps``,
-    ``seed``, ``engine`` and ``observers`` pass through, a typed argument given whole (``window=Window(...)``) is
-    kept, and an unknown key is an InputError naming it."""
+    """Flat keyword options as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`).
+
+    ``reps``, ``seed``, ``engine`` and ``observers`` pass through, and a typed argument given whole
+    (``window=Window(...)``) is kept.
+
+    Args:
+        options: The flat options (those of ``jaxq.simulate`` for a network: ``warmup``, ``horizon``,
+            ``snap_times``, ``cv``, ``chunk``, ...).
+
+    Returns:
+        The keyword arguments of :func:`simulate`.
+
+    Raises:
+        InputError: Naming an unknown key.
+    """
     return options_grouped(options, GROUPS, ("reps", "seed", "engine", "observers"), "the network simulator")
 
 
 def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 6.0,
                 hist_bins: int = 60) -> tuple[pol.Layout, model.Params]:
-    """Layout and parameters of the n-th system under ``policy`` (start: queues empty, servers at the fluid
-    allocation, rounded down so that every pool is feasible)."""
+    """Layout and parameters of the n-th system under ``policy``.
+
+    Start: queues empty, servers at the fluid allocation, rounded down so that every pool is feasible.
+
+    Args:
+        an: The analysed network.
+        n: The scale n.
+        policy: One of :data:`POLICIES`.
+        hist_range: Histograms of X_hat are on [-hist_range, hist_range].
+        hist_bins: Their bins.
+
+    Returns:
+        ``(layout, params)``.
+
+    Raises:
+        InputError: Naming ``policy``: an unknown policy, or ``swc`` on an activity graph that is not a tree.
+    """
     net = an.network
     if policy == "swc" and not an.plan.graph_is_tree:
         raise InputError("policy", "swc needs the activity graph to be a tree")
@@ -132,21 +164,31 @@ def _check(reps, window: Window, engine, snap_times, batching: Batching) -> Batc
 
 def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, outputs: NetworkOutputs, seed: int = 0,
               engine: str = "auto", deviations: bool = True, batching: Batching = Batching(), observers=None):
-    """Run the network model through the front of the Markov simulators
-    (:func:`jaxq.sim.simulate_markov.run_chain`); per-replication window averages in the units of time.
+    """Run the network model through the front of the Markov simulators (:func:`jaxq.sim.simulate_markov.run_chain`).
+
+    Per-replication window averages in the units of time.
 
     Args:
-      lay, p: the layout and parameters of :func:`make_params` (the histogram's range is in ``p``).
-      reps, seed: replications (>= 2) and base seed; window: the window of the averages (:class:`Window`).
-      outputs: snapshots, histogram bins and control variates (:class:`NetworkOutputs`; its ``hist_range`` is not read).
-      engine: ``auto``, ``event`` or ``uniformized`` (:func:`jaxq.sim.simulate_markov.choose_engine`: ``auto`` is
-        uniformised unless snapshots are asked for); deviations: the absolute and squared deviations from the
-        fluid centre; batching: how the replications are executed (:class:`Batching`); observers: a dict of
-        name -> :class:`~jaxq.mc.observer.Observer` of the model's states (:class:`jaxq.sim.models.network.State`)
-        under the window's weights.
+        lay: The layout of :func:`make_params`.
+        p: Its parameters (the histogram's range is in ``p``).
+        reps: Replications (>= 2).
+        window: The window of the averages (:class:`Window`).
+        outputs: Snapshots, histogram bins and control variates (:class:`NetworkOutputs`; its ``hist_range`` is not
+            read).
+        seed: Base seed.
+        engine: ``auto``, ``event`` or ``uniformized`` (:func:`jaxq.sim.simulate_markov.choose_engine`: ``auto`` is
+            uniformised unless snapshots are asked for).
+        deviations: The absolute and squared deviations from the fluid centre.
+        batching: How the replications are executed (:class:`Batching`).
+        observers (dict | None): Name -> :class:`~jaxq.mc.observer.Observer` of the model's states
+            (:class:`jaxq.sim.models.network.State`) under the window's weights.
+
     Returns:
-      ``(per_rep, records, snaps, events, timing, engine, steps, controls, observed)`` (controls: (reps, C) or None;
-      observed: the observers' outputs, None without observers).
+        (tuple): ``(per_rep, records, snaps, events, timing, engine, steps, controls, observed)`` (controls: (reps, C)
+            or None; observed: the observers' outputs, None without observers).
+
+    Raises:
+        InputError: Naming the argument: too few replications, a window, engine or snapshot times out of range.
     """
     warmup, horizon = window
     snap_times, _, hist_bins, cv = outputs
@@ -162,7 +204,18 @@ def run_model(lay: pol.Layout, p: model.Params, reps: int, *, window: Window, ou
 
 
 def summarize(lay: pol.Layout, p: model.Params, win: dict, rec: dict, hist_range: float) -> dict[str, np.ndarray]:
-    """Per-replication statistics (time averages over the window) from the model's window averages."""
+    """Per-replication statistics (time averages over the window) from the model's window averages.
+
+    Args:
+        lay: The layout.
+        p: The parameters.
+        win: The model's window averages.
+        rec: Its window records (arrivals, waited).
+        hist_range: The histograms' range (unused here: the bins are in ``win``).
+
+    Returns:
+        Name -> per-replication array (axis 0 replications).
+    """
     I, J = lay.num_i, lay.num_j
     reps = np.shape(win["q"][0])[0]
     q = np.stack(win["q"], axis=1)
@@ -203,24 +256,30 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
     """Stationary averages of the n-th network under a policy, over [warmup, horizon], with standard errors.
 
     Args:
-      system: the network (or its analysis); n: scale (n of the uniform-stability paper, r of the LAP-tightness paper);
-        policy: one of :data:`POLICIES`.
-      reps, seed: replications (>= 2) and base seed; window: the window [warmup, horizon] of the time averages
-        (:class:`Window`).
-      engine: ``auto``, ``event`` or ``uniformized`` (see the module docstring).
-      outputs: snapshots, histograms of X_hat and control variates (on by default) (:class:`NetworkOutputs`).
-      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
-        same numbers.
-      observers: statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's states
-        (:class:`jaxq.sim.models.network.State`: ``q``, the queue of each class, ``z``, the servers of each
-        activity) under the window's weights (1 over [warmup, horizon], the mass its length); each output is an
-        estimate ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
+        system: The network (or its analysis).
+        n: The scale (n of the uniform-stability paper, r of the LAP-tightness paper).
+        policy: One of :data:`POLICIES`.
+        reps: Replications (>= 2).
+        window: The window [warmup, horizon] of the time averages (:class:`Window`).
+        seed: Base seed.
+        engine: ``auto``, ``event`` or ``uniformized`` (see the module docstring).
+        outputs: Snapshots, histograms of X_hat and control variates (on by default) (:class:`NetworkOutputs`).
+        batching: How the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
+            same numbers.
+        observers (dict | None): Statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the
+            model's states (:class:`jaxq.sim.models.network.State`: ``q``, the queue of each class, ``z``, the servers
+            of each activity) under the window's weights (1 over [warmup, horizon], the mass its length); each output
+            is an estimate ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
+
     Returns:
-      A :class:`SimResult` whose estimates are ``mean_in_system``, ``mean_queue`` (per class),
-      ``mean_idle`` (per pool), ``mean_busy`` (class x pool), ``p_wait``, ``p_wait_class``, ``throughput``,
-      ``mean_idleness_hat``, ``mean_idle_total``, ``mean_abs_dev``, ``rms_dev`` and, in the Halfin-Whitt
-      regime, ``weighted_idleness_hat`` (the prelimit identity (3.6)); ``info`` holds the histograms
-      (``hist_edges``, ``hist_density``), snapshots, pool sizes, rates and the spare capacity.
+        A :class:`SimResult` whose estimates are ``mean_in_system``, ``mean_queue`` (per class),
+            ``mean_idle`` (per pool), ``mean_busy`` (class x pool), ``p_wait``, ``p_wait_class``, ``throughput``,
+            ``mean_idleness_hat``, ``mean_idle_total``, ``mean_abs_dev``, ``rms_dev`` and, in the Halfin-Whitt
+            regime, ``weighted_idleness_hat`` (the prelimit identity (3.6)); ``info`` holds the histograms
+            (``hist_edges``, ``hist_density``), snapshots, pool sizes, rates and the spare capacity.
+
+    Raises:
+        InputError: Naming the argument: n not positive, an unknown policy, or a run setting out of range.
     """
     warmup, horizon = window
     _, hist_range, hist_bins, _ = outputs
@@ -294,16 +353,25 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Windo
     (:data:`jaxq.sim.models.mmc.MARKOV_CV`), cross-fitted by replication index, the plain mean beside it.
 
     Args:
-      lam, mu, c: arrival rate, service rate and number of servers; reps, seed: replications (>= 2) and base seed.
-      window: the window [warmup, horizon] of the time averages (:class:`Window`; the queue starts empty).
-      engine: ``auto`` (default: uniformised, the rule of :func:`jaxq.sim.simulate_markov.choose_engine`),
-        ``uniformized`` or ``event``; cv: control variates (default on).
-      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`).
-      observers: statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of the model's
-        state (the number in system, an int32 scalar) under the window's weights; each output is an estimate
-        ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
+        lam: The arrival rate.
+        mu: The service rate.
+        c: The number of servers.
+        reps: Replications (>= 2).
+        window: The window [warmup, horizon] of the time averages (:class:`Window`; the queue starts empty).
+        seed: Base seed.
+        engine: ``auto`` (default: uniformised, the rule of :func:`jaxq.sim.simulate_markov.choose_engine`),
+            ``uniformized`` or ``event``.
+        cv: Control variates (default on).
+        batching: How the replications are executed (:class:`jaxq.mc.replications.Batching`).
+        observers (dict | None): Statistics of the path, a dict of name -> :class:`~jaxq.mc.observer.Observer` of
+            the model's state (the number in system, an int32 scalar) under the window's weights; each output is an
+            estimate ``<name>`` or ``<name>_<key>`` (docs/guides/observers.md).
+
     Returns:
-      A :class:`SimResult` (``info``: ``servers``, ``warmup``, ``horizon``, ``steps`` on the uniformised driver).
+        A :class:`SimResult` (``info``: ``servers``, ``warmup``, ``horizon``, ``steps`` on the uniformised driver).
+
+    Raises:
+        InputError: Naming ``mmc`` (rates not positive, c not an integer >= 1) or a run setting out of range.
     """
     if not (lam > 0 and mu > 0 and isinstance(c, (int, np.integer)) and c >= 1):
         raise InputError("mmc", f"need lambda > 0, mu > 0 and an integer c >= 1 (got {lam}, {mu}, {c})")
@@ -332,7 +400,19 @@ def simulate_mmc(lam: float, mu: float, c: int, *, reps: int = 64, window: Windo
 
 
 def erlang_c(lam: float, mu: float, c: int) -> dict:
-    """Exact stationary M/M/c: probability of wait (Erlang C), mean queue, mean in system, mean idle."""
+    """Exact stationary M/M/c: probability of wait (Erlang C), mean queue, mean in system, mean idle.
+
+    Args:
+        lam: The arrival rate.
+        mu: The service rate.
+        c: The number of servers.
+
+    Returns:
+        dict with ``p_wait``, ``mean_queue``, ``mean_in_system`` and ``mean_idle``.
+
+    Raises:
+        InputError: Naming ``mmc``: ``lambda / (c mu) >= 1`` (unstable).
+    """
     a = lam / mu
     rho = a / c
     if rho >= 1:

@@ -67,10 +67,14 @@ Batching = replications.Batching  # jaxq.mc.replications: first replication, chu
 class Truncation(NamedTuple):
     """Which driver runs and where it truncates the discounted integral (2.6).
 
-    ``engine``: ``auto``, ``event`` or ``uniformized`` (module docstring). ``horizon``: the event driver's
-    truncation time T (default: the tail bound about ``rel_tol`` V0, :func:`default_horizon`). ``steps``: the
-    uniformised driver's number of steps K (default: the tail bound about ``rel_tol`` V0, :func:`ctmc_steps`).
-    ``block``: events per block of the event driver (how often it checks that every replication is done).
+    Attributes:
+        engine: ``auto``, ``event`` or ``uniformized`` (module docstring).
+        horizon: The event driver's truncation time T (default: the tail bound about ``rel_tol`` V0,
+            :func:`default_horizon`).
+        steps: The uniformised driver's number of steps K (default: the tail bound about ``rel_tol`` V0,
+            :func:`ctmc_steps`).
+        rel_tol: The default truncation's tail bound relative to V0.
+        block: Events per block of the event driver (how often it checks that every replication is done).
     """
 
     engine: str = "auto"
@@ -83,13 +87,16 @@ class Truncation(NamedTuple):
 class Outputs(NamedTuple):
     """What a run records besides J per replication.
 
-    ``record_times``: fixed times in [0, horizon] at which W_hat(t) is recorded (event driver). ``cv``: the control
-    variates from the diffusion limit (:mod:`jaxq.sim.models.pss2x2`), cross-fitted by replication index.
-    ``diagnostics``: the diagnostics of :mod:`jaxq.sim.diagnostics` and their warning. ``debug``: the Definition 2.7
-    invariant counters (event driver; a :class:`jaxq.Policy2x2` is checked in every run). ``observers``: a user's
-    statistics of the path, a dict of name -> :class:`jaxq.Observer` of
-    :class:`~jaxq.sim.models.pss2x2_diagnostics.View` segments (both drivers; each output is an estimate named
-    ``<name>`` or ``<name>_<key>``, docs/guides/observers.md).
+    Attributes:
+        record_times: Fixed times in [0, horizon] at which W_hat(t) is recorded (event driver).
+        cv: The control variates from the diffusion limit (:mod:`jaxq.sim.models.pss2x2`), cross-fitted by
+            replication index.
+        diagnostics: The diagnostics of :mod:`jaxq.sim.diagnostics` and their warning.
+        debug: The Definition 2.7 invariant counters (event driver; a :class:`jaxq.Policy2x2` is checked in every
+            run).
+        observers: A user's statistics of the path, a dict of name -> :class:`jaxq.Observer` of
+            :class:`~jaxq.sim.models.pss2x2_diagnostics.View` segments (both drivers; each output is an estimate named
+            ``<name>`` or ``<name>_<key>``, docs/guides/observers.md).
     """
 
     record_times: tuple = ()
@@ -103,15 +110,38 @@ GROUPS = {"truncation": Truncation, "levels": Levels, "outputs": Outputs, "batch
 
 
 def grouped(options: dict) -> dict:
-    """Flat keyword options (those of ``jaxq.simulate`` for a 2x2 system: ``horizon``, ``theta_exponent``,
-    ``chunk``, ...) as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`); ``policy``, ``seed``
-    and ``analysis`` pass through, a typed argument given whole (``levels=Levels(...)``) is kept, and an unknown key
-    is an InputError naming it."""
+    """Flat keyword options as the typed arguments of :func:`simulate` (:func:`jaxq.options.grouped`).
+
+    ``policy``, ``seed`` and ``analysis`` pass through, and a typed argument given whole (``levels=Levels(...)``) is
+    kept.
+
+    Args:
+        options: The flat options (those of ``jaxq.simulate`` for a 2x2 system: ``horizon``, ``theta_exponent``,
+            ``chunk``, ...).
+
+    Returns:
+        The keyword arguments of :func:`simulate`.
+
+    Raises:
+        InputError: Naming an unknown key.
+    """
     return options_grouped(options, GROUPS, ("policy", "seed", "analysis"), "the 2x2 simulator")
 
 
 class Setup(NamedTuple):
-    """Everything a run of the n-th system needs besides randomness."""
+    """Everything a run of the n-th system needs besides randomness.
+
+    Attributes:
+        params: The simulator's parameters.
+        spec: The sampling spec of the primitives.
+        analysis: The system's analysis.
+        policy: The policy actually used (``auto`` resolved).
+        theta: The threshold level used (None: the policy has none).
+        switch_at: The switching level (scaled workload; None: never switches).
+        modes_used: The modes used, 1-based.
+        horizon: The event driver's truncation time.
+        policy2x2: The policy that decides, without its parameters (``params.policy_params``).
+    """
 
     params: model.Params
     spec: sampling.Spec
@@ -125,13 +155,36 @@ class Setup(NamedTuple):
 
 
 def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: float = 1.0) -> float:
-    """Horizon T at which the state-free part of the tail bound is ``rel_tol`` times ``min(scale, the
-    no-departure cost)`` (:func:`jaxq.model.validate.pss_default_horizon`; ``scale`` is V0 for the default)."""
+    """Horizon T at which the state-free part of the tail bound is ``rel_tol`` times ``min(scale, the no-departure
+    cost)`` (:func:`jaxq.model.validate.pss_default_horizon`).
+
+    Args:
+        system: The 2x2 system.
+        n: The scale n.
+        rel_tol: The tail bound's share.
+        scale: The size of the value (V0 for the default).
+
+    Returns:
+        The horizon T.
+    """
     return pss_default_horizon(system, n, scale, rel_tol)
 
 
 class Plan(NamedTuple):
-    """The numbers of a run of the n-th system, validated, without the simulator's parameters (:func:`plan`)."""
+    """The numbers of a run of the n-th system, validated, without the simulator's parameters (:func:`plan`).
+
+    Attributes:
+        analysis: The system's analysis.
+        resolved: The policy with its switching level (the rule's, for ``excursion``).
+        policy: The policy actually used (``auto`` resolved; a Policy2x2's name).
+        theta: The threshold level used (None: the policy has none).
+        theta_constant: c of Theta_n = ceil(c n^a_bar): the levels' constant times the rule's.
+        switch_at: The switching level (scaled workload; None: never switches).
+        modes_used: The modes used, 1-based.
+        horizon: The event driver's truncation time.
+        record_times: The times at which W_hat(t) is recorded, checked.
+        given: The Policy2x2 the caller gave (None: a policy name, the built-in of that name).
+    """
 
     analysis: Analysis
     resolved: pol.Resolved  # the policy with its switching level (the rule's, for ``excursion``)
@@ -147,9 +200,27 @@ class Plan(NamedTuple):
 
 def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
          horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Plan:
-    """What :func:`setup` checks and chooses (the policy, its threshold and switching level, the horizon), with
-    the same one-line InputErrors, without building the simulator's parameters: what an experiment file's
-    validation needs of each grid point (:func:`setup` is this plus the parameters)."""
+    """What :func:`setup` checks and chooses (the policy, its threshold and switching level, the horizon).
+
+    With the same one-line InputErrors, without building the simulator's parameters: what an experiment file's
+    validation needs of each grid point (:func:`setup` is this plus the parameters).
+
+    Args:
+        system: The 2x2 system.
+        n: The scale n.
+        policy: A policy name or a :class:`jaxq.Policy2x2`.
+        levels: The switching level, threshold and perturbation (:class:`Levels`).
+        horizon: The event driver's truncation time (default :func:`default_horizon`).
+        record_times (array_like): The times at which W_hat(t) is recorded.
+        analysis: The system's analysis (computed when not given).
+
+    Returns:
+        The plan.
+
+    Raises:
+        InputError: Naming the argument out of range (``n``, ``theta_exponent``, ``switch_at``, ``theta_constant``,
+            ``horizon``, ``record_times``, ``policy``, ``theta_rule``, ``perturb``).
+    """
     switch_at, theta_exponent, theta_rule, theta_constant, perturb = levels
     check_float(n, "n", ge=1)
     check_float(theta_exponent, "theta_exponent", ge=0.0, le=1.0)  # (2.28) asks for (1/3, 1/2)
@@ -197,15 +268,27 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
           horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Setup:
     """Parameters of the n-th system under a policy (validated; one-line InputErrors).
 
-    ``levels`` (:class:`Levels`): the switching level and the threshold ``Theta_n = ceil(c n^a_bar)``, c its
-    ``theta_constant`` times the constant of its ``theta_rule`` (:func:`jaxq.policies.thresholds.rule_levels`:
-    ``paper`` is (2.29)'s c = 1; ``excursion``, the default, also sets the switching level), and the
-    per-replication perturbation of z and c
-    (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`). A :class:`jaxq.Policy2x2` ``policy`` decides alone: it
-    takes no threshold, switching level or perturbation (the control variates use Theorem 2.11's value function).
-    ``horizon``: the event driver's truncation time (default :func:`default_horizon`); ``record_times``: the times
-    at which W_hat(t) is recorded; ``analysis``: the system's (computed when not given). The checks and levels are
-    :func:`plan`'s.
+    A :class:`jaxq.Policy2x2` ``policy`` decides alone: it takes no threshold, switching level or perturbation (the
+    control variates use Theorem 2.11's value function). The checks and levels are :func:`plan`'s.
+
+    Args:
+        system: The 2x2 system.
+        n: The scale n.
+        policy: A policy name or a :class:`jaxq.Policy2x2`.
+        levels: The switching level and the threshold ``Theta_n = ceil(c n^a_bar)``, c its ``theta_constant`` times
+            the constant of its ``theta_rule`` (:func:`jaxq.policies.thresholds.rule_levels`: ``paper`` is (2.29)'s
+            c = 1; ``excursion``, the default, also sets the switching level), and the per-replication perturbation
+            of z and c (:func:`jaxq.sim.models.pss2x2.perturbed_parameters`).
+        horizon: The event driver's truncation time (default :func:`default_horizon`).
+        record_times (array_like): The times at which W_hat(t) is recorded.
+        analysis: The system's analysis (computed when not given).
+
+    Returns:
+        The setup.
+
+    Raises:
+        InputError: As :func:`plan`, or naming ``policy`` where a Policy2x2's functions fail their check
+            (:func:`jaxq.policies.hook.check`).
     """
     pl = plan(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
               analysis=analysis)
@@ -272,8 +355,15 @@ def _given(policy, switch_at, perturb) -> Policy2x2 | None:
 
 
 def refused(bad: np.ndarray | None, name: str) -> None:
-    """Fail a run in which a :class:`Policy2x2` made assignments the engine refused (``bad``: per replication;
-    None for a policy that is not ``checked``)."""
+    """Fail a run in which a :class:`Policy2x2` made assignments the engine refused.
+
+    Args:
+        bad: The invalid assignments per replication (None for a policy that is not ``checked``).
+        name: The policy's name.
+
+    Raises:
+        InputError: Naming ``policy``: some replication made an invalid assignment.
+    """
     bad = np.asarray(0 if bad is None else bad)
     if np.any(bad > 0):
         raise InputError("policy", f"the Policy2x2 {name!r} made {int(bad.sum())} invalid assignments in "
@@ -284,13 +374,35 @@ def refused(bad: np.ndarray | None, name: str) -> None:
 
 
 def policy_value(an: Analysis, res: pol.Resolved):
-    """The value function V of the policy's diffusion limit: its lower and higher modes, switching at its level."""
+    """The value function V of the policy's diffusion limit: its lower and higher modes, switching at its level.
+
+    Args:
+        an: The system's analysis.
+        res: The resolved policy.
+
+    Returns:
+        (jaxq.diffusion.value.ValueFunction): The value function (:func:`jaxq.diffusion.value.value_function`).
+    """
     return value_function(float(an.b[res.lower]), float(an.sigma[res.lower]), float(an.b[res.higher]),
                           float(an.sigma[res.higher]), an.system.gamma, res.z)
 
 
 def choose_engine(system: PSS2x2, engine: str, *, needs_event: bool) -> str:
-    """The driver a run uses (the one place where this is decided for the 2x2 system)."""
+    """The driver a run uses (the one place where this is decided for the 2x2 system).
+
+    Args:
+        system: The 2x2 system.
+        engine: ``auto``, ``event`` or ``uniformized``.
+        needs_event: The run needs the event rule (a fixed horizon, invariant counters, recorded paths, perturbed
+            parameters).
+
+    Returns:
+        ``"event"`` or ``"uniformized"``.
+
+    Raises:
+        InputError: Naming ``engine``: an unknown engine, or ``uniformized`` for primitives that are not exponential
+            or a run that needs the event rule.
+    """
     if engine not in ENGINES:
         raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "uniformized":
@@ -307,7 +419,18 @@ def choose_engine(system: PSS2x2, engine: str, *, needs_event: bool) -> str:
 
 def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float = 1e-4) -> int:
     """Uniformised steps K that make the state-free part of the tail bound ``rel_tol`` times
-    :func:`jaxq.model.validate.pss_cost_scale` (V0, or the no-departure cost bounding J_n where that is smaller)."""
+    :func:`jaxq.model.validate.pss_cost_scale` (V0, or the no-departure cost bounding J_n where that is smaller).
+
+    Args:
+        system: The 2x2 system.
+        n: The scale n.
+        big: The uniformisation rate Lambda.
+        v0: V0.
+        rel_tol: The tail bound's share.
+
+    Returns:
+        K (at least 1).
+    """
     lam_n, _ = system.rates(n)
     g = system.gamma
     r = big / (big + g)
@@ -326,28 +449,36 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
     """Monte Carlo estimate of the discounted cost J_n (2.6) of the n-th system under a policy.
 
     Args:
-      system: the 2x2 system; n: the index of the system (rates n lambda + sqrt(n) lambda_hat, ...).
-      reps: independent replications (each starts empty); seed: replication r uses ``fold_in(PRNGKey(seed), r)``.
-      policy: ``auto`` (Theorem 2.11), one of P, T2, PP, T2T2, T1T2, T2T1, a fixed-mode rule ``P@1``, ..., or a
-        :class:`jaxq.Policy2x2` (docs/guides/policy-hook.md; a run in which it makes an invalid assignment fails
-        with an InputError naming ``policy``).
-      truncation: the driver and where it truncates (:class:`Truncation`).
-      levels: the policy's switching level, threshold and perturbation (:class:`Levels`).
-      outputs: what is recorded besides J (:class:`Outputs`). The control variates (``cv``, on by default) have
-        mean zero under any non-anticipating policy, a Policy2x2 included (for one, V is that of Theorem 2.11's
-        policy: all the controls are kept, their gain depends on the fit); the estimate is cross-fitted by
-        replication index (:func:`jaxq.stats.controlled_mean`) and the plain one is reported beside it.
-        ``diagnostics`` warns when J_hat is far above V0 at n >= 10^3.
-      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
-        same numbers.
-      analysis: the system's analysis (computed when not given).
+        system: The 2x2 system.
+        n: The index of the system (rates n lambda + sqrt(n) lambda_hat, ...).
+        reps: Independent replications (each starts empty).
+        policy: ``auto`` (Theorem 2.11), one of P, T2, PP, T2T2, T1T2, T2T1, a fixed-mode rule ``P@1``, ..., or a
+            :class:`jaxq.Policy2x2` (docs/guides/policy-hook.md; a run in which it makes an invalid assignment fails
+            with an InputError naming ``policy``).
+        seed: Replication r uses ``fold_in(PRNGKey(seed), r)``.
+        truncation: The driver and where it truncates (:class:`Truncation`).
+        levels: The policy's switching level, threshold and perturbation (:class:`Levels`).
+        outputs: What is recorded besides J (:class:`Outputs`). The control variates (``cv``, on by default) have
+            mean zero under any non-anticipating policy, a Policy2x2 included (for one, V is that of Theorem 2.11's
+            policy: all the controls are kept, their gain depends on the fit); the estimate is cross-fitted by
+            replication index (:func:`jaxq.stats.controlled_mean`) and the plain one is reported beside it.
+            ``diagnostics`` warns when J_hat is far above V0 at n >= 10^3.
+        batching: How the replications are executed (:class:`jaxq.mc.replications.Batching`); any value gives the
+            same numbers.
+        analysis: The system's analysis (computed when not given).
+
     Returns:
-      A :class:`SimResult` with primary estimate ``J_hat``; ``samples``: per replication ``J`` and (event
-      engine) ``W_hat_t`` (reps, len(record_times)), ``sup_X_hat`` (reps, 2), ``X_hat_T`` (reps, 2),
-      ``switches``, ``eps`` (perturbed runs), ``tail_bound``; ``info``: ``n``, ``policy``, ``theta``,
-      ``switch_at``, ``modes_used``, ``V0``, ``horizon``, ``truncation_bound``, ``hpc`` (1-based) and
-      ``violations`` (debug) or ``steps`` (uniformised), ``diagnostics`` (the object of
-      :func:`jaxq.sim.diagnostics.summarize`; per replication in ``samples`` as ``diag_*``); ``warnings``.
+        A :class:`SimResult` with primary estimate ``J_hat``; ``samples``: per replication ``J`` and (event
+            engine) ``W_hat_t`` (reps, len(record_times)), ``sup_X_hat`` (reps, 2), ``X_hat_T`` (reps, 2),
+            ``switches``, ``eps`` (perturbed runs), ``tail_bound``; ``info``: ``n``, ``policy``, ``theta``,
+            ``switch_at``, ``modes_used``, ``V0``, ``horizon``, ``truncation_bound``, ``hpc`` (1-based) and
+            ``violations`` (debug) or ``steps`` (uniformised), ``diagnostics`` (the object of
+            :func:`jaxq.sim.diagnostics.summarize`; per replication in ``samples`` as ``diag_*``); ``warnings``.
+
+    Raises:
+        InputError: Naming the argument out of range (as :func:`setup` and :func:`choose_engine`, ``reps``,
+            ``horizon``, ``steps``, ``observers``), a job beyond the work limits, or ``policy`` for a Policy2x2 that
+            made invalid assignments.
     """
     engine, horizon, steps, rel_tol, block = truncation
     record_times, cv, diagnostics, debug, observers = outputs
@@ -428,8 +559,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
 @float64
 @timed
 def simulate_bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
-    """:func:`simulate` (``args``: its keyword arguments) whose default truncation is checked against the estimate
-    it truncates.
+    """:func:`simulate` whose default truncation is checked against the estimate it truncates.
 
     The default horizon (or number of uniformised steps) is sized before the run against V0 or, where that is
     smaller, the no-departure cost that bounds J_n (:func:`jaxq.model.validate.pss_cost_scale`); neither is J_n
@@ -440,12 +570,24 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
     and at most half :data:`STDERR_SHARE` standard errors, at most :data:`EXTENSIONS` times and within the work
     limits. Whatever bound remains widens ``ci95`` (the bias is one-sided: ``[J_hat - 1.96 stderr, J_hat + 1.96
     stderr + bound]``), and a bound still above :data:`STDERR_SHARE` standard errors is said in the result's
-    ``warnings``. A bound above :data:`TRUNCATION_SHARE` (or ``10 rel_tol``, when a looser ``rel_tol`` is asked
-    for) of ``max(J_hat, stderr)`` is an :class:`InputError` naming ``horizon`` with the horizon needed. A
-    horizon or ``steps`` given by the caller is used as given (its bound is reported and widens ``ci95``).
-    The analysis's warnings (a tie in the high-priority class) come first in the result's ``warnings``.
+    ``warnings``. A horizon or ``steps`` given by the caller is used as given (its bound is reported and widens
+    ``ci95``). The analysis's warnings (a tie in the high-priority class) come first in the result's ``warnings``.
     The result's ``wall_s``, ``compile_s`` and ``events`` count every run, the repeated ones too
     (``info["truncation_reruns"]``, absent when there was none).
+
+    Args:
+        system: The 2x2 system.
+        n: The index of the system.
+        reps: Independent replications.
+        **args (typing.Any): The keyword arguments of :func:`simulate`.
+
+    Returns:
+        The result of the last run.
+
+    Raises:
+        InputError: Naming ``horizon`` with the horizon needed: a bound above :data:`TRUNCATION_SHARE` (or
+            ``10 rel_tol``, when a looser ``rel_tol`` is asked for) of ``max(J_hat, stderr)``; or as
+            :func:`simulate`.
     """
     an = args.get("analysis") or analyze(system)  # once: every run below (and its reruns) is given it
     res = _bounded(system, n, reps, **{**args, "analysis": an})

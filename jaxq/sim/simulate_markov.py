@@ -42,8 +42,19 @@ def choose_engine(engine, rate_bound: bool, snapshots: bool = False) -> str:
 
     ``"auto"`` is the uniformised driver (:mod:`jaxq.sim.uniformized`) when the model has a rate bound and no
     snapshots at fixed times are asked for, else the event driver (:mod:`jaxq.sim.event`); ``"event"`` and
-    ``"uniformized"`` are taken as given. An InputError naming ``engine`` for another value or for the uniformised
-    driver without a rate bound, naming ``snap_times`` for the uniformised driver with snapshots.
+    ``"uniformized"`` are taken as given.
+
+    Args:
+        engine (str): ``"auto"``, ``"event"`` or ``"uniformized"``.
+        rate_bound: Whether the model has a rate bound.
+        snapshots: Whether snapshots at fixed times are asked for.
+
+    Returns:
+        ``"event"`` or ``"uniformized"``.
+
+    Raises:
+        InputError: Naming ``engine`` for another value or for the uniformised driver without a rate bound, naming
+            ``snap_times`` for the uniformised driver with snapshots.
     """
     if engine not in ENGINES:
         raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
@@ -57,23 +68,44 @@ def choose_engine(engine, rate_bound: bool, snapshots: bool = False) -> str:
 
 
 class Steps(NamedTuple):
-    """A run's length on the uniformised driver in steps: ``warm`` steps before the window (>= 0), then ``window``
-    steps in it (>= 1); the discounted sum runs over all of them (in whole pages)."""
+    """A run's length on the uniformised driver in steps; the discounted sum runs over all of them (in whole pages).
+
+    Attributes:
+        warm: The steps before the window (>= 0).
+        window: The steps in it (>= 1).
+    """
 
     warm: int
     window: int
 
 
 def window_steps(big: float, warmup: float, horizon: float) -> Steps:
-    """The window [warmup, horizon] in steps at rate ``big``, each end rounded on its own: ``round(big warmup)``
-    warm-up steps, ``max(1, round(big (horizon - warmup)))`` in the window (the networks' and M/M/c's)."""
+    """The window [warmup, horizon] in steps at rate ``big``, each end rounded on its own.
+
+    ``round(big warmup)`` warm-up steps, ``max(1, round(big (horizon - warmup)))`` in the window (the networks' and
+    M/M/c's).
+
+    Args:
+        big: The uniformisation rate.
+        warmup: The window's start.
+        horizon: Its end.
+
+    Returns:
+        The steps.
+    """
     return Steps(round(big * warmup), max(1, round(big * (horizon - warmup))))
 
 
 class ChainRun(NamedTuple):
-    """What :func:`run_chain` returns: the driver's per-replication ``out`` (with ``observed``, the observers'
-    outputs, when there are observers), its ``timing``, the ``engine`` that ran and ``info`` (uniformised:
-    ``Lambda``, ``steps``, ``warm_steps``, ``window_steps``, ``r``; event: empty)."""
+    """What :func:`run_chain` returns.
+
+    Attributes:
+        out: The driver's per-replication outputs (with ``observed``, the observers' outputs, when there are
+            observers).
+        timing: Its timing.
+        engine: The engine that ran.
+        info: Uniformised: ``Lambda``, ``steps``, ``warm_steps``, ``window_steps``, ``r``; event: empty.
+    """
 
     out: dict
     timing: Any
@@ -174,7 +206,21 @@ def _positive(value, key: str, zero: bool = False) -> float:
 
 
 def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]:
-    """Check a run's inputs (an :class:`InputError` naming the key) and return it with its functional."""
+    """Check a run's inputs and return it with its functional.
+
+    Args:
+        model (jaxq.sim.markov.MarkovModel): The chain.
+        run: What to estimate and how.
+        reps (int): Replications (at least 2).
+        seed (int): The base seed.
+
+    Returns:
+        ``(run, functional)``: the run with its numbers checked, its engine chosen and its batching checked.
+
+    Raises:
+        InputError: Naming the key: not a MarkovModel, too few replications, a bad seed, horizon, discount, warmup,
+            engine, batching or observers.
+    """
     if not isinstance(model, MarkovModel):
         raise InputError("model", f"expected a jaxq.MarkovModel, got {type(model).__name__}")
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 2:
@@ -197,8 +243,17 @@ def check_run(model, run: MarkovRun, reps, seed) -> tuple[MarkovRun, Functional]
 
 
 def check_params(params):
-    """The model's parameters as JAX arrays; one InputError naming ``params`` and the entry for one that is not a
-    number or an array of numbers (a string, say)."""
+    """The model's parameters as JAX arrays.
+
+    Args:
+        params (typing.Any): The model's parameters (a pytree).
+
+    Returns:
+        (typing.Any): The pytree with JAX arrays for its leaves.
+
+    Raises:
+        InputError: Naming ``params`` and the entry: one that is not a number or an array of numbers (a string, say).
+    """
 
     def leaf(path, v):
         dtype = v.dtype if hasattr(v, "dtype") else np.asarray(v).dtype
@@ -315,12 +370,22 @@ def _shape_of(key: str, what: str, fn, *args, call=_traced):
 
 
 def check_model(model: MarkovModel, params) -> None:
-    """The model's functions checked on the start state, before any run (one InputError naming the function and
-    what was expected): ``init`` runs; ``rates`` gives at least one event, as floats (E,) in the plain form, and
-    finite unit rates >= 0, one per event of ``counts``, in the structured form; ``transition`` keeps the state's
-    structure, shapes and dtypes for every event; ``observe`` returns numbers; ``rate_bound`` is a function of the
-    parameters returning a number. A function that reads an entry the parameters lack (or reads entries by name of
-    parameters that are not a dict: None, not given) is one InputError naming ``params`` and the entries."""
+    """The model's functions checked on the start state, before any run.
+
+    ``init`` runs; ``rates`` gives at least one event, as floats (E,) in the plain form, and finite unit rates >= 0,
+    one per event of ``counts``, in the structured form; ``transition`` keeps the state's structure, shapes and
+    dtypes for every event; ``observe`` returns numbers; ``rate_bound`` is a function of the parameters returning a
+    number.
+
+    Args:
+        model: The chain.
+        params (typing.Any): Its parameters (:func:`check_params`).
+
+    Raises:
+        InputError: Naming the function and what was expected; a function that reads an entry the parameters lack
+            (or reads entries by name of parameters that are not a dict: None, not given) naming ``params`` and the
+            entries.
+    """
     if model.rate_bound is not None and not callable(model.rate_bound):
         raise InputError("rate_bound", f"must be a function of params returning the bound, got {model.rate_bound!r}")
     s0 = _shape_of("init", "init(params)", model.init, params)
@@ -410,14 +475,23 @@ def simulate_markov(model: MarkovModel, run: MarkovRun, params=None, reps: int =
     """Monte Carlo of a :class:`~jaxq.sim.markov.MarkovModel` (see the module docstring).
 
     Args:
-      model: the chain; run: what to estimate and how (:class:`MarkovRun`); params: the model's parameters (any
-        pytree, passed to its functions; traced, so new values do not recompile); reps: replications (at least 2);
-        seed: replication r uses ``fold_in(PRNGKey(seed), r)``.
+        model: The chain.
+        run: What to estimate and how (:class:`MarkovRun`).
+        params (typing.Any): The model's parameters (any pytree, passed to its functions; traced, so new values do
+            not recompile).
+        reps: Replications (at least 2).
+        seed: Replication r uses ``fold_in(PRNGKey(seed), r)``.
+
     Returns:
-      A :class:`~jaxq.mc.result.SimResult`: estimates ``<name>_discounted`` and/or ``<name>_average`` for every
-      observed quantity (``<name>_rate``: a record's count per unit time over the window), per-replication
-      ``samples`` (``controls_discounted``, ``controls_window``: the controls, mean zero), ``info`` (horizon,
-      discount, warmup, ``Lambda`` and ``steps`` of the uniformised driver).
+        A :class:`~jaxq.mc.result.SimResult`: estimates ``<name>_discounted`` and/or ``<name>_average`` for every
+            observed quantity (``<name>_rate``: a record's count per unit time over the window), per-replication
+            ``samples`` (``controls_discounted``, ``controls_window``: the controls, mean zero), ``info`` (horizon,
+            discount, warmup, ``Lambda`` and ``steps`` of the uniformised driver).
+
+    Raises:
+        InputError: Naming the key: the inputs fail :func:`check_run`, :func:`check_params` or :func:`check_model`;
+            a replication's state wrapped around its dtype or reached an invalid rate; the total rate exceeded
+            ``rate_bound``.
     """
     run, functional = check_run(model, run, reps, seed)
     params = check_params(params)

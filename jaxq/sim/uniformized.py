@@ -44,7 +44,17 @@ MAX_STEPS = PAGE * 2**32  # 2^38 steps: no run gets near it (pages are draws, co
 
 
 class Args(NamedTuple):
-    """Traced arguments of a uniformised run."""
+    """Traced arguments of a uniformised run.
+
+    Attributes:
+        params: The model's parameters.
+        words: (E,) uint32: W_e, words per unit of multiplicity.
+        r: The discount factor per step Lambda / (Lambda + gamma).
+        warm: int64: warm-up steps (window).
+        end: int64: warm-up steps + window steps (the window is the steps warm .. end - 1).
+        pages: int64: pages to run (whole run).
+        big: float64: the uniformisation rate Lambda (a step's mean time 1 / Lambda).
+    """
 
     params: object  # the model's parameters
     words: jax.Array  # (E,) uint32: W_e, words per unit of multiplicity
@@ -56,31 +66,66 @@ class Args(NamedTuple):
 
 
 def unit_words(rates, big: float) -> np.ndarray:
-    """``W_e = floor(rates[e] / Lambda * (2^32 - 1))`` (uint32): the segments of any state then add up to
-    at most ``2^32 - 1``, so the integer arithmetic of :func:`fired_events` never wraps."""
+    """``W_e = floor(rates[e] / Lambda * (2^32 - 1))`` (uint32).
+
+    The segments of any state then add up to at most ``2^32 - 1``, so the integer arithmetic of
+    :func:`fired_events` never wraps.
+
+    Args:
+        rates (array_like): The unit rates, (E,).
+        big: The uniformisation rate Lambda.
+
+    Returns:
+        The words per unit of multiplicity, (E,) uint32.
+    """
     return np.floor(np.asarray(rates, dtype=np.float64) / big * (TWO32 - 1.0)).astype(np.uint32)
 
 
 def segment(m, w):
-    """The words ``floor(m W)`` of an event of rate ``m`` (a float: a model in the plain form, unit rate 1, so
-    ``W`` words per unit of rate); an integer multiplicity ``m`` owns exactly ``m W`` words."""
+    """The words ``floor(m W)`` of an event of rate ``m``.
+
+    A float ``m``: a model in the plain form, unit rate 1, so ``W`` words per unit of rate; an integer multiplicity
+    ``m`` owns exactly ``m W`` words.
+
+    Args:
+        m (jax.Array): The event's rate (or multiplicity).
+        w (jax.Array): Its words per unit, uint32.
+
+    Returns:
+        (jax.Array): The words, uint32.
+    """
     return jnp.floor(m * w.astype(jnp.float64)).astype(jnp.uint32)
 
 
 def lengths(counts, words):
-    """The words each event owns in a state, uint32: ``counts[e] W_e`` (``floor(m W_e)`` for a rate ``m`` of the
-    plain form); event e fires with probability ``lengths[e] / 2^32``."""
+    """The words each event owns in a state, uint32: ``counts[e] W_e`` (``floor(m W_e)`` for a rate ``m`` of the plain
+    form); event e fires with probability ``lengths[e] / 2^32``.
+
+    Args:
+        counts (tuple): The events' multiplicities (or rates) in the state.
+        words (jax.Array): W_e, (E,) uint32.
+
+    Returns:
+        (list[jax.Array]): The words of each event, a list.
+    """
     return [words[e] if isinstance(m, int) and m == 1 else segment(m, words[e]) if _is_rate(m)
             else jnp.asarray(m).astype(jnp.uint32) * words[e] for e, m in enumerate(counts)]
 
 
 def fired_events(u, owned):
-    """Which event the word ``u`` selects, given the words each owns (:func:`lengths`): a tuple of bools, one per
-    event (all False: a self-loop), and whether any fired.
+    """Which event the word ``u`` selects, given the words each owns (:func:`lengths`).
 
     Event e owns the words ``[lo_e, lo_e + owned[e])`` with ``lo_e`` the sum of the earlier segments
     (exact uint32 arithmetic: every sum stays below 2^32); ``u - lo_e < len_e`` tests membership with one
-    subtraction (it wraps for ``u < lo_e`` to a large number)."""
+    subtraction (it wraps for ``u < lo_e`` to a large number).
+
+    Args:
+        u (jax.Array): The step's 32-bit word.
+        owned (Sequence[jax.Array]): The words each event owns (uint32).
+
+    Returns:
+        (tuple): ``(fired, any)``: a tuple of bools, one per event (all False: a self-loop), and whether any fired.
+    """
     lo = jnp.uint32(0)
     out = []
     for length in owned:
@@ -90,9 +135,18 @@ def fired_events(u, owned):
 
 
 def exact_lengths(counts, words):
-    """The words of every event in a state, in float64 before any uint32 conversion (:func:`lengths`, which wraps
-    for a length of 2^32 or more): their sum exceeds ``2^32 - 1`` exactly when the rates exceed the uniformisation
-    rate."""
+    """The words of every event in a state, in float64 before any uint32 conversion.
+
+    (:func:`lengths` wraps for a length of 2^32 or more.) Their sum exceeds ``2^32 - 1`` exactly when the rates
+    exceed the uniformisation rate.
+
+    Args:
+        counts (tuple): The events' multiplicities (or rates) in the state.
+        words (jax.Array): W_e, (E,) uint32.
+
+    Returns:
+        (list[jax.Array]): The words of each event, float64, a list.
+    """
     return [jnp.floor(m * words[e].astype(jnp.float64)) if _is_rate(m)
             else jnp.asarray(m).astype(jnp.float64) * words[e].astype(jnp.float64) for e, m in enumerate(counts)]
 
@@ -111,16 +165,25 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
             observer: Observer | None = None) -> replications.Program:
     """The :class:`~jaxq.mc.replications.Program` of a Markov model under a functional (cached).
 
-    What is estimated are observers (:mod:`jaxq.sim.functionals`; ``observer``: a user's, under the discounted
-    functional, else the window's, output ``observed``). Step k is a :class:`~jaxq.mc.observer.Segment` of the
-    model's states with each functional's weights, the Poisson times integrated out: discounted, ``r^(k+1) / Lambda = E int_{T_k}^{T_{k+1}}
-    exp(-gamma t) dt`` for the state held and ``r^(k+1) = E exp(-gamma T_{k+1})`` for a real jump (mass ``(1 -
-    r^K) / gamma`` over the K steps run); window, ``1 / Lambda`` (the step's mean time) and 1 for the steps ``Args.warm
-    .. Args.end - 1`` (mass: the window's steps over Lambda). Event e's compensator is the jump's weight times its
-    exact probability ``counts[e] W_e / 2^32``.
+    What is estimated are observers (:mod:`jaxq.sim.functionals`). Step k is a :class:`~jaxq.mc.observer.Segment` of
+    the model's states with each functional's weights, the Poisson times integrated out: discounted,
+    ``r^(k+1) / Lambda = E int_{T_k}^{T_{k+1}} exp(-gamma t) dt`` for the state held and
+    ``r^(k+1) = E exp(-gamma T_{k+1})`` for a real jump (mass ``(1 - r^K) / gamma`` over the K steps run); window,
+    ``1 / Lambda`` (the step's mean time) and 1 for the steps ``Args.warm .. Args.end - 1`` (mass: the window's steps
+    over Lambda). Event e's compensator is the jump's weight times its exact probability ``counts[e] W_e / 2^32``.
 
     A page is warm-up (the window's observers not run), recorded or, for the window's first and last pages,
     recorded with a mask (weights zero outside the window's steps, so the window is exactly the steps asked for).
+
+    Args:
+        markov: The model.
+        functional: What to estimate.
+        pages_per_call: Pages per ``advance`` call.
+        observer: A user's observer, under the discounted functional, else the window's, output ``observed``
+            (None: none).
+
+    Returns:
+        The program (its arguments an :class:`Args`).
     """
     disc, win, _ = groups(markov, functional, observer)
 
@@ -230,33 +293,50 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
 
 
 def pages_per_call(size: int) -> int:
-    """Pages per ``advance`` call for a batch of ``size`` replications: about 2^24 steps a call."""
+    """Pages per ``advance`` call for a batch of ``size`` replications: about 2^24 steps a call.
+
+    Args:
+        size: The replications of a batch.
+
+    Returns:
+        The pages per call (1 to 16384).
+    """
     return int(max(1, min(1 << 14, (1 << 24) // (PAGE * max(size, 1)))))
 
 
 def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *, gamma: float = 0.0,
         warm_steps: int = 0, steps: int, batching: replications.Batching = replications.Batching(),
         observer: Observer | None = None):
-    """Simulate ``reps`` replications of the uniformised chain for ``warm_steps + steps`` steps (rounded up
-    to whole pages; the window is exactly the ``steps`` steps after ``warm_steps``).
+    """Simulate ``reps`` replications of the uniformised chain for ``warm_steps + steps`` steps.
+
+    Rounded up to whole pages; the window is exactly the ``steps`` steps after ``warm_steps``.
 
     Args:
-      markov, params: the model and its parameters; functional: what to estimate.
-      gamma: discount rate (``functional.discounted``).
-      warm_steps: steps before the window starts (``functional.window``); steps: steps in the window (at
-        least 1). The discounted sum runs over every step of the whole pages.
-      batching: how the replications are executed (:class:`jaxq.mc.replications.Batching`).
-      observer: an :class:`~jaxq.mc.observer.Observer` of the model's states (under the discounted functional,
-        else the window's, see :func:`program`); its per-replication ``finish`` outputs are ``out["observed"]``.
+        markov: The model.
+        params (typing.Any): Its parameters.
+        functional: What to estimate.
+        reps: The replications.
+        seed: Replication r is keyed by ``fold_in(PRNGKey(seed), r)``.
+        gamma: Discount rate (``functional.discounted``).
+        warm_steps: Steps before the window starts (``functional.window``).
+        steps: Steps in the window (at least 1). The discounted sum runs over every step of the whole pages.
+        batching: How the replications are executed (:class:`jaxq.mc.replications.Batching`).
+        observer: An :class:`~jaxq.mc.observer.Observer` of the model's states (under the discounted functional,
+            else the window's, see :func:`program`); its per-replication ``finish`` outputs are ``out["observed"]``.
+
     Returns:
-      ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state`` (final state), ``discounted``
-      (the discounted estimate of ``observe``), ``window`` (its average over the window), ``records``
-      (the window's event records summed), ``events`` (real jumps), ``controls`` (when the model states
-      martingale controls: per functional a (reps, C) array in the units of its estimate, the discrete form of
-      the event driver's, :func:`program`), ``wrapped`` and ``before`` (with ``markov.wrap_check`` and integers
-      in the state: the flags of :func:`~jaxq.sim.markov.wraps`, such a replication stopped there, and the state
-      before its last step); ``info`` has ``Lambda``, ``steps`` (total, rounded), ``window_steps``,
-      ``warm_steps``, ``r``.
+        (tuple[dict, typing.Any, dict]): ``(out, timing, info)``: ``out`` has per-replication numpy arrays ``state``
+            (final state), ``discounted`` (the discounted estimate of ``observe``), ``window`` (its average over the
+            window), ``records`` (the window's event records summed), ``events`` (real jumps), ``controls`` (when the
+            model states martingale controls: per functional a (reps, C) array in the units of its estimate, the
+            discrete form of the event driver's, :func:`program`), ``wrapped`` and ``before`` (with
+            ``markov.wrap_check`` and integers in the state: the flags of :func:`~jaxq.sim.markov.wraps`, such a
+            replication stopped there, and the state before its last step); ``info`` has ``Lambda``, ``steps`` (total,
+            rounded), ``window_steps``, ``warm_steps``, ``r``.
+
+    Raises:
+        InputError: Naming ``engine`` (no rate bound), ``rates`` (a uniformisation rate that is not a positive
+            finite number) or ``horizon`` (steps out of range).
     """
     if markov.bound is None:
         raise InputError("engine", f"the model {markov.name!r} has no rate_bound: only the event driver runs it")

@@ -24,6 +24,15 @@ from jaxq.sim.markov import MarkovModel, as_markov, difference_controls
 
 
 class Params(NamedTuple):
+    """Traced parameters of the fast/slow system under a threshold policy.
+
+    Attributes:
+        lam: The arrival rate lambda.
+        mu1: The fast server's rate.
+        mu2: A slow server's rate.
+        n_thr: (K,) int32 population thresholds (:func:`jaxq.policies.fastslow.population_thresholds`).
+    """
+
     lam: jnp.ndarray
     mu1: jnp.ndarray
     mu2: jnp.ndarray
@@ -31,6 +40,13 @@ class Params(NamedTuple):
 
 
 class State(NamedTuple):
+    """The post-decision state of one replication.
+
+    Attributes:
+        x: int32, the queue plus the job at the fast server.
+        y: int32, the jobs at the slow servers.
+    """
+
     x: jnp.ndarray  # int32
     y: jnp.ndarray  # int32
 

@@ -21,6 +21,14 @@ from jaxq.sim.markov import MarkovModel, as_markov, difference_controls
 
 
 class Params(NamedTuple):
+    """Traced parameters of the M/M/c queue.
+
+    Attributes:
+        lam: The arrival rate.
+        mu: The service rate per server.
+        c: int32, the number of servers.
+    """
+
     lam: jnp.ndarray  # arrival rate
     mu: jnp.ndarray  # service rate per server
     c: jnp.ndarray  # int32 servers

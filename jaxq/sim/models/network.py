@@ -28,7 +28,20 @@ from jaxq.sim.markov import Markov, MarkovModel, as_markov
 
 
 class Params(NamedTuple):
-    """Traced parameters of the n-th network under a policy."""
+    """Traced parameters of the n-th network under a policy.
+
+    Attributes:
+        lam: (I,) arrival rates.
+        mu: (I, J) service rates (0 off the policy's activities).
+        N: (J,) int32 pool sizes.
+        rule: The policy's ranks.
+        center: (I,) fluid centre of x.
+        center_z: (I, J) fluid centre of z.
+        scale: sqrt(n).
+        hist_lo: The left end of the histogram range of X_hat.
+        hist_width: The histogram's bin width.
+        z0: (I, J) int32 start allocation (queues start empty).
+    """
 
     lam: jnp.ndarray  # (I,) arrival rates
     mu: jnp.ndarray  # (I, J) service rates (0 off the policy's activities)
@@ -43,18 +56,43 @@ class Params(NamedTuple):
 
 
 class State(NamedTuple):
+    """The state of one replication.
+
+    Attributes:
+        q: I int32 scalars, the queue of every class.
+        z: int32 scalars, the busy servers of every activity of the layout.
+    """
+
     q: tuple  # I int32 scalars
     z: tuple  # int32 scalars, one per activity of the layout
 
 
 def jobs(s: State, lay: Layout) -> list:
-    """``x_i = q_i + sum_j z_ij`` per class."""
+    """``x_i = q_i + sum_j z_ij`` per class.
+
+    Args:
+        s: The state.
+        lay: The layout.
+
+    Returns:
+        The jobs of each class (I int32 scalars).
+    """
     return [s.q[i] + sum((zk for zk, e in zip(s.z, lay.edges) if e[0] == i), jnp.int32(0)) for i in range(lay.num_i)]
 
 
 def transition(s: State, fired, p: Params, lay: Layout):
-    """Apply the event that fired (arrivals first, then activity completions, in ``lay.edges`` order) and the
-    policy's decision after it; returns ``(state, record)`` with per-class ``arrivals`` and ``waited``."""
+    """Apply the event that fired (arrivals first, then activity completions, in ``lay.edges`` order) and the policy's
+    decision after it.
+
+    Args:
+        s: The state.
+        fired (tuple): One bool per event, at most one True.
+        p: The parameters.
+        lay: The layout.
+
+    Returns:
+        (tuple[State, dict]): ``(state, record)`` with per-class ``arrivals`` and ``waited``.
+    """
     I, J = lay.num_i, lay.num_j
     arrive = fired[:I]
     complete = dict(zip(lay.edges, fired[I:]))
@@ -94,7 +132,18 @@ def transition(s: State, fired, p: Params, lay: Layout):
 
 
 def observe(s: State, p: Params, lay: Layout, bins: int, deviations: bool):
-    """The integrands of the time averages (float64 scalars)."""
+    """The integrands of the time averages (float64 scalars).
+
+    Args:
+        s: The state.
+        p: The parameters.
+        lay: The layout.
+        bins: Histogram bins of X_hat (0: none).
+        deviations: Also ``|z - z_bar|`` and ``(z - z_bar)^2`` per activity.
+
+    Returns:
+        (dict): dict with ``q``, ``z``, ``neg`` (``<e, X_hat>^-``) and, as asked, ``absdev``, ``sqdev`` and ``hist``.
+    """
     f64 = jnp.float64
     out = {"q": tuple(s.q), "z": tuple(s.z)}
     x = jobs(s, lay)
@@ -114,7 +163,15 @@ def observe(s: State, p: Params, lay: Layout, bins: int, deviations: bool):
 
 
 def bound(p: Params, lay: Layout) -> float:
-    """``Lambda = sum_i lambda_i + sum_j N_j max_i mu_ij`` over the layout's activities."""
+    """``Lambda = sum_i lambda_i + sum_j N_j max_i mu_ij`` over the layout's activities.
+
+    Args:
+        p: The parameters.
+        lay: The layout.
+
+    Returns:
+        Lambda.
+    """
     mu, big_n = np.asarray(p.mu), np.asarray(p.N)
     top = np.zeros(lay.num_j)
     for i, j in lay.edges:
@@ -123,18 +180,37 @@ def bound(p: Params, lay: Layout) -> float:
 
 
 def basis(lay: Layout) -> list[tuple[int, ...]]:
-    """The control variates' basis in X_hat: ``x_a`` for every class, then ``x_a x_b`` for a <= b (and, in
-    :func:`controls`, the queue-like ``s^+`` and ``(s^+)^2`` of the total excess ``s = (sum x - sum N)/sqrt(n)``)."""
+    """The control variates' basis in X_hat: ``x_a`` for every class, then ``x_a x_b`` for a <= b.
+
+    (And, in :func:`controls`, the queue-like ``s^+`` and ``(s^+)^2`` of the total excess
+    ``s = (sum x - sum N)/sqrt(n)``.)
+
+    Args:
+        lay: The layout.
+
+    Returns:
+        The basis, each function a tuple of class indices.
+    """
     I = lay.num_i
     return [(a,) for a in range(I)] + [(a, b) for a in range(I) for b in range(a, I)]
 
 
 def controls(s: State, p: Params, lay: Layout):
-    """Approximating martingales (Henderson and Glynn): ``phi[g][e] = g(X_hat + d_e) - g(X_hat)`` with d_e the
-    jump of X_hat at event e (``+e_i/sqrt(n)`` for an arrival of class i, ``-e_i/sqrt(n)`` for a completion of
-    activity (i, j)), for g in the quadratic basis of :func:`basis`, then ``s^+`` and ``(s^+)^2`` with
+    """Approximating martingales (Henderson and Glynn): ``phi[g][e] = g(X_hat + d_e) - g(X_hat)``.
+
+    d_e is the jump of X_hat at event e (``+e_i/sqrt(n)`` for an arrival of class i, ``-e_i/sqrt(n)`` for a
+    completion of activity (i, j)), for g in the quadratic basis of :func:`basis`, then ``s^+`` and ``(s^+)^2`` with
     ``s = (sum_i x_i - sum_j N_j)/sqrt(n)``: queues form where s > 0, so these bend where the Poisson equation's
-    solution does (measured: on the N network they double the variance reduction of the queues)."""
+    solution does (measured: on the N network they double the variance reduction of the queues).
+
+    Args:
+        s: The state.
+        p: The parameters.
+        lay: The layout.
+
+    Returns:
+        (tuple): ``phi``: per basis function a tuple over events.
+    """
     I = lay.num_i
     f64 = jnp.float64
     x = jobs(s, lay)
@@ -165,9 +241,14 @@ def controls(s: State, p: Params, lay: Layout):
 def markov(lay: Layout, bins: int = 0, deviations: bool = True, cv: bool = False) -> Markov:
     """The Markov statement of a network layout (cached: one compiled program per layout and statistics).
 
-    ``bins``: histogram bins of X_hat (0: none; one-hot sums cost ``bins`` operations a step);
-    ``deviations``: accumulate ``|z - z_bar|`` and ``(z - z_bar)^2`` per activity; ``cv``: state the
-    quadratic-basis martingale controls (:func:`controls`).
+    Args:
+        lay: The layout.
+        bins: Histogram bins of X_hat (0: none; one-hot sums cost ``bins`` operations a step).
+        deviations: Accumulate ``|z - z_bar|`` and ``(z - z_bar)^2`` per activity.
+        cv: State the quadratic-basis martingale controls (:func:`controls`).
+
+    Returns:
+        The statement.
     """
     I = lay.num_i
 

@@ -69,7 +69,25 @@ Perturb = hk.Perturb  # Gaussian smoothing of a built-in's level and threshold (
 
 
 class Params(NamedTuple):
-    """Traced parameters of the n-th system under a policy."""
+    """Traced parameters of the n-th system under a policy.
+
+    Attributes:
+        inv_lam: (2,) 1 / lambda_n_i.
+        inv_mu: (2, 2) 1 / mu_n_ik.
+        lam: (2,) lambda_n_i.
+        mu: (2, 2) mu_n_ik.
+        h_hat: (2,) h_i / sqrt(n).
+        inv_sqrt_n: 1 / sqrt(n).
+        gamma: The discount rate.
+        horizon: T (event rule).
+        policy: The policy as data.
+        t_rec: (m,) times at which W_hat(t) is recorded.
+        table: The samplers' per-stream parameters (:func:`jaxq.sim.sampling.param_table`).
+        value: V of the policy's diffusion limit (control variates).
+        cv_scale: (6,) effect of a unit variate of each stream on W_hat: -+1/(alpha_i sqrt(n)).
+        hpc: int32: the high-priority class p (0-based; the diagnostics' X_hat_p).
+        policy_params: The parameters of the Policy2x2 that decides (:attr:`jaxq.policies.hook.Policy2x2.params`).
+    """
 
     inv_lam: jnp.ndarray  # (2,) 1 / lambda_n_i
     inv_mu: jnp.ndarray  # (2, 2) 1 / mu_n_ik
@@ -96,6 +114,26 @@ class State(NamedTuple):
     computes one loop over the replications per state array, so pairs of integers share an int64.)
     Fields that a run does not use are ``None`` (empty pytrees): the perturbation for a policy without
     ``perturb``, ``viol`` without ``debug``, ``bad`` for a policy that is not ``checked``.
+
+    Attributes:
+        k0: uint32: the replication key's first word (its random stream, :mod:`jaxq.mc.rng`).
+        k1: uint32: its second word.
+        draw: uint32: the next draw counter (draw 0: the initial interarrival times; then one a step).
+        t: The time.
+        disc: ``exp(-gamma min(t, T))``.
+        ta0: The next arrival time of class 1.
+        ta1: The next arrival time of class 2.
+        tc0: The next completion time of server 1 (inf when idle).
+        tc1: The next completion time of server 2 (inf when idle).
+        x: int64: jobs of class 1 + 2^32 jobs of class 2 (:func:`pack2`).
+        code: int32: class served by each server (+1, 2 bits each, from bit 5 and 7), mode (bit 9).
+        rec: int64: real events (arrivals and completions up to T) + 2^32 mode switches.
+        eps: (2,) the Gaussian perturbation (a policy with ``perturb``).
+        viol: int32 counters of the policy's invariants (debug engines).
+        obs: The observers' state (:func:`jaxq.sim.models.pss2x2_paths.path_observers`: cost, X(T), sup X, W_hat at
+            record times, ...).
+        mem: The policy's memory.
+        bad: int32: the policy's refused assignments (a checked policy).
     """
 
     k0: jnp.ndarray  # uint32: the replication key's two words (its random stream, jaxq.mc.rng)
@@ -125,18 +163,39 @@ def _serving_mode(code):
 
 
 def queues(s: State):
-    """X (2,) int32: the jobs of each class in an event-rule state (for engines built on this rule)."""
+    """X (2,) int32: the jobs of each class in an event-rule state (for engines built on this rule).
+
+    Args:
+        s: The state.
+
+    Returns:
+        (jax.Array): The jobs of each class, (2,) int32.
+    """
     return jnp.stack(unpack2(s.x))
 
 
 def serving_and_mode(s: State):
-    """``(serving, mode)``: the class each server serves ((2,) int32, -1 idle) and the mode of a state."""
+    """The class each server serves and the mode of a state.
+
+    Args:
+        s: The state.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(serving, mode)``: (2,) int32, -1 idle; the mode.
+    """
     s0, s1, mode = _serving_mode(s.code)
     return jnp.stack([s0, s1]), mode
 
 
 def real_events(s: State):
-    """Arrivals and completions up to the horizon so far."""
+    """Arrivals and completions up to the horizon so far.
+
+    Args:
+        s: The state.
+
+    Returns:
+        (jax.Array): The count.
+    """
     return unpack2(s.rec)[0]
 
 
@@ -148,21 +207,49 @@ VOID_PROPOSALS = 1  # Marsaglia-Tsang proposals per gamma variate in an event (t
 
 
 def features(xh, vw, d, onehot, exact: bool = False):
-    """The controls' features of one random input: ``vw = V'(W_hat) dW_hat`` on the input's own control (``onehot``
-    over the six streams/events), the jump ``d`` of X_hat (2,) for the linear controls ``g = X_hat_i``, and the
-    change of ``X_hat_1^2``, ``X_hat_2^2``, ``X_hat_1 X_hat_2`` (first order, or ``exact`` differences)."""
+    """The controls' features of one random input.
+
+    ``vw = V'(W_hat) dW_hat`` on the input's own control (``onehot`` over the six streams/events), the jump ``d`` of
+    X_hat (2,) for the linear controls ``g = X_hat_i``, and the change of ``X_hat_1^2``, ``X_hat_2^2``,
+    ``X_hat_1 X_hat_2`` (first order, or ``exact`` differences).
+
+    Args:
+        xh (jax.Array): X_hat (2,) before the input's effect.
+        vw (jax.Array): ``V'(W_hat) dW_hat``.
+        d (jax.Array): The jump of X_hat, (2,).
+        onehot (jax.Array): The input's stream or event, one-hot over the six.
+        exact: Exact differences of the quadratic controls (else first order).
+
+    Returns:
+        (jax.Array): The features, (11,).
+    """
     sq = (d * d) if exact else jnp.zeros(2)
     cross = d[0] * d[1] if exact else 0.0
     return jnp.concatenate([onehot * vw, d, 2.0 * xh * d + sq, jnp.stack([xh[0] * d[1] + xh[1] * d[0] + cross])])
 
 
 def service_stream(i, k):
-    """Stream index of activity (i, k) in the sampler's list (0, 1 are the interarrival streams)."""
+    """Stream index of activity (i, k) in the sampler's list (0, 1 are the interarrival streams).
+
+    Args:
+        i (int | jax.Array): The class.
+        k (int | jax.Array): The server.
+
+    Returns:
+        (int | jax.Array): ``2 + 2 i + k``.
+    """
     return 2 + 2 * i + k
 
 
 def perturbation(key):
-    """The Gaussian ``eps ~ N(0, I_2)`` of a replication (its key), drawn beyond every event's draw."""
+    """The Gaussian ``eps ~ N(0, I_2)`` of a replication (its key), drawn beyond every event's draw.
+
+    Args:
+        key (jax.Array): The replication's key.
+
+    Returns:
+        (jax.Array): eps, (2,).
+    """
     return rng.normals(key, jnp.uint64(rng.PERTURB_DRAW), 2)
 
 
@@ -177,8 +264,13 @@ def perturbed_parameters(key, params: hk.BuiltinParams):
     likelihood ratio of the Gaussian perturbation: its score is eps/tau). Any :class:`jaxq.Policy2x2` with a
     ``perturb`` is smoothed the same way (the engines draw ``eps``, ``perturb`` maps it to its parameters).
 
+    Args:
+        key (jax.Array): The replication's key.
+        params: The built-in's parameters (with its :class:`Perturb`).
+
     Returns:
-      ``(level, theta, eps)``: the unscaled switching level, the integer threshold and eps.
+        (tuple[jax.Array, jax.Array, jax.Array]): ``(level, theta, eps)``: the unscaled switching level, the integer
+            threshold and eps.
     """
     eps = perturbation(key)
     q = hk.BUILTIN_PERTURBED.perturb(params, eps)
@@ -191,8 +283,17 @@ def _event_view(x0, x1, code) -> View:
 
 
 def event_spec(spec: sampling.Spec) -> sampling.Spec:
-    """The spec an event draws with: gamma-method streams take ``VOID_PROPOSALS`` proposals (void protocol) where
-    the sampler has a one-proposal form (:func:`jaxq.sim.sampling.with_proposals`)."""
+    """The spec an event draws with.
+
+    Gamma-method streams take ``VOID_PROPOSALS`` proposals (void protocol) where the sampler has a one-proposal form
+    (:func:`jaxq.sim.sampling.with_proposals`).
+
+    Args:
+        spec: The primitives' spec.
+
+    Returns:
+        The spec.
+    """
     return sampling.with_proposals(spec, VOID_PROPOSALS)
 
 
@@ -394,14 +495,22 @@ def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer:
            policy: hk.Policy2x2 = hk.BUILTIN) -> Engine:
     """The event rule for a static sampler spec (cached, hence hashable and compiled once).
 
-    ``debug``: accumulate the Definition 2.7 invariant counters; ``cv``: the control variates (``Params.value``
-    and ``Params.cv_scale`` must be set); ``observer``: an :class:`~jaxq.mc.observer.Observer` of :class:`View`
-    segments (the :data:`DIAGNOSTICS`, which need ``Params.hpc``, a user's, or several :func:`combined
-    <jaxq.mc.observer.combine>`; output ``observed``); ``policy``: the :class:`jaxq.policies.hook.Policy2x2` that
-    decides, without its parameters (``Params.policy_params``; the built-ins are :data:`jaxq.policies.hook.BUILTIN`;
-    output ``bad``: its refused assignments where it is ``checked``, ``viol``: its ``invariants`` under ``debug``,
-    ``eps``: the Gaussian draw where it has ``perturb``). A finished replication's outputs are frozen by the rule
-    itself, so the driver runs it without masking.
+    A finished replication's outputs are frozen by the rule itself, so the driver runs it without masking.
+
+    Args:
+        spec: The primitives' sampler spec.
+        debug: Accumulate the Definition 2.7 invariant counters.
+        cv: The control variates (``Params.value`` and ``Params.cv_scale`` must be set).
+        observer: An :class:`~jaxq.mc.observer.Observer` of :class:`View` segments (the :data:`DIAGNOSTICS`, which
+            need ``Params.hpc``, a user's, or several :func:`combined <jaxq.mc.observer.combine>`; output
+            ``observed``).
+        policy: The :class:`jaxq.policies.hook.Policy2x2` that decides, without its parameters
+            (``Params.policy_params``; the built-ins are :data:`jaxq.policies.hook.BUILTIN`; output ``bad``: its
+            refused assignments where it is ``checked``, ``viol``: its ``invariants`` under ``debug``, ``eps``: the
+            Gaussian draw where it has ``perturb``).
+
+    Returns:
+        The event rule.
     """
     return Engine(lambda k, p: _init(k, p, spec, debug, cv, observer, policy),
                   lambda s, p: _step(s, p, spec, debug, cv, observer, policy),
@@ -410,14 +519,38 @@ def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer:
 
 
 def tail_bound(lam_n, ca2, h, gamma: float, n: float, horizon: float, x_T: np.ndarray) -> np.ndarray:
-    """Per-replication bound on the cost neglected after the horizon (module docstring)."""
+    """Per-replication bound on the cost neglected after the horizon (module docstring).
+
+    Args:
+        lam_n (array_like): (2,) lambda_n_i.
+        ca2 (array_like): (2,) the interarrival SCVs.
+        h (array_like): (2,) the holding costs.
+        gamma: The discount rate.
+        n: The scale n.
+        horizon: T.
+        x_T: (reps, 2) the jobs of each class at T.
+
+    Returns:
+        The bound per replication.
+    """
     per = (np.asarray(x_T, np.float64) + 1.0 + np.asarray(ca2)) / gamma + np.asarray(lam_n) / gamma**2
     return math.exp(-gamma * horizon) * (per @ np.asarray(h)) / math.sqrt(n)
 
 
 # ------------------------------------------------------------------------------ exponential primitives
 class CtmcState(NamedTuple):
-    """The CTMC's state as scalars (under vmap every operation then runs along the replications)."""
+    """The CTMC's state as scalars (under vmap every operation then runs along the replications).
+
+    Attributes:
+        x0: int32 jobs of class 1.
+        x1: int32 jobs of class 2.
+        s0: int32 class served by server 1 (-1 idle).
+        s1: int32 class served by server 2.
+        mode: int32: the mode the policy's memory records (``Policy2x2.mode``).
+        switches: int32 mode switches.
+        mem: The policy's memory.
+        bad: int32: the policy's refused assignments (a checked policy).
+    """
 
     x0: jnp.ndarray  # int32 jobs of class 1
     x1: jnp.ndarray  # int32 jobs of class 2
@@ -507,9 +640,18 @@ MARKOV_CV = as_markov(MODEL._replace(controls=_ctmc_controls))
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
 def markov(policy: hk.Policy2x2 = hk.BUILTIN, cv: bool = False) -> Markov:
-    """:data:`MARKOV` (``cv``: :data:`MARKOV_CV`) under a :class:`jaxq.policies.hook.Policy2x2` without its
-    parameters (``Params.policy_params``; the built-ins are :data:`jaxq.policies.hook.BUILTIN`, those two
-    constants); ``state.bad`` counts its refused assignments where it is ``checked``."""
+    """:data:`MARKOV` (``cv``: :data:`MARKOV_CV`) under a :class:`jaxq.policies.hook.Policy2x2` without its parameters.
+
+    ``state.bad`` counts its refused assignments where it is ``checked``.
+
+    Args:
+        policy: The policy that decides (its parameters are ``Params.policy_params``; the built-ins are
+            :data:`jaxq.policies.hook.BUILTIN`, those two constants).
+        cv: The martingale controls.
+
+    Returns:
+        The Markov statement.
+    """
     return (MARKOV_CV if cv else MARKOV)._replace(init=lambda p: _ctmc_init(p, policy),
                                                   transition=lambda s, f, p: _ctmc_transition(s, f, p, policy))
 
@@ -518,6 +660,18 @@ def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K:
     """Per-replication bound on the discounted cost neglected after K uniformised steps.
 
     Given X_K, at most one arrival per step: ``r^K / sqrt(n) sum_i h_i (X_i,K / gamma + lambda_n_i / gamma^2)``.
+
+    Args:
+        lam_n (array_like): (2,) lambda_n_i.
+        h (array_like): (2,) the holding costs.
+        gamma: The discount rate.
+        n: The scale n.
+        r: The discount factor per step ``Lambda / (Lambda + gamma)``.
+        steps: K.
+        x_K: (reps, 2) the jobs of each class after K steps.
+
+    Returns:
+        The bound per replication.
     """
     return r**steps / math.sqrt(n) * (np.asarray(x_K, np.float64) @ np.asarray(h) / gamma
                                       + float(np.sum(np.asarray(h) * np.asarray(lam_n))) / gamma**2)

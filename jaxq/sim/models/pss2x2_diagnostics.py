@@ -20,7 +20,15 @@ def _sel(c, a, b):
     return jnp.where(c, a, b)
 
 class View(NamedTuple):
-    """What the diagnostics read of a post-decision state (int32 scalars; both drivers build it)."""
+    """What the diagnostics read of a post-decision state (int32 scalars; both drivers build it).
+
+    Attributes:
+        x0: The jobs of class 1 (queue + service).
+        x1: The jobs of class 2.
+        s0: The class served by server 1 (-1 idle).
+        s1: The class served by server 2 (-1 idle).
+        mode: The current mode (0-based).
+    """
 
     x0: jnp.ndarray  # jobs of class 1 (queue + service)
     x1: jnp.ndarray
@@ -30,13 +38,17 @@ class View(NamedTuple):
 
 
 class Diagnostics(NamedTuple):
-    """The diagnostics observer's state: integrals of the functional's weight w(t) (float64 scalars; one array
-    each per replication, which XLA:CPU updates in a loop of its own: the fewer the cheaper).
+    """The diagnostics observer's state: integrals of the functional's weight w(t) (float64 scalars).
 
-    ``idle[2 k + i]``: over the time server k is idle while a class-i job waits (in queue, not in service);
-    ``x_p``: of X_hat_p (the high-priority class, ``Params.hpc``); ``mode0``: over the time in mode 1 (0-based
-    0); ``switches``: w at the mode switches. The normaliser, the integral of w itself, is the functional's
-    mass that the driver passes to ``finish``.
+    One array each per replication, which XLA:CPU updates in a loop of its own: the fewer the cheaper. The
+    normaliser, the integral of w itself, is the functional's mass that the driver passes to ``finish``.
+
+    Attributes:
+        idle: ``idle[2 k + i]``: over the time server k is idle while a class-i job waits (in queue, not in
+            service).
+        x_p: Of X_hat_p (the high-priority class, ``Params.hpc``).
+        mode0: Over the time in mode 1 (0-based 0).
+        switches: w at the mode switches.
     """
 
     idle: tuple
@@ -79,14 +91,30 @@ DIAGNOSTICS = Observer(_diag_init, _diag_update, _diag_finish)
 
 
 def markov_view(s, p) -> View:
-    """The :class:`View` of a CTMC state (what an observer of the 2x2 system reads on the Markov drivers)."""
+    """The :class:`View` of a CTMC state (what an observer of the 2x2 system reads on the Markov drivers).
+
+    Args:
+        s (jaxq.sim.models.pss2x2.CtmcState): The CTMC's state.
+        p (typing.Any): The model's parameters (unused).
+
+    Returns:
+        The view.
+    """
     return View(s.x0, s.x1, s.s0, s.s1, s.mode)
 
 
 @lru_cache(maxsize=64)
 def markov_observer(observer: Observer) -> Observer:
-    """An observer of :class:`View` segments on the CTMC's states (both Markov drivers; the CTMC's state has the fields of View); cached, so a driver
-    compiles once per observer."""
+    """An observer of :class:`View` segments on the CTMC's states (both Markov drivers).
+
+    The CTMC's state has the fields of View; cached, so a driver compiles once per observer.
+
+    Args:
+        observer: The observer of :class:`View` segments.
+
+    Returns:
+        The observer of the CTMC's states.
+    """
     return viewed(observer, markov_view)
 
 

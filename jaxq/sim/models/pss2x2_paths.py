@@ -23,17 +23,40 @@ from jaxq.mc.observer import Observer, Segment, combine, integral, snapshots, wi
 
 
 def pack2(a, b):
-    """Two non-negative int32 (below 2^31) as one int64 ``a + 2^32 b``."""
+    """Two non-negative int32 (below 2^31) as one int64 ``a + 2^32 b``.
+
+    Args:
+        a (jax.Array): The low half.
+        b (jax.Array): The high half.
+
+    Returns:
+        (jax.Array): The packed int64.
+    """
     return a.astype(jnp.int64) | (b.astype(jnp.int64) << 32)
 
 
 def unpack2(v):
-    """The two int32 halves of :func:`pack2`."""
+    """The two int32 halves of :func:`pack2`.
+
+    Args:
+        v (jax.Array): The packed int64.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(a, b)``.
+    """
     return (v & 0xFFFFFFFF).astype(jnp.int32), (v >> 32).astype(jnp.int32)
 
 
 def cost_rate(v: View, p):
-    """``h . X_hat = h_hat . X`` (``h_hat = h / sqrt(n)``): the integrand of the cost (2.6)."""
+    """``h . X_hat = h_hat . X`` (``h_hat = h / sqrt(n)``): the integrand of the cost (2.6).
+
+    Args:
+        v: The state held.
+        p (jaxq.sim.models.pss2x2.Params): The rule's parameters (``h_hat``).
+
+    Returns:
+        (jax.Array): The cost rate, float64.
+    """
     return p.h_hat[0] * v.x0.astype(jnp.float64) + p.h_hat[1] * v.x1.astype(jnp.float64)
 
 
@@ -45,12 +68,12 @@ def _at_horizon(acc, seg: Segment, p):
     the state held when the first event past T ended it, the one after an event exactly at T.
 
     Args:
-      acc: X(T) so far (0 until the last segment).
+      acc (jax.Array): X(T) so far (0 until the last segment).
       seg: a segment of the rule (``interval = (t0, min(t1, T))``).
-      p: the rule's ``Params`` (``horizon``).
+      p (jaxq.sim.models.pss2x2.Params): the rule's ``Params`` (``horizon``).
 
     Returns:
-      The packed X(T) (:func:`pack2`) once the segment ends at T, else ``acc``.
+      (jax.Array): The packed X(T) (:func:`pack2`) once the segment ends at T, else ``acc``.
     """
     return jnp.where(seg.interval[1] >= p.horizon, pack2(seg.after.x0, seg.after.x1), acc)
 
@@ -69,7 +92,15 @@ SUPREMUM = Observer(lambda p: jnp.zeros((), jnp.int64), _sup, lambda acc, mass, 
 
 
 def w_hat(v: View, p):
-    """The scaled workload ``W_hat = (X_1 / alpha_1 + X_2 / alpha_2) / sqrt(n)``."""
+    """The scaled workload ``W_hat = (X_1 / alpha_1 + X_2 / alpha_2) / sqrt(n)``.
+
+    Args:
+        v: The state held.
+        p (jaxq.sim.models.pss2x2.Params): The rule's parameters (``policy.alpha_inv``, ``inv_sqrt_n``).
+
+    Returns:
+        (jax.Array): W_hat, float64.
+    """
     return (p.policy.alpha_inv[0] * v.x0.astype(jnp.float64)
             + p.policy.alpha_inv[1] * v.x1.astype(jnp.float64)) * p.inv_sqrt_n
 
@@ -110,8 +141,14 @@ def _without_martingale(observer: Observer) -> Observer:
 
 @lru_cache(maxsize=64)
 def path_observers(observer: Observer | None = None, cv: bool = False) -> Observer:
-    """The rule's own observers (:data:`PATH`; ``cv``: and :data:`RENEWAL_CONTROLS`, output ``cv``) and ``observer``
-    (the diagnostics, a user's, shown no ``Segment.martingale``; output ``user``) as one (cached: the same observers
-    give the same rule)."""
+    """The rule's own observers and ``observer`` as one (cached: the same observers give the same rule).
+
+    Args:
+        observer: The diagnostics, a user's, shown no ``Segment.martingale``; output ``user`` (None: none).
+        cv: Also :data:`RENEWAL_CONTROLS`, output ``cv``.
+
+    Returns:
+        The combined observer: :data:`PATH`, and the above.
+    """
     return combine({**PATH, **({"cv": RENEWAL_CONTROLS} if cv else {}),
                     **({"user": _without_martingale(observer)} if observer is not None else {})})

@@ -57,6 +57,12 @@ def log(x):
     mantissa split with integer operations, ``s = f / (2 + f)`` and a degree-14 polynomial in s, no
     branch). Only positive normal numbers reach it here (uniforms on the midpoint grid, their products,
     ``1 + cZ > 0``); zero, negative, subnormal, infinite or NaN inputs give meaningless results.
+
+    Args:
+        x (jax.Array): Positive normal float64 numbers.
+
+    Returns:
+        (jax.Array): ``log x``.
     """
     f, dk, mant = _log_split(x)
     return _log_finish(f, dk, mant, f / (2.0 + f))
@@ -72,6 +78,13 @@ def log_pair(x, y):
     two more roundings (relative error below 4 ulp instead of 1/2); s enters the result only through
     ``s (hfsq + R)`` with ``|s| <= 0.172`` and ``hfsq + R <= 0.09``, so the result stays within 1 ulp
     (tested against numpy beside :func:`log`).
+
+    Args:
+        x (jax.Array): Positive normal float64 numbers.
+        y (jax.Array): Positive normal float64 numbers.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(log x, log y)``.
     """
     fx, kx, mx = _log_split(x)
     fy, ky, my = _log_split(y)
@@ -107,8 +120,16 @@ def _poly(c, x):
 
 
 def ndtri(p, far: bool = True):
-    """Standard normal quantile of ``p`` in (0, 1) (AS241); ``far=False`` drops the branch for
-    ``min(p, 1-p) < exp(-25)``, which one-word uniforms (``p >= 2^-33``) never reach."""
+    """Standard normal quantile of ``p`` in (0, 1) (AS241).
+
+    Args:
+        p (jax.Array): Probabilities in (0, 1), float64.
+        far: Keep the branch for ``min(p, 1-p) < exp(-25)``; False drops it (one-word uniforms, ``p >= 2^-33``,
+            never reach it).
+
+    Returns:
+        (jax.Array): The quantiles.
+    """
     q = p - 0.5
     central = jnp.abs(q) <= 0.425
     r2 = 0.180625 - q * q
@@ -137,6 +158,12 @@ def sincos2pi(u):
 
     ``u = n/4 + y`` with ``n = round(4u)`` and ``|y| <= 1/8`` exactly (u has 33 significant bits), then
     fdlibm's kernels at ``a = 2 pi y`` and the quadrant's symmetry: within about 1 ulp, no library call.
+
+    Args:
+        u (jax.Array): The uniforms.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(sin 2 pi u, cos 2 pi u)``.
     """
     n = jnp.round(4.0 * u)
     a = (u - 0.25 * n) * (2.0 * math.pi)
@@ -156,6 +183,14 @@ def box_muller(wa, wb, keep=_identity):
     short polynomials for two normals (a normal quantile costs two logarithms' worth and rational functions of
     degree 7 in three regions). U_1 has 52 random bits, so ``R <= 8.57``: the normal tail beyond it has mass
     below 2^-53 (more resolution than :func:`ndtri` of a 52-bit uniform, |Z| <= 8.2).
+
+    Args:
+        wa (Sequence[jax.Array]): The two uint32 words of the 52-bit uniform U_1.
+        wb (jax.Array): The uint32 word of the angle's uniform U_2.
+        keep (Callable): Materialises the uniforms (the identity by default).
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(R cos 2 pi U_2, R sin 2 pi U_2)``.
     """
     r = jnp.sqrt(-2.0 * log(keep(rng.uniform52(wa[0], wa[1]))))
     s, c = sincos2pi(keep(rng.uniform(wb)))

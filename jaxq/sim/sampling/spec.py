@@ -31,13 +31,21 @@ DEFAULT_PROPOSALS = 4  # Marsaglia-Tsang proposals per gamma variate before the 
 class Spec(NamedTuple):
     """Static part of a list of distributions (hashable; part of the compiled program).
 
-    ``families``: the families present; ``kmax``: the largest Erlang k (as in the previous sampler);
-    ``methods``: the sampling methods present (``erlang`` for Erlang-k with k <= ERLANG_DIRECT_MAX,
-    ``gamma`` for gamma and larger-k Erlang); ``kdirect``: the largest k sampled as a product of
-    uniforms; ``proposals``: Marsaglia-Tsang proposals per gamma variate; ``boost``: some
-    gamma-method stream has shape < 1 (the acceptance test then takes the log form with a 52-bit
-    uniform, one word with P = 1, recycled as the boost: no more words); ``shared``: every stream has the same
-    law, so a slot's parameters are the table's row 0 (no select on the stream; rows are per stream otherwise).
+    Attributes:
+        families: The families present.
+        kmax: The largest Erlang k (as in the previous sampler).
+        methods: The sampling methods present (``erlang`` for Erlang-k with k <= ERLANG_DIRECT_MAX, ``gamma`` for
+            gamma and larger-k Erlang).
+        kdirect: The largest k sampled as a product of uniforms.
+        proposals: Marsaglia-Tsang proposals per gamma variate.
+        boost: Some gamma-method stream has shape < 1 (the acceptance test then takes the log form with a 52-bit
+            uniform, one word with P = 1, recycled as the boost: no more words).
+        khalf: The largest integer part k of a "gammahalf" stream's shape k + 1/2.
+        shared: Every stream has the same law, so a slot's parameters are the table's row 0 (no select on the
+            stream; rows are per stream otherwise).
+        steps: Every gamma shape in STEP_SHAPES: the event form (P = 1) takes a step envelope; the largest q
+            (0: none).
+        steps_log: Some stream's step envelope has c > 0: the test takes log y (:func:`.step_envelope.step_scale`).
     """
 
     families: tuple[str, ...]
@@ -66,6 +74,12 @@ def words_needed(spec: Spec) -> int:
 
     An event drawing ``r`` variates takes ``r * words_needed(spec)`` words: slot j the j-th run, except
     compact normals (every slot's own words first, then one normal word a slot).
+
+    Args:
+        spec: The spec.
+
+    Returns:
+        The words.
     """
     if _event_gamma(spec):
         return 2
@@ -107,9 +121,17 @@ def _normal_methods(spec: Spec) -> set:
 def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
     """The static :class:`Spec` of a list of distributions.
 
-    ``proposals``: Marsaglia-Tsang proposals per gamma variate; the exact fallback is taken with
-    probability at most ``(1 - 0.9516)^proposals`` per variate. One proposal only where a one-proposal form
-    exists (:func:`with_proposals`).
+    Args:
+        dists: The distributions, one per stream.
+        proposals: Marsaglia-Tsang proposals per gamma variate; the exact fallback is taken with probability at
+            most ``(1 - 0.9516)^proposals`` per variate. One proposal only where a one-proposal form exists
+            (:func:`with_proposals`).
+
+    Returns:
+        The spec.
+
+    Raises:
+        ValueError: ``proposals`` below 1.
     """
     if proposals < 1:
         raise ValueError(f"proposals must be at least 1, got {proposals}")
@@ -131,7 +153,15 @@ def with_proposals(spec: Spec, proposals: int) -> Spec:
     Marsaglia-Tsang's mixed form off the step range) and in a gamma-only spec on the step range
     (:func:`_gamma_steps`); a gamma-only spec off the step range (:func:`_step_form`) keeps ``DEFAULT_PROPOSALS``
     (its Marsaglia-Tsang slots, voided only when all are rejected). Without gamma the number is irrelevant and
-    stays the default."""
+    stays the default.
+
+    Args:
+        spec: The spec.
+        proposals: The proposals asked for.
+
+    Returns:
+        The spec with its proposals.
+    """
     if "gamma" not in spec.methods or (proposals == 1 and spec.methods == ("gamma",) and not spec.steps):
         return spec._replace(proposals=DEFAULT_PROPOSALS)
     return spec._replace(proposals=int(proposals))
@@ -142,7 +172,14 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
 
     ``code``: family code; ``a``: erlang k, gamma shape 1/c, lognormal ``s = sqrt(log(1+c))``,
     hyperexponential ``p_1`` (as before); ``method``: sampling method code; ``c0..c3`` and ``thr``:
-    the constants of the method (see :func:`sample`).
+    the constants of the method (see :func:`sample`); with the event form's gamma envelope, its steps ``sL``,
+    ``sW``, ``sB`` and ``sq``, ``sc``, ``se``, ``sv``.
+
+    Args:
+        dists: The distributions, one per stream.
+
+    Returns:
+        Name -> array with one entry (row) per stream.
     """
     code, a, method, thr = [], [], [], []
     cs = [[], [], [], []]

@@ -51,8 +51,19 @@ class StepEnvelope(NamedTuple):
     density is proportional to ``exp(c log y - e y^q)`` (:func:`step_scale`); the unit-mean value is ``v y^q``.
     Step k is ``[left_k, left_k + width_k)`` at the height ``area / width_k``, at least the density anywhere on it
     (relative to its maximum, 1 at the mode); a proposal in step k is accepted iff ``log u < c log y - e y^q +
-    B_k``, ``B_k = log(width_k / area) - top`` (``top``: the log density at the mode). ``lo``, ``hi``: the ends, the
-    law's ``STEP_TAIL`` quantiles (``lo = 0`` for q > 1, where the density is bounded at 0).
+    B_k``, ``B_k = log(width_k / area) - top`` (``top``: the log density at the mode).
+
+    Attributes:
+        q: The power of the variable y.
+        c: The exponent of y in the log density.
+        e: The factor of ``y^q`` in it.
+        v: The unit-mean value is ``v y^q``.
+        left: (STEP_PIECES,) the steps' left ends.
+        width: (STEP_PIECES,) their widths.
+        B: (STEP_PIECES,) their acceptance offsets ``B_k``.
+        lo: The left end, the law's ``STEP_TAIL`` quantile (0 for q > 1, where the density is bounded at 0).
+        hi: The right end, its upper ``STEP_TAIL`` quantile.
+        acceptance: The probability that one proposal is accepted.
     """
 
     q: int
@@ -74,6 +85,12 @@ def step_scale(a: float) -> tuple[int, float, float, float]:
     Otherwise ``q = ceil(1/a)``: ``y = X^(1/q)`` has the density ``q y^(aq - 1) e^(-y^q) / Gamma(a)`` (as
     ``x^(a-1) dx = q y^(aq-1) dy``; c = aq - 1 in [0, a), e = 1, v = 1/a), bounded at 0. A shape within
     ``SHAPE_TOL`` of 1/q is 1/q (c = 0: no logarithm of y in the test), as an integer shape is Erlang's.
+
+    Args:
+        a: The shape.
+
+    Returns:
+        ``(q, c, e, v)``.
     """
     a = float(a)
     if a >= 1.0:
@@ -130,6 +147,15 @@ def step_envelope(a: float) -> StepEnvelope:
     2^-40 of mass left out each side, beyond the word grid's resolution of 2^-33) on the position grid (2^23
     points a step: the same 2^32 points in all as a one-word uniform). Acceptance 0.983-0.997 over shapes
     0.01-10^4 (0.993 at a = 1/3, 0.989 at a = 1.43).
+
+    Args:
+        a: The shape (in ``STEP_SHAPES``).
+
+    Returns:
+        The envelope (its arrays read-only).
+
+    Raises:
+        ValueError: The bisection found no area with exactly ``STEP_PIECES`` steps.
     """
     a = float(a)
     q, c, e, v = step_scale(a)
