@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.diffusion.value import ValueFunction, marginal
+from jaxq.model.pss2x2 import ScaledPSS2x2
 from jaxq.policies import hook as hk
 from jaxq.policies import pss2x2 as pol
 from jaxq.mc import replications, rng
@@ -409,10 +410,12 @@ def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer:
                   lambda s, p: _output(s, p, observer, cv), lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
 
-def tail_bound(lam_n, ca2, h, gamma: float, n: float, horizon: float, x_T: np.ndarray) -> np.ndarray:
-    """Per-replication bound on the cost neglected after the horizon (module docstring)."""
-    per = (np.asarray(x_T, np.float64) + 1.0 + np.asarray(ca2)) / gamma + np.asarray(lam_n) / gamma**2
-    return math.exp(-gamma * horizon) * (per @ np.asarray(h)) / math.sqrt(n)
+def tail_bound(nth: ScaledPSS2x2, horizon: float, x_T: np.ndarray) -> np.ndarray:
+    """Per-replication bound on the cost of the n-th system ``nth`` neglected after the horizon (module docstring)."""
+    system = nth.system
+    gamma = system.gamma
+    per = (np.asarray(x_T, np.float64) + 1.0 + np.asarray(system.ca2)) / gamma + np.asarray(nth.lam_n) / gamma**2
+    return math.exp(-gamma * horizon) * (per @ np.asarray(system.h)) / nth.sqrt_n
 
 
 # ------------------------------------------------------------------------------ exponential primitives
@@ -514,10 +517,11 @@ def markov(policy: hk.Policy2x2 = hk.BUILTIN, cv: bool = False) -> Markov:
                                                   transition=lambda s, f, p: _ctmc_transition(s, f, p, policy))
 
 
-def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:
-    """Per-replication bound on the discounted cost neglected after K uniformised steps.
+def ctmc_tail_bound(nth: ScaledPSS2x2, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:
+    """Per-replication bound on the discounted cost of the n-th system ``nth`` neglected after K uniformised steps.
 
     Given X_K, at most one arrival per step: ``r^K / sqrt(n) sum_i h_i (X_i,K / gamma + lambda_n_i / gamma^2)``.
     """
-    return r**steps / math.sqrt(n) * (np.asarray(x_K, np.float64) @ np.asarray(h) / gamma
-                                      + float(np.sum(np.asarray(h) * np.asarray(lam_n))) / gamma**2)
+    h, gamma = np.asarray(nth.system.h), nth.system.gamma
+    return r**steps / nth.sqrt_n * (np.asarray(x_K, np.float64) @ h / gamma
+                                    + float(np.sum(h * np.asarray(nth.lam_n))) / gamma**2)
