@@ -174,7 +174,7 @@ def bench(quick: bool) -> Iterator[dict]:
     for n, reps, policy in cases:
         horizon = 10.0 if quick else 40.0
         if cap:
-            lam_n, _, _ = an.network.rates(n, an.scaling)
+            lam_n = an.network.at(n, an.scaling).lam_n
             horizon = min(horizon, cap / (2.0 * float(lam_n.sum())))  # about 2 events per arrival
         yield from compare_rows(an, n, policy, reps, min(1.0, horizon / 4), horizon)
 

@@ -110,9 +110,10 @@ def jaxq_job(system, n: float, reps: int, engine: str, chunk: int, cv: bool = Fa
     Returns:
         (tuple): ``(run, None)``.
     """
+    nth = system.at(n)  # the n-th system, once for every timed run
 
     def once(seed):
-        r = pss2x2.simulate(system, n, reps, policy="P", seed=seed, truncation=pss2x2.Truncation(engine=engine, **run),
+        r = pss2x2.simulate(nth, n, reps, policy="P", seed=seed, truncation=pss2x2.Truncation(engine=engine, **run),
                             outputs=pss2x2.Outputs(cv=cv), batching=pss2x2.Batching(chunk=min(reps, chunk)))
         est = {"J_hat": r.value, "J_hat_stderr": r.stderr}
         if cv:
@@ -233,8 +234,7 @@ def baseline_columns(system, n: float, reps: int, horizon: float) -> dict:
 
 def _horizon(g: dict, system, n: float, reps: int, target: str = "target_events") -> float:
     """About ``g[target]`` events in all (at most 25 time units, and the per-replication cap)."""
-    lam_n, _ = system.rates(n)
-    rate = 2.0 * float(lam_n.sum())  # events per unit time, about
+    rate = 2.0 * float(system.at(n).lam_n.sum())  # events per unit time, about
     return min(25.0, g[target] / (reps * rate), (g["rep_events"] or math.inf) / rate)
 
 

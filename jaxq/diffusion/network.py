@@ -15,12 +15,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from jaxq.model.network import Network
+from jaxq.model.network import Network, ScaledNetwork
 from jaxq.planning.network_lp import StaticPlan
 
 
@@ -191,19 +190,20 @@ def second_order_term(net: Network, plan: StaticPlan) -> np.ndarray:
     return net.lambda_hat - (net.mu_hat * plan.z_star).sum(axis=1) - (net.mu * plan.xi * net.nu_hat).sum(axis=1)
 
 
-def second_order_term_n(net: Network, plan: StaticPlan, n: float) -> np.ndarray:
+def second_order_term_n(net: Network | ScaledNetwork, plan: StaticPlan, n: float) -> np.ndarray:
     """l^n_i of (2.14) for the n-th system (integer pool sizes).
 
     Args:
-        net: The network.
+        net: The network, or its n-th system in the Halfin-Whitt scaling (:meth:`jaxq.model.network.Network.at`:
+            its rates are then read, not computed again).
         plan: Its solved LP (2.3).
         n: The scale n.
 
     Returns:
         l^n, shape (I,).
     """
-    lam_n, mu_n, big_n = net.rates(n, "halfin-whitt")
-    return (lam_n - (mu_n * plan.xi * big_n).sum(axis=1)) / math.sqrt(n)
+    nth = net.at(n, "halfin-whitt")
+    return (nth.lam_n - (nth.mu_n * plan.xi * nth.N).sum(axis=1)) / nth.sqrt_n
 
 
 def spare_capacity(b1: np.ndarray, ell: np.ndarray) -> float:
@@ -219,11 +219,11 @@ def spare_capacity(b1: np.ndarray, ell: np.ndarray) -> float:
     return float(-np.sum(np.linalg.solve(b1, ell)))
 
 
-def spare_capacity_n(net: Network, plan: StaticPlan, n: float, basis_pool: int) -> float:
+def spare_capacity_n(net: Network | ScaledNetwork, plan: StaticPlan, n: float, basis_pool: int) -> float:
     """rho_n = -<e, (B1^n)^{-1} l^n> (2.35) of the n-th system.
 
     Args:
-        net: The network.
+        net: The network, or its n-th system in the Halfin-Whitt scaling (:meth:`jaxq.model.network.Network.at`).
         plan: Its solved LP (2.3).
         n: The scale n.
         basis_pool: jhat, 0-based.
@@ -231,9 +231,9 @@ def spare_capacity_n(net: Network, plan: StaticPlan, n: float, basis_pool: int) 
     Returns:
         rho_n.
     """
-    _, mu_n, _ = net.rates(n, "halfin-whitt")
-    b1n, _ = b_matrices(mu_n, plan.basic, basis_pool)
-    return spare_capacity(b1n, second_order_term_n(net, plan, n))
+    nth = net.at(n, "halfin-whitt")
+    b1n, _ = b_matrices(nth.mu_n, plan.basic, basis_pool)
+    return spare_capacity(b1n, second_order_term_n(nth, plan, n))
 
 
 def diffusion_limit(net: Network, plan: StaticPlan, basis_pool: int | None = None) -> NetworkDiffusion:

@@ -156,8 +156,8 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
     rtol = check_float(rtol, "rtol", gt=0.0, lt=1.0)
     max_states = check_int(max_states, "max_states", lo=1)
     max_gib = check_float(max_gib, "max_gib", gt=0.0)
-    system.rates(n)  # a rate that is not positive at this n: refused before anything is solved
-    opt = dp.optimal_cost(system, n, queue_cap, rtol=rtol, max_states=max_states, max_bytes=max_gib * 2**30)
+    nth = system.at(n)  # a rate that is not positive at this n: refused before anything is solved
+    opt = dp.optimal_cost(nth, n, queue_cap, rtol=rtol, max_states=max_states, max_bytes=max_gib * 2**30)
     sol = opt.solution
     ch = sol.chain
     acts = dp.actions(ch.lay)
@@ -170,7 +170,7 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
         from jaxq.sim.exact_ctmc import policy_cost
 
         try:
-            pc = policy_cost(system, n, rtol=min(rtol, 1e-5), max_states=max_states)
+            pc = policy_cost(nth, n, rtol=min(rtol, 1e-5), max_states=max_states)
         except InputError as e:
             raise InputError(e.key, f"{e.reason} (Theorem 2.11's policy beside the optimum; exact_policy=False "
                                     f"skips it)") from None

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from jaxq.errors import InputError
-from jaxq.model.pss2x2 import PSS2x2
+from jaxq.model.pss2x2 import PSS2x2, ScaledPSS2x2, system_of
 from jaxq.sim.exact_ctmc import system_phase_types
 
 IDLE = -1
@@ -667,12 +667,14 @@ def charges(lam_n, mu_n, services, h_hat, gamma: float, cap: tuple[int, int], tr
     return tuple(out)
 
 
-def chain(system: PSS2x2, n: float, cap: tuple[int, int], phase_types=None, truncation: str = "lost") -> Chain:
+def chain(system: PSS2x2 | ScaledPSS2x2, n: float, cap: tuple[int, int], phase_types=None,
+          truncation: str = "lost") -> Chain:
     """The n-th system truncated at ``cap``, arrivals to a full class turned away and charged as ``truncation``
     says (:func:`charges`).
 
     Args:
-        system: The 2x2 system.
+        system: The 2x2 system, or its n-th system (:meth:`jaxq.model.pss2x2.PSS2x2.at`: its rates are then read,
+            not computed again).
         n: The index of the system.
         cap: The cap of each queue.
         phase_types (tuple | None): ``(arrivals, services)`` of :func:`jaxq.sim.exact_ctmc.system_phase_types`
@@ -685,10 +687,10 @@ def chain(system: PSS2x2, n: float, cap: tuple[int, int], phase_types=None, trun
     Raises:
         ValueError: As :func:`charges`.
     """
-    lam_n, mu_n = system.rates(n)
+    nth = system.at(n)
+    lam_n, mu_n, h_hat = nth.lam_n, nth.mu_n, nth.h_hat
     arrivals, services = _laws(phase_types)
-    h_hat = system.h / math.sqrt(n)
-    gamma = float(system.gamma)
+    gamma = float(nth.system.gamma)
     return Chain(layout_of(phase_types, cap), lam_n, mu_n, arrivals, services, h_hat, gamma,
                  charges(lam_n, mu_n, services, h_hat, gamma, cap, truncation))
 
@@ -763,8 +765,9 @@ def first_cap(n: float, queue_cap: int | None = None) -> int:
     return max(MIN_CAP, math.ceil(FIRST_CAP_PER_ROOT_N * math.sqrt(n))) if queue_cap is None else int(queue_cap)
 
 
-def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol: float = TRUNCATION_RTOL,
-                 max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES, evaluate=None) -> Optimum:
+def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None = None, *,
+                 rtol: float = TRUNCATION_RTOL, max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES,
+                 evaluate=None) -> Optimum:
     """J*_n of the n-th system from empty, bracketed by two truncations of the queues at one cap Q.
 
     With arrivals to a full class charged their floor (:func:`charges`), the truncated optimum ``J_lower`` is at
@@ -784,7 +787,8 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
     exceed the limits, before building it.
 
     Args:
-        system: The 2x2 system (exponential or phase-type primitives).
+        system: The 2x2 system (exponential or phase-type primitives), or its n-th system
+            (:meth:`jaxq.model.pss2x2.PSS2x2.at`); every truncation is built from the one n-th system.
         n: The index of the system.
         queue_cap: The cap of both queues (None: doubled from ``max(6, 4 sqrt(n))`` until ``rtol``).
         rtol: The largest ``truncation_change`` accepted.
@@ -801,19 +805,20 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
             phase-type.
     """
     t0 = time.perf_counter()
-    phase_types = system_phase_types(system)
+    phase_types = system_phase_types(system_of(system))
     key = "n" if queue_cap is None else "queue_cap"
     c = first_cap(n, queue_cap)
     counts = [0, 0]
 
     def run(cap, truncation, v0=None, policy0=None):
-        ch = chain(system, n, (cap, cap), phase_types, truncation)
+        ch = chain(nth, n, (cap, cap), phase_types, truncation)
         out = policy_iteration(ch, v0, policy0, evaluate=evaluate)
         counts[0] += out.iterations
         counts[1] += out.matvecs
         return out
 
     check_size(layout_of(phase_types, (c, c)), max_states, max_bytes, key)
+    nth = system.at(n)  # the n-th system of every truncation below
     upper = run(c, "never_served")
     while True:
         gap = 0.0
@@ -826,7 +831,7 @@ def optimal_cost(system: PSS2x2, n: float, queue_cap: int | None = None, *, rtol
             if queue_cap is not None or change <= rtol:
                 break
         check_size(layout_of(phase_types, (2 * c, 2 * c)), max_states, max_bytes, key)
-        ch = chain(system, n, (2 * c, 2 * c), phase_types, "never_served")
+        ch = chain(nth, n, (2 * c, 2 * c), phase_types, "never_served")
         upper = run(2 * c, "never_served", *warm_start(upper, ch))
         c *= 2
     return Optimum(upper.start, lower.start, change, c, upper.chain.lay.size, counts[0], counts[1],

@@ -12,7 +12,8 @@ Two scalings of the n-th (or r-th) system:
   ``mu`` fixed; the static planning problem must have value rho < 1.
 
 The default ``scaling = "auto"`` picks Halfin-Whitt when the LP value is 1 and underloaded when it is
-below 1 (the analysis modules decide; this module only validates shapes and signs).
+below 1 (the analysis modules decide; this module only validates shapes and signs). ``network.at(n, scaling)`` is the
+n-th system as one value (:class:`ScaledNetwork`), its rates and pool sizes computed once.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
-from jaxq.model.validate import (MAX_RATE, NonNegative, Positive, Real, check_tables, read_system,
+from jaxq.model.validate import (MAX_RATE, NonNegative, Positive, Real, check_tables, read_only, read_system,
                                  validate_model)
 
 MAX_SERVERS = 2**31 - 1  # servers of one pool of the n-th system (int32 counters)
@@ -97,15 +98,16 @@ class Network:
     def has_second_order(self) -> bool:
         return bool(np.any(self.lambda_hat) or np.any(self.mu_hat) or np.any(self.nu_hat))
 
-    def rates(self, n: float, scaling: str = "halfin-whitt") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Arrival rates, service rates and pool sizes (integers) of the n-th (r-th) system.
+    def at(self, n: float, scaling: str = "halfin-whitt") -> ScaledNetwork:
+        """The n-th (r-th) system: its arrival rates, service rates and pool sizes (integers), computed once.
 
         Args:
             n: Scale parameter (n of the uniform-stability paper, r of the LAP-tightness paper), positive.
-            scaling: ``"halfin-whitt"`` (2.2) or ``"underloaded"`` (the LAP-tightness paper).
+            scaling: ``"halfin-whitt"`` (2.2) or ``"underloaded"`` (the LAP-tightness paper); any other value is
+                Halfin-Whitt.
 
         Returns:
-            ``(lam_n, mu_n, N_n)`` with shapes (I,), (I, J), (J,); ``N_n`` is an int array.
+            The n-th system.
 
         Raises:
             InputError: Naming ``n`` when n is not positive and finite or gives rates beyond ``MAX_RATE``, pools of more
@@ -114,11 +116,11 @@ class Network:
         """
         if not (n > 0 and math.isfinite(n)):
             raise InputError("n", f"must be positive, got {n}")
+        rn = math.sqrt(n)
         with np.errstate(over="ignore", invalid="ignore"):
             if scaling == "underloaded":
                 lam_n, mu_n, size = n * self.lam, self.mu.copy(), n * self.nu
             else:
-                rn = math.sqrt(n)
                 lam_n = n * self.lam + rn * self.lambda_hat
                 mu_n = np.where(self.edges, self.mu + self.mu_hat / rn, 0.0)
                 size = n * self.nu + rn * self.nu_hat
@@ -139,7 +141,23 @@ class Network:
             raise InputError("n", f"n = {n:g} gives a non-positive service rate")
         if np.any(big_n < 1):
             raise InputError("n", f"n = {n:g} gives an empty server pool {big_n.tolist()}")
-        return lam_n, mu_n, big_n
+        return ScaledNetwork(self, n, _effective(scaling), rn, read_only(lam_n), read_only(mu_n), read_only(big_n))
+
+    def rates(self, n: float, scaling: str = "halfin-whitt") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Arrival rates, service rates and pool sizes (integers) of the n-th (r-th) system (:meth:`at`).
+
+        Args:
+            n: Scale parameter (n of the uniform-stability paper, r of the LAP-tightness paper), positive.
+            scaling: ``"halfin-whitt"`` (2.2) or ``"underloaded"`` (the LAP-tightness paper).
+
+        Returns:
+            ``(lam_n, mu_n, N_n)`` with shapes (I,), (I, J), (J,); ``N_n`` is an int array (read-only).
+
+        Raises:
+            InputError: As :meth:`at`.
+        """
+        nth = self.at(n, scaling)
+        return nth.lam_n, nth.mu_n, nth.N
 
     def to_dict(self) -> dict:
         """The configuration as a TOML-shaped dictionary (``from_dict`` inverts it)."""
@@ -156,6 +174,56 @@ class Network:
         if self.lap_order is not None:
             s["lap_order"] = [[i + 1, j + 1] for i, j in self.lap_order]
         return {"system": s}
+
+
+def _effective(scaling: str) -> str:
+    """The scaling :meth:`Network.at` applies: ``"underloaded"``, or ``"halfin-whitt"`` for any other value."""
+    return "underloaded" if scaling == "underloaded" else "halfin-whitt"
+
+
+@dataclass(frozen=True, eq=False)
+class ScaledNetwork:
+    """The n-th (r-th) network (:meth:`Network.at`): the network with its n-th rates and pool sizes, computed once.
+
+    One value carries a run of the n-th system: the simulator and the prelimit quantities of the uniform-stability
+    paper take it in place of ``(network, n)``. Its arrays are read-only.
+
+    Attributes:
+        network: The network.
+        n: The scale n (r), as given.
+        scaling: ``"halfin-whitt"`` or ``"underloaded"``: the scaling applied.
+        sqrt_n: ``sqrt(n)``.
+        lam_n: The arrival rates, shape (I,): ``n lambda + sqrt(n) lambda_hat`` (Halfin-Whitt), ``r lambda``
+            (underloaded).
+        mu_n: The service rates, shape (I, J), 0 off the activity graph: ``mu + mu_hat / sqrt(n)`` (Halfin-Whitt),
+            ``mu`` (underloaded).
+        N: The servers of each pool, int, shape (J,): ``round(n nu + sqrt(n) nu_hat)`` (Halfin-Whitt),
+            ``round(r beta)`` (underloaded).
+    """
+
+    network: Network
+    n: float
+    scaling: str
+    sqrt_n: float
+    lam_n: np.ndarray
+    mu_n: np.ndarray
+    N: np.ndarray
+
+    def at(self, n: float, scaling: str = "halfin-whitt") -> ScaledNetwork:
+        """The n-th system of the same network: this value when ``n`` and the scaling are its own, else
+        ``network.at(n, scaling)``.
+
+        Args:
+            n: The scale n.
+            scaling: ``"halfin-whitt"`` or ``"underloaded"``.
+
+        Returns:
+            The n-th system.
+
+        Raises:
+            InputError: As :meth:`Network.at`.
+        """
+        return self if n == self.n and _effective(scaling) == self.scaling else self.network.at(n, scaling)
 
 
 def _matrix(rows: list[list[float]], shape: tuple[int, int], key: str) -> np.ndarray:

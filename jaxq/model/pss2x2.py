@@ -2,7 +2,8 @@
 
 Arrays are indexed as in the paper: ``lam[i]``, ``mu[i, k]`` (class i row, server k column).
 The n-th system has ``lambda_n = n lambda + sqrt(n) lambda_hat`` and
-``mu_n = n mu + sqrt(n) mu_hat``; one server per pool.
+``mu_n = n mu + sqrt(n) mu_hat``; one server per pool; its cost is ``h.X / sqrt(n)``. ``system.at(n)`` is the n-th
+system as one value (:class:`ScaledPSS2x2`), its rates computed once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jaxq.errors import InputError
 from jaxq.model.distributions import Dist, parse
-from jaxq.model.validate import MAX_MAGNITUDE, MAX_RATE, Positive, Real, check_tables, read_system, validate_model
+from jaxq.model.validate import (MAX_MAGNITUDE, MAX_RATE, Positive, Real, check_tables, read_only, read_system,
+                                 validate_model)
 
 Pair = Annotated[list[Positive], Field(min_length=2, max_length=2)]
 RealPair = Annotated[list[Real], Field(min_length=2, max_length=2)]
@@ -116,14 +118,15 @@ class PSS2x2:
         dists = list(self.interarrival) + [d for row in self.service for d in row]
         return all(d.name == "exponential" for d in dists)
 
-    def rates(self, n: float) -> tuple[np.ndarray, np.ndarray]:
-        """Arrival and service rates of the n-th system; refuses n where a rate is not positive.
+    def at(self, n: float) -> ScaledPSS2x2:
+        """The n-th system: its rates ``lambda_n = n lambda + sqrt(n) lambda_hat``, ``mu_n = n mu + sqrt(n) mu_hat``
+        and its cost scale ``h / sqrt(n)``, computed once; refuses n where a rate is not positive.
 
         Args:
             n: The scale n.
 
         Returns:
-            ``(lam_n, mu_n)`` with shapes (2,) and (2, 2).
+            The n-th system.
 
         Raises:
             InputError: Naming ``n`` when n is not a positive finite number, or gives rates beyond ``MAX_RATE`` or a
@@ -142,7 +145,22 @@ class PSS2x2:
             raise InputError("n", f"n = {n:g} gives a non-positive arrival rate {lam_n.tolist()}")
         if np.any(mu_n <= 0):
             raise InputError("n", f"n = {n:g} gives a non-positive service rate {mu_n.tolist()}")
-        return lam_n, mu_n
+        return ScaledPSS2x2(self, n, rn, read_only(lam_n), read_only(mu_n), read_only(self.h / rn))
+
+    def rates(self, n: float) -> tuple[np.ndarray, np.ndarray]:
+        """Arrival and service rates of the n-th system (:meth:`at`); refuses n where a rate is not positive.
+
+        Args:
+            n: The scale n.
+
+        Returns:
+            ``(lam_n, mu_n)`` with shapes (2,) and (2, 2) (read-only).
+
+        Raises:
+            InputError: As :meth:`at`.
+        """
+        nth = self.at(n)
+        return nth.lam_n, nth.mu_n
 
     def to_dict(self) -> dict:
         """The configuration as a TOML-shaped dictionary (``from_dict`` inverts it)."""
@@ -158,6 +176,56 @@ class PSS2x2:
             },
             "cost": {"h": self.h.tolist(), "gamma": self.gamma},
         }
+
+
+@dataclass(frozen=True, eq=False)
+class ScaledPSS2x2:
+    """The n-th 2x2 system (:meth:`PSS2x2.at`): the system with its n-th rates and cost scale, computed once.
+
+    One value carries a run of the n-th system: the simulators, the exact solves and the control problem take it
+    in place of ``(system, n)`` and read the rates off it. Its arrays are read-only.
+
+    Attributes:
+        system: The 2x2 system.
+        n: The scale n, as given.
+        sqrt_n: ``sqrt(n)``.
+        lam_n: ``lambda_n = n lambda + sqrt(n) lambda_hat``, shape (2,).
+        mu_n: ``mu_n = n mu + sqrt(n) mu_hat``, shape (2, 2).
+        h_hat: ``h / sqrt(n)``: the cost of the n-th system is ``h.X / sqrt(n) = h_hat.X``, shape (2,).
+    """
+
+    system: PSS2x2
+    n: float
+    sqrt_n: float
+    lam_n: np.ndarray
+    mu_n: np.ndarray
+    h_hat: np.ndarray
+
+    def at(self, n: float) -> ScaledPSS2x2:
+        """The n-th system of the same system: this value when ``n`` is its own, else ``system.at(n)``.
+
+        Args:
+            n: The scale n.
+
+        Returns:
+            The n-th system.
+
+        Raises:
+            InputError: As :meth:`PSS2x2.at`.
+        """
+        return self if n == self.n else self.system.at(n)
+
+
+def system_of(system: PSS2x2 | ScaledPSS2x2) -> PSS2x2:
+    """The 2x2 system itself: ``system``, or the system of an n-th system (nothing computed).
+
+    Args:
+        system: A 2x2 system or an n-th one.
+
+    Returns:
+        The system.
+    """
+    return system.system if isinstance(system, ScaledPSS2x2) else system
 
 
 def from_dict(data: dict) -> PSS2x2:

@@ -692,6 +692,19 @@ def arg_type(kind: str = "float", **bounds):
 
 
 # ------------------------------------------------------------------------------------------ rates
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a``, made read-only in place: an array of a frozen value (the n-th system's rates).
+
+    Args:
+        a: The array.
+
+    Returns:
+        ``a``.
+    """
+    a.setflags(write=False)
+    return a
+
+
 def check_rates(system, n: float, key: str = "n"):
     """The rates of the n-th system, refused unless finite, positive and at most ``MAX_RATE``.
 
@@ -722,20 +735,22 @@ def check_rates(system, n: float, key: str = "n"):
 
 
 # ------------------------------------------------------------------------------------------ work
+# The 2x2 system's functions below take ``(system, n)``, where ``system`` is a PSS2x2 or already its n-th system
+# (:class:`~jaxq.model.pss2x2.ScaledPSS2x2`, whose rates are then read, not computed again).
 def pss_events_per_replication(system, n: float, horizon: float) -> float:
     """Expected arrivals plus service completions of one replication of the n-th 2x2 system up to ``horizon``.
 
     About ``2 sum_i lambda_n_i T``: every arrival is served at most once.
 
     Args:
-        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        system (jaxq.model.pss2x2.PSS2x2 | jaxq.model.pss2x2.ScaledPSS2x2): The 2x2 system, or its n-th system.
         n: The scale n.
         horizon: The horizon T.
 
     Returns:
         The expected events.
     """
-    lam_n = system.rates(n)[0]
+    lam_n = system.at(n).lam_n
     return 2.0 * float(np.sum(lam_n)) * float(horizon)
 
 
@@ -746,15 +761,16 @@ def pss_no_departure_cost(system, n: float) -> float:
     (:func:`jaxq.sim.models.pss2x2.tail_bound`).
 
     Args:
-        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        system (jaxq.model.pss2x2.PSS2x2 | jaxq.model.pss2x2.ScaledPSS2x2): The 2x2 system, or its n-th system.
         n: The scale n.
 
     Returns:
         The no-departure cost.
     """
-    lam_n = system.rates(n)[0]
-    g = system.gamma
-    return float(np.sum(system.h * (lam_n / g**2 + (1.0 + system.ca2) / g))) / math.sqrt(n)
+    nth = system.at(n)
+    s = nth.system
+    g = s.gamma
+    return float(np.sum(s.h * (nth.lam_n / g**2 + (1.0 + s.ca2) / g))) / nth.sqrt_n
 
 
 def pss_cost_scale(system, n: float, v0: float) -> float:
@@ -763,7 +779,7 @@ def pss_cost_scale(system, n: float, v0: float) -> float:
     about 1e15 while J_4 is 0.75); the no-departure cost bounds J_n itself.
 
     Args:
-        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        system (jaxq.model.pss2x2.PSS2x2 | jaxq.model.pss2x2.ScaledPSS2x2): The 2x2 system, or its n-th system.
         n: The scale n.
         v0: The lower bound V0.
 
@@ -778,7 +794,7 @@ def pss_default_horizon(system, n: float, v0: float, rel_tol: float = 1e-4) -> f
     :func:`pss_cost_scale`.
 
     Args:
-        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        system (jaxq.model.pss2x2.PSS2x2 | jaxq.model.pss2x2.ScaledPSS2x2): The 2x2 system, or its n-th system.
         n: The scale n.
         v0: The lower bound V0.
         rel_tol: The tail bound relative to the cost scale.
@@ -786,8 +802,9 @@ def pss_default_horizon(system, n: float, v0: float, rel_tol: float = 1e-4) -> f
     Returns:
         The horizon.
     """
-    b = pss_no_departure_cost(system, n)
-    return max(1.0, math.log(b / (rel_tol * pss_cost_scale(system, n, v0))) / system.gamma)
+    nth = system.at(n)
+    b = pss_no_departure_cost(nth, n)
+    return max(1.0, math.log(b / (rel_tol * pss_cost_scale(nth, n, v0))) / nth.system.gamma)
 
 
 def check_pss_horizon(system, n: float, horizon: float, key: str = "horizon", label: str | None = None) -> None:
@@ -797,7 +814,7 @@ def check_pss_horizon(system, n: float, horizon: float, key: str = "horizon", la
     simulator's own horizon, long enough by construction) passes.
 
     Args:
-        system (jaxq.model.pss2x2.PSS2x2): The 2x2 system.
+        system (jaxq.model.pss2x2.PSS2x2 | jaxq.model.pss2x2.ScaledPSS2x2): The 2x2 system, or its n-th system.
         n: The scale n.
         horizon: The horizon (None passes).
         key: The key of the error.
@@ -808,7 +825,7 @@ def check_pss_horizon(system, n: float, horizon: float, key: str = "horizon", la
     """
     if horizon is None:
         return
-    arrivals = float(np.sum(system.rates(float(n))[0])) * horizon
+    arrivals = float(np.sum(system.at(float(n)).lam_n)) * horizon
     if not arrivals >= 1.0:
         where = f"{label}, n = {n:g}" if label else f"n = {n:g}"
         hint = f"; use at least {horizon / arrivals:.3g}" if arrivals > 0 else ""

@@ -44,7 +44,7 @@ from jaxq.model.policy_table import (
     SAMPLE_NEVER,
     SAMPLING_NAMES,
 )
-from jaxq.model.pss2x2 import PSS2x2
+from jaxq.model.pss2x2 import PSS2x2, ScaledPSS2x2, system_of
 from jaxq.model.validate import check_float
 from jaxq.planning.modes import modes
 
@@ -397,7 +397,7 @@ def _code(names: tuple[str, ...], name: str, key: str) -> int:
     return names.index(name)
 
 
-def discounted_cost(system: PSS2x2, n: float, mode: int, rule: str, theta: int = 0, cap: int = 60,
+def discounted_cost(system: PSS2x2 | ScaledPSS2x2, n: float, mode: int, rule: str, theta: int = 0, cap: int = 60,
                     check: bool = True, *, switching: Switching = Switching(), phase_types=None,
                     diagnostics: bool = False) -> dict:
     """Exact J_n from the empty state under a fixed-mode rule or a switching policy.
@@ -406,7 +406,8 @@ def discounted_cost(system: PSS2x2, n: float, mode: int, rule: str, theta: int =
 
     Args:
         system: A 2x2 system with phase-type primitives (exponential, Erlang, hyperexponential, gamma with an
-            integer shape: :func:`phase_type`).
+            integer shape: :func:`phase_type`), or its n-th system (:meth:`jaxq.model.pss2x2.PSS2x2.at`, whose rates
+            are then read, not computed again).
         n: The index of the system.
         mode: The LP mode (0-based) whose roles (Definition 2.8) the servers follow (the lower mode of a switching
             policy).
@@ -433,24 +434,24 @@ def discounted_cost(system: PSS2x2, n: float, mode: int, rule: str, theta: int =
         ValueError: An unknown rule or sampling-time name.
     """
     higher, rule_higher, sampling, switch_at = switching
+    base = system_of(system)
     if phase_types is not None:  # given: checked; the system's own forms are right by construction
         arrivals, services = phase_types
         phase_types = ([_check_phase_type(*arrivals[i], f"phase_types arrival {i}") for i in (0, 1)],
                        [[_check_phase_type(*services[i][k], f"phase_types service ({i}, {k})") for k in (0, 1)]
                         for i in (0, 1)])
     else:
-        phase_types = system_phase_types(system)
-    md = modes(system.lam, system.mu)
-    lam_n, mu_n = system.rates(n)
-    h_hat = system.h / math.sqrt(n)
+        phase_types = system_phase_types(base)
+    md = modes(base.lam, base.mu)
+    nth = system.at(n)
     hi = mode if higher is None else higher
     rules = {mode: _code(RULE_NAMES, rule, "rule")}
     rules[hi] = rules[mode] if rule_higher is None else _code(RULE_NAMES, rule_higher, "rule_higher")
     sampling = _code(SAMPLING_NAMES, sampling, "sampling")
     roles = (md.i1.tolist(), md.i2.tolist(), md.k1.tolist())
-    level = math.sqrt(n) * switch_at
-    args = (lam_n, mu_n, h_hat, system.gamma, roles, rules, sampling, md.alpha, level, mode, hi, theta)
-    diag = (analyze(system).p, math.sqrt(n)) if diagnostics else None  # the HPC p of X_hat_p
+    level = nth.sqrt_n * switch_at
+    args = (nth.lam_n, nth.mu_n, nth.h_hat, base.gamma, roles, rules, sampling, md.alpha, level, mode, hi, theta)
+    diag = (analyze(base).p, nth.sqrt_n) if diagnostics else None  # the HPC p of X_hat_p
 
     def solve(c):
         if phase_types is None:
@@ -487,7 +488,7 @@ def _states_bound(phase_types, cap: int, dual: bool) -> int:
     return (cap + 1) ** 2 * servers * size(arrivals[0]) * size(arrivals[1]) * (2 if dual else 1)
 
 
-def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: float | None = None,
+def policy_cost(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str = "auto", switch_at: float | None = None,
                 theta_exponent: float | None = None, theta_constant: float = 1.0, theta_rule: str | None = None,
                 rtol: float = 1e-5, max_states: int = 2_000_000) -> dict:
     """Exact J_n under a policy as :func:`jaxq.sim.pss2x2.simulate` runs it.
@@ -495,7 +496,8 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
     Its setup validates the arguments and gives the policy, Theta_n and switching level; the truncation cap is
     chosen here: from ``max(20, 10 sqrt(n))`` (queue lengths live on the sqrt(n) scale), each cap 1.5 times the
     last, until two successive values agree within ``rtol`` of the value (the error of the last cap is then smaller
-    still: it decays geometrically in the cap).
+    still: it decays geometrically in the cap). ``system`` may be the n-th system itself
+    (:meth:`jaxq.model.pss2x2.PSS2x2.at`); the setup's n-th system is handed to every solve.
 
     Args:
         system: The 2x2 system (phase-type primitives).
@@ -522,7 +524,7 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
 
     check_float(rtol, "rtol", gt=0.0, lt=1.0)
     check_float(max_states, "max_states", ge=1.0)
-    phase_types = system_phase_types(system)  # refuses laws without a phase-type form before anything else
+    phase_types = system_phase_types(system_of(system))  # refuses laws without a phase-type form before anything else
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
     levels = Levels(switch_at, exponent, DEFAULT_THETA_RULE if theta_rule is None else theta_rule, theta_constant)
     st = setup(system, n, policy=policy, levels=levels)
@@ -530,7 +532,7 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
     kw = dict(theta=st.theta or 0, check=False, switching=Switching(res.higher, RULE_NAMES[res.rules.higher],
                                                                     SAMPLING_NAMES[res.rules.sampling], res.z))
     dual = res.lower != res.higher
-    cap, last, out = max(FIRST_CAP, math.ceil(START_CAP_PER_ROOT_N * math.sqrt(n))), None, None
+    cap, last, out = max(FIRST_CAP, math.ceil(START_CAP_PER_ROOT_N * st.nth.sqrt_n)), None, None
     while True:
         bound = _states_bound(phase_types, cap, dual)
         if bound > max_states:
@@ -538,7 +540,7 @@ def policy_cost(system: PSS2x2, n: float, *, policy: str = "auto", switch_at: fl
                                   f"max_states = {max_states:.3g})" + ("" if last is None else
                                   f" before J_n settles within rtol = {rtol:g}") + "; take a smaller n"
                                   + ("" if last is None else " or a larger rtol"))
-        out = discounted_cost(system, n, res.lower, RULE_NAMES[res.rules.lower], cap=cap, **kw)
+        out = discounted_cost(st.nth, n, res.lower, RULE_NAMES[res.rules.lower], cap=cap, **kw)
         if last is not None:
             change = abs(out["J"] - last)
             if change <= rtol * abs(out["J"]):

@@ -25,7 +25,7 @@ import numpy as np
 from jaxq.diffusion.network import b_matrices, spare_capacity_n
 from jaxq.diffusion.network_analysis import NetworkAnalysis, analyze
 from jaxq.errors import InputError
-from jaxq.model.network import Network
+from jaxq.model.network import Network, ScaledNetwork
 from jaxq.model.validate import check_path_times
 from jaxq.options import grouped as options_grouped
 from jaxq.policies import network as pol
@@ -97,7 +97,7 @@ def grouped(options: dict) -> dict:
     return options_grouped(options, GROUPS, ("reps", "seed", "engine", "observers"), "the network simulator")
 
 
-def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 6.0,
+def make_params(an: NetworkAnalysis, n: float | ScaledNetwork, policy: str, hist_range: float = 6.0,
                 hist_bins: int = 60) -> tuple[pol.Layout, model.Params]:
     """Layout and parameters of the n-th system under ``policy``.
 
@@ -105,7 +105,8 @@ def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 
 
     Args:
         an: The analysed network.
-        n: The scale n.
+        n: The scale n, or the n-th system itself (``an.network.at(n, an.scaling)``,
+            :class:`~jaxq.model.network.ScaledNetwork`: its rates are then read, not computed again).
         policy: One of :data:`POLICIES`.
         hist_range: Histograms of X_hat are on [-hist_range, hist_range].
         hist_bins: Their bins.
@@ -120,7 +121,8 @@ def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 
     if policy == "swc" and not an.plan.graph_is_tree:
         raise InputError("policy", "swc needs the activity graph to be a tree")
     lay, rule = pol.make(policy, net.edges, an.plan.basic, an.lap.order, an.lap.class_order)
-    lam_n, mu_n, big_n = net.rates(n, an.scaling)
+    nth = n.at(n.n, an.scaling) if isinstance(n, ScaledNetwork) else net.at(n, an.scaling)
+    n, lam_n, mu_n, big_n = nth.n, nth.lam_n, nth.mu_n, nth.N
     edge = np.zeros_like(net.edges)
     for i, j in lay.edges:
         edge[i, j] = True
@@ -140,7 +142,7 @@ def make_params(an: NetworkAnalysis, n: float, policy: str, hist_range: float = 
     p = model.Params(
         lam=jnp.asarray(lam_n, jnp.float64), mu=jnp.asarray(np.where(edge, mu_n, 0.0), jnp.float64),
         N=jnp.asarray(big_n, jnp.int32), rule=rule, center=jnp.asarray(center_z.sum(axis=1), jnp.float64),
-        center_z=jnp.asarray(center_z, jnp.float64), scale=jnp.float64(math.sqrt(n)),
+        center_z=jnp.asarray(center_z, jnp.float64), scale=jnp.float64(nth.sqrt_n),
         hist_lo=jnp.float64(-hist_range), hist_width=jnp.float64(width), z0=jnp.asarray(z0, jnp.int32))
     return lay, p
 
@@ -286,7 +288,8 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
     an = system if isinstance(system, NetworkAnalysis) else analyze(system)
     if not (isinstance(n, (int, float, np.integer, np.floating)) and math.isfinite(n) and n > 0):
         raise InputError("n", f"must be a positive number, got {n!r}")
-    lay, p = make_params(an, n, policy, hist_range, hist_bins)
+    nth = an.network.at(n, an.scaling)  # the n-th system, once for the run
+    lay, p = make_params(an, nth, policy, hist_range, hist_bins)
     win, rec, snaps, events, timing, used, steps, ctl, observed = run_model(
         lay, p, reps, window=window, outputs=outputs, seed=seed, engine=engine, batching=batching, observers=observers)
     per = summarize(lay, p, win, rec, hist_range)
@@ -306,13 +309,12 @@ def simulate(system: Network | NetworkAnalysis, n: float, policy: str = "priorit
         info["snapshots"] = snaps.mean(axis=0)
         per["snapshots"] = snaps
     if an.scaling == "halfin-whitt":
-        _, mu_n, _ = an.network.rates(n, "halfin-whitt")
-        b1n, b2n = b_matrices(mu_n, an.plan.basic, an.basis_pool)
+        b1n, b2n = b_matrices(nth.mu_n, an.plan.basic, an.basis_pool)  # nth is Halfin-Whitt's here
         w = 1.0 + np.linalg.solve(b1n, b2n).sum(axis=0)
-        per["weighted_idleness_hat"] = per["mean_idle"] @ w / math.sqrt(n)
+        per["weighted_idleness_hat"] = per["mean_idle"] @ w / nth.sqrt_n
         est["weighted_idleness_hat"] = Estimate.with_controls(per["weighted_idleness_hat"], ctl, index)
         info.update(idleness_weights=w, spare_capacity=an.spare_capacity,
-                    spare_capacity_n=spare_capacity_n(an.network, an.plan, n, an.basis_pool))
+                    spare_capacity_n=spare_capacity_n(nth, an.plan, n, an.basis_pool))
     if observed is not None:  # after the simulator's own estimates: a clash with their names is refused
         add_observed(observed, est, per, info)
     notes = ()

@@ -28,7 +28,7 @@ import numpy as np
 from jaxq.diffusion.value import value_function
 from jaxq.diffusion.workload import Analysis, analyze
 from jaxq.errors import InputError
-from jaxq.model.pss2x2 import PSS2x2
+from jaxq.model.pss2x2 import PSS2x2, ScaledPSS2x2, system_of
 from jaxq.model.validate import (check_float, check_path_times, check_pss_horizon, check_work, pss_cost_scale,
                                  pss_default_horizon)
 from jaxq.options import grouped as options_grouped
@@ -151,15 +151,16 @@ class Setup(NamedTuple):
     switch_at: float | None  # switching level (scaled workload; None: never switches)
     modes_used: list[int]  # 1-based
     horizon: float
+    nth: ScaledPSS2x2  # the n-th system: its rates, computed once for the run
     policy2x2: Policy2x2 = hk.BUILTIN  # the policy that decides, without its parameters (params.policy_params)
 
 
-def default_horizon(system: PSS2x2, n: float, rel_tol: float = 1e-4, scale: float = 1.0) -> float:
+def default_horizon(system: PSS2x2 | ScaledPSS2x2, n: float, rel_tol: float = 1e-4, scale: float = 1.0) -> float:
     """Horizon T at which the state-free part of the tail bound is ``rel_tol`` times ``min(scale, the no-departure
     cost)`` (:func:`jaxq.model.validate.pss_default_horizon`).
 
     Args:
-        system: The 2x2 system.
+        system: The 2x2 system, or its n-th system (:meth:`jaxq.model.pss2x2.PSS2x2.at`).
         n: The scale n.
         rel_tol: The tail bound's share.
         scale: The size of the value (V0 for the default).
@@ -195,18 +196,21 @@ class Plan(NamedTuple):
     modes_used: list[int]  # 1-based
     horizon: float
     record_times: np.ndarray
+    nth: ScaledPSS2x2  # the n-th system: its rates, computed once for the run
     given: Policy2x2 | None = None  # the Policy2x2 the caller gave (None: a policy name, the built-in of that name)
 
 
-def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
+def plan(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
          horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Plan:
     """What :func:`setup` checks and chooses (the policy, its threshold and switching level, the horizon).
 
     With the same one-line InputErrors, without building the simulator's parameters: what an experiment file's
-    validation needs of each grid point (:func:`setup` is this plus the parameters).
+    validation needs of each grid point (:func:`setup` is this plus the parameters). The n-th system
+    (``system.at(n)``, :class:`~jaxq.model.pss2x2.ScaledPSS2x2`) is built here, after the checks of n, or taken as
+    given when ``system`` is already it; the plan carries it as ``nth``.
 
     Args:
-        system: The 2x2 system.
+        system: The 2x2 system, or its n-th system.
         n: The scale n.
         policy: A policy name or a :class:`jaxq.Policy2x2`.
         levels: The switching level, threshold and perturbation (:class:`Levels`).
@@ -227,20 +231,20 @@ def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: 
     if switch_at is not None:
         check_float(switch_at, "switch_at", ge=0.0)
     check_float(theta_constant, "theta_constant", gt=0.0)
-    an = analysis if analysis is not None else analyze(system)
+    an = analysis if analysis is not None else analyze(system_of(system))
     own = _given(policy, switch_at, perturb)
     res = pol.resolve(an, "auto" if own is not None else policy, switch_at)
     if switch_at is not None and not res.rules.dual:
         raise InputError("switch_at", f"policy {res.name} never switches (one mode throughout), so a switching "
                                       "level would be ignored; drop it or choose a switching policy "
                                       "(PP, T2T2, T1T2, T2T1)")
-    lam_n, mu_n = system.rates(n)
+    nth = system.at(n)
     given = horizon is not None
     if horizon is None:
-        horizon = default_horizon(system, n, scale=an.V0)
+        horizon = default_horizon(nth, n, scale=an.V0)
     if not (math.isfinite(horizon) and horizon > 0):
         raise InputError("horizon", f"must be a positive number, got {horizon}")
-    expected_events = 2.0 * float(np.sum(lam_n)) * horizon
+    expected_events = 2.0 * float(np.sum(nth.lam_n)) * horizon
     if expected_events > 2.0**31:  # the per-event counter of the random stream is 32-bit
         raise InputError("horizon" if given else "n", f"about {expected_events:.3g} events per replication (n = {n:g}, "
                                                       f"horizon {horizon:g}) exceed the 2^31 supported")
@@ -259,20 +263,21 @@ def plan(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: 
         if not (tau_z >= 0 and tau_c >= 0 and sign in (1, -1)):
             raise InputError("perturb", f"need sign +-1 and tau >= 0, got {perturb}")
     if own is not None:
-        return Plan(an, res, own.name, None, theta_constant, None, [], float(horizon), rec, own)
+        return Plan(an, res, own.name, None, theta_constant, None, [], float(horizon), rec, nth, own)
     return Plan(an, res, res.name, theta, theta_constant, None if not res.rules.dual or math.isinf(res.z) else res.z,
-                sorted({res.lower + 1, res.higher + 1}), float(horizon), rec)
+                sorted({res.lower + 1, res.higher + 1}), float(horizon), rec, nth)
 
 
-def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
+def setup(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
           horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Setup:
     """Parameters of the n-th system under a policy (validated; one-line InputErrors).
 
     A :class:`jaxq.Policy2x2` ``policy`` decides alone: it takes no threshold, switching level or perturbation (the
-    control variates use Theorem 2.11's value function). The checks and levels are :func:`plan`'s.
+    control variates use Theorem 2.11's value function). The checks and levels are :func:`plan`'s; the setup
+    carries the n-th system as ``nth`` (the parameters' rates are its rates).
 
     Args:
-        system: The 2x2 system.
+        system: The 2x2 system, or its n-th system (:class:`~jaxq.model.pss2x2.ScaledPSS2x2`).
         n: The scale n.
         policy: A policy name or a :class:`jaxq.Policy2x2`.
         levels: The switching level and the threshold ``Theta_n = ceil(c n^a_bar)``, c its ``theta_constant`` times
@@ -294,9 +299,9 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
               analysis=analysis)
     an, res, theta, theta_constant = pl.analysis, pl.resolved, pl.theta, pl.theta_constant
     theta_exponent, perturb = levels.theta_exponent, levels.perturb
-    lam_n, mu_n = system.rates(n)
+    nth = pl.nth
+    system, lam_n, mu_n, rn = nth.system, nth.lam_n, nth.mu_n, nth.sqrt_n
     dists = list(system.interarrival) + [system.service[i][k] for i in range(2) for k in range(2)]
-    rn = math.sqrt(n)
     q = None
     if perturb is not None:
         sign, tau_z, tau_c = perturb
@@ -310,7 +315,7 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
     chosen = hk.builtin(named, perturb=q) if pl.given is None else pl.given
     params = model.Params(
         inv_lam=jnp.asarray(1.0 / lam_n), inv_mu=jnp.asarray(1.0 / mu_n), lam=jnp.asarray(lam_n),
-        mu=jnp.asarray(mu_n), h_hat=jnp.asarray(system.h / rn), inv_sqrt_n=jnp.float64(1.0 / rn),
+        mu=jnp.asarray(mu_n), h_hat=jnp.asarray(nth.h_hat), inv_sqrt_n=jnp.float64(1.0 / rn),
         gamma=jnp.float64(system.gamma), horizon=jnp.float64(pl.horizon),
         policy=named, t_rec=jnp.asarray(pl.record_times),
         table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()},
@@ -318,7 +323,7 @@ def setup(system: PSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels:
         policy_params=jax.tree_util.tree_map(jnp.asarray, chosen.params))
     _checked(chosen.static(), params.policy_params)  # its functions' results, before any run (one InputError)
     return Setup(params, sampling.spec_of(dists), an, pl.policy, pl.theta, pl.switch_at, pl.modes_used, pl.horizon,
-                 chosen.static())
+                 nth, chosen.static())
 
 
 def _checked(policy: Policy2x2, params) -> None:
@@ -417,13 +422,13 @@ def choose_engine(system: PSS2x2, engine: str, *, needs_event: bool) -> str:
     return "event"
 
 
-def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float = 1e-4) -> int:
-    """Uniformised steps K that make the state-free part of the tail bound ``rel_tol`` times
-    :func:`jaxq.model.validate.pss_cost_scale` (V0, or the no-departure cost bounding J_n where that is smaller).
+def ctmc_steps(nth: ScaledPSS2x2, big: float, v0: float, rel_tol: float = 1e-4) -> int:
+    """Uniformised steps K of the n-th system ``nth`` that make the state-free part of the tail bound ``rel_tol``
+    times :func:`jaxq.model.validate.pss_cost_scale` (V0, or the no-departure cost bounding J_n where that is
+    smaller).
 
     Args:
-        system: The 2x2 system.
-        n: The scale n.
+        nth: The n-th system (:meth:`jaxq.model.pss2x2.PSS2x2.at`).
         big: The uniformisation rate Lambda.
         v0: V0.
         rel_tol: The tail bound's share.
@@ -431,11 +436,10 @@ def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float =
     Returns:
         K (at least 1).
     """
-    lam_n, _ = system.rates(n)
-    g = system.gamma
+    g = nth.system.gamma
     r = big / (big + g)
-    state_free = float(np.sum(system.h * lam_n)) / g**2 / math.sqrt(n)
-    target = rel_tol * pss_cost_scale(system, n, v0)
+    state_free = float(np.sum(nth.system.h * nth.lam_n)) / g**2 / nth.sqrt_n
+    target = rel_tol * pss_cost_scale(nth, nth.n, v0)
     if state_free <= target:
         return 1
     return math.ceil(math.log(target / state_free) / math.log(r))
@@ -443,13 +447,14 @@ def ctmc_steps(system: PSS2x2, n: float, big: float, v0: float, rel_tol: float =
 
 @float64
 @timed
-def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "auto", seed: int = 0,
+def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "auto", seed: int = 0,
              truncation: Truncation = Truncation(), levels: Levels = Levels(), outputs: Outputs = Outputs(),
              batching: Batching = Batching(), analysis: Analysis | None = None) -> SimResult:
     """Monte Carlo estimate of the discounted cost J_n (2.6) of the n-th system under a policy.
 
     Args:
-        system: The 2x2 system.
+        system: The 2x2 system, or its n-th system (:meth:`jaxq.model.pss2x2.PSS2x2.at`: its rates are then read,
+            not computed again).
         n: The index of the system (rates n lambda + sqrt(n) lambda_hat, ...).
         reps: Independent replications (each starts empty).
         policy: ``auto`` (Theorem 2.11), one of P, T2, PP, T2T2, T1T2, T2T1, a fixed-mode rule ``P@1``, ..., or a
@@ -492,22 +497,23 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
     if not (isinstance(reps, (int, np.integer)) and reps >= 1):
         raise InputError("reps", f"need at least 1 replication, got {reps!r}")
     if horizon is not None:  # a horizon in which nothing happens: the same rule as ``jaxq run``'s grid.horizon
-        check_pss_horizon(system, n, check_float(horizon, "horizon", gt=0.0), "horizon")
+        horizon_checked = check_float(horizon, "horizon", gt=0.0)
+        system = system.at(float(n))  # the n-th system, computed once: handed to the setup below
+        check_pss_horizon(system, n, horizon_checked, "horizon")
     smoothed = perturb is not None or getattr(policy, "perturb", None) is not None  # Levels' or a Policy2x2's own
     needs_event = horizon is not None or debug or smoothed or len(np.atleast_1d(record_times)) > 0
-    used = choose_engine(system, engine, needs_event=needs_event)
+    used = choose_engine(system_of(system), engine, needs_event=needs_event)
     st = setup(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
                analysis=analysis)
-    an = st.analysis
-    rn = math.sqrt(n)
-    lam_n, _ = system.rates(n)
+    an, nth = st.analysis, st.nth
+    system, rn, lam_n = nth.system, nth.sqrt_n, nth.lam_n
     info = {"n": n, "policy": st.policy, "theta": st.theta, "switch_at": st.switch_at, "modes_used": st.modes_used,
             "V0": an.V0, "hpc": an.p + 1}
     if used == "uniformized":
         big = model.MARKOV.bound(st.params)
         if steps is not None and not (isinstance(steps, (int, np.integer)) and steps >= 1):
             raise InputError("steps", f"need a positive whole number of steps, got {steps!r}")
-        k = ctmc_steps(system, n, big, an.V0, rel_tol) if steps is None else int(steps)
+        k = ctmc_steps(nth, big, an.V0, rel_tol) if steps is None else int(steps)
         check_work("n", reps, float(k), unit="steps", per_replication_limit=uniformized.MAX_STEPS, reps_key="reps")
         out, timing, uinfo = uniformized.run(model.markov(st.policy2x2, bool(cv)), st.params, DISCOUNTED, reps, seed,
                                              gamma=system.gamma, steps=k, batching=batching,
@@ -516,8 +522,8 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
         observed = out.get("observed")
         J = out["discounted"]["cost"]
         controls = out["controls"]["discounted"] if cv else None
-        bound = model.ctmc_tail_bound(lam_n, system.h, system.gamma, n, uinfo["r"], uinfo["steps"],
-                                      np.stack([out["state"].x0, out["state"].x1], axis=1))
+        x_K = np.stack([out["state"].x0, out["state"].x1], axis=1)
+        bound = model.ctmc_tail_bound(nth, uinfo["r"], uinfo["steps"], x_K)
         samples = {"J": J, "switches": out["state"].switches, "tail_bound": bound, "events": out["events"]}
         info.update(steps=uinfo["steps"], horizon=uinfo["steps"] / big)
     else:
@@ -529,7 +535,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
         observed = out.get("observed")
         J = out["cost"]
         controls = out["cv"] if cv else None
-        bound = model.tail_bound(lam_n, system.ca2, system.h, system.gamma, n, st.horizon, out["x_T"])
+        bound = model.tail_bound(nth, st.horizon, out["x_T"])
         samples = {"J": J, "W_hat_t": out["w_rec"], "sup_X_hat": out["sup_x"] / rn, "X_hat_T": out["x_T"] / rn,
                    "switches": out["switches"], "tail_bound": bound, "events": out["events"]}
         if st.policy2x2.perturb is not None:
@@ -558,7 +564,7 @@ def simulate(system: PSS2x2, n: float, reps: int, *, policy: str | Policy2x2 = "
 
 @float64
 @timed
-def simulate_bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
+def simulate_bounded(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, **args) -> SimResult:
     """:func:`simulate` whose default truncation is checked against the estimate it truncates.
 
     The default horizon (or number of uniformised steps) is sized before the run against V0 or, where that is
@@ -589,12 +595,12 @@ def simulate_bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
             ``10 rel_tol``, when a looser ``rel_tol`` is asked for) of ``max(J_hat, stderr)``; or as
             :func:`simulate`.
     """
-    an = args.get("analysis") or analyze(system)  # once: every run below (and its reruns) is given it
+    an = args.get("analysis") or analyze(system_of(system))  # once: every run below (and its reruns) is given it
     res = _bounded(system, n, reps, **{**args, "analysis": an})
     return dataclasses.replace(res, warnings=tuple(an.warnings) + res.warnings) if an.warnings else res
 
 
-def _bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
+def _bounded(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, **args) -> SimResult:
     res = simulate(system, n, reps, **args)
     tr = args.get("truncation", Truncation())
     if tr.horizon is not None or tr.steps is not None:
@@ -603,12 +609,13 @@ def _bounded(system: PSS2x2, n: float, reps: int, **args) -> SimResult:
     first = res.info["horizon"]
     refused = None
     for attempt in range(EXTENSIONS + 1):
-        longer = _longer_truncation(res, system.gamma, rel_tol)
+        longer = _longer_truncation(res, system_of(system).gamma, rel_tol)
         if longer is None:
             return res
         key, value, horizon = longer
         if attempt == EXTENSIONS or not math.isfinite(horizon):
             break
+        system = system.at(n)  # the first run accepted n: its n-th system, once for every rerun
         try:
             longer = simulate(system, n, reps, **{**args, "truncation": tr._replace(**{key: value})})
             res = with_work_of(longer, res, truncation_reruns=attempt + 1)  # the shorter runs' work counts too

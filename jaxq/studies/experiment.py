@@ -428,16 +428,18 @@ def point_work(exp: Experiment, pt: dict, cache: dict | None = None) -> tuple[fl
             cache = {} if cache is None else cache
             if pt["system"] not in cache:
                 cache[pt["system"]] = analyze(system).V0
-            horizon = v.pss_default_horizon(system, pt["n"], cache[pt["system"]])
-        return v.pss_events_per_replication(system, pt["n"], horizon), "events", "grid.n"
+        nth = system.at(pt["n"])
+        if horizon is None:
+            horizon = v.pss_default_horizon(nth, pt["n"], cache[pt["system"]])
+        return v.pss_events_per_replication(nth, pt["n"], horizon), "events", "grid.n"
     if pt.get("engine") == "random_pss":  # the random-systems study: its systems are drawn, not files
         from jaxq.studies.random_systems import point_work as random_point_work
 
         return random_point_work(exp, pt)
     if pt.get("engine") == "ctmc" and pt.get("n") is not None:  # network study: the uniformisation rate x horizon
         net = exp.system(pt["system"]).model
-        lam, mu, big_n = net.rates(pt["n"], "underloaded" if net.scaling == "underloaded" else "halfin-whitt")
-        rate = float(lam.sum() + (big_n * mu.max(axis=0)).sum())
+        nth = net.at(pt["n"], "underloaded" if net.scaling == "underloaded" else "halfin-whitt")
+        rate = float(nth.lam_n.sum() + (nth.N * nth.mu_n.max(axis=0)).sum())
         return rate * g.horizon, "events", "grid.n"
     if pt.get("engine") == "diffusion":
         return v.sde_steps_per_path(g.horizon, g.dt), "steps", "grid.dt"

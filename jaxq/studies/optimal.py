@@ -102,7 +102,7 @@ def _check_point(g, system, label, n) -> None:
 
     where = _where(label, n)
     try:
-        system.rates(float(n))
+        system.at(float(n))
     except InputError as e:
         raise InputError(_n_key(g, label), f"{where}: {e.reason}") from None
     try:

@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.diffusion.value import ValueFunction, marginal
+from jaxq.model.pss2x2 import ScaledPSS2x2
 from jaxq.policies import hook as hk
 from jaxq.policies import pss2x2 as pol
 from jaxq.mc import replications, rng
@@ -518,23 +519,21 @@ def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer:
                   lambda s, p: _output(s, p, observer, cv), lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
 
-def tail_bound(lam_n, ca2, h, gamma: float, n: float, horizon: float, x_T: np.ndarray) -> np.ndarray:
-    """Per-replication bound on the cost neglected after the horizon (module docstring).
+def tail_bound(nth: ScaledPSS2x2, horizon: float, x_T: np.ndarray) -> np.ndarray:
+    """Per-replication bound on the cost of the n-th system ``nth`` neglected after the horizon (module docstring).
 
     Args:
-        lam_n (array_like): (2,) lambda_n_i.
-        ca2 (array_like): (2,) the interarrival SCVs.
-        h (array_like): (2,) the holding costs.
-        gamma: The discount rate.
-        n: The scale n.
+        nth: The n-th system (:meth:`jaxq.model.pss2x2.PSS2x2.at`).
         horizon: T.
         x_T: (reps, 2) the jobs of each class at T.
 
     Returns:
         The bound per replication.
     """
-    per = (np.asarray(x_T, np.float64) + 1.0 + np.asarray(ca2)) / gamma + np.asarray(lam_n) / gamma**2
-    return math.exp(-gamma * horizon) * (per @ np.asarray(h)) / math.sqrt(n)
+    system = nth.system
+    gamma = system.gamma
+    per = (np.asarray(x_T, np.float64) + 1.0 + np.asarray(system.ca2)) / gamma + np.asarray(nth.lam_n) / gamma**2
+    return math.exp(-gamma * horizon) * (per @ np.asarray(system.h)) / nth.sqrt_n
 
 
 # ------------------------------------------------------------------------------ exponential primitives
@@ -656,8 +655,8 @@ def markov(policy: hk.Policy2x2 = hk.BUILTIN, cv: bool = False) -> Markov:
                                                   transition=lambda s, f, p: _ctmc_transition(s, f, p, policy))
 
 
-def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:
-    """Per-replication bound on the discounted cost neglected after K uniformised steps.
+def ctmc_tail_bound(nth: ScaledPSS2x2, r: float, steps: int, x_K: np.ndarray) -> np.ndarray:
+    """Per-replication bound on the discounted cost of the n-th system ``nth`` neglected after K uniformised steps.
 
     Given X_K, at most one arrival per step: ``r^K / sqrt(n) sum_i h_i (X_i,K / gamma + lambda_n_i / gamma^2)``.
 
@@ -673,5 +672,6 @@ def ctmc_tail_bound(lam_n, h, gamma: float, n: float, r: float, steps: int, x_K:
     Returns:
         The bound per replication.
     """
-    return r**steps / math.sqrt(n) * (np.asarray(x_K, np.float64) @ np.asarray(h) / gamma
-                                      + float(np.sum(np.asarray(h) * np.asarray(lam_n))) / gamma**2)
+    h, gamma = np.asarray(nth.system.h), nth.system.gamma
+    return r**steps / nth.sqrt_n * (np.asarray(x_K, np.float64) @ h / gamma
+                                    + float(np.sum(h * np.asarray(nth.lam_n))) / gamma**2)
