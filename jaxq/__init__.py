@@ -13,6 +13,9 @@ The public API (``import jaxq``; see :mod:`jaxq.api` and docs/reference/api.md):
     solve_fastslow                 the fast/slow server MDP (thresholds, structure, (K1)-(K6))
     simulate_fastslow              a threshold policy of the fast/slow system
     run_experiment, read_run       a study from an experiment file, resumable; its per-replication records
+    Truncation, Levels, Outputs    simulate's typed options of a 2x2 system (truncation, policy levels, outputs)
+    Window, NetworkOutputs         simulate's typed options of a network (averaging window, outputs)
+    Batching                       how simulate executes the replications (any kind of system)
     MarkovModel                    a user's continuous-time Markov chain (simulate runs it)
     difference_controls            control variates of a MarkovModel from functions of its state
     SimResult, Estimate            what the simulators return
@@ -42,6 +45,7 @@ _API = {name: "jaxq.api" for name in ("load", "example_names", "analyze", "simul
 _API.update(SimResult="jaxq.mc.result", Estimate="jaxq.mc.result", MarkovModel="jaxq.sim.markov",
             difference_controls="jaxq.sim.markov", Policy2x2="jaxq.api", Observer="jaxq.mc.observer",
             Segment="jaxq.mc.observer")
+_API.update({name: "jaxq.api" for name in ("Truncation", "Levels", "Outputs", "Batching", "Window", "NetworkOutputs")})
 __all__ = ["InputError", "__version__", *_API]
 
 

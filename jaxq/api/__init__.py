@@ -33,6 +33,7 @@ import importlib
 import inspect
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jaxq import __version__  # noqa: F401  (jaxq.api.__version__: the command line's --version)
 from jaxq.api.bench import bench_parts, bench_sections, run_bench  # noqa: F401
@@ -86,11 +87,16 @@ from jaxq.policies.hook import Policy2x2  # noqa: F401  (jaxq.Policy2x2: a user'
 from jaxq.precision import in_float64
 from jaxq.sim.markov import MarkovModel, difference_controls  # noqa: F401
 
+if TYPE_CHECKING:
+    from jaxq.api.simulate_options import Batching, Levels, NetworkOutputs, Outputs, Truncation, Window
+
 _CHOICES = ("POLICY_CHOICES", "ENGINES", "THETA_RULES", "DEFAULT_THETA_EXPONENT", "DEFAULT_THETA_RULE", "SDE_SCHEMES",
             "DEFAULT_SDE_SCHEME", "TUNE_SEARCH_REPS", "TUNE_GRADIENT_REPS")
 
 
 _TARGET = ("Target", "run_to_target", "checked_target", "target_from", "run_reps")  # precision targets (jaxq.mc.target)
+# jaxq.simulate's typed groups of options (jaxq.api.simulate_options imports the simulators: on first use)
+_GROUPS = ("Truncation", "Levels", "Outputs", "Batching", "Window", "NetworkOutputs")
 
 
 def __getattr__(name):
@@ -98,6 +104,8 @@ def __getattr__(name):
         return getattr(importlib.import_module("jaxq.api.choices"), name)
     if name in _TARGET:
         return getattr(importlib.import_module("jaxq.mc.target"), name)
+    if name in _GROUPS:
+        return getattr(importlib.import_module("jaxq.api.simulate_options"), name)
     raise AttributeError(f"module 'jaxq.api' has no attribute {name!r}")
 
 # ------------------------------------------------------------------------------------------ argument checks
@@ -254,7 +262,7 @@ def _check_keywords(fn, sig: inspect.Signature, kwargs: dict) -> None:
     """Refuse a keyword that a public function without ``**options`` does not take (InputError naming it)."""
     params = sig.parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return  # the function checks its options itself (:func:`_check_options`)
+        return  # the function checks its options itself (:func:`_check_options`; jaxq.simulate: :func:`_options`)
     named = {k for k, p in params.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
     for k in kwargs:
         if k not in named:
@@ -376,35 +384,104 @@ def threshold_term(system, n: float, theta_exponent: float | None = None,
 @_checked(system=None)
 def simulate(system, n: float | None = None, reps: int | None = None, *, policy: str | None = None,
              engine: str = "auto", seed: int = 0, rel_se: float | None = None, max_reps: int | None = None,
-             budget: float | None = None, **options):
+             budget: float | None = None, truncation: Truncation | None = None, levels: Levels | None = None,
+             outputs: Outputs | NetworkOutputs | None = None, batching: Batching | None = None,
+             window: Window | None = None, **options):
     """Monte Carlo of the n-th (prelimit) system or of a :class:`MarkovModel`.
-
-    A :class:`MarkovModel` (no ``n``, no ``policy``): options ``horizon`` (required), ``discount`` (the
-    discounted integral ``E int_0^T exp(-gamma t) observe dt``), ``warmup`` (the time average over
-    [warmup, horizon]), at least one of the two; ``params`` (passed to the model's functions), ``observers``
-    (statistics of the path: name -> :class:`jaxq.Observer`, docs/guides/observers.md), ``chunk``, ``devices``;
-    ``reps`` default 256; ``engine`` ``auto`` (uniformised when the model has a ``rate_bound``),
-    ``event`` or ``uniformized`` (:func:`jaxq.sim.simulate_markov.simulate_markov`).
 
     2x2 system: the discounted cost J_n (2.6) (``result.value``, ``result.stderr``, ``result.ci95``) under
     ``policy`` (default ``"auto"``: Theorem 2.11's; also ``P``, ``T2``, ``PP``, ``T2T2``, ``T1T2``, ``T2T1``,
     ``RULE@m``, a :class:`jaxq.Policy2x2` of the user's, docs/guides/policy-hook.md; ``"tuned"``: Theorem 2.11's
     policy with its switching level and threshold tuned for this n by
     :func:`jaxq.tuning.prelimit.simulate_tuned`, whose search uses a seed derived from ``seed`` and never ``seed``
-    itself, so the replications reported are fresh; ``info["tuned"]`` holds z, Theta_n and the search's cost; option
-    ``tune_reps``: replications per candidate, default 128), ``reps`` replications (default 1000); options of
-    :func:`jaxq.sim.pss2x2.simulate` (``switch_at``, ``theta_exponent``, ``horizon``, ``record_times``,
-    ``observers``, ``chunk``, ``devices``, ...); the default truncation is checked against the estimate
-    (:func:`jaxq.sim.pss2x2.simulate_bounded`).
+    itself, so the replications reported are fresh; ``info["tuned"]`` holds z, Theta_n and the search's cost),
+    ``reps`` replications (default 1000) of :func:`jaxq.sim.pss2x2.simulate`; the default truncation is checked
+    against the estimate (:func:`jaxq.sim.pss2x2.simulate_bounded`).
 
     Network: stationary averages over [warmup, horizon] (``result["mean_queue"]``, ...) under ``policy``
-    (default ``"priority"``; ``lap``, ``lqfs``, ``swc``), ``reps`` default 64; options of
-    :func:`jaxq.sim.network.simulate` (``warmup``, ``horizon``, ``snap_times``, ...).
+    (default ``"priority"``; ``lap``, ``lqfs``, ``swc``), ``reps`` default 64 (:func:`jaxq.sim.network.simulate`).
+
+    A :class:`MarkovModel` (no ``n``, no ``policy``): the discounted integral ``E int_0^T exp(-gamma t) observe
+    dt`` (option ``discount``) or the time average over [warmup, horizon] (option ``warmup``), at least one of the
+    two; ``reps`` default 256; ``engine`` ``auto`` (uniformised when the model has a ``rate_bound``), ``event`` or
+    ``uniformized`` (:func:`jaxq.sim.simulate_markov.simulate_markov`).
 
     Precision target (every kind above), in place of ``reps``: ``rel_se``, ``max_reps``, ``budget``. A pilot on a
     seed derived from ``seed`` plans the replications; the run is then replications ``0 .. R-1`` of ``seed``, a prefix
     of the fixed run, unbiased (:func:`jaxq.mc.target.run_to_target`). ``info``: ``rel_se_target``,
     ``stopped_by`` (``target``, ``max_reps``, ``budget``), ``pilot``.
+
+    **Options.** Each kind of system takes a few typed groups of options (named tuples: ``jaxq.Truncation``,
+    ``jaxq.Levels``, ``jaxq.Outputs``, ``jaxq.Batching``, ``jaxq.Window``, ``jaxq.NetworkOutputs``) and a few plain
+    options. A group's fields may be given as flat keywords instead, the same run: ``horizon=30.0`` is
+    ``truncation=jaxq.Truncation(horizon=30.0)`` and ``chunk=64, devices=2`` is ``batching=jaxq.Batching(chunk=64,
+    devices=2)``. A field given both in its group and flat, a group not of its type and an option the kind of
+    system does not take are refused (an InputError naming it). Each field below with its default:
+
+    A 2x2 system:
+
+    - ``truncation`` (``jaxq.Truncation``): which driver runs and where it truncates the discounted integral (2.6).
+        - ``engine`` (``"auto"``): as the argument ``engine``; give it in one of the two places.
+        - ``horizon`` (None): the event driver's truncation time T; None: where the tail bound is about
+          ``rel_tol`` V0, then extended until the bound is small beside the estimate and its standard error.
+        - ``steps`` (None): the uniformised driver's number of steps K; None: sized as ``horizon``.
+        - ``rel_tol`` (1e-4): the tail bound the default truncation aims at, relative to V0.
+        - ``block`` (128): events per block of the event driver (how often it checks that every replication is
+          done).
+    - ``levels`` (``jaxq.Levels``): the levels of Theorem 2.11's policy in the n-th system.
+        - ``switch_at`` (None): the switching level z in scaled workload; None: the rule's, z* of the analysis for
+          every rule but ``excursion``.
+        - ``theta_exponent`` (0.34): the exponent a of the threshold Theta_n = ceil(c n^a) (2.28)-(2.29).
+        - ``theta_rule`` (``"excursion"``): the rule of the constant c (``jaxq.api.THETA_RULES``).
+        - ``theta_constant`` (1.0): a factor on the rule's constant c.
+        - ``perturb`` (None): ``(sign, tau_z, tau_c)``, z and c perturbed per replication by Gaussians (the
+          smoothed gradient of the prelimit tuner; event driver).
+    - ``outputs`` (``jaxq.Outputs``): what a run records besides J per replication.
+        - ``record_times`` (``()``): times in [0, horizon] at which W_hat(t) is recorded (event driver;
+          ``samples["W_hat_t"]``).
+        - ``cv`` (True): the control variates from the diffusion limit, cross-fitted by replication index; the
+          plain estimate is reported beside.
+        - ``diagnostics`` (True): the diagnostics (docs/guides/diagnostics.md) and their warning.
+        - ``debug`` (False): the Definition 2.7 invariant counters (event driver).
+        - ``observers`` (None): statistics of the path, name -> ``jaxq.Observer`` (docs/guides/observers.md).
+    - ``batching`` (``jaxq.Batching``): how the replications are executed; any value gives the same numbers.
+        - ``start`` (0): the index of the first replication.
+        - ``chunk`` (None): replications per compiled call; None: all, at most the backend's
+          ``jaxq.mc.replications.DEFAULT_CHUNK``.
+        - ``devices`` (None): the devices each chunk is cut over; None: all local devices (the host CPU for a run
+          of few replications on an accelerator), a count K (the first K) or a list of local JAX devices.
+        - ``progress`` (None): called with the work done after every call.
+    - ``analysis`` (None): the system's analysis (:func:`analyze`; computed when None).
+
+    A 2x2 system under ``policy="tuned"``: ``truncation``, ``outputs``, ``batching`` and ``analysis`` as above;
+    ``theta_exponent`` (None: 0.34) and ``tune_reps`` (None: 128, replications per candidate of the search); the
+    search sets the other levels, so ``levels``, ``switch_at``, ``theta_rule``, ``theta_constant`` and ``perturb``
+    are refused.
+
+    A network:
+
+    - ``window`` (``jaxq.Window``): the window of the time averages, ``0 <= warmup < horizon``; every replication
+      starts at time 0.
+        - ``warmup`` (20.0): the start of the window.
+        - ``horizon`` (200.0): its end, the simulated time.
+    - ``outputs`` (``jaxq.NetworkOutputs``): what a run records besides the window averages of the counts.
+        - ``snap_times`` (None): times in [0, horizon] at which the class counts are recorded (event engine).
+        - ``hist_range`` (6.0): histograms of X_hat on [-hist_range, hist_range].
+        - ``hist_bins`` (60): their bins (0: none, a faster run).
+        - ``cv`` (True): control variates, approximating martingales with a quadratic basis in X_hat; the plain
+          means are reported beside (``<key>_plain``).
+    - ``batching`` (``jaxq.Batching``): as for a 2x2 system.
+    - ``observers`` (None): statistics of the path, name -> ``jaxq.Observer`` of the model's states
+      (docs/guides/observers.md).
+
+    A :class:`MarkovModel`:
+
+    - ``batching`` (``jaxq.Batching``): as for a 2x2 system.
+    - ``horizon`` (required): the simulated time T of every replication.
+    - ``discount`` (None): the discount rate gamma > 0 of the discounted integral (None: not estimated).
+    - ``warmup`` (None): the start of the averaging window [warmup, T] (None: no time average).
+    - ``params`` (None): passed to the model's functions.
+    - ``observers`` (None): statistics of the path, name -> ``jaxq.Observer`` (docs/guides/observers.md).
 
     Args:
         system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2 | jaxq.model.network.Network | MarkovModel): A 2x2
@@ -419,20 +496,28 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
             MarkovModel, over every estimate.
         max_reps: Default 100,000; a target that needs more is refused before the run.
         budget: Seconds; the run stops short when they do not suffice.
-        **options (typing.Any): The options of each kind above. ``devices``: None (all local devices), a count K (the
-            first K) or a list of local JAX devices.
+        truncation: A 2x2 system's truncation (Options above).
+        levels: A 2x2 system's levels of Theorem 2.11's policy (Options above).
+        outputs: What a run records: ``jaxq.Outputs`` for a 2x2 system, ``jaxq.NetworkOutputs`` for a network
+            (Options above).
+        batching: How the replications are executed, any kind of system (Options above).
+        window: A network's averaging window (Options above).
+        **options (typing.Any): The plain options of each kind and the groups' fields given flat (Options above).
 
     Returns:
         (jaxq.mc.result.SimResult): The estimates.
 
     Raises:
         InputError: Naming the argument: no ``n`` for a 2x2 system or a network, an ``n`` or a ``policy`` for a
-            :class:`MarkovModel`, a :class:`jaxq.Policy2x2` for a network, an unknown option.
+            :class:`MarkovModel`, a :class:`jaxq.Policy2x2` for a network, an unknown option, a group not of its
+            type, a field given both in its group and flat.
     """
     from jaxq.model.network import Network
     from jaxq.sim.markov import MarkovModel
 
     target = _target(reps, rel_se, max_reps, budget)
+    given = {"truncation": truncation, "levels": levels, "outputs": outputs, "batching": batching, "window": window}
+    options = {**{k: x for k, x in given.items() if x is not None}, **options}
     if isinstance(system, MarkovModel):
         return _simulate_markov(system, n, reps, policy, engine, seed, options, target)
     if n is None:
@@ -442,9 +527,7 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
 
         if isinstance(policy, Policy2x2):
             raise InputError("policy", "a Policy2x2 is a policy of the 2x2 system; a network takes a policy name")
-
-        _check_options("jaxq.simulate (a network)", options, _own(simulate), (network.simulate, 3),
-                       flat=network.GROUPS)
+        options = _options("network", options)
         return _run(lambda r, s: network.simulate(system, n, policy or "priority", reps=r, engine=engine, seed=s,
                                                   **network.grouped(_placed(options, r))), reps, 64, seed, target,
                     "mean_queue")
@@ -453,17 +536,37 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     if policy == "tuned":  # the search of jaxq.tuning.prelimit, then fresh replications of the tuned policy
         from jaxq.tuning.prelimit import simulate_tuned
 
-        _check_options("jaxq.simulate (a 2x2 system, tuned)", options, _own(simulate), (simulate_tuned, 3),
-                       (pss2x2.simulate, 3), flat=pss2x2.GROUPS, taken=("target",))
+        options = _options("pss2x2_tuned", options)
+        engine = _one_engine(options, engine)
         reps = 1000 if reps is None else reps
         return simulate_tuned(system, n, reps, engine=engine, seed=seed, target=target,
                               **_placed(options, target.max_reps if target else reps))
 
-    _check_options("jaxq.simulate (a 2x2 system)", options, _own(simulate), (pss2x2.simulate, 3),
-                   flat=pss2x2.GROUPS)
+    options = _options("pss2x2", options)
+    engine = _one_engine(options, engine)
     return _run(lambda r, s: pss2x2.simulate_bounded(
         system, n, r, **pss2x2.grouped({"policy": policy or "auto", "seed": s, "engine": engine,
                                         **_placed(options, r)})), reps, 1000, seed, target)
+
+
+def _options(kind: str, options: dict) -> dict:
+    """``jaxq.simulate``'s options for a kind of system (:data:`jaxq.api.simulate_options.KINDS`) as flat keywords:
+    the groups given whole replaced by their fields, checked as the flat keywords are (:data:`_CHECKS`); an option
+    the kind does not take is an InputError naming it and the closest valid one."""
+    from jaxq.api.simulate_options import KINDS, OWN, flat
+
+    spec = KINDS[kind]
+    out = flat(spec, options, lambda key, names: _unknown(key, names | set(OWN), spec.where))
+    return {k: _CHECKS[k](x, k) if k in _CHECKS and k not in options else x for k, x in out.items()}
+
+
+def _one_engine(options: dict, engine: str) -> str:
+    """The engine of a 2x2 run: ``jaxq.simulate``'s ``engine`` or its ``truncation``'s (popped from ``options``),
+    whichever is not ``"auto"``; both is an InputError naming ``engine``."""
+    grouped = options.pop("engine", "auto")
+    if grouped != "auto" and engine != "auto":
+        raise InputError("engine", "given twice: as engine= and in truncation= (Truncation); give it once")
+    return engine if grouped == "auto" else grouped
 
 
 def _target(reps, rel_se, max_reps, budget):
@@ -489,11 +592,7 @@ def _simulate_markov(model, n, reps, policy, engine, seed, options, target=None)
         raise InputError("n", "a MarkovModel has no index n (its parameters go in params)")
     if policy is not None:
         raise InputError("policy", "a MarkovModel states its own decisions in its transition")
-    own = {"params", "horizon", "discount", "warmup", "observers", *Batching._fields}
-    for key in options:
-        if key not in own:
-            raise _unknown(key, sorted(own | {"reps", "seed", "engine", "rel_se", "max_reps", "budget"}),
-                           "jaxq.simulate (a MarkovModel)")
+    options = _options("markov", options)
     if options.get("horizon") is None:
         raise InputError("horizon", "a MarkovModel needs the simulated time horizon")
     params = options.pop("params", None)
