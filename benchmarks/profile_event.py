@@ -3,7 +3,7 @@
 Run: ``python benchmarks/profile_event.py [--reps 2048] [--families exponential,gamma:2] [--cpu 1] [--json]``
 (about 15 s per family on a CPU).
 
-The 2x2 system's event rule (:func:`jaxq.sim.models.pss2x2.engine`, plain: no control variates) on the event
+The 2x2 system's event rule (:func:`jaxq.sim.models.pss2x2.event_model`, plain: no control variates) on the event
 driver (:func:`jaxq.sim.event.program`), ``pss_P`` at n = 100 with one family in all six streams, a horizon
 so far away that no replication finishes: every step of the traced calls is a real event of every
 replication. XLA:CPU runs a step as a sequence of kernels (one loop over the replications per array the step
@@ -72,7 +72,7 @@ def profile(family: str, reps: int, repeats: int) -> dict:
     from jaxq.sim.models import pss2x2 as model
 
     st = pss2x2.setup(family_system(family), 100, policy="P", horizon=1e6)
-    prog = event.program(model.engine(st.spec, False, False), 128, 1)
+    prog = event.program(model.event_model(st.spec, False, False), 128, 1)
     states = prog.start(rng.keys(0, 0, reps), st.params)
     exe = jax.jit(prog.advance).lower(states, st.params).compile()
     ops = _fusion_ops(exe.as_text())

@@ -37,7 +37,7 @@ from jaxq.diffusion.workload import analyze
 from jaxq.model import load
 from jaxq.sim import event
 from jaxq.sim import pss2x2 as simmod
-from jaxq.sim.event import Engine
+from jaxq.sim.event import EventModel
 from jaxq.sim.models import pss2x2 as model
 from jaxq.studies.storage import write_table
 
@@ -77,13 +77,13 @@ class DState(NamedTuple):
 
 
 def _init_d(key, p: DParams, spec):
-    return DState(model.engine(spec).init(key, p.base), jnp.zeros(len(ACC), jnp.float64), jnp.zeros(2, jnp.float64),
-                  jnp.zeros(2, jnp.int32), jnp.zeros((), jnp.int32))
+    return DState(model.event_model(spec).init(key, p.base), jnp.zeros(len(ACC), jnp.float64),
+                  jnp.zeros(2, jnp.float64), jnp.zeros(2, jnp.int32), jnp.zeros((), jnp.int32))
 
 
 def _step_d(d: DState, p: DParams, spec):
     s = d.s
-    new = model.engine(spec).step(s, p.base)  # a void event (gamma) leaves t: dt = 0
+    new = model.event_model(spec).step(s, p.base)  # a void event (gamma) leaves t: dt = 0
     pol = p.base.policy
     t0, t1 = s.t, new.t
     dt = jnp.maximum(jnp.minimum(t1, p.t_end) - t0, 0.0)
@@ -126,9 +126,10 @@ def _output_d(d: DState, p: DParams):
 
 
 @lru_cache(maxsize=None)
-def engine_d(spec) -> Engine:
-    return Engine(partial(_init_d, spec=spec), partial(_step_d, spec=spec), lambda d, p: model.engine(spec).done(d.s, p.base),
-                  _output_d, lambda d: model.real_events(d.s))
+def event_model_d(spec) -> EventModel:
+    return EventModel(partial(_init_d, spec=spec), partial(_step_d, spec=spec),
+                      lambda d, p: model.event_model(spec).done(d.s, p.base), _output_d,
+                      lambda d: model.real_events(d.s))
 
 
 def run_point(system, an, n, reps, policy, seed, t_end, horizon, theta_constant=1.0):
@@ -138,7 +139,7 @@ def run_point(system, an, n, reps, policy, seed, t_end, horizon, theta_constant=
     params = DParams(st.params, jnp.float64(t_end), jnp.asarray(md.beta), jnp.asarray(system.mu_hat),
                      jnp.float64(np.sum(system.lambda_hat / md.alpha)), jnp.int32(an.p))
     t = time.perf_counter()
-    out, _ = event.run(engine_d(st.spec), params, reps, seed, batching=simmod.Batching(chunk=min(reps, 100)))
+    out, _ = event.run(event_model_d(st.spec), params, reps, seed, batching=simmod.Batching(chunk=min(reps, 100)))
     wall = time.perf_counter() - t
     acc = np.asarray(out["acc"])
     rn = math.sqrt(n)
@@ -254,7 +255,7 @@ def main(argv=None):
         print(f"T1T2 c={c:4.2f} n={n_sw} Theta={r['theta']} W_hat={r['W_hat_end']:.3f}+-{r['W_hat_end_stderr']:.3f} "
               f"X1={r['Xhat1_end']:.3f} X2={r['Xhat2_end']:.3f} U={r['U']:.3f} J={r['J']:.3f} "
               f"(c1 {r['J_class1']:.3f}, c2 {r['J_class2']:.3f})", flush=True)
-    # Definition 2.7 invariant counters of the engine itself (all must be 0).
+    # Definition 2.7 invariant counters of the event rule itself (all must be 0).
     chk = simmod.simulate(system, n_sw, 20 if args.small else 50, policy="T1T2", seed=1, analysis=an,
                           truncation=simmod.Truncation(horizon=horizon),
                           outputs=simmod.Outputs(debug=True))

@@ -233,6 +233,28 @@ def test_public_class_names_are_unique_but_a_models_own_state_and_params():
     assert all(p.startswith("jaxq.sim.models.") for k in ("State", "Params") for p in twice.get(k, []))
 
 
+ENGINE_HELPERS = {"choose_engine"}  # the driver option's helpers: ``engine="auto"|"event"|"uniformized"``
+
+
+def engine_names(source: str, label: str) -> list[str]:
+    """The public classes and functions of a module (at any depth: methods and nested ones too) whose name has the
+    word "engine" in it, other than the driver option's helpers (:data:`ENGINE_HELPERS`)."""
+    return [f"{label}:{node.lineno} {node.name}" for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and not node.name.startswith("_") and "engine" in node.name.lower() and node.name not in ENGINE_HELPERS]
+
+
+def test_engine_means_the_driver_option_only():
+    """The word "engine" names the user's choice of driver (``engine="auto"|"event"|"uniformized"``,
+    :func:`jaxq.sim.simulate_markov.choose_engine`) and nothing else: what the event driver runs is an
+    :class:`jaxq.sim.event.EventModel`, so no other public class or function is named with it."""
+    found = [f for name, path in modules().items() for f in engine_names(path.read_text(), name)]
+    assert not found, found
+    probe = "class Engine:\n    def run_engine(self): pass\ndef markov_engine(): pass\ndef _engines(): pass\n" \
+            "def choose_engine(): pass\n"
+    assert len(engine_names(probe, "probe")) == 3  # the check sees a class, a method and a function
+
+
 def test_the_papers_are_cited_by_name_not_by_file_id():
     bad = [f"{name}:{i}" for name, path in modules().items()
            for i, line in enumerate(path.read_text().splitlines(), 1) if "seed 00" in line.lower()]

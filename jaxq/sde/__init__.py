@@ -9,6 +9,6 @@ Reflected workload SDE (2.15)/(2.24) of the switched-policies paper, ``dZ = b(Z)
   * ``skew``: exact reflection plus exact skew-Brownian crossing of the jump levels (default);
   * ``estimators``: discounted cost with truncation bound, V_WCP(z0), Z(t), stationary-law check;
   * ``smoothed``: sigmoid-blended coefficients, differentiable cost for autodiff tuning.
-``network_euler``: Euler scheme of the many-server network diffusion (the uniform-stability paper), on the driver's time
-loop.
+``network_euler``: Euler scheme of the many-server network diffusion (the uniform-stability paper), a ``driver.Scheme``
+run by the driver with the averaging window's step weights (``driver.WINDOW``).
 """

@@ -5,31 +5,36 @@ A :class:`Loop` is a model's scheme with its observables, as pure functions of a
 drawn from the paths' keys and j), ``finish(state, args)`` the per-path outputs and ``blocks(args)`` the
 number of blocks. :func:`loop_program` runs it on the replication layer (:mod:`jaxq.mc.replications`:
 chunks, slices, devices, progress; paths are its replications, path r uses ``fold_in(PRNGKey(seed), r)``),
-a few blocks per call: results do not depend on how paths are batched. Two models run on this loop: the
-workload schemes below (blocks of ``block`` steps) and the network diffusion's Euler scheme
-(:mod:`jaxq.sde.network_euler`, blocks of one step).
+a few blocks per call: results do not depend on how paths are batched. :func:`program` runs a :class:`Scheme` on
+it: the workload SDE's schemes (:func:`simulate`, blocks of ``block`` steps) and the network diffusion's Euler
+scheme (:mod:`jaxq.sde.network_euler`, blocks of one step).
 
-A workload scheme is a ``Scheme(name, n_normal, n_uniform, init, step, observe, order)`` of module-level pure
+A scheme is a ``Scheme(name, n_normal, n_uniform, init, step, observe, order)`` of module-level pure
 functions and its stated weak order:
-``init(params, z) -> y`` maps the state to the scheme's coordinates, ``step(params, y, h, normal,
-uniform) -> (y, dm)`` advances all paths by one step of length h (normal: (paths, n_normal) standard
-normals, uniform: (paths, n_uniform) uniforms on [0, 1)) and returns the step's martingale increment dm of Z
-(mean zero given the state: ``sigma sqrt(h) N``, or the scheme's exact equivalent), ``observe(params, y) -> z``
-maps back; ``order`` is the weak order of the discounted cost the scheme's theory gives (None where its
-module states none: errors below the Monte Carlo noise).
+``init(params, z) -> y`` maps the state (a scalar, or an array: the network's X) to the scheme's coordinates,
+``step(params, y, h, normal, uniform) -> (y, dm)`` advances all paths by one step of length h (y: (paths,) + the
+state's shape; normal: (paths, n_normal) standard normals, uniform: (paths, n_uniform) uniforms on [0, 1)) and
+returns the step's martingale increment dm of the state (mean zero given the state: ``sigma sqrt(h) N``, or the
+scheme's exact equivalent), ``observe(params, y) -> z`` maps back; ``order`` is the weak order of the functional
+the scheme's theory gives (the discounted cost, the network's time averages; None where its module states none:
+errors below the Monte Carlo noise).
 
-A workload scheme's path r draws the noise of block j as draw j of its stream (:mod:`jaxq.mc.rng`: the key
+A scheme's path r draws the noise of block j as draw j of its stream (:mod:`jaxq.mc.rng`: the key
 ``fold_in(PRNGKey(seed), r)``, normals as quantiles of 52-bit uniforms). Within
 a block of ``block`` steps the noise of all paths is drawn at once and the state of all paths is advanced
 together by an inner ``lax.scan``. A horizon of ``ceil(T / dt)`` steps that is not a whole number of blocks
 runs the masked program: the steps past the end in the last block weigh nothing (cost and control); a whole
 number of blocks runs the unmasked program, compiled without the mask (bit-identical results).
 
-Everything a run records is an observer (:mod:`jaxq.mc.observer`), folded as one (:func:`combine
-<jaxq.mc.observer.combine>`, :func:`folded`): the cost (:data:`COST`), the snapshots of Z at fixed times
-(:data:`SNAPSHOTS`, the :func:`~jaxq.mc.observer.snapshots` observer of each step's clock ``Segment.interval``),
-the Ito-sum control (:data:`CONTROL`) and a user's observers; they read :class:`Observed` (the scheme's params,
-the snapshot times, the control's value function), each its part of it.
+Everything a run records is one observer (:mod:`jaxq.mc.observer`; several run as one by :func:`combine
+<jaxq.mc.observer.combine>`), given to :func:`program`; observers read :class:`Observed` (the scheme's params,
+the snapshot times, the control's value function), each its part of it. The workload SDE folds
+(:func:`folded`) the cost (:data:`COST`), the snapshots of Z at fixed times (:data:`SNAPSHOTS`, the
+:func:`~jaxq.mc.observer.snapshots` observer of each step's clock ``Segment.interval``), the Ito-sum control
+(:data:`CONTROL`) and a user's observers; the network's Euler scheme its time averages, control variates and
+recorded values. The functional the observers integrate is the run's :class:`StepWeights`, the weights of each
+step's :class:`~jaxq.mc.observer.Segment`: :data:`DISCOUNTED` (the workload SDE's ``exp(-gamma t)``) or
+:data:`WINDOW` (the network's time averages: 1 on the averaging window).
 
 The discounted cost ``int_0^T exp(-gamma t) Z_t dt`` is integrated exactly against the linear
 interpolation of Z within each step: away from the boundary and the jump levels, given its end
@@ -56,15 +61,16 @@ from jaxq.mc.replications import Batching
 
 
 class Scheme(NamedTuple):
-    """One time-stepping method of the workload SDE (see the module docstring).
+    """One time-stepping method of an SDE: the workload SDE's or the network diffusion's (see the module
+    docstring).
 
     Attributes:
         name: The scheme's name.
         n_normal: Standard normals per path and step.
         n_uniform: Uniforms on [0, 1) per path and step.
-        init: ``init(params, z) -> y``: the state in the scheme's coordinates.
+        init: ``init(params, z) -> y``: the state in the scheme's coordinates (a scalar or an array).
         step: ``step(params, y, h, normal, uniform) -> (y, dm)``: all paths advanced by one step of length h, and the
-            step's martingale increment dm of Z.
+            step's martingale increment dm.
         observe: ``observe(params, y) -> z``: the state back in Z coordinates.
         order: The weak order the scheme's module states (None: none stated).
     """
@@ -93,6 +99,57 @@ def step_weights(gamma, h):
     # int_0^h s exp(-gamma s) ds / h, written to avoid cancellation for small u
     w1 = h * jnp.where(u > 1e-4, (1.0 - jnp.exp(-u) * (1.0 + u)) / (u * u), 0.5 - u / 3.0 + u * u / 8.0)
     return i1 - w1, w1
+
+
+class StepWeights(NamedTuple):
+    """The functional a run's observers integrate, as the weights of its steps (see the module docstring).
+
+    Attributes:
+        step: ``step(a) -> at``, once a block (``a``: the run's :class:`PathArgs`); ``at(k) -> (weight,
+            weight_after, scale)``: step k's weights of its start and end point (:class:`~jaxq.mc.observer.Segment`'s
+            ``weight``, ``weight_after``) and the factor of its martingale increment (``Segment.martingale``).
+        mass: ``mass(a, steps) -> mass``: the weights' sum over ``steps`` steps, the observers' ``finish`` mass.
+    """
+
+    step: Callable
+    mass: Callable
+
+
+def _discounted_step(a):
+    w0, w1 = step_weights(a.gamma, a.h)
+
+    def at(k):
+        disc = jnp.exp(-a.gamma * a.h * k)
+        return disc * w0, disc * w1, disc
+
+    return at
+
+
+def _discounted_mass(a, steps):
+    return -jnp.expm1(-a.gamma * a.h * steps) / a.gamma
+
+
+# the discounted integral int_0^T exp(-gamma t) f(Z_t) dt of the workload SDE: step k weighs exp(-gamma k h) times
+# step_weights (the linear interpolation of Z in the step), its martingale increment exp(-gamma k h)
+DISCOUNTED = StepWeights(_discounted_step, _discounted_mass)
+
+
+def _window_step(a):
+    def at(k):
+        on = (k >= a.warm).astype(jnp.float64)
+        return on * a.h, 0.0, on
+
+    return at
+
+
+def _window_mass(a, steps):
+    return (steps - a.warm) * a.h
+
+
+# the integral over the averaging window [warm h, T] of f(X_t) dt, the state held over each step (the network's
+# Euler scheme): step k weighs h from step ``PathArgs.warm`` on, else 0, and so does its martingale increment; the
+# mass is the window's length (per_mass observers are time averages)
+WINDOW = StepWeights(_window_step, _window_mass)
 
 
 def _block_noise(keys, j, block, n_normal, n_uniform):
@@ -218,37 +275,39 @@ def folded(observer: Observer | None = None, cv: bool = False) -> Observer:
 
 
 def _start(scheme: Scheme, params, z0, paths: int, observer: Observer, args: Observed):
-    y0 = jnp.broadcast_to(scheme.init(params, jnp.asarray(z0, dtype=jnp.float64)), (paths,))
+    y0 = scheme.init(params, jnp.asarray(z0, dtype=jnp.float64))
+    y0 = jnp.broadcast_to(y0, (paths,) + jnp.shape(y0))
     zs0 = scheme.observe(params, y0)
     obs0 = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), observer.init(args))
     return (y0, zs0, obs0)
 
 
-def _finish(observer: Observer, obs, args: Observed, gamma, h, steps):
-    """The observers' per-path outputs; the mass of the weights is ``int_0^T exp(-gamma t) dt``, T = steps h."""
-    mass = -jnp.expm1(-gamma * h * steps) / gamma
+def _finish(observer: Observer, obs, args: Observed, mass):
+    """The observers' per-path outputs; ``mass``: the weights' sum over the run (:attr:`StepWeights.mass`)."""
     return jax.vmap(observer.finish, in_axes=(0, None, None))(obs, mass, args)
 
 
-def _block(scheme: Scheme, params, gamma, h, keys, block: int, carry, j, n_steps, observer: Observer,
+def _block(scheme: Scheme, a, weights: StepWeights, keys, block: int, carry, j, n_steps, observer: Observer,
            args: Observed):
-    """Advance every path by one block of ``block`` steps (block index ``j``), folding each step into the
-    observer (:func:`folded`: the cost, the snapshots, the control and a user's; its params ``args``).
+    """Advance every path by one block of ``block`` steps (block index ``j``; ``a``: the run's :class:`PathArgs`),
+    folding each step into the observer (the workload SDE's :func:`folded`: the cost, the snapshots, the control
+    and a user's; its params ``args``).
 
-    Each step is a :class:`~jaxq.mc.observer.Segment` from Z_k (``held``) to Z_{k+1} (``after``), the linear
-    interpolation between them weighted by :func:`step_weights` times ``exp(-gamma t_k)`` (``weight``,
-    ``weight_after``), with no jump, over ``interval = (k h, (k + 1) h)`` (the snapshots' clock). With ``n_steps``,
-    the steps ``k >= n_steps`` (past the horizon, in the last block) are masked: no observer sees them (a branch on
-    k, the same for every path; the state moves on, unused). Without it (None) no step is masked, and the block is
-    compiled without the mask.
+    Each step is a :class:`~jaxq.mc.observer.Segment` from Z_k (``held``) to Z_{k+1} (``after``) with the weights of
+    ``weights`` (``weight``, ``weight_after``; :data:`DISCOUNTED`: the linear interpolation between them weighted by
+    :func:`step_weights` times ``exp(-gamma t_k)``), with no jump, over ``interval = (k h, (k + 1) h)`` (the
+    snapshots' clock). With ``n_steps``, the steps ``k >= n_steps`` (past the horizon, in the last block) are
+    masked: no observer sees them (a branch on k, the same for every path; the state moves on, unused). Without it
+    (None) no step is masked, and the block is compiled without the mask.
 
-    Each step's ``Segment.martingale`` is ``exp(-gamma t_k) dM_k``, the step's martingale increment
-    (``sigma(Z_k) sqrt(h) N_k`` or the scheme's exact equivalent) discounted: with the control (:data:`CONTROL`, a
-    :class:`jaxq.diffusion.value.ValueFunction` V in ``args.value``) the Ito sum
+    Each step's ``Segment.martingale`` is the step's martingale increment dM_k (``sigma(Z_k) sqrt(h) N_k`` or the
+    scheme's exact equivalent) times the weights' factor (:data:`DISCOUNTED`: ``exp(-gamma t_k)``): with the
+    control (:data:`CONTROL`, a :class:`jaxq.diffusion.value.ValueFunction` V in ``args.value``) the Ito sum
     ``sum_k exp(-gamma t_k) V'(Z_k) dM_k``, a control variate with mean exactly zero (dM_k has mean zero given Z_k)
     that cancels, as h -> 0, the whole fluctuation of the cost (Ito's formula; :mod:`jaxq.diffusion.value`).
     """
-    w0, w1 = step_weights(gamma, h)
+    params, h = a.params, a.h
+    at = weights.step(a)
     axes = Segment(0, None, 0, None, None, martingale=0)  # over the paths (the clock is the same for all)
     fold = jax.vmap(observer.update, in_axes=(0, axes, None))
 
@@ -260,8 +319,8 @@ def _block(scheme: Scheme, params, gamma, h, keys, block: int, carry, j, n_steps
         # a fusion boundary: the cost and the control do not change how the step is compiled, so a path's
         # numbers stay bit-identical whatever the batch, sharding or control
         y1, z1, dm = jax.lax.optimization_barrier((y1, z1, dm))
-        disc = jnp.exp(-gamma * h * k)
-        seg = Segment(z, disc * w0, z1, 0.0, disc * w1, interval=(k * h, (k + 1.0) * h), martingale=disc * dm)
+        w_held, w_after, scale = at(k)
+        seg = Segment(z, w_held, z1, 0.0, w_after, interval=(k * h, (k + 1.0) * h), martingale=scale * dm)
         if n_steps is None:
             obs = fold(obs, seg, args)
         else:  # a step past the end of the horizon: no observer sees it (a branch, the same for every path)
@@ -296,17 +355,18 @@ def run_paths(scheme: Scheme, params, z0, gamma, h, keys, n_blocks: int, block: 
         (tuple[jax.Array, jax.Array]): ``(cost, snaps)``: (paths,) discounted costs and (paths, S) snapshots.
     """
     observer = folded()
+    a = PathArgs(params, z0, gamma, h, n_blocks, snap_steps)
     args = Observed(params, jnp.asarray(snap_steps).astype(jnp.float64) * h)
     carry = _start(scheme, params, z0, keys.shape[0], observer, args)
 
     def outer(c, j):
-        return _block(scheme, params, gamma, h, keys, block, c, j, None, observer, args), None
+        return _block(scheme, a, DISCOUNTED, keys, block, c, j, None, observer, args), None
 
     if remat:  # reverse-mode differentiable: a scan over a static number of blocks
         (_, _, obs), _ = jax.lax.scan(jax.checkpoint(outer), carry, jnp.arange(n_blocks))
     else:  # a dynamic trip count: one compilation serves every step size and horizon
         _, _, obs = jax.lax.fori_loop(0, n_blocks, lambda j, c: outer(c, j)[0], carry)
-    out = _finish(observer, obs, args, gamma, h, n_blocks * block)
+    out = _finish(observer, obs, args, _discounted_mass(a, n_blocks * block))
     return out["cost"], out["snaps"]
 
 
@@ -333,8 +393,7 @@ def loop_program(loop: Loop, blocks_per_call: int) -> replications.Program:
     """The time loop of ``loop`` as a :class:`~jaxq.mc.replications.Program`.
 
     A ``fori_loop`` over blocks with a dynamic trip count: one compilation serves every horizon. Not cached: the
-    drivers' cached constructors (:func:`program`, :func:`jaxq.sde.network_euler.program`) keep the programs they
-    build.
+    cached :func:`program` keeps the programs it builds.
 
     Args:
         loop: The model's scheme and observables.
@@ -382,66 +441,66 @@ def run_loop(prog: replications.Program, args, paths: int, seed: int, batching: 
 
 
 class PathArgs(NamedTuple):
-    """Traced arguments of a workload SDE run on the replication layer.
+    """Traced arguments of a scheme's run on the replication layer (:func:`program`).
 
     Attributes:
         params: The scheme's coefficient pytree.
-        z0: The start.
-        gamma: The discount rate.
+        z0: The start (a scalar, or the state's array).
+        gamma: The discount rate (:data:`DISCOUNTED`; None: not read).
         h: The step.
         n_blocks: int64, the number of blocks.
-        snap_steps: (S,) int64, the step indices at which Z is recorded.
+        snap_steps: (S,) int64, the step indices at which the state is recorded.
         value: The value function of the control variate (None: no control).
         n_steps: float64, the steps of the horizon (the masked program weighs no step beyond).
+        warm: int64, the steps before the averaging window (:data:`WINDOW`; None: not read).
     """
 
     params: object
-    z0: jax.Array
-    gamma: jax.Array
+    z0: jax.Array  # the start (a scalar, or the state's array)
+    gamma: jax.Array  # the discount rate (DISCOUNTED; None: not read)
     h: jax.Array
     n_blocks: jax.Array  # int64
     snap_steps: jax.Array  # (S,) int64
     value: object = None  # ValueFunction of the control variate (None: no control)
     n_steps: jax.Array = None  # float64: the steps of the horizon (the masked program weighs no step beyond)
+    warm: jax.Array = None  # int64: the steps before the averaging window (WINDOW; None: not read)
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
-def program(scheme: Scheme, block: int, blocks_per_call: int, cv: bool = False,
-            masked: bool = False, observer: Observer | None = None) -> replications.Program:
-    """The scheme on the time loop (:func:`loop_program`; paths are the replications).
-
-    It folds :func:`folded` ``(observer, cv)``: the cost, the snapshots at ``PathArgs.snap_steps``, with ``cv`` the
-    Ito-sum control and ``observer``. A step count that is a whole number of blocks runs the unmasked program,
-    compiled without the mask: its results are bit-identical to the masked one's.
+def program(scheme: Scheme, block: int, blocks_per_call: int, observer: Observer,
+            weights: StepWeights = DISCOUNTED, masked: bool = False) -> replications.Program:
+    """The scheme on the time loop (:func:`loop_program`; paths are the replications), folding ``observer`` (one
+    observer on :class:`Observed`: the workload SDE's :func:`folded`, the network's window averages) with the
+    step weights ``weights`` (:data:`DISCOUNTED`, :data:`WINDOW`); ``finish`` returns the observer's per-path
+    outputs. ``masked``: the steps from ``PathArgs.n_steps`` on (in the last block) weigh nothing. A step count that
+    is a whole number of blocks runs the unmasked program, compiled without the mask: its results are
+    bit-identical to the masked one's.
 
     Args:
         scheme: The method.
-        block: Steps per block.
-        blocks_per_call: Blocks per ``advance``.
-        cv: Fold the Ito-sum control (``PathArgs.value`` set, piecewise-constant coefficients).
-        masked: The steps from ``PathArgs.n_steps`` on (in the last block) weigh nothing.
-        observer: A user's observer, combined (None: none).
+        block: Steps per block (static; the noise of a block is one draw of each path's stream).
+        blocks_per_call: Blocks per ``advance`` call.
+        observer: What the run folds, on :class:`Observed` (``PathArgs.value`` the control's value function).
+        weights: The functional the observer integrates (its weights and mass read the :class:`PathArgs`).
+        masked: Weigh no step from ``PathArgs.n_steps`` on.
 
     Returns:
-        The program.
+        The :class:`~jaxq.mc.replications.Program` (cached: the same arguments give the same program).
     """
-    run = folded(observer, cv)
 
     def observed(a: PathArgs) -> Observed:
-        return Observed(a.params, a.snap_steps.astype(jnp.float64) * a.h, a.value if cv else None)
+        return Observed(a.params, a.snap_steps.astype(jnp.float64) * a.h, a.value)
 
     def start(keys, a: PathArgs):
-        return _start(scheme, a.params, a.z0, keys.shape[0], run, observed(a))
+        return _start(scheme, a.params, a.z0, keys.shape[0], observer, observed(a))
 
     def one_block(a: PathArgs, keys, carry, j):
-        return _block(scheme, a.params, a.gamma, a.h, keys, block, carry, j, a.n_steps if masked else None, run,
+        return _block(scheme, a, weights, keys, block, carry, j, a.n_steps if masked else None, observer,
                       observed(a))
 
     def finish(carry, a: PathArgs):
         _, _, obs = carry
-        out = _finish(run, obs, observed(a), a.gamma, a.h, a.n_steps)
-        control = out["control"] if cv else jnp.zeros(out["cost"].shape, jnp.float64)
-        return {"cost": out["cost"], "snaps": out["snaps"], "control": control, "observed": out.get("observed", {})}
+        return _finish(observer, obs, observed(a), weights.mass(a, a.n_steps))
 
     return loop_program(Loop(start, one_block, finish, lambda a: a.n_blocks, block), blocks_per_call)
 
@@ -564,8 +623,9 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: TimeGrid, pa
     plan = replications.plan(paths, batching.chunk, batching.devices)
     per_call = 1 << max(0, ((1 << 22) // (block * plan.size)).bit_length() - 1)  # a power of two: few programs
     masked = steps % block != 0
-    observer = combine(observers) if observers else None
-    out, timing = run_loop(program(scheme, block, per_call, value is not None, masked, observer), a, paths, seed,
-                           batching, float(paths) * n_blocks * block)
-    return {"cost": out["cost"], "snaps": out["snaps"], "control": out["control"], "observed": out["observed"],
+    run = folded(combine(observers) if observers else None, value is not None)
+    out, timing = run_loop(program(scheme, block, per_call, run, DISCOUNTED, masked), a, paths, seed, batching,
+                           float(paths) * n_blocks * block)
+    control = out["control"] if value is not None else np.zeros(np.shape(out["cost"]), np.float64)
+    return {"cost": out["cost"], "snaps": out["snaps"], "control": control, "observed": out.get("observed", {}),
             "horizon": steps * dt, "steps": steps, "wall_s": timing.wall_s, "compile_s": timing.compile_s}

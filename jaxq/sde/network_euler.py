@@ -15,10 +15,12 @@ steps, for g in the quadratic basis of the network model's controls (``x_a``, ``
 X_k), so these are exact martingales of the Euler chain, and with g near the solution of Poisson's equation
 they absorb most of the noise of the time averages (cross-fitted by path index).
 
-The scheme runs on the SDE driver's time loop (:mod:`jaxq.sde.driver`, blocks of one step): paths are
-independent, path r uses ``fold_in(PRNGKey(seed), r)`` and step k draw k of its stream (:func:`jaxq.mc.rng.normals`,
-one normal a coordinate); they are the
-replications of the one replication layer (:mod:`jaxq.mc.replications`).
+The scheme is a :class:`jaxq.sde.driver.Scheme` (:func:`scheme`, ``order`` 1.0) run by the SDE driver
+(:func:`jaxq.sde.driver.program`, blocks of one step) with the window's step weights
+(:data:`jaxq.sde.driver.WINDOW`: each step the state held over dt, weighing dt from the warm-up on): paths are
+independent, path r uses ``fold_in(PRNGKey(seed), r)`` and step k draw k of its stream (the normal quantiles of its
+uniforms, :func:`jaxq.mc.rng.normals`, one normal a coordinate); they are the replications of the one replication
+layer (:mod:`jaxq.mc.replications`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from jaxq.diffusion.network import NetworkDiffusion, drift
 from jaxq.errors import InputError
 from jaxq.model.validate import check_path_times
 from jaxq.sde import driver
-from jaxq.mc import replications, rng
 from jaxq.mc.observer import Observer, Segment, combine, per_mass, snapshots, with_params
 from jaxq.mc.replications import Batching
 from jaxq.mc.result import Estimate, SimResult, timed
@@ -142,71 +143,66 @@ def _sum(x, p):
     return x.sum()
 
 
-# <e, X_t> at the recorded times (the times: the parameters' snap_times)
-SUM_PATH = with_params(snapshots(_sum, lambda p: p["x0"]), lambda p: (p, p["snap_times"]))
+def _start_state(p):
+    return p["x0"]
 
 
-def _observers(cv: bool) -> Observer:
-    return combine({"avg": AVERAGES, **({"ctl": ITO_SUMS} if cv else {}), "path": SUM_PATH})
+def _snapshot_params(o: driver.Observed):
+    return (o.params, o.times)
 
 
-def _step(c, k, key, p, cv: bool):
-    """One Euler step from ``c = (x, observers' state)`` at step index k (noise: draw k of the path's
-    stream), folded as a :class:`~jaxq.mc.observer.Segment`: the state held over ``[k dt, (k + 1) dt)`` with the
-    window's weight (``dt`` from the warm-up on, else 0) and its martingale increment ``sigma dW_k`` (times the same
-    indicator)."""
-    x, obs = c
-    uc = _control(x, p["uc"], p["feedback"])
-    b = drift(x, uc, p["us"], p["ell"], p["K"])
-    dw = rng.normals(key, k, x.shape[0]) * jnp.sqrt(p["dt"])
-    on = (k >= p["warm"]).astype(jnp.float64)
-    x1 = x + b * p["dt"] + p["sigma"] * dw
-    t0 = k.astype(jnp.float64) * p["dt"]
-    seg = Segment(x, on * p["dt"], x1, 0.0, interval=(t0, (k + 1).astype(jnp.float64) * p["dt"]),
-                  martingale=on * (p["sigma"] * dw))
-    return x1, _observers(cv).update(obs, seg, p)
+# <e, X_t> at the recorded times (the driver's snapshot times, Observed.times)
+SUM_PATH = with_params(snapshots(_sum, _start_state), _snapshot_params)
 
 
-def _start(keys, p, cv: bool):
-    """The state of every path at time 0: ``(x0, observers' state)``."""
-    paths = keys.shape[0]
-    batch = lambda t: jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), t)  # noqa: E731
-    x0 = jnp.broadcast_to(p["x0"], (paths,) + p["x0"].shape)
-    return x0, batch(_observers(cv).init(p))
+@lru_cache(maxsize=None)
+def observer(cv: bool) -> Observer:
+    """What a run folds, on the driver's :class:`~jaxq.sde.driver.Observed` (its ``params`` the scheme's).
 
-
-def _finisher(cv: bool):
-    def finish(c, p):
-        """The per-path outputs: the window's averages and controls (per unit time: the mass is the window's
-        length) and the recorded values ``path`` of <e, X>."""
-        _, obs = c
-        mass = (p["steps"] - p["warm"]).astype(jnp.float64) * p["dt"]
-        return jax.vmap(lambda o: _observers(cv).finish(o, mass, p))(obs)
-
-    return finish
-
-
-@lru_cache(maxsize=replications.PROGRAMS_KEPT)
-def program(steps_per_call: int, cv: bool = False) -> replications.Program:
-    """The Euler scheme on the driver's time loop (:func:`jaxq.sde.driver.loop_program`).
-
-    Blocks of one step; paths are the replications.
+    The window's averages (``avg``), with ``cv`` the control variates (``ctl``) and <e, X> at the recorded times
+    (``path``). Cached: the same flag gives the same program.
 
     Args:
-        steps_per_call: Steps per ``advance``.
-        cv: Also the Ito sums of the controls.
+        cv: Also the control variates' Ito sums.
 
     Returns:
-        The program.
+        The observer.
     """
+    return combine({"avg": driver.on_scheme_params(AVERAGES),
+                    **({"ctl": driver.on_scheme_params(ITO_SUMS)} if cv else {}), "path": SUM_PATH})
 
-    def start(keys, p):
-        return _start(keys, p, cv)
 
-    def one_step(p, keys, c, k):  # step k of every path
-        return jax.vmap(lambda key, cc: _step(cc, k, key, p, cv))(keys, c)
+def _identity(p, x):
+    return x
 
-    return driver.loop_program(driver.Loop(start, one_step, _finisher(cv), lambda p: p["steps"]), steps_per_call)
+
+def _euler(p, x, h, normal):
+    """One Euler step of one path from x (I,): ``(x + b(x, u) h + sigma dW, sigma dW)``, dW = sqrt(h) normal."""
+    uc = _control(x, p["uc"], p["feedback"])
+    b = drift(x, uc, p["us"], p["ell"], p["K"])
+    dm = p["sigma"] * (normal * jnp.sqrt(h))
+    return x + b * h + dm, dm
+
+
+def _step(p, x, h, normal, uniform):
+    """One Euler step of every path (x: (paths, I); normal: (paths, I)) and its martingale increment sigma dW."""
+    return jax.vmap(lambda xi, ni: _euler(p, xi, h, ni))(x, normal)
+
+
+@lru_cache(maxsize=None)
+def scheme(num_i: int) -> driver.Scheme:
+    """The Euler scheme of an I-class network diffusion as a :class:`~jaxq.sde.driver.Scheme`.
+
+    I normals a step, the state X itself (``init``, ``observe`` the identity), weak order 1 for the time averages
+    (cached: one scheme, one program, per I).
+
+    Args:
+        num_i: The number of classes I.
+
+    Returns:
+        The scheme.
+    """
+    return driver.Scheme("network_euler", int(num_i), 0, _identity, _step, _identity, WEAK_ORDER)
 
 
 def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: float,
@@ -318,7 +314,6 @@ def simulate_diffusion(
         "uc": jnp.asarray(uc),
         "us": jnp.asarray(us),
         "feedback": jnp.asarray(control.kind == "proportional"),
-        "dt": jnp.asarray(dt),
         "x0": jnp.asarray(np.zeros(num_i) if x0 is None else np.asarray(x0, float)),
     }
     if times is None:
@@ -327,9 +322,11 @@ def simulate_diffusion(
     else:  # times in [0, horizon] (checked: one past it was clipped to the last step, NaN gave a garbage index)
         times = check_path_times(times, "times", float(horizon))
         snap_steps = np.clip(np.rint(times / dt).astype(np.int64), 0, steps - 1)
-    p.update(warm=jnp.int64(warm), steps=jnp.int64(steps), snap_times=jnp.asarray(snap_steps * dt))
+    a = driver.PathArgs(p, p["x0"], None, jnp.float64(dt), jnp.int64(steps), jnp.asarray(snap_steps, jnp.int64),
+                        n_steps=jnp.float64(steps), warm=jnp.int64(warm))
     per_call = int(max(1, min(steps, (1 << 22) // max(paths, 1))))
-    out, timing = driver.run_loop(program(per_call, bool(cv)), p, paths, seed, batching, float(paths) * steps)
+    prog = driver.program(scheme(num_i), 1, per_call, observer(bool(cv)), driver.WINDOW)
+    out, timing = driver.run_loop(prog, a, paths, seed, batching, float(paths) * steps)
     avg, sums = out["avg"], out["path"]
     w = dl.idleness_weight(us)
     per = {"mean_neg": np.asarray(avg["neg"]), "mean_pos": np.asarray(avg["pos"]), "mean_x": np.asarray(avg["x"])}

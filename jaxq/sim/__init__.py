@@ -7,10 +7,9 @@
 # What each version changed: CHANGELOG.md ("stream version N").
 STREAM_VERSION = 8
 
-# The drivers a simulator of a Markov model runs on, for every simulator (the 2x2 system, networks, M/M/c, a user's
-# MarkovModel): "event" (exact holding times, jaxq.sim.event), "uniformized" (a fixed rate, jaxq.sim.uniformized)
-# and "auto": for the Markov simulators (networks, M/M/c, fast/slow, a user's MarkovModel) one rule, that of their one
-# front (jaxq.sim.simulate_markov.choose_engine: uniformised when the model has a rate bound and no snapshots at fixed
-# times are asked for); the 2x2 system has its own (jaxq.sim.pss2x2).
+# The drivers a simulator runs on, for every simulator (the 2x2 system, networks, M/M/c, a user's MarkovModel):
+# "event" (exact holding times, jaxq.sim.event), "uniformized" (a fixed rate, jaxq.sim.uniformized) and "auto",
+# chosen by one rule (jaxq.sim.simulate_markov.choose_engine: uniformised when the model has a rate bound, for the
+# 2x2 system exponential primitives, and the run asks for nothing only the event driver gives).
 ENGINES = ("auto", "event", "uniformized")
 """The engines of a simulation: ``auto``, ``event`` (any primitives) and ``uniformized`` (exponential ones)."""

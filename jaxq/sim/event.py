@@ -1,6 +1,6 @@
 """The event driver: one event per step, blocks of events, masking past the horizon.
 
-A model supplies an :class:`Engine`, pure functions over an explicit state pytree (in the style of optax's
+A model supplies an :class:`EventModel`, pure functions over an explicit state pytree (in the style of optax's
 ``GradientTransformation``)::
 
     init(key, params)   -> state        # one replication's initial state (key: its own PRNG key)
@@ -12,8 +12,8 @@ A model supplies an :class:`Engine`, pure functions over an explicit state pytre
 The driver runs ``step`` in blocks of ``block`` events (``lax.scan``), a few blocks per call, over a batch
 of replications (``vmap``). Within a block a finished replication is masked (its state is frozen), so the
 result never depends on the block size, on the chunking or on how replications are batched or sharded:
-replication ``r`` always uses the key ``fold_in(PRNGKey(seed), r)``. :func:`markov_engine` turns a
-:class:`~jaxq.sim.markov.Markov` statement into an Engine (exponential holding times), so a Markovian model
+replication ``r`` always uses the key ``fold_in(PRNGKey(seed), r)``. :func:`markov_event_model` turns a
+:class:`~jaxq.sim.markov.Markov` statement into an EventModel (exponential holding times), so a Markovian model
 is written once for this driver and the uniformised one.
 """
 
@@ -35,8 +35,8 @@ State = Any
 Params = Any
 
 
-class Engine(NamedTuple):
-    """The event rule of one model (see the module docstring).
+class EventModel(NamedTuple):
+    """A model's event rule, the program the event driver runs (see the module docstring).
 
     Attributes:
         init: ``init(key, params) -> state``: one replication's initial state (key: its own PRNG key).
@@ -55,10 +55,10 @@ class Engine(NamedTuple):
     frozen_when_done: bool = False  # step leaves done, events and every output unchanged once done: no masking
 
 
-def masked_step(engine: Engine, state: State, params: Params) -> State:
+def masked_step(model: EventModel, state: State, params: Params) -> State:
     """``step`` for a replication that is not done; a finished one keeps its state (a select per state leaf).
 
-    An engine with ``frozen_when_done`` guarantees this itself (its finished replications may keep stepping,
+    A model with ``frozen_when_done`` guarantees this itself (its finished replications may keep stepping,
     their outputs frozen), so it is stepped as it is.
 
     Args:
@@ -69,19 +69,19 @@ def masked_step(engine: Engine, state: State, params: Params) -> State:
     Returns:
         The state after the step.
     """
-    if engine.frozen_when_done:
-        return engine.step(state, params)
-    fin = engine.done(state, params)
-    new = engine.step(state, params)
+    if model.frozen_when_done:
+        return model.step(state, params)
+    fin = model.done(state, params)
+    new = model.step(state, params)
     return jax.tree_util.tree_map(lambda a, b: jnp.where(fin, a, b), state, new)
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
-def program(engine: Engine, block: int, blocks_per_call: int) -> replications.Program:
-    """The :class:`~jaxq.mc.replications.Program` of an event engine (cached: compiled once per shape).
+def program(model: EventModel, block: int, blocks_per_call: int) -> replications.Program:
+    """The :class:`~jaxq.mc.replications.Program` of an event model (cached: compiled once per shape).
 
     Args:
-        engine: The event rule.
+        model: The event rule.
         block: Events per block (``lax.scan``).
         blocks_per_call: Blocks per ``advance`` call at most.
 
@@ -92,30 +92,30 @@ def program(engine: Engine, block: int, blocks_per_call: int) -> replications.Pr
     def blocks(s, params):
         def body(c):
             s, b = c
-            s, _ = jax.lax.scan(lambda x, _: (masked_step(engine, x, params), None), s, None, length=block)
+            s, _ = jax.lax.scan(lambda x, _: (masked_step(model, x, params), None), s, None, length=block)
             return s, b + 1
 
         def cond(c):
             s, b = c
-            return jnp.logical_not(engine.done(s, params)) & (b < blocks_per_call)
+            return jnp.logical_not(model.done(s, params)) & (b < blocks_per_call)
 
         s, _ = jax.lax.while_loop(cond, body, (s, jnp.int32(0)))
         return s
 
     @jax.jit
     def start(keys, params):
-        return jax.vmap(lambda k: engine.init(k, params))(keys)
+        return jax.vmap(lambda k: model.init(k, params))(keys)
 
     @jax.jit
     def advance(states, params):
-        before = jnp.sum(jax.vmap(engine.events)(states))
+        before = jnp.sum(jax.vmap(model.events)(states))
         states = jax.vmap(lambda s: blocks(s, params))(states)
-        done = jnp.all(jax.vmap(lambda s: engine.done(s, params))(states))
-        return states, done, jnp.sum(jax.vmap(engine.events)(states)) - before
+        done = jnp.all(jax.vmap(lambda s: model.done(s, params))(states))
+        return states, done, jnp.sum(jax.vmap(model.events)(states)) - before
 
     @jax.jit
     def finish(states, params):
-        return jax.vmap(lambda s: engine.output(s, params))(states)
+        return jax.vmap(lambda s: model.output(s, params))(states)
 
     return replications.Program(start, advance, finish, unit="events")
 
@@ -133,9 +133,9 @@ def blocks_per_call(size: int, block: int) -> int:
     return int(max(1, min(1 << 12, (1 << 21) // (block * max(size, 1)))))
 
 
-def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128,
+def run(model: EventModel, params, reps: int, seed: int, *, block: int = 128,
         batching: replications.Batching = replications.Batching(), max_slice: int | None = None):
-    """Run ``reps`` replications of an event engine; returns ``(outputs, timing)`` (numpy, axis 0 replications).
+    """Run ``reps`` replications of an event model; returns ``(outputs, timing)`` (numpy, axis 0 replications).
 
     Args:
         engine: The event rule.
@@ -150,7 +150,7 @@ def run(engine: Engine, params, reps: int, seed: int, *, block: int = 128,
         (tuple): ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
     """
     p = replications.plan(reps, batching.chunk, batching.devices, max_slice)
-    prog = program(engine, int(block), blocks_per_call(p.size, int(block)))
+    prog = program(model, int(block), blocks_per_call(p.size, int(block)))
     return replications.run(prog, params, reps, seed, batching=batching, max_slice=max_slice)
 
 
@@ -170,8 +170,8 @@ class MarkovArgs(NamedTuple):
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
-def markov_engine(markov: Markov, functional: Functional, observer: Observer | None = None,
-                  snapshot: bool = False) -> Engine:
+def markov_event_model(markov: Markov, functional: Functional, observer: Observer | None = None,
+                       snapshot: bool = False) -> EventModel:
     """The event rule of a Markov model: exponential holding time of the total rate, event in proportion
     to its rate, then the model's transition; what is estimated are observers (:mod:`jaxq.sim.functionals`).
 
@@ -276,7 +276,7 @@ def markov_engine(markov: Markov, functional: Functional, observer: Observer | N
             out["snap"] = snaps.finish(c["snap"], 0.0, (p, a.snap_times))
         return out
 
-    return Engine(init, step, done, output, lambda c: c["events"])
+    return EventModel(init, step, done, output, lambda c: c["events"])
 
 
 def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: int, *, times: Horizon,
@@ -295,7 +295,7 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
         snap_times (array_like): Times at which ``markov.snapshot`` is recorded.
         block: Events per block.
         batching: How the replications are executed (:class:`~jaxq.mc.replications.Batching`).
-        observer: A user's observer (:func:`markov_engine`; None: none).
+        observer: A user's observer (:func:`markov_event_model`; None: none).
 
     Returns:
         (tuple[dict, typing.Any]): ``(out, timing)`` with per-replication numpy arrays: ``state`` (at the horizon),
@@ -312,8 +312,8 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)), snap_times)
     if batching.progress is not None and markov.bound is not None:  # an upper estimate
         replications.announce(batching.progress, float(reps) * markov.bound(params) * horizon, "events")
-    engine = markov_engine(markov, functional, observer, bool(snap_times.shape[0]))
-    out, timing = run(engine, a, reps, seed, block=block, batching=batching)
+    model = markov_event_model(markov, functional, observer, bool(snap_times.shape[0]))
+    out, timing = run(model, a, reps, seed, block=block, batching=batching)
     res = {"state": out["state"], "events": out["events"], "invalid_rates": out["invalid"], "wrapped": out["wrapped"],
            "before": out["before"],
            **results(markov, functional, out)}

@@ -1,7 +1,8 @@
 """Simulating the n-th 2x2 system of the switched-policies paper: the discounted cost J_n (2.6) under a policy.
 
 :func:`simulate` resolves the policy (:func:`jaxq.policies.pss2x2.resolve`: ``auto`` is Theorem 2.11's),
-builds the typed parameters of :mod:`jaxq.sim.models.pss2x2`, picks the driver and returns a
+builds the typed parameters of :mod:`jaxq.sim.models.pss2x2`, picks the driver (by the rule of every simulator,
+:func:`jaxq.sim.simulate_markov.choose_engine`) and returns a
 :class:`~jaxq.mc.result.SimResult`:
 
 * ``event`` (:mod:`jaxq.sim.event`): any renewal primitives; the cost integrated exactly between events up
@@ -37,11 +38,12 @@ from jaxq.policies import hook as hk
 from jaxq.policies.hook import Policy2x2
 from jaxq.policies import thresholds
 from jaxq.precision import float64
-from jaxq.sim import ENGINES, diagnostics as diag
+from jaxq.sim import diagnostics as diag
 from jaxq.mc import replications
 from jaxq.sim import event, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
+from jaxq.sim.simulate_markov import choose_engine
 from jaxq.mc.observer import check_observers, combine, tree_layout
 from jaxq.mc.result import Estimate, SimResult, TruncatedEstimate, add_observed, timed, with_work_of
 
@@ -392,34 +394,11 @@ def policy_value(an: Analysis, res: pol.Resolved):
                           float(an.sigma[res.higher]), an.system.gamma, res.z)
 
 
-def choose_engine(system: PSS2x2, engine: str, *, needs_event: bool) -> str:
-    """The driver a run uses (the one place where this is decided for the 2x2 system).
-
-    Args:
-        system: The 2x2 system.
-        engine: ``auto``, ``event`` or ``uniformized``.
-        needs_event: The run needs the event rule (a fixed horizon, invariant counters, recorded paths, perturbed
-            parameters).
-
-    Returns:
-        ``"event"`` or ``"uniformized"``.
-
-    Raises:
-        InputError: Naming ``engine``: an unknown engine, or ``uniformized`` for primitives that are not exponential
-            or a run that needs the event rule.
-    """
-    if engine not in ENGINES:
-        raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
-    if engine == "uniformized":
-        if not system.exponential:
-            raise InputError("engine", "the uniformized engine needs exponential primitives; use the event engine")
-        if needs_event:
-            raise InputError("engine", "the uniformized engine sets its own number of steps and records no paths, "
-                                       "invariant counters or perturbations: use the event engine")
-        return "uniformized"
-    if engine == "auto":
-        return "uniformized" if system.exponential and not needs_event else "event"
-    return "event"
+NOT_EXPONENTIAL = "the uniformized engine needs exponential primitives; use the event engine"
+"""The refusal of the uniformised driver for a system whose primitives are not all exponential."""
+NEEDS_EVENT = ("engine", "the uniformized engine sets its own number of steps and records no paths, invariant "
+                         "counters or perturbations: use the event engine")
+"""The refusal of the uniformised driver for a run that needs the event driver: ``(key, message)``."""
 
 
 def ctmc_steps(nth: ScaledPSS2x2, big: float, v0: float, rel_tol: float = 1e-4) -> int:
@@ -502,7 +481,8 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
         check_pss_horizon(system, n, horizon_checked, "horizon")
     smoothed = perturb is not None or getattr(policy, "perturb", None) is not None  # Levels' or a Policy2x2's own
     needs_event = horizon is not None or debug or smoothed or len(np.atleast_1d(record_times)) > 0
-    used = choose_engine(system_of(system), engine, needs_event=needs_event)
+    used = choose_engine(engine, system_of(system).exponential, needs_event, no_rate_bound=NOT_EXPONENTIAL,
+                         event_only=NEEDS_EVENT)
     st = setup(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
                analysis=analysis)
     an, nth = st.analysis, st.nth
@@ -529,7 +509,7 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
     else:
         check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events", reps_key="reps")
         replications.announce(batching.progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
-        out, timing = event.run(model.engine(st.spec, bool(debug), bool(cv), watch, st.policy2x2),
+        out, timing = event.run(model.event_model(st.spec, bool(debug), bool(cv), watch, st.policy2x2),
                                 st.params, reps, seed, block=block, batching=batching)
         refused(out["bad"], st.policy)
         observed = out.get("observed")

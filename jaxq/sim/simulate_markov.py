@@ -9,12 +9,13 @@ time. With controls (:func:`jaxq.sim.markov.difference_controls`) every estimate
 replication index (:meth:`jaxq.mc.result.Estimate.with_controls`), the plain mean beside it. Observers
 (:mod:`jaxq.mc.observer`) add their outputs as estimates ``<name>`` / ``<name>_<key>``.
 
-The front of every Markov simulator: :func:`run_chain` is the one place that picks the driver
-(:func:`choose_engine`, one rule for ``engine="auto"``) and runs a converted model (:class:`~jaxq.sim.markov.Markov`)
+The front of every Markov simulator: :func:`run_chain` picks the driver by :func:`choose_engine`, the one
+rule for ``engine="auto"`` of every simulator, and runs a converted model (:class:`~jaxq.sim.markov.Markov`)
 with its options (horizon or step counts, warm-up, discount, snapshots at fixed times, controls, observers,
 batching and devices). :func:`simulate_markov` (a user's model), the network CTMC and M/M/c
 (:mod:`jaxq.sim.network`) and the fast/slow system (:mod:`jaxq.sim.fastslow`) run through it; each keeps its own
-option checking and summary. (The 2x2 system, :mod:`jaxq.sim.pss2x2`, has its own engines.)
+option checking and summary. (The 2x2 system, :mod:`jaxq.sim.pss2x2`, runs its own models on the same drivers,
+chosen by the same :func:`choose_engine`.)
 """
 
 from __future__ import annotations
@@ -37,33 +38,45 @@ from jaxq.mc.replications import Batching
 from jaxq.mc.result import Estimate, SimResult, add_observed, timed
 
 
-def choose_engine(engine, rate_bound: bool, snapshots: bool = False) -> str:
-    """The driver that runs a Markov model: the one rule of every Markov simulator.
+NO_RATE_BOUND = "the model has no rate_bound, so only the event driver runs it (engine='event')"
+"""The refusal of the uniformised driver for a model without a rate bound (key ``engine``)."""
+SNAPSHOTS_NEED_EVENT = ("snap_times", "snapshots at fixed times need the event engine (engine = 'event')")
+"""The refusal of the uniformised driver for a run with snapshots at fixed times: ``(key, message)``."""
 
-    ``"auto"`` is the uniformised driver (:mod:`jaxq.sim.uniformized`) when the model has a rate bound and no
-    snapshots at fixed times are asked for, else the event driver (:mod:`jaxq.sim.event`); ``"event"`` and
-    ``"uniformized"`` are taken as given.
+
+def choose_engine(engine, rate_bound: bool, needs_event: bool = False, *, no_rate_bound: str = NO_RATE_BOUND,
+                  event_only: tuple[str, str] = SNAPSHOTS_NEED_EVENT) -> str:
+    """The driver that runs a model: the one rule of every simulator with the ``engine`` option.
+
+    ``"auto"`` is the uniformised driver (:mod:`jaxq.sim.uniformized`) when the model has a rate bound and the run
+    asks for nothing only the event driver gives, else the event driver (:mod:`jaxq.sim.event`); ``"event"`` and
+    ``"uniformized"`` are taken as given. The Markov simulators pass whether the model has a rate bound and whether
+    snapshots at fixed times are asked for; the 2x2 system (:func:`jaxq.sim.pss2x2.simulate`) whether its
+    primitives are exponential and whether the run needs the event driver, with its own messages.
 
     Args:
-        engine (str): ``"auto"``, ``"event"`` or ``"uniformized"``.
-        rate_bound: Whether the model has a rate bound.
-        snapshots: Whether snapshots at fixed times are asked for.
+        engine (str): ``auto``, ``event`` or ``uniformized``.
+        rate_bound: Whether the uniformised driver can run the model (a rate bound).
+        needs_event: Whether the run asks for what only the event driver gives (snapshots at fixed times).
+        no_rate_bound: The message of the InputError naming ``engine`` for the uniformised driver without a rate
+            bound.
+        event_only: The key and message of the InputError for the uniformised driver when ``needs_event``.
 
     Returns:
         ``"event"`` or ``"uniformized"``.
 
     Raises:
-        InputError: Naming ``engine`` for another value or for the uniformised driver without a rate bound, naming
-            ``snap_times`` for the uniformised driver with snapshots.
+        InputError: Naming ``engine`` for a value not in ``jaxq.sim.ENGINES`` or for the uniformised driver
+            without a rate bound; naming ``event_only``'s key for the uniformised driver when ``needs_event``.
     """
     if engine not in ENGINES:
         raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "auto":
-        return "uniformized" if rate_bound and not snapshots else "event"
+        return "uniformized" if rate_bound and not needs_event else "event"
     if engine == "uniformized" and not rate_bound:
-        raise InputError("engine", "the model has no rate_bound, so only the event driver runs it (engine='event')")
-    if engine == "uniformized" and snapshots:
-        raise InputError("snap_times", "snapshots at fixed times need the event engine (engine = 'event')")
+        raise InputError("engine", no_rate_bound)
+    if engine == "uniformized" and needs_event:
+        raise InputError(*event_only)
     return engine
 
 

@@ -20,7 +20,7 @@ MM1_SRC = textwrap.dedent(
     """
     import jax, jax.numpy as jnp
     import jaxq
-    from jaxq.sim.event import Engine
+    from jaxq.sim.event import EventModel
 
     def init(key, p):
         return dict(key=key, t=jnp.float64(0), x=jnp.int64(0), area=jnp.float64(0), events=jnp.int64(0))
@@ -39,10 +39,11 @@ MM1_SRC = textwrap.dedent(
     def done(s, p):
         return s["t"] >= p[2]
 
-    MM1 = Engine(init, step, done, lambda s, p: {k: v for k, v in s.items() if k != "key"}, lambda s: s["events"])
+    MM1 = EventModel(init, step, done, lambda s, p: {k: v for k, v in s.items() if k != "key"},
+                     lambda s: s["events"])
     """
 )
-exec(MM1_SRC)  # defines MM1 (module level, so the Engine is hashable and compiled once)
+exec(MM1_SRC)  # defines MM1 (module level, so the EventModel is hashable and compiled once)
 PARAMS = (jnp.float64(0.5), jnp.float64(1.0), jnp.float64(400.0))
 
 

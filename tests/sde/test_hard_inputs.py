@@ -297,7 +297,7 @@ def test_a_whole_number_of_blocks_runs_as_before(monkeypatch):
     kw = dict(seed=4, record=driver.Record([1.0, 6.4], value_of(p, 0.5)))
     plain = driver.simulate(*args, **kw)
     program = driver.program
-    monkeypatch.setattr(driver, "program", lambda *a: program(*a[:4], True))
+    monkeypatch.setattr(driver, "program", lambda *a: program(*a[:5], True))
     masked = driver.simulate(*args, **kw)
     assert plain["steps"] == masked["steps"] == 128
     for k in ("cost", "snaps", "control"):

@@ -27,7 +27,7 @@ def threefry_blocks(system) -> tuple[float, int]:
     """``(blocks computed per step, blocks needed per step)``: the xor operations of the optimised step over
     20, and the words of the event's draw over 2."""
     st = pss2x2.setup(system, 100, policy="P", horizon=1e6)
-    prog = event.program(model.engine(st.spec, False, False), 128, 1)
+    prog = event.program(model.event_model(st.spec, False, False), 128, 1)
     states = prog.start(rng.keys(0, 0, 64), st.params)
     hlo = jax.jit(prog.advance).lower(states, st.params).compile().as_text()
     xor = len(re.findall(r"= \S+ xor\(", hlo))

@@ -88,7 +88,7 @@ def test_mmc_auto_is_the_uniformised_driver_as_before():
 
 def test_the_one_rule_for_auto():
     assert choose_engine("auto", rate_bound=True) == "uniformized"
-    assert choose_engine("auto", rate_bound=True, snapshots=True) == "event"
+    assert choose_engine("auto", rate_bound=True, needs_event=True) == "event"
     assert choose_engine("auto", rate_bound=False) == "event"
     refused = (("uniformized", False, False, "engine"), ("uniformized", True, True, "snap_times"),
                ("fast", True, False, "engine"))

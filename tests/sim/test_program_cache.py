@@ -15,7 +15,7 @@ from jaxq.sim import event, pss2x2, uniformized
 from jaxq.sim.models import network as network_model
 from jaxq.sim.models import pss2x2 as pss_model
 
-CONSTRUCTORS = [event.program, event.markov_engine, pss_model.engine, pss_model.markov, uniformized.program,
+CONSTRUCTORS = [event.program, event.markov_event_model, pss_model.event_model, pss_model.markov, uniformized.program,
                 network_model.markov, sde_driver.program]
 
 

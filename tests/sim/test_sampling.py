@@ -712,8 +712,8 @@ def test_event_engine_draw_zero_has_the_interarrival_laws(names):
     fams = list(system.interarrival)
     st = S.setup(system, 16, policy="P", horizon=5.0)
     assert (st.spec.steps > 0) == names[0].startswith("gamma") and st.spec.steps_log == ("gamma:0.7" in names)
-    eng = model.engine(st.spec, False, False)
-    s = jax.jit(jax.vmap(lambda k: eng.init(k, st.params)))(rng.keys(5, 0, COUNT))
+    em = model.event_model(st.spec, False, False)
+    s = jax.jit(jax.vmap(lambda k: em.init(k, st.params)))(rng.keys(5, 0, COUNT))
     lam = np.asarray(st.params.lam)
     for j, (ta, d) in enumerate(((s.ta0, fams[0]), (s.ta1, fams[1]))):
         _check_law(np.asarray(ta) * lam[j], d)

@@ -8,7 +8,7 @@ servers follow the policy of :mod:`jaxq.policies.pss2x2` (Definitions 2.7-2.10).
 
 Two statements of the same system, for the two drivers:
 
-* :func:`engine`, the event rule for any renewal primitives (:mod:`jaxq.sim.event`). State: the time and
+* :func:`event_model`, the event rule for any renewal primitives (:mod:`jaxq.sim.event`). State: the time and
   ``exp(-gamma t)``, jobs per class ``x``, the class each server serves (-1 idle), the absolute times of
   the next arrival of each class and the next completion of each server, the current mode, counters and the
   observers' state (:mod:`jaxq.sim.models.pss2x2_paths`: the running discounted cost, the path recorders, the
@@ -58,7 +58,7 @@ from jaxq.policies import hook as hk
 from jaxq.policies import pss2x2 as pol
 from jaxq.mc import replications, rng
 from jaxq.sim import sampling
-from jaxq.sim.event import Engine
+from jaxq.sim.event import EventModel
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 from jaxq.sim.models.pss2x2_diagnostics import (DIAGNOSTICS, MARKOV_DIAGNOSTICS, Diagnostics,  # noqa: F401
                                                View, markov_observer, markov_view)  # (public here too)
@@ -150,7 +150,7 @@ class State(NamedTuple):
     code: jnp.ndarray  # int32: class served by each server (+1, 2 bits each, from bit 5 and 7), mode (bit 9)
     rec: jnp.ndarray  # int64: real events (arrivals and completions up to T) + 2^32 mode switches
     eps: jnp.ndarray | None  # (2,) the Gaussian perturbation (a policy with ``perturb``)
-    viol: tuple | None  # int32 counters of the policy's invariants (debug engines)
+    viol: tuple | None  # int32 counters of the policy's invariants (debug runs)
     obs: Any = None  # the observers' state (pss2x2_paths.path_observers: cost, X(T), sup X, W_hat at record times, ...)
     mem: Any = None  # the policy's memory
     bad: jnp.ndarray | None = None  # int32: the policy's refused assignments (a checked policy)
@@ -164,7 +164,7 @@ def _serving_mode(code):
 
 
 def queues(s: State):
-    """X (2,) int32: the jobs of each class in an event-rule state (for engines built on this rule).
+    """X (2,) int32: the jobs of each class in an event-rule state (for event models built on this rule).
 
     Args:
         s: The state.
@@ -263,7 +263,7 @@ def perturbed_parameters(key, params: hk.BuiltinParams):
     seed are antithetic and use common random numbers; ``(J+ - J-) eps / (2 tau)`` is then an unbiased
     estimate of the gradient of the smoothed cost ``E_eps J(theta + tau eps)`` in ``theta = (z, c)`` (the
     likelihood ratio of the Gaussian perturbation: its score is eps/tau). Any :class:`jaxq.Policy2x2` with a
-    ``perturb`` is smoothed the same way (the engines draw ``eps``, ``perturb`` maps it to its parameters).
+    ``perturb`` is smoothed the same way (the drivers draw ``eps``, ``perturb`` maps it to its parameters).
 
     Args:
         key (jax.Array): The replication's key.
@@ -334,7 +334,7 @@ def _bit(code, k):
 
 def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
     """One event. A finished replication (``t >= T``) keeps stepping with every output frozen (the driver
-    does not mask it: :attr:`jaxq.sim.event.Engine.frozen_when_done`); with gamma-method streams an event
+    does not mask it: :attr:`jaxq.sim.event.EventModel.frozen_when_done`); with gamma-method streams an event
     whose used gamma variates were all rejected is void (nothing but the draw counter changes: exact, see
     :func:`jaxq.sim.sampling.sample_or_void`) and is redone with the next draw.
 
@@ -492,9 +492,10 @@ def _output(s: State, p: Params, observer=None, cv: bool = False):
 
 
 @lru_cache(maxsize=replications.PROGRAMS_KEPT)
-def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer: Observer | None = None,
-           policy: hk.Policy2x2 = hk.BUILTIN) -> Engine:
-    """The event rule for a static sampler spec (cached, hence hashable and compiled once).
+def event_model(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer: Observer | None = None,
+                policy: hk.Policy2x2 = hk.BUILTIN) -> EventModel:
+    """The event rule (:class:`~jaxq.sim.event.EventModel`) for a static sampler spec (cached, hence hashable and
+    compiled once).
 
     A finished replication's outputs are frozen by the rule itself, so the driver runs it without masking.
 
@@ -513,10 +514,10 @@ def engine(spec: sampling.Spec, debug: bool = False, cv: bool = False, observer:
     Returns:
         The event rule.
     """
-    return Engine(lambda k, p: _init(k, p, spec, debug, cv, observer, policy),
-                  lambda s, p: _step(s, p, spec, debug, cv, observer, policy),
-                  _done,
-                  lambda s, p: _output(s, p, observer, cv), lambda s: unpack2(s.rec)[0], frozen_when_done=True)
+    return EventModel(lambda k, p: _init(k, p, spec, debug, cv, observer, policy),
+                      lambda s, p: _step(s, p, spec, debug, cv, observer, policy),
+                      _done,
+                      lambda s, p: _output(s, p, observer, cv), lambda s: unpack2(s.rec)[0], frozen_when_done=True)
 
 
 def tail_bound(nth: ScaledPSS2x2, horizon: float, x_T: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@ segments: the discounted cost (2.6), the state at the horizon, the running supre
 times and the renewal control variates (the sums of the martingale increments the rule computes from the variates
 it draws: ``Segment.martingale``, one tuple per variate slot).
 
-The event rule (:func:`jaxq.sim.models.pss2x2.engine`) folds them, beside the diagnostics and a user's observers,
+The event rule (:func:`jaxq.sim.models.pss2x2.event_model`) folds them, beside the diagnostics and a user's observers,
 into one observer state (:func:`path_observers`), each segment the state held over ``[t0, min(t1, T))`` with weight
 ``int exp(-gamma t) dt`` there, its jump (a real event up to T, else the state held) and the clock
 ``(t0, min(t1, T))``; the rule freezes them for a void event and once the replication is done. Parameters: the
