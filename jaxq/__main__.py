@@ -1,7 +1,5 @@
 """``python -m jaxq`` is the ``jaxq`` command."""
 
-import sys
+from jaxq.cli import command
 
-from jaxq.cli import main
-
-sys.exit(main())
+command()

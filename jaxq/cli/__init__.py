@@ -9,7 +9,9 @@ the import fail with a traceback, or crashed the interpreter.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -50,6 +52,22 @@ def main(argv: list[str] | None = None) -> int:
         sys.unraisablehook = previous_hook
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+def command() -> None:
+    """The ``jaxq`` executable (the console script and ``python -m jaxq``): :func:`main`, its status the process's.
+
+    An interrupted command (status 130) ends at once, its output flushed: Python reports a Ctrl-C that it saw
+    raised inside code run by ``exec`` of a string (the methods that ``dataclasses`` and ``namedtuple`` write do) as
+    the process killed by SIGINT at exit, even when the command caught it and printed its one line.
+    """
+    status = main()
+    if status == 130:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(130)
+    sys.exit(status)
 
 
 # the command line's shared names, which live in jaxq.cli.app (imported on first use)

@@ -129,3 +129,33 @@ def test_ctrl_c_during_the_import_is_recorded_and_acted_on_after_it(monkeypatch,
     monkeypatch.setattr(importlib, "import_module", lambda name, *a, **k: (_ for _ in ()).throw(ImportError("x")))
     with pytest.raises(ImportError):  # an import that fails without a Ctrl-C is not an interrupt
         jaxq.cli.main(["--help"])
+
+
+_FAKE_MAIN = """
+import sys
+import jaxq.cli as c
+def main(argv=None):
+    try:
+        exec('raise KeyboardInterrupt')
+    except KeyboardInterrupt:
+        print('jaxq: interrupted', file=sys.stderr)
+        return 130
+c.main = main
+"""
+
+
+@pytest.mark.parametrize("entry", ["jaxq.cli.command()", "runpy.run_module('jaxq', run_name='__main__')",
+                                   "sys.exit(c.main())"])
+def test_a_ctrl_c_seen_inside_exec_still_exits_130(entry, tmp_path):
+    """Under ``python -m``, Python turns a KeyboardInterrupt that passed through ``exec`` of a string (the methods
+    ``dataclasses`` and ``namedtuple`` write run there) into the process killed by SIGINT at exit (status -2), even
+    when the command caught it, printed its line and returned 130. The executable (``jaxq.cli.command``, which
+    ``python -m jaxq`` runs) ends with 130 all the same; a plain ``sys.exit(main())`` does not (the last case)."""
+    pkg = tmp_path / "entry"
+    pkg.mkdir()
+    (pkg / "__main__.py").write_text(_FAKE_MAIN + "import runpy\nimport jaxq.cli\n" + entry + "\n")
+    env = dict(_env(), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    proc = subprocess.run([sys.executable, "-m", "entry"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    want = -signal.SIGINT if entry.startswith("sys.exit") else 130
+    assert (proc.returncode, proc.stderr) == (want, "jaxq: interrupted\n"), (proc.returncode, proc.stderr)
