@@ -111,43 +111,78 @@ def discounted_cost(slopes, kinks, gamma: float, b, s, levels=(), z0: float = 0.
 
     coef = [piece(x) for x in edges]
     roots = [_roots(bk, sk, gamma) for bk, sk, _, _ in coef]
+    return float(_value(edges, coef, roots, gamma, math.exp, _right(xs, z0), z0, f(z0)))
+
+
+def _value(edges: list, coef: list, roots: list, gamma: float, exp, k: int, z0: float, f_z0):
+    """``u(z0)`` of :func:`discounted_cost` from its intervals: the (2K+1)-square linear system of its docstring (the
+    unknowns ``A_k``, ``B_k`` of the growing and the decaying exponential on each interval) assembled, solved, and u
+    evaluated at ``z0``. One problem in Python floats, or a batch of them in arrays of one shape ``(size,)``, by the
+    same operations (one LAPACK solve per problem).
+
+    Args:
+        edges: 0 and the K break points, ascending (numbers, or arrays of the batch's shape): interval k is
+            ``[edges[k], edges[k+1])``, the last one unbounded.
+        coef: ``(b, s, slope, offset)`` on each interval.
+        roots: ``(r_plus, r_minus)`` on each interval (:func:`_roots`).
+        gamma: The discount rate.
+        exp (typing.Callable): :func:`math.exp` for numbers, :func:`exps` for arrays.
+        k: The interval of ``z0`` (in every problem of a batch).
+        z0: The starting point.
+        f_z0 (float | numpy.ndarray): ``f(z0)`` without the offset.
+
+    Returns:
+        ``u(z0)``: a number (numpy float64) or an array of the batch's shape.
+    """
+    K = len(edges) - 1
     # unknowns: A_k (k < K; the growing exponential, anchored at the right end) and B_k (k <= K)
     ia = lambda k: k  # noqa: E731
     ib = lambda k: K + k  # noqa: E731
-    M = np.zeros((2 * K + 1, 2 * K + 1))
-    rhs = np.zeros(2 * K + 1)
+    batch = getattr(edges[0], "shape", ())  # () for one problem
+    M = np.zeros(batch + (2 * K + 1, 2 * K + 1))
+    rhs = np.zeros(batch + (2 * K + 1,))
+    # filled through the transposes: MT[col, row] is M[..., row, col] and rhsT[row] is rhs[..., row], of one problem or
+    # of every problem of a batch, by plain indexing (an Ellipsis is slower)
+    MT, rhsT = M.T, rhs.T
     # the particular solution's constant on interval k: b m / gamma^2 plus the offset / gamma
     part = lambda k: coef[k][0] * coef[k][2] / gamma**2 + coef[k][3] / gamma  # noqa: E731
     # u'(0) = 0
     rp, rm = roots[0]
+    first = exp(-rp * edges[1]) if K else None
     if K:
-        M[0, ia(0)] = rp * math.exp(-rp * edges[1])
-    M[0, ib(0)] = rm
-    rhs[0] = -coef[0][2] / gamma
-    for k in range(K):  # continuity of u and u' at x = edges[k+1]
-        x = edges[k + 1]
-        rp, rm = roots[k]
-        rp2, rm2 = roots[k + 1]
-        e_left = math.exp(rm * (x - edges[k]))
-        e_right = math.exp(-rp2 * (edges[k + 2] - x)) if k + 1 < K else 0.0
-        row = 1 + 2 * k
-        M[row, ia(k)] = 1.0
-        M[row, ib(k)] = e_left
-        if k + 1 < K:
-            M[row, ia(k + 1)] = -e_right
-        M[row, ib(k + 1)] = -1.0
-        rhs[row] = part(k + 1) - part(k)
-        M[row + 1, ia(k)] = rp
-        M[row + 1, ib(k)] = rm * e_left
-        if k + 1 < K:
-            M[row + 1, ia(k + 1)] = -rp2 * e_right
-        M[row + 1, ib(k + 1)] = -rm2
-        rhs[row + 1] = (coef[k + 1][2] - coef[k][2]) / gamma
-    sol = np.linalg.solve(M, rhs)
-    k = _right(xs, z0)
+        MT[ia(0), 0] = rp * first
+    MT[ib(0), 0] = rm
+    rhsT[0] = -coef[0][2] / gamma
+    for j in range(K):  # continuity of u and u' at x = edges[j+1]
+        x = edges[j + 1]
+        rp, rm = roots[j]
+        rp2, rm2 = roots[j + 1]
+        e_left = exp(rm * (x - edges[j]))
+        e_right = exp(-rp2 * (edges[j + 2] - x)) if j + 1 < K else 0.0
+        row = 1 + 2 * j
+        MT[ia(j), row] = 1.0
+        MT[ib(j), row] = e_left
+        if j + 1 < K:
+            MT[ia(j + 1), row] = -e_right
+        MT[ib(j + 1), row] = -1.0
+        rhsT[row] = part(j + 1) - part(j)
+        MT[ia(j), row + 1] = rp
+        MT[ib(j), row + 1] = rm * e_left
+        if j + 1 < K:
+            MT[ia(j + 1), row + 1] = -rp2 * e_right
+        MT[ib(j + 1), row + 1] = -rm2
+        rhsT[row + 1] = (coef[j + 1][2] - coef[j][2]) / gamma
+    # sol[i]: the i-th unknown (of every problem of a batch); numpy reads a 2-D right-hand side as a matrix
+    sol = (np.linalg.solve(M, rhs[..., None])[..., 0] if batch else np.linalg.solve(M, rhs)).T
     rp, rm = roots[k]
-    grow = sol[ia(k)] * math.exp(rp * (z0 - edges[k + 1])) if k < K else 0.0
-    return float(f(z0) / gamma + part(k) + grow + sol[ib(k)] * math.exp(rm * (z0 - edges[k])))
+    if k == 0 and z0 == 0:  # the same numbers with no more exponentials of arrays: rp (0 - x) is -rp x exactly, and
+        # exp(rm (0 - 0)) is 1 (nan for an infinite rm)
+        grow = sol[ia(0)] * first if K else 0.0
+        down = np.where(np.isfinite(rm), 1.0, math.nan) if batch else math.exp(rm * 0.0)
+    else:
+        grow = sol[ia(k)] * exp(rp * (z0 - edges[k + 1])) if k < K else 0.0
+        down = exp(rm * (z0 - edges[k]))
+    return f_z0 / gamma + part(k) + grow + sol[ib(k)] * down
 
 
 def _right(values: list, x: float) -> int:
@@ -164,7 +199,7 @@ def discounted_costs(slopes, kinks, gamma: float, b, s, levels=(), offsets=None)
     Every entry of ``slopes``, ``kinks``, ``b``, ``s``, ``levels`` and ``offsets`` is a number or an array (all
     arrays of one shape, the batch's); the break points (``kinks`` and ``levels``) must be positive and distinct
     and lie in one order throughout the batch (a ValueError otherwise). The arithmetic is that of
-    :func:`discounted_cost`, operation for operation, on arrays (the exponentials by :func:`math.exp`, which
+    :func:`discounted_cost`, by the same code on arrays (the exponentials by :func:`math.exp`, which
     ``numpy.exp`` does not always match to the last bit), and the linear systems are solved by one batched
     ``numpy.linalg.solve`` (the same LAPACK call per system).
 
@@ -221,42 +256,8 @@ def discounted_costs(slopes, kinks, gamma: float, b, s, levels=(), offsets=None)
 
     coef = [piece(k) for k in range(K + 1)]
     roots = [_roots_batch(bk, sk, gamma) for bk, sk, _, _ in coef]
-    ia = lambda k: k  # noqa: E731
-    ib = lambda k: K + k  # noqa: E731
-    M = np.zeros((size, 2 * K + 1, 2 * K + 1))
-    rhs = np.zeros((size, 2 * K + 1))
-    part = lambda k: coef[k][0] * coef[k][2] / gamma**2 + coef[k][3] / gamma  # noqa: E731
-    rp, rm = roots[0]
-    first = exps(-rp * edges[1]) if K else None  # also the growing term's at z0 = 0: rp (0 - x) is -rp x exactly
-    if K:
-        M[:, 0, ia(0)] = rp * first
-    M[:, 0, ib(0)] = rm
-    rhs[:, 0] = -coef[0][2] / gamma
-    for k in range(K):
-        x = edges[k + 1]
-        rp, rm = roots[k]
-        rp2, rm2 = roots[k + 1]
-        e_left = exps(rm * (x - edges[k]))
-        e_right = exps(-rp2 * (edges[k + 2] - x)) if k + 1 < K else 0.0
-        row = 1 + 2 * k
-        M[:, row, ia(k)] = 1.0
-        M[:, row, ib(k)] = e_left
-        if k + 1 < K:
-            M[:, row, ia(k + 1)] = -e_right
-        M[:, row, ib(k + 1)] = -1.0
-        rhs[:, row] = part(k + 1) - part(k)
-        M[:, row + 1, ia(k)] = rp
-        M[:, row + 1, ib(k)] = rm * e_left
-        if k + 1 < K:
-            M[:, row + 1, ia(k + 1)] = -rp2 * e_right
-        M[:, row + 1, ib(k + 1)] = -rm2
-        rhs[:, row + 1] = (coef[k + 1][2] - coef[k][2]) / gamma
-    sol = np.linalg.solve(M, rhs[:, :, None])[:, :, 0]
-    rp, rm = roots[0]  # z0 = 0 lies on the first interval (every break point is positive)
-    grow = sol[:, ia(0)] * first if K else 0.0
-    # f(0) = 0; exp(rm (0 - 0)) is exp(-0.0) = 1 for a finite rm (nan otherwise, as math.exp gives)
-    one = np.where(np.isfinite(rm), 1.0, math.nan)
-    return (0.0 / gamma + part(0) + grow + sol[:, ib(0)] * one).reshape(shape)
+    # z0 = 0 lies on the first interval (every break point is positive), where f(0) = 0
+    return _value(edges, coef, roots, gamma, exps, 0, 0.0, 0.0).reshape(shape)
 
 
 def _roots_batch(b: np.ndarray, s: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:

@@ -170,32 +170,44 @@ def _held_pair(analysis, resolved, theta: float) -> tuple[HeldQueue, HeldQueue]:
 
 def _cost_held(analysis, resolved, n: float, lower: HeldQueue, upper: HeldQueue, z: float | None) -> float:
     """:func:`model_cost` given the held queues at its threshold (:func:`_held_pair`)."""
+    w = _held_workload(analysis, n, lower)
+    if _switches(resolved) and z <= w:
+        return math.inf
+    return float(_workload_cost(analysis, resolved, n, lower, upper, w, z, discounted_cost))
+
+
+def _held_workload(analysis, n: float, lower: HeldQueue):
+    """The held jobs' workload ``w = E x_p / sqrt(n) / alpha_p`` of the lower mode's held queue (a number, or an array
+    of the held queue's shape)."""
+    return lower.mean / math.sqrt(n) / np.asarray(analysis.modes.alpha, float)[lower.p]
+
+
+def _workload_cost(analysis, resolved, n: float, lower: HeldQueue, upper: HeldQueue, w, z, cost):
+    """The model's cost given the held queues of the lower and the higher mode, their held jobs' workload w
+    (:func:`_held_workload`) and, for a policy that switches, a level z above w: on numbers with ``cost``
+    :func:`~jaxq.diffusion.threshold.discounted_cost`, or on arrays (the pairs of a batch, by the same operations) with
+    :func:`~jaxq.diffusion.threshold.discounted_costs`."""
     an, rules = analysis, resolved.rules
     s, md, g = an.system, an.modes, float(an.system.gamma)
     h, alpha = np.asarray(s.h, float), np.asarray(md.alpha, float)
     rn = math.sqrt(n)
-    dual = _switches(resolved)
     p = lower.p
     q = 1 - p
     drift = [float(an.b[m]) + rn * held.lost / alpha[p] for m, held in ((resolved.lower, lower),
                                                                         (resolved.higher, upper))]
     sd = [float(an.sigma[resolved.lower]), float(an.sigma[resolved.higher])]
-    w = lower.mean / rn / alpha[p]  # the held jobs' workload
     excess = h[p] - h[q] * alpha[q] / alpha[p]  # a held job of p instead of its workload in q
-    if not dual:
-        return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift[:1], sd[:1])
-                     + excess * discounted_cost([alpha[p], 0.0], [w], g, drift[:1], sd[:1]))
-    if z <= w:
-        return math.inf
+    if not _switches(resolved):
+        return (h[q] * alpha[q] * cost([1.0], [], g, drift[:1], sd[:1])
+                + excess * cost([alpha[p], 0.0], [w], g, drift[:1], sd[:1]))
+    step = excess * (upper.mean - lower.mean) / rn  # the cost rate of the higher mode's further held jobs
     if rules.lower == pol.RULE_T1:  # (T1T2) the workload reflects at w; the held jobs cost h_p each, and the upper
         # mode's further (upper.mean - lower.mean) held jobs are part of the workload above w
-        step = excess * (upper.mean - lower.mean) / rn
-        return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift, sd, (z - w,))
-                     + discounted_cost([0.0], [], g, drift, sd, (z - w,), offsets=(0.0, step))
-                     + h[p] * lower.mean / rn / g)
-    step = excess * (upper.mean - lower.mean) / rn
-    return float(h[q] * alpha[q] * discounted_cost([1.0], [], g, drift, sd, (z,))
-                 + discounted_cost([excess * alpha[p], 0.0], [w], g, drift, sd, (z,), offsets=(0.0, step)))
+        return (h[q] * alpha[q] * cost([1.0], [], g, drift, sd, (z - w,))
+                + cost([0.0], [], g, drift, sd, (z - w,), offsets=(0.0, step))
+                + h[p] * lower.mean / rn / g)
+    return (h[q] * alpha[q] * cost([1.0], [], g, drift, sd, (z,))
+            + cost([excess * alpha[p], 0.0], [w], g, drift, sd, (z,), offsets=(0.0, step)))
 
 
 def model_costs(analysis, resolved, n: float, thetas, zs=None) -> np.ndarray:
@@ -239,47 +251,30 @@ def model_costs(analysis, resolved, n: float, thetas, zs=None) -> np.ndarray:
 def _batch_costs(analysis, resolved, n, thetas, zs, out):
     """:func:`model_costs`' arrays: writes the pairs it takes into ``out``; returns the masks of the pairs at inf (the
     held jobs' workload reaches z) and of those computed. Raises where some pair would raise in :func:`model_cost`."""
-    an, rules = analysis, resolved.rules
-    s, md, g = an.system, an.modes, float(an.system.gamma)
-    h, alpha = np.asarray(s.h, float), np.asarray(md.alpha, float)
-    rn = math.sqrt(n)
+    rules = resolved.rules
     dual = _switches(resolved)
     distinct, back = np.unique(thetas, return_inverse=True)  # the held queues depend on Theta alone
 
     def held_at(m, rule):
-        queue = _held_queues(s, md, m, rule, distinct)
+        queue = _held_queues(analysis.system, analysis.modes, m, rule, distinct)
         return HeldQueue(queue.mean[back], queue.lost[back], queue.p)
 
     lower = held_at(resolved.lower, rules.lower)
     upper = held_at(resolved.higher, rules.higher) if dual else lower
-    p = lower.p
-    q = 1 - p
     with np.errstate(all="ignore"):  # numpy scalars in model_cost too: inf and nan rather than errors
-        drift = [float(an.b[m]) + rn * held.lost / alpha[p] for m, held in ((resolved.lower, lower),
-                                                                            (resolved.higher, upper))]
-        sd = [float(an.sigma[resolved.lower]), float(an.sigma[resolved.higher])]
-        w = lower.mean / rn / alpha[p]  # the held jobs' workload
-        excess = h[p] - h[q] * alpha[q] / alpha[p]  # a held job of p instead of its workload in q
-        step = excess * (upper.mean - lower.mean) / rn
+        w = _held_workload(analysis, n, lower)
     inf = zs <= w if dual else np.zeros(thetas.shape, bool)
     batch = (zs > w) & (w > 0) if dual else w > 0
     out[inf] = math.inf
     if not np.any(batch):
         return inf, batch
-    b0, b1, wb, zb, stepb = drift[0][batch], drift[1][batch], w[batch], zs[batch], step[batch]
+
+    def taken(held):
+        return HeldQueue(held.mean[batch], held.lost[batch], held.p)
+
     with np.errstate(all="ignore"):
-        if not dual:
-            cost = (h[q] * alpha[q] * discounted_costs([1.0], [], g, [b0], sd[:1])
-                    + excess * discounted_costs([alpha[p], 0.0], [wb], g, [b0], sd[:1]))
-        elif rules.lower == pol.RULE_T1:  # (T1T2) as in model_cost
-            cost = (h[q] * alpha[q] * discounted_costs([1.0], [], g, [b0, b1], sd, (zb - wb,))
-                    + discounted_costs([0.0], [], g, [b0, b1], sd, (zb - wb,), offsets=(0.0, stepb))
-                    + h[p] * lower.mean[batch] / rn / g)
-        else:
-            cost = (h[q] * alpha[q] * discounted_costs([1.0], [], g, [b0, b1], sd, (zb,))
-                    + discounted_costs([excess * alpha[p], 0.0], [wb], g, [b0, b1], sd, (zb,),
-                                       offsets=(0.0, stepb)))
-    out[batch] = cost
+        out[batch] = _workload_cost(analysis, resolved, n, taken(lower), taken(upper), w[batch], zs[batch],
+                                    discounted_costs)
     return inf, batch
 
 

@@ -153,6 +153,7 @@ def test_the_batch_gives_the_one_by_one_numbers_bit_for_bit():
         ([1.0], [], [b0, b1], [s0, s1], (z,), None),
         ([0.0], [], [b0, b1], [s0, 1.3], (z,), (0.0, step)),
         ([1.7, 0.0], [w], [b0, b1], [s0, s1], (z,), (0.0, step)),
+        ([1.7, 0.3, 0.0], [w, z + 1.0], [b0, b1], [s0, s1], (z,), (0.0, step)),  # a kink above the level too
     ]
     for slopes, kinks, b, s, levels, offsets in cases:
         got = discounted_costs(slopes, kinks, g, b, s, levels, offsets)
