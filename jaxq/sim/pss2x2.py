@@ -401,6 +401,48 @@ NEEDS_EVENT = ("engine", "the uniformized engine sets its own number of steps an
 """The refusal of the uniformised driver for a run that needs the event driver: ``(key, message)``."""
 
 
+@float64
+def builtin_policy(system: PSS2x2 | ScaledPSS2x2, n: float, policy: str = "auto", *, rules: tuple[str, str] | None = None,
+                   levels: Levels = Levels(), name: str | None = None) -> Policy2x2:
+    """A policy of the 2x2 system built from the rules of Definition 2.8, as a :class:`jaxq.Policy2x2` for the n-th
+    system.
+
+    ``policy`` names the policy whose modes, sampling times, switching level and threshold Theta_n are taken (the
+    six of Theorem 2.11, ``RULE@m`` or ``auto``, resolved for this system and n as :func:`simulate` resolves it);
+    ``rules`` replaces the rule used in its lower and its higher mode, for example ``("P", "T2")`` on a T2T2 system:
+    P below the switching level, T2 above it, a policy that is not in the table. The result runs through
+    :func:`simulate` like any user's policy, with the built-ins' speed and debug counters, at this n (its level and
+    threshold are the n-th system's).
+
+    Args:
+        system: The 2x2 system, or its n-th system.
+        n: The scale n.
+        policy: The policy whose modes, sampling, level and threshold are used.
+        rules: The rule (``"P"``, ``"T1"``, ``"T2"``) in the lower and in the higher mode (None: the policy's own).
+        levels: The switching level and threshold rule (:class:`Levels`, as :func:`simulate`).
+        name: The name results report (default: the policy's, or ``"LOWER/HIGHER"`` with ``rules``).
+
+    Returns:
+        The policy.
+
+    Raises:
+        InputError: As :func:`plan`; naming ``rules`` for a rule not in ``P``, ``T1``, ``T2`` or not two of them.
+    """
+    pl = plan(system, n, policy=policy, levels=levels)
+    data = pol.make(pl.resolved, pl.analysis.modes, n, pl.theta)
+    if rules is not None:
+        if (not isinstance(rules, (tuple, list)) or len(rules) != 2
+                or any(r not in pol.RULE_NAMES for r in rules)):
+            raise InputError("rules", f"expected two of {', '.join(pol.RULE_NAMES)} (lower mode, higher mode), "
+                                      f"got {rules!r}")
+        codes = [pol.RULE_NAMES.index(r) for r in rules]
+        rule = np.asarray(data.rule).copy()
+        rule[int(data.higher)] = codes[1]
+        rule[int(data.lower)] = codes[0]  # a single-mode policy: its one mode takes the lower mode's rule
+        data = data._replace(rule=jnp.asarray(rule, jnp.int32))
+    return hk.builtin(data, name=name or (pl.policy if rules is None else "/".join(rules)))
+
+
 def ctmc_steps(nth: ScaledPSS2x2, big: float, v0: float, rel_tol: float = 1e-4) -> int:
     """Uniformised steps K of the n-th system ``nth`` that make the state-free part of the tail bound ``rel_tol``
     times :func:`jaxq.model.validate.pss_cost_scale` (V0, or the no-departure cost bounding J_n where that is

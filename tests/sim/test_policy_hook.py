@@ -333,3 +333,47 @@ def test_a_users_policy_is_smoothed_by_its_perturb():
     assert a.engine == "event"
     np.testing.assert_array_equal(a.samples["eps"], b.samples["eps"])
     np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
+
+
+def test_a_policy_from_the_rules_of_definition_2_8():
+    """``builtin_policy``: a named policy's modes, sampling, level and Theta_n with the rule of each mode replaced.
+    Without ``rules`` it is the named policy (plain estimate bit for bit); with ``rules`` its data carries them; bad
+    rules are one InputError naming ``rules``."""
+    from jaxq.policies import pss2x2 as rules_of
+    from jaxq.sim.pss2x2 import builtin_policy
+
+    system = jaxq.load("pss_T2T2")
+    same = builtin_policy(system, 16, "T2T2")
+    a = jaxq.simulate(system, n=16, reps=64, policy=same, seed=3, cv=False)
+    b = jaxq.simulate(system, n=16, reps=64, policy="T2T2", seed=3, cv=False)
+    assert a.value == b.value and a.info["policy"] == "T2T2"
+    mixed = builtin_policy(system, 16, "T2T2", rules=("P", "T2"))
+    p = mixed.params.policy
+    assert mixed.name == "P/T2"
+    assert int(p.rule[int(p.lower)]) == rules_of.RULE_P and int(p.rule[int(p.higher)]) == rules_of.RULE_T2
+    assert (p.level, p.theta) == (same.params.policy.level, same.params.policy.theta)
+    for bad in (("P",), ("P", "T3"), "PT2"):
+        with pytest.raises(InputError, match="rules"):
+            builtin_policy(system, 16, "T2T2", rules=bad)
+
+
+@pytest.mark.slow
+def test_a_policy_from_the_rules_runs_at_its_exact_cost():
+    """P below the switching level and T2 above it on pss_T2T2 (phase-type primitives), n = 16: the simulated J_n
+    (both the plain and the controlled estimate) agrees with the exact chain's within 4 standard errors."""
+    import math
+
+    from jaxq.sim import exact_ctmc
+    from jaxq.sim.pss2x2 import builtin_policy
+
+    system, n = jaxq.load("pss_T2T2"), 16
+    pt2 = builtin_policy(system, n, "T2T2", rules=("P", "T2"))
+    p = pt2.params.policy
+    exact = exact_ctmc.discounted_cost(system, n, int(p.lower), "P", int(p.theta), cap=60, switching=exact_ctmc.Switching(
+        int(p.higher), "T2", "k1", float(p.level) / math.sqrt(n)))
+    assert exact["truncation_change"] < 1e-4
+    r = jaxq.simulate(system, n=n, reps=16000, policy=pt2, seed=11)
+    assert abs(r.value - exact["J"]) <= 4 * r.stderr + exact["truncation_change"], (r.value, r.stderr, exact["J"])
+    t2t2 = exact_ctmc.discounted_cost(system, n, int(p.lower), "T2", int(p.theta), cap=60, switching=exact_ctmc.Switching(
+        int(p.higher), "T2", "k1", float(p.level) / math.sqrt(n)))
+    assert abs(r.value - t2t2["J"]) > 4 * r.stderr + t2t2["truncation_change"]  # T2T2's exact cost is refused
