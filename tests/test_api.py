@@ -54,6 +54,7 @@ def test_network_analysis_and_simulation():
     assert np.isfinite(d["mean_neg"]) and d.info["identity_lhs"] == pytest.approx(an.spare_capacity)
 
 
+@pytest.mark.slow  # a second check: -m slow
 def test_tune_fastslow_and_run_experiment(tmp_path):
     s = jaxq.load("pss_PP")
     t = jaxq.tune(s)

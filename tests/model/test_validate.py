@@ -343,6 +343,7 @@ def test_tune_refusals(capsys, extra, key):
     assert err.startswith(f"jaxq: error: {key}: ") and err.count("\n") == 1, err
 
 
+@pytest.mark.slow  # a second check: -m slow
 def test_tune_converges_on_a_scale_free_test():
     from jaxq.tuning.exact import RTOL, tune_exact
 

@@ -3,6 +3,7 @@ window's step weights: the same numbers as jaxq.simulate_network_sde, and an Eul
 
 from pathlib import Path
 
+import pytest
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,6 +39,7 @@ def test_the_network_euler_scheme_is_a_scheme_of_weak_order_one():
     assert isinstance(driver.WINDOW, driver.StepWeights) and isinstance(driver.DISCOUNTED, driver.StepWeights)
 
 
+@pytest.mark.slow  # a second check: -m slow
 def test_the_driver_program_runs_it_as_simulate_network_sde_does():
     """driver.program(scheme, 1, ..., WINDOW) gives simulate_diffusion's numbers bit for bit (any steps per call),
     and they are the Euler chain x_{k+1} = x_k + b(x_k, u) dt + sigma sqrt(dt) N_k (N_k: draw k of the path's

@@ -9,6 +9,7 @@ from jaxq.cli import main
 from jaxq.errors import InputError
 
 
+@pytest.mark.slow  # a second check: -m slow
 def test_a_default_horizon_whose_bound_exceeds_a_tenth_of_the_stderr_is_extended_once():
     """pss_PP's default horizon leaves a bound of 0.2 standard errors at 2000 paths (the control makes the
     standard error small): the same paths run again, longer, and the time of both runs counts."""

@@ -110,6 +110,7 @@ def test_two_slurm_tasks_write_the_single_process_tables(tmp_path, capsys):
 
 @pytest.mark.parametrize("procid,says", [(0, "process 1 of 2 never joined within 3 s"),
                                          (1, "did not answer within 3 s")])
+@pytest.mark.slow  # a second check: -m slow
 def test_a_task_whose_peer_never_comes_ends_in_its_timeout_with_one_line(tmp_path, procid, says):
     """One task of a 2-task step alone: it ends after --distributed-timeout with one line naming what is missing
     and exit code 2 (JAX's own wait aborted the process after 5 minutes with a C++ stack trace)."""

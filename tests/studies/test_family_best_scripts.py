@@ -17,6 +17,7 @@ from jaxq.precision import in_float64
 from jaxq.studies.random_draw import draw_system
 
 
+@pytest.mark.slow  # a second check: -m slow
 def test_family_best_runs_the_levels_it_reports_on_common_random_numbers(experiment_script):
     """Every grid point runs at the Theta_n and z asked for (Theta_n = c exactly, z as given); the best is the
     least of the surface, and running its levels again on the search's replications gives the same number."""
@@ -64,6 +65,7 @@ def test_idle_observer_reads_the_workload_and_the_waiting_jobs(experiment_script
         chk.check(d.label, d.system, d.analysis, 1000, reps=2)
 
 
+@pytest.mark.slow  # a second check: -m slow
 def test_idle_check_observer_against_the_run_and_the_model(experiment_script):
     """The observer's idle shares are ordered (bulk <= while q waits <= at all), the share while a job waits
     equals the built-in diagnostics' idle_while_waiting of that server on the same replications, and the
