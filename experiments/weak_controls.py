@@ -64,13 +64,13 @@ def main() -> None:
     reps = sorted({r["reps"] for r in rows})
     print(f"{len(rows)} systems at n = {args.n} ({args.rule}, replications {', '.join(reps)}): variance reduction "
           f"min {vr.min():.1f}, median {np.median(vr):.0f}, max {vr.max():.0f}")
+    f = features(rows, systems)
     print(f"{'feature':28s} {'systems':>7s} {'rho':>6s} {'p':>8s}")
-    for name, v in features(rows, systems).items():
+    for name, v in f.items():
         ok = np.isfinite(v)
         rho, p = spearmanr(v[ok], np.log(vr[ok]))
         print(f"{name:28s} {int(ok.sum()):7d} {rho:+6.2f} {p:8.1e}")
     weak = vr <= np.quantile(vr, 0.1)
-    f = features(rows, systems)
     print(f"weakest tenth ({int(weak.sum())} systems) against the rest, medians: max SCV "
           f"{np.median(f['max SCV of all primitives'][weak]):.1f} / {np.median(f['max SCV of all primitives'][~weak]):.1f}, "
           f"|J_n/V0 - 1| {np.median(f['|J_n/V0 - 1|'][weak]):.3f} / {np.median(f['|J_n/V0 - 1|'][~weak]):.3f}")
