@@ -33,7 +33,8 @@ class Policy2x2(NamedTuple):
     """A non-preemptive policy of the 2x2 system: ``init(params) -> memory`` and
     ``decide(queues, serving, memory, event, params) -> (assignment, memory)``.
 
-    ``decide`` is called after every event (never at a self-loop of a uniformised chain), on one replication
+    ``decide`` (after ``update``, where the policy has one) applies after every event (a self-loop of a
+    uniformised chain is not an event: what the functions return there is discarded), on one replication
     (the engine ``vmap``-s it), and must be traceable by JAX: no Python branching on its array arguments
     (use ``jnp.where``).
 
@@ -84,6 +85,12 @@ class Policy2x2(NamedTuple):
         the decision, ``serving`` after, ``started`` (2,) bool, ``memory`` the new memory): counted per
         replication by the debug engines (``debug=True``, ``info["violations"]``). The built-ins' are the
         Definition 2.7 invariants (:data:`VIOLATIONS`).
+      update: ``update(queues, serving, memory, event, params) -> memory``, the memory after the event, computed
+        before any server is assigned; ``decide`` then gets this memory (and returns the memory to keep, usually
+        the one it got). Default None: ``decide`` does both. The result is the same; what differs is speed where
+        the assignment depends on a memory the event changes (a mode resampled at events): the engines compute
+        that memory once and keep it where they record it, rather than once more inside every server's
+        assignment. The built-ins' resamples the current mode (Definition 2.10); their ``decide`` dispatches in it.
 
     Example:
       Longest queue first (an idle server takes a job of the class with more jobs waiting)::
@@ -114,6 +121,7 @@ class Policy2x2(NamedTuple):
     perturb: Callable[[Any, Any], Any] | None = None
     invariants: tuple = ()
     violations: Callable[..., Any] | None = None
+    update: Callable[..., Any] | None = None
 
     def static(self) -> "Policy2x2":
         """The policy without its parameters: hashable, the key of the compiled engines."""
@@ -224,10 +232,18 @@ def check(policy: Policy2x2, params) -> None:
                                       and jnp.issubdtype(memory.dtype, jnp.integer)):
         raise InputError("policy", f"{name}: memory_is_mode needs a memory that is one integer (the mode, 0 or 1), "
                                    f"got {tree_layout(memory)[1]}")
-    if _kinds(tree_layout(out[1])) != _kinds(tree_layout(memory)):
+    _same_memory(name, call, out[1], memory)
+    if policy.update is not None:
+        call = "update(queues, serving, memory, event, params)"
+        _same_memory(name, call, _traced(policy, call, policy.update, pair, pair, memory, code, params), memory)
+
+
+def _same_memory(name: str, call: str, got, memory) -> None:
+    """An InputError naming ``policy`` unless ``got`` has the structure, shapes and dtype kinds of ``memory``."""
+    if _kinds(tree_layout(got)) != _kinds(tree_layout(memory)):
         raise InputError("policy", f"{name}: {call} must return memory of the structure, shapes and dtype kinds init("
-                                   f"params) gave ({tree_layout(memory)[1]}), got {tree_layout(out[1])[1]} "
-                                   f"(structure {jax.tree_util.tree_structure(out[1])})")
+                                   f"params) gave ({tree_layout(memory)[1]}), got {tree_layout(got)[1]} "
+                                   f"(structure {jax.tree_util.tree_structure(got)})")
 
 
 def event_code(is_arrival, arrival_class, completed_server):
@@ -294,33 +310,59 @@ def _builtin_init(params: BuiltinParams):
     return pol.initial_mode(params.policy, params.level)
 
 
-def builtin_decide_jobs(x, serving, mode, event, params: BuiltinParams):
-    """Definitions 2.7-2.10 from the jobs in the system ``x`` (queue + service).
-
-    Resample the current mode at its sampling times, then dispatch the idle servers. :data:`BUILTIN` is this form
-    (``jobs=True``: the engines hold ``x``; the round trip through the queues would cost them speed).
+def builtin_update(x, serving, mode, event, params: BuiltinParams):
+    """Definition 2.10 from the jobs in the system ``x``: the current mode after the event (the ``update`` of
+    :data:`BUILTIN`), resampled at the policy's sampling times.
 
     Args:
         x (jax.Array): The jobs of each class in the system, (2,).
         serving (jax.Array): The class each server serves, ``-1`` when idle (as ``decide``).
-        mode (jax.Array): The current mode (the memory).
+        mode (jax.Array): The current mode before the event (the memory).
         event (jax.Array): The event code (as ``decide``).
         params: The built-in's parameters.
 
     Returns:
-        (tuple[jax.Array, jax.Array]): ``(assignment, mode)``: the assignment of every server (busy ones included: the
-            engine ignores their entries) and the new current mode.
+        (jax.Array): The new current mode.
     """
-    mode, new, _, _ = pol.decide(params.policy, x, serving, mode, event < COMPLETION_1, event - COMPLETION_1,
-                                 params.level, params.theta)
+    # event - COMPLETION_1 is negative for an arrival, never a server: the completed server alone says whether the
+    # event is a completion of the single-activity server (no arrival flag to test)
+    return pol.resample(params.policy, x, mode, False, event - COMPLETION_1, params.level)
+
+
+def builtin_assign(x, serving, mode, event, params: BuiltinParams):
+    """Definitions 2.7-2.9 from the jobs in the system ``x`` in the current mode (the ``decide`` of :data:`BUILTIN`,
+    whose ``update`` has resampled the mode).
+
+    Args:
+        x (jax.Array): The jobs of each class in the system, (2,).
+        serving (jax.Array): The class each server serves, ``-1`` when idle (as ``decide``).
+        mode (jax.Array): The current mode, after the event (the memory).
+        event (jax.Array): The event code (as ``decide``; not used).
+        params: The built-in's parameters.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(assignment, mode)``: the assignment of every server (busy ones included: the
+            engine ignores their entries) and the mode, unchanged.
+    """
+    new, _, _ = pol.assign(params.policy, x, serving, mode, params.theta)
     return new, mode
 
 
-def _builtin_decide(queues, serving, mode, event, params: BuiltinParams):
-    """:func:`builtin_decide_jobs` from the queues: ``x = queues + jobs in service``."""
-    in_service = jnp.stack([(serving[0] == c).astype(queues.dtype) + (serving[1] == c).astype(queues.dtype)
-                            for c in range(2)])
-    return builtin_decide_jobs(queues + in_service, serving, mode, event, params)
+def builtin_decide_jobs(x, serving, mode, event, params: BuiltinParams):
+    """Definitions 2.7-2.10 from the jobs in the system ``x`` in one function: :func:`builtin_update`, then
+    :func:`builtin_assign` (the built-ins as a policy without ``update``).
+
+    Args:
+        x (jax.Array): The jobs of each class in the system, (2,).
+        serving (jax.Array): The class each server serves, ``-1`` when idle (as ``decide``).
+        mode (jax.Array): The current mode before the event (the memory).
+        event (jax.Array): The event code (as ``decide``).
+        params: The built-in's parameters.
+
+    Returns:
+        (tuple[jax.Array, jax.Array]): ``(assignment, mode)``: the assignment and the new current mode.
+    """
+    return builtin_assign(x, serving, builtin_update(x, serving, mode, event, params), event, params)
 
 
 def _builtin_perturb(params: BuiltinParams, eps):
@@ -373,8 +415,9 @@ def _identity_mode(memory):
 # whose parameters (BuiltinParams: rules per mode, sampling times, roles, level, threshold) say which policy it is.
 # Its memory is the current mode (recorded: switches, the diagnostics' mode fields); it decides on the jobs in the
 # system; its assignments are valid by construction (not checked); its invariants are the debug counters.
-BUILTIN = Policy2x2(init=_builtin_init, decide=builtin_decide_jobs, name="builtin", jobs=True, checked=False,
-                    mode=_identity_mode, memory_is_mode=True, invariants=VIOLATIONS, violations=_builtin_violations)
+BUILTIN = Policy2x2(init=_builtin_init, decide=builtin_assign, name="builtin", jobs=True, checked=False,
+                    mode=_identity_mode, memory_is_mode=True, invariants=VIOLATIONS, violations=_builtin_violations,
+                    update=builtin_update)
 BUILTIN_PERTURBED = BUILTIN._replace(perturb=_builtin_perturb)  # the same, its level and threshold smoothed
 
 
@@ -397,11 +440,11 @@ def builtin(policy: pol.Policy, level=None, theta=None, perturb: Perturb | None 
                                                          policy.theta if theta is None else theta, perturb))
 
 
-def decision(policy: Policy2x2, x, before, memory, event, params):
+def decision(policy: Policy2x2, x, before, memory, event, params, real=None):
     """One decision of any policy after an event, as the engines make it.
 
-    ``decide`` sees the jobs in the system ``x`` (``policy.jobs``) or the queues; a checked policy's assignment is
-    :func:`checked`, a trusted one's carried out as given.
+    ``update`` (where the policy has one) and ``decide`` see the jobs in the system ``x`` (``policy.jobs``) or the
+    queues; a checked policy's assignment is :func:`checked`, a trusted one's carried out as given.
 
     Args:
         policy: The policy.
@@ -410,19 +453,34 @@ def decision(policy: Policy2x2, x, before, memory, event, params):
         memory (typing.Any): The policy's memory.
         event (jax.Array): The event code.
         params (typing.Any): The policy's parameters.
+        real (jax.Array | None): False for a self-loop of a uniformised chain, which is not an event: the memory
+            returned is then the one given (the caller keeps the assignment). None: an event.
 
     Returns:
         (tuple): ``(memory, serving, started, bad)`` (``bad`` None for a trusted policy).
     """
     q = waiting(x, before)
-    assignment, memory = policy.decide(x if policy.jobs else q, before, memory, event, params)
+    seen = x if policy.jobs else q
+
+    def kept(old, new):  # the new memory at an event, the old one at a self-loop
+        return new if real is None else jax.tree_util.tree_map(
+            lambda a, b: jnp.where(real, jnp.asarray(b, jnp.asarray(a).dtype), a), old, new)
+
+    if policy.update is not None:  # the memory after the event (kept at a self-loop): the one decide assigns from
+        memory = kept(memory, policy.update(seen, before, memory, event, params))
+    assignment, new = policy.decide(seen, before, memory, event, params)
+    # decide's memory, kept at a self-loop (after an update the kept memory is the old one there, and a decide that
+    # returns its memory unchanged leaves one value: the mode the assignment was made in is the one recorded)
+    memory = kept(memory, new)
     if policy.checked:
         serving, started, bad = checked(assignment, q, before)
         return memory, serving, started, bad
-    # component by component (selects on scalars: a two-element array under vmap is a strided axis of the batch)
+    # carried out as given on the idle servers (component by component: selects on scalars, as a two-element array
+    # under vmap is a strided axis of the batch)
     a = jnp.asarray(assignment).astype(before.dtype)
-    started = [(before[k] == IDLE) & (a[k] != IDLE) for k in range(2)]
-    serving = [jnp.where(started[k], a[k], before[k]) for k in range(2)]
+    idle = [before[k] == IDLE for k in range(2)]
+    started = [idle[k] & (a[k] != IDLE) for k in range(2)]
+    serving = [jnp.where(idle[k], a[k], before[k]) for k in range(2)]
     return memory, jnp.stack(serving), jnp.stack(started), None
 
 

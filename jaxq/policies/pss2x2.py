@@ -167,34 +167,46 @@ def initial_mode(pol: Policy, level=None):
     return jnp.where(0.0 < level, pol.lower, pol.higher).astype(jnp.int32)
 
 
-def decide(pol: Policy, x, serving_before, mode, is_arrival, completed_server, level=None, theta=None, real=None):
-    """Definitions 2.7-2.10 after an event: resample the current mode, then let idle servers admit jobs.
+def resample(pol: Policy, x, mode, is_arrival, completed_server, level=None):
+    """Definition 2.10 after an event: the current mode, resampled at the policy's sampling times.
+
+    Args:
+        pol: The policy.
+        x (jax.Array): Jobs per class after the event (int, shape (2,)).
+        mode (jax.Array): The current mode before the event.
+        is_arrival (jax.Array): Whether the event is an arrival.
+        completed_server (jax.Array): The server that completed (meaningful when not an arrival).
+        level (jax.Array | None): Per-replication switching level (Gaussian-perturbed tuning); None: the policy's.
+
+    Returns:
+        (jax.Array): The new current mode (int32).
+    """
+    level = pol.level if level is None else level
+    workload = pol.alpha_inv[0] * x[0].astype(jnp.float64) + pol.alpha_inv[1] * x[1].astype(jnp.float64)  # W (2.10)
+    new = sample_mode(mode, pol.sampling, is_arrival, completed_server, pol.k1, workload, level, pol.lower, pol.higher)
+    return new.astype(jnp.int32)
+
+
+def assign(pol: Policy, x, serving_before, mode, theta=None):
+    """Definitions 2.7-2.9 in the current mode: every idle server admits a job according to its role and the mode's
+    rule.
 
     Args:
         pol: The policy.
         x (jax.Array): Jobs per class after the event (int, shape (2,)).
         serving_before (jax.Array): The assignment after the event (the completing server idle).
-        mode (jax.Array): The current mode before the event.
-        is_arrival (jax.Array): Whether the event is an arrival.
-        completed_server (jax.Array): The server that completed (meaningful when not an arrival).
-        level (jax.Array | None): Per-replication switching level (Gaussian-perturbed tuning); None: the policy's.
+        mode (jax.Array): The current mode (after :func:`resample`).
         theta (jax.Array | None): Per-replication threshold; None: the policy's.
-        real (jax.Array | None): False for a self-loop of a uniformised chain (not an event: the mode is not
-            resampled; the caller keeps the assignment); None: every call is an event.
 
     Returns:
-        (tuple): ``(mode, serving, started, prio)``: the new current mode, assignment, servers that start a job, and the
-            class the dual-activity server prioritises.
+        (tuple): ``(serving, started, prio)``: the new assignment, the servers that start a job, and the class the
+            dual-activity server prioritises.
     """
-    level = pol.level if level is None else level
     theta = pol.theta if theta is None else theta
-    workload = pol.alpha_inv[0] * x[0].astype(jnp.float64) + pol.alpha_inv[1] * x[1].astype(jnp.float64)  # W (2.10)
-    new = sample_mode(mode, pol.sampling, is_arrival, completed_server, pol.k1, workload, level, pol.lower, pol.higher)
-    mode = (new if real is None else jnp.where(real, new, mode)).astype(jnp.int32)
     i1, i2, k1 = pick(pol.i1, mode), pick(pol.i2, mode), pick(pol.k1, mode)
     prio = priority_class(pick(pol.rule, mode), x, i1, i2, theta)
     serving, started = dispatch(x, serving_before, k1, i2, prio)
-    return mode, serving, started, prio
+    return serving, started, prio
 
 
 def pick(a, i):

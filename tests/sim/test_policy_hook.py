@@ -235,6 +235,48 @@ def test_builtins_through_the_user_path_are_the_builtins(policy, name, engine):
     np.testing.assert_array_equal(a.samples["J"], b.samples["J"])
 
 
+def _count_update(queues, serving, memory, event, params):
+    """The memory counts the events (its parity is the recorded mode)."""
+    return memory + 1
+
+
+def _count_decide(queues, serving, memory, event, params):
+    """Longest queue first, the count of events carried (``update`` None: counted here)."""
+    return _lqf_decide(queues, serving, memory, event, params)[0], memory + (params["here"])
+
+
+@pytest.mark.parametrize("engine", ["uniformized", "event"])
+def test_update_splits_decide_in_two(engine):
+    """``update`` gives the memory after the event before ``decide`` assigns in it: the built-ins as one function
+    (no ``update``) and as the pair give the same numbers bit for bit, switches included; a memory counted by
+    ``update`` or by ``decide`` is the same memory (a self-loop of the uniformised chain changes neither)."""
+    system = _exponential("pss_T2T1")  # single-mode: T2T1 switches at the level given
+    st = setup(system, N, policy="T2T1", levels=PT.Levels(switch_at=0.3))
+    pair = hk.builtin(st.params.policy)
+    one = pair._replace(update=None, decide=hk.builtin_decide_jobs)
+    assert pair.update is not None and pair.decide is not hk.builtin_decide_jobs
+    tr, out = PT.Truncation(engine=engine, steps=3000 if engine == "uniformized" else None), PT.Outputs(cv=False)
+    a, b = (simulate(system, N, 64, policy=p, seed=4, truncation=tr, outputs=out) for p in (pair, one))
+    for key in ("J", "switches"):
+        np.testing.assert_array_equal(a.samples[key], b.samples[key])
+    assert np.any(a.samples["switches"] > 0)
+    counted = jaxq.Policy2x2(init=lambda params: jnp.int32(0), decide=_count_decide, params={"here": jnp.int32(1)},
+                             mode=lambda m: m % 2, name="count")
+    c, d = (simulate(system, N, 64, policy=p, seed=4, truncation=tr, outputs=out)
+            for p in (counted, counted._replace(update=_count_update, params={"here": jnp.int32(0)})))
+    for key in ("J", "switches"):
+        np.testing.assert_array_equal(c.samples[key], d.samples[key])
+    # every event flips the parity: the switches are the events (at most: the CTMC's run ends at its last step)
+    assert np.all(d.samples["switches"] > 0) and np.all(d.samples["switches"] <= d.samples["events"])
+
+
+def test_an_update_that_returns_other_memory_is_named_before_the_run():
+    bad = LQF._replace(init=lambda params: jnp.int32(0), update=lambda q, s, m, e, p: jnp.float64(m))
+    with pytest.raises(InputError, match=r"policy: .*update\(queues, serving, memory, event, params\) must return "
+                                         r"memory"):
+        simulate(load(path("pss_P")), N, 8, policy=bad, truncation=PT.Truncation(engine="uniformized", steps=100))
+
+
 def _batch_decide(queues, serving, memory, event, params):
     """Idle until an arrival finds two jobs waiting, then start every idle server (a legal rule in itself)."""
     go = (event < hk.COMPLETION_1) & (queues[0] + queues[1] >= 2)

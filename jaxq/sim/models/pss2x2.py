@@ -598,13 +598,13 @@ def _ctmc_transition(s: CtmcState, fired, p: Params, policy: hk.Policy2x2):
     memory, serving, _, bad = hk.decision(policy, jnp.stack([x0, x1]), before,
                                           s.mode if policy.memory_is_mode else s.mem,
                                           hk.event_code(is_arr, a1.astype(i32), jnp.where(done0, 0, 1)),
-                                          p.policy_params)
-    # a self-loop is not an event: nothing is decided, the memory is kept
+                                          p.policy_params, real=real)
+    # a self-loop is not an event: nothing is decided (the memory kept by the decision, the assignment here)
     s0 = jnp.where(real, serving[0], s.s0).astype(i32)
     s1 = jnp.where(real, serving[1], s.s1).astype(i32)
-    mode = jnp.where(real, hk.mode_of(policy, memory), s.mode)  # a policy whose memory is its mode: kept here only
-    mem = jax.tree_util.tree_map(lambda a, b: jnp.where(real, jnp.asarray(b, a.dtype), a), s.mem,
-                                 None if policy.memory_is_mode else memory)
+    mode = hk.mode_of(policy, memory)
+    mem = None if policy.memory_is_mode else jax.tree_util.tree_map(lambda a, b: jnp.asarray(b, a.dtype), s.mem,
+                                                                    memory)
     return CtmcState(x0, x1, s0, s1, mode, s.switches + (mode != s.mode).astype(i32), mem,
                      None if bad is None else s.bad + (real & bad).astype(i32)), ()
 
