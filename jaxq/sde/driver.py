@@ -15,7 +15,8 @@ functions and its stated weak order:
 ``step(params, y, h, normal, uniform) -> (y, dm)`` advances all paths by one step of length h (y: (paths,) + the
 state's shape; normal: (paths, n_normal) standard normals, uniform: (paths, n_uniform) uniforms on [0, 1)) and
 returns the step's martingale increment dm of the state (mean zero given the state: ``sigma sqrt(h) N``, or the
-scheme's exact equivalent), ``observe(params, y) -> z`` maps back; ``order`` is the weak order of the functional
+scheme's exact equivalent), ``observe(params, y) -> z`` maps back (None: the scheme's coordinates are the state's,
+and the loop carries the state once); ``order`` is the weak order of the functional
 the scheme's theory gives (the discounted cost, the network's time averages; None where its module states none:
 errors below the Monte Carlo noise).
 
@@ -71,7 +72,8 @@ class Scheme(NamedTuple):
         init: ``init(params, z) -> y``: the state in the scheme's coordinates (a scalar or an array).
         step: ``step(params, y, h, normal, uniform) -> (y, dm)``: all paths advanced by one step of length h, and the
             step's martingale increment dm.
-        observe: ``observe(params, y) -> z``: the state back in Z coordinates.
+        observe: ``observe(params, y) -> z``: the state back in Z coordinates; None where ``y`` is Z itself (the
+            time loop then carries one copy of the state, not two).
         order: The weak order the scheme's module states (None: none stated).
     """
 
@@ -80,7 +82,7 @@ class Scheme(NamedTuple):
     n_uniform: int
     init: Callable
     step: Callable
-    observe: Callable
+    observe: Callable | None
     order: float | None  # the weak order the scheme's module states (None: none stated)
 
 
@@ -277,7 +279,7 @@ def folded(observer: Observer | None = None, cv: bool = False) -> Observer:
 def _start(scheme: Scheme, params, z0, paths: int, observer: Observer, args: Observed):
     y0 = scheme.init(params, jnp.asarray(z0, dtype=jnp.float64))
     y0 = jnp.broadcast_to(y0, (paths,) + jnp.shape(y0))
-    zs0 = scheme.observe(params, y0)
+    zs0 = () if scheme.observe is None else scheme.observe(params, y0)  # () : Z is the state itself
     obs0 = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (paths,) + jnp.shape(v)), observer.init(args))
     return (y0, zs0, obs0)
 
@@ -315,17 +317,20 @@ def _block(scheme: Scheme, a, weights: StepWeights, keys, block: int, carry, j, 
         y, z, obs = c
         k, normal, uniform = x
         y1, dm = scheme.step(params, y, h, normal, uniform)
-        z1 = scheme.observe(params, y1)
         # a fusion boundary: the cost and the control do not change how the step is compiled, so a path's
         # numbers stay bit-identical whatever the batch, sharding or control
-        y1, z1, dm = jax.lax.optimization_barrier((y1, z1, dm))
+        if scheme.observe is None:  # the state is Z: carried once (a second copy costs a copy a step)
+            y1, dm = jax.lax.optimization_barrier((y1, dm))
+            z, z1 = y, y1
+        else:
+            y1, z1, dm = jax.lax.optimization_barrier((y1, scheme.observe(params, y1), dm))
         w_held, w_after, scale = at(k)
         seg = Segment(z, w_held, z1, 0.0, w_after, interval=(k * h, (k + 1.0) * h), martingale=scale * dm)
         if n_steps is None:
             obs = fold(obs, seg, args)
         else:  # a step past the end of the horizon: no observer sees it (a branch, the same for every path)
             obs = jax.lax.cond(k < n_steps, lambda o: fold(o, seg, args), lambda o: o, obs)
-        return (y1, z1, obs), None
+        return (y1, () if scheme.observe is None else z1, obs), None
 
     normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)
     ks = (j * block + jnp.arange(block)).astype(jnp.float64)

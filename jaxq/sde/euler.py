@@ -41,7 +41,7 @@ def make(coef) -> Scheme:
     Returns:
         The scheme.
     """
-    return Scheme("euler", 1, 0, _identity, partial(_step, coef), _identity, WEAK_ORDER)
+    return Scheme("euler", 1, 0, _identity, partial(_step, coef), None, WEAK_ORDER)
 
 
 SCHEME = make(piecewise_coefficients)

@@ -71,7 +71,7 @@ def make(coef) -> Scheme:
     Returns:
         The scheme.
     """
-    return Scheme("exact", 1, 1, _identity, partial(_step, coef), _identity, WEAK_ORDER)
+    return Scheme("exact", 1, 1, _identity, partial(_step, coef), None, WEAK_ORDER)
 
 
 SCHEME = make(piecewise_coefficients)

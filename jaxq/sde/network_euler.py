@@ -193,7 +193,7 @@ def _step(p, x, h, normal, uniform):
 def scheme(num_i: int) -> driver.Scheme:
     """The Euler scheme of an I-class network diffusion as a :class:`~jaxq.sde.driver.Scheme`.
 
-    I normals a step, the state X itself (``init``, ``observe`` the identity), weak order 1 for the time averages
+    I normals a step, the state X itself (``init`` the identity, no ``observe``), weak order 1 for the time averages
     (cached: one scheme, one program, per I).
 
     Args:
@@ -202,7 +202,7 @@ def scheme(num_i: int) -> driver.Scheme:
     Returns:
         The scheme.
     """
-    return driver.Scheme("network_euler", int(num_i), 0, _identity, _step, _identity, WEAK_ORDER)
+    return driver.Scheme("network_euler", int(num_i), 0, _identity, _step, None, WEAK_ORDER)
 
 
 def check_settings(dl, uc, us, control: str, dt: float, horizon: float, warmup: float,
