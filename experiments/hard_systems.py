@@ -19,6 +19,7 @@ limit; empty where the formula does not apply), and the idle and mode diagnostic
 
     python experiments/hard_systems.py                      # n = 10^2 ... 10^5 for all (about an hour, 2 cores)
     python experiments/hard_systems.py --n 1000000 --limit 4   # 10^6 for the four worst (resumable: rows kept)
+    python experiments/hard_systems.py --n 1000000 --systems T2_017 T2T1_019   # 10^6 for the systems named
 
 Writes ``experiments/results/hard_systems/``: ``runs.csv`` (one row per system and n, rewritten as runs finish; a row above the target runs again with a
 pilot four times as long),
@@ -183,6 +184,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10000, 100000])
     ap.add_argument("--limit", type=int, default=None, help="only the first (worst) systems")
+    ap.add_argument("--systems", nargs="+", default=None, help="only these systems (labels, e.g. T2T2_015)")
     ap.add_argument("--budget", type=float, default=None, help="stop starting new runs after this many seconds")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
@@ -192,6 +194,11 @@ def main() -> None:
     missed = {(r["system"], r["n"]) for r in runs} - done  # run again with a 4x pilot (the same pilot plans the same)
     print(f"{len(done)} points kept, {len(runs) - len(done)} to run again", flush=True)
     hard = hard_systems()[: args.limit]
+    if args.systems is not None:
+        unknown = sorted(set(args.systems) - {h[0] for h in hard})
+        if unknown:
+            raise SystemExit(f"--systems: not hard systems: {', '.join(unknown)}")
+        hard = [h for h in hard if h[0] in args.systems]
     print(f"{len(hard)} systems above 1.3 V0 at n = 10^4: {', '.join(h[0] for h in hard)}", flush=True)
     with in_float64():
         systems = {d.label: d.system for d in draw(0, 40)}  # the study's draw: draw_seed 0, 40 per case
