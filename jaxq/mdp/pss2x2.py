@@ -397,10 +397,12 @@ def policy_matrix(ch: Chain, acts: Actions, trans, policy: np.ndarray) -> sp.csr
 
 
 def _bicgstab(a, b, dinv, tol, maxiter):
-    """Jacobi-preconditioned BiCGSTAB from 0 until the recursive residual's largest entry is at most ``tol``.
+    """Preconditioned BiCGSTAB from 0 until the recursive residual's largest entry is at most ``tol``.
 
-    Written out (not scipy's) to keep the inner products off BLAS: a threaded ``ddot`` costs milliseconds a call
-    on small shared machines, a hundred times the sparse product. Returns ``(x, matvecs)``.
+    ``dinv``: the preconditioner, an array (Jacobi: the inverse diagonal, applied entrywise) or a function
+    (``dinv(r)`` approximates ``a^-1 r``). Written out (not scipy's) to keep the inner products off BLAS: a threaded
+    ``ddot`` costs milliseconds a call on small shared machines, a hundred times the sparse product. Returns
+    ``(x, matvecs)``.
     """
     x = np.zeros_like(b)
     r = b.copy()
@@ -418,7 +420,7 @@ def _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p):
         if not (np.isfinite(rho1) and rho1 != 0.0 and np.isfinite(omega) and omega != 0.0):
             return x, 2 * it  # a breakdown: the caller restarts from the true residual
         p = r + (rho1 / rho) * (alpha / omega) * (p - omega * v)
-        ph = dinv * p
+        ph = dinv(p) if callable(dinv) else dinv * p
         v = a @ ph
         alpha = rho1 / np.sum(rhat * v)
         if not np.isfinite(alpha):
@@ -427,7 +429,7 @@ def _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p):
         x += alpha * ph
         if np.abs(s).max() <= tol:
             return x, 2 * it
-        sh = dinv * s
+        sh = dinv(s) if callable(dinv) else dinv * s
         t = a @ sh
         omega = np.sum(t * s) / np.sum(t * t)
         if not np.isfinite(omega):
@@ -440,7 +442,8 @@ def _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p):
     return x, 2 * maxiter
 
 
-def solve(a: sp.csr_matrix, b: np.ndarray, v0: np.ndarray, gamma: float, rtol: float = SOLVE_RTOL):
+def solve(a: sp.csr_matrix, b: np.ndarray, v0: np.ndarray, gamma: float, rtol: float = SOLVE_RTOL,
+          preconditioner=None):
     """``a v = b`` (rows of ``a`` summing to gamma, an M-matrix: ``|a^-1|_inf <= 1/gamma``) from ``v0``:
     BiCGSTAB rounds on the true residual until ``|a v - b|_inf / gamma`` (a bound on the error in every
     state) is below ``rtol`` of the largest value. Returns ``(v, matvecs)``.
@@ -451,6 +454,9 @@ def solve(a: sp.csr_matrix, b: np.ndarray, v0: np.ndarray, gamma: float, rtol: f
         v0: The start.
         gamma: The discount rate.
         rtol: The error bound, relative to the largest value.
+        preconditioner (typing.Callable | None): ``preconditioner(r)`` approximating ``a^-1 r`` (for example the
+            ``solve`` of scipy's sparse LU factors of ``a``: a direct solve whose error bound is still proven from
+            the true residual); None: Jacobi (the inverse diagonal).
 
     Returns:
         (tuple[numpy.ndarray, int]): ``(v, matvecs)``.
@@ -458,7 +464,7 @@ def solve(a: sp.csr_matrix, b: np.ndarray, v0: np.ndarray, gamma: float, rtol: f
     Raises:
         InputError: Naming ``n`` when the error bound is not reached in ``MAX_ROUNDS`` rounds.
     """
-    dinv = 1.0 / a.diagonal()
+    dinv = 1.0 / a.diagonal() if preconditioner is None else preconditioner
     floor = max(rtol, 64.0 * np.finfo(float).eps * float(a.diagonal().max()) / gamma)
     v, its = v0.copy(), 0
     for _ in range(MAX_ROUNDS):

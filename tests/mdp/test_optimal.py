@@ -353,3 +353,20 @@ def test_a_bicgstab_breakdown_returns_finite_values_for_a_restart():
     a = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
     x, products = dp._bicgstab(a, np.array([1.0, 0.0]), np.ones(2), 1e-12, 50)
     assert np.all(np.isfinite(x)) and products <= 4
+
+
+def test_an_lu_preconditioner_solves_in_one_step_to_the_same_bound():
+    """``solve`` with the LU factors of the matrix itself is a direct solve: one BiCGSTAB step, its error bound
+    still proven from the true residual, the values those of the Jacobi-preconditioned solve within the bound."""
+    import scipy.sparse.linalg as spla
+
+    ch = dp.chain(random_system(3), 9.0, (12, 12), None, "never_served")
+    acts = dp.actions(ch.lay)
+    a = dp.policy_matrix(ch, acts, dp.transitions(ch), dp.greedy(ch, acts, dp.work_conserving_start(ch)))
+    b = ch.cost()
+    direct, products = dp.solve(a, b, np.zeros_like(b), ch.gamma, preconditioner=spla.splu(a.tocsc()).solve)
+    jacobi, many = dp.solve(a, b, np.zeros_like(b), ch.gamma)
+    assert products <= 2 < many
+    bound = 2 * dp.SOLVE_RTOL * np.abs(jacobi).max()
+    np.testing.assert_allclose(direct, jacobi, rtol=0, atol=bound)
+    assert np.abs(a @ direct - b).max() / ch.gamma <= dp.SOLVE_RTOL * np.abs(direct).max()
