@@ -43,3 +43,12 @@ def test_the_verdicts():
     assert hs.verdict(_rows([0.30, 0.28, 0.33, 0.29], [0.005] * 4))["verdict"] == "undecided"
     r, lo, hi, c, m = hs.fit_rate(NS, [0.5, 0.004, 0.003, 0.002], [0.005] * 4)
     assert m == 1 and math.isnan(r)  # one point above 2 standard errors: no fit
+
+
+def test_the_results_page_shows_the_committed_verdicts():
+    """The verdicts table of docs/results/hard_systems.md is the one the script wrote (verdicts.md), row for row."""
+    page = (ROOT / "docs" / "results" / "hard_systems.md").read_text().splitlines()
+    written = (ROOT / "experiments" / "results" / "hard_systems" / "verdicts.md").read_text().splitlines()
+    start = page.index(written[0])
+    assert page[start:start + len(written)] == written
+    assert not page[start + len(written)].startswith("|")  # no row the script did not write
