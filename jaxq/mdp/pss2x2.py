@@ -410,17 +410,18 @@ def _bicgstab(a, b, dinv, tol, maxiter):
     rho = alpha = omega = 1.0
     v = np.zeros_like(b)
     p = np.zeros_like(b)
+    apply = dinv if callable(dinv) else dinv.__mul__  # the preconditioner as a function, decided once
     with np.errstate(divide="ignore", invalid="ignore"):  # a breakdown is caught below, not warned about
-        return _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p)
+        return _bicgstab_loop(a, apply, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p)
 
 
-def _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p):
+def _bicgstab_loop(a, apply, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p):
     for it in range(1, maxiter + 1):
         rho1 = np.sum(rhat * r)
         if not (np.isfinite(rho1) and rho1 != 0.0 and np.isfinite(omega) and omega != 0.0):
             return x, 2 * it  # a breakdown: the caller restarts from the true residual
         p = r + (rho1 / rho) * (alpha / omega) * (p - omega * v)
-        ph = dinv(p) if callable(dinv) else dinv * p
+        ph = apply(p)
         v = a @ ph
         alpha = rho1 / np.sum(rhat * v)
         if not np.isfinite(alpha):
@@ -429,7 +430,7 @@ def _bicgstab_loop(a, dinv, tol, maxiter, x, r, rhat, rho, alpha, omega, v, p):
         x += alpha * ph
         if np.abs(s).max() <= tol:
             return x, 2 * it
-        sh = dinv(s) if callable(dinv) else dinv * s
+        sh = apply(s)
         t = a @ sh
         omega = np.sum(t * s) / np.sum(t * t)
         if not np.isfinite(omega):

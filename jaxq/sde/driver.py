@@ -321,16 +321,17 @@ def _block(scheme: Scheme, a, weights: StepWeights, keys, block: int, carry, j, 
         # numbers stay bit-identical whatever the batch, sharding or control
         if scheme.observe is None:  # the state is Z: carried once (a second copy costs a copy a step)
             y1, dm = jax.lax.optimization_barrier((y1, dm))
-            z, z1 = y, y1
+            z, z1, carried = y, y1, ()
         else:
             y1, z1, dm = jax.lax.optimization_barrier((y1, scheme.observe(params, y1), dm))
+            carried = z1
         w_held, w_after, scale = at(k)
         seg = Segment(z, w_held, z1, 0.0, w_after, interval=(k * h, (k + 1.0) * h), martingale=scale * dm)
         if n_steps is None:
             obs = fold(obs, seg, args)
         else:  # a step past the end of the horizon: no observer sees it (a branch, the same for every path)
             obs = jax.lax.cond(k < n_steps, lambda o: fold(o, seg, args), lambda o: o, obs)
-        return (y1, () if scheme.observe is None else z1, obs), None
+        return (y1, carried, obs), None
 
     normal, uniform = _block_noise(keys, j, block, scheme.n_normal, scheme.n_uniform)
     ks = (j * block + jnp.arange(block)).astype(jnp.float64)

@@ -603,8 +603,7 @@ def _ctmc_transition(s: CtmcState, fired, p: Params, policy: hk.Policy2x2):
     s0 = jnp.where(real, serving[0], s.s0).astype(i32)
     s1 = jnp.where(real, serving[1], s.s1).astype(i32)
     mode = hk.mode_of(policy, memory)
-    mem = None if policy.memory_is_mode else jax.tree_util.tree_map(lambda a, b: jnp.asarray(b, a.dtype), s.mem,
-                                                                    memory)
+    mem = None if policy.memory_is_mode else memory  # in the dtypes of s.mem (the decision keeps them)
     return CtmcState(x0, x1, s0, s1, mode, s.switches + (mode != s.mode).astype(i32), mem,
                      None if bad is None else s.bad + (real & bad).astype(i32)), ()
 
