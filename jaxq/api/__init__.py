@@ -646,7 +646,7 @@ def exact_cost(system, n: float, **options) -> dict:
 
 @_checked(system="pss2x2")
 def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: bool = True, rtol: float = 1e-6,
-            max_states: int = 3_000_000, max_gib: float = 8.0):
+            max_states: int = 3_000_000, max_gib: float = 8.0, bracket: bool = False):
     """The optimal discounted cost J*_n of the n-th 2x2 system from empty.
 
     By policy iteration on its truncated Markov decision process, with the optimal policy as a
@@ -663,14 +663,18 @@ def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: boo
         system (str | os.PathLike | jaxq.model.pss2x2.PSS2x2): The 2x2 system (an example name or a TOML path is
             loaded).
         n: The index of the system.
-        queue_cap: The cap of both queues (default: doubled from ``max(6, 4 sqrt(n))`` until the truncation that
-            charges arrivals to a full queue the floor of their cost (a lower bound, ``J_star_lower``) and the one
-            that charges them as jobs never served (an upper bound, ``J_star``) agree to ``rtol`` relative,
-            ``truncation_change``).
+        queue_cap: The first cap of both queues, each class's doubling then tested once (default:
+            ``max(6, 2 sqrt(n))``, each class's cap doubled until doubling it moves ``J_star`` by at most
+            ``rtol / 2``; ``truncation_change`` is the two classes' changes added). ``J_star`` charges arrivals to a
+            full queue as jobs never served: an upper bound on J*_n, the cost of a policy.
         exact_policy: Also the exact J_n of Theorem 2.11's policy (``exact_cost``) and the ratios.
-        rtol: The relative agreement of the two truncations.
+        rtol: The largest ``truncation_change`` accepted.
         max_states: A chain of more than ``max_states`` states is refused before it is built.
         max_gib: A chain of more than ``max_gib`` GiB is refused before it is built.
+        bracket: A proven bracket instead: one cap of both queues, doubled from ``max(6, 4 sqrt(n))`` until the
+            truncation that charges arrivals to a full queue the floor of their cost (a lower bound,
+            ``J_star_lower``) and the never-served one agree to ``rtol`` (``truncation_change`` is then the
+            bracket's width). It closes at small n; at large n the floor optimum games the cap.
 
     Returns:
         (jaxq.mdp.optimum.Optimal): J*_n and the rest; ``to_dict()`` is the command line's JSON.
@@ -679,7 +683,7 @@ def optimal(system, n: float, queue_cap: int | None = None, *, exact_policy: boo
 
     v.check_bool(exact_policy, "exact_policy")
     return solve(system, n, queue_cap, exact_policy=exact_policy, rtol=rtol, max_states=max_states,
-                 max_gib=max_gib)
+                 max_gib=max_gib, bracket=bracket)
 
 
 @_checked(system="pss2x2")

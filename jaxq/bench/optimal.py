@@ -1,23 +1,23 @@
 """The optimum J*_n of the n-th 2x2 system by policy iteration, beside the same iteration with a direct sparse solver.
 
 The bundled example ``pss_P`` (exponential primitives) at n = 16 (``--quick``, ``JAXQ_BENCH_TINY=1``) and also
-n = 100 (a full CPU run; :func:`jaxq.bench.sizes.grid`, key ``optimal_n``, which says why n = 1000 is not run).
+n = 100 and 1000 (a full CPU run; :func:`jaxq.bench.sizes.grid`, key ``optimal_n``).
 Two implementations of the same solve, measured in the same run:
   * jaxq: :func:`jaxq.mdp.pss2x2.optimal_cost` (what :func:`jaxq.optimal` runs with ``exact_policy=False``):
     Howard's policy iteration with each policy evaluated by a Jacobi-preconditioned BiCGSTAB written in numpy,
-    the queue cap doubled from ``max(6, 4 sqrt(n))`` until the lower and upper truncations agree to 1e-6 relative.
-  * the baseline ``benchmarks/baselines/optimal.py``: the same chain, improvement step and caps (reused from
+    each class's queue cap doubled from ``max(6, 2 sqrt(n))`` until doubling it moves J*_n by at most 5e-7.
+  * the baseline ``benchmarks/baselines/optimal.py``: the same chains, improvement step and caps (reused from
     :mod:`jaxq.mdp.pss2x2`), each evaluation by scipy's sparse LU (``splu``, SuperLU, compiled C). It runs only
-    where the final chain has at most ``MAX_STATES`` (300,000) states: the LU factors fill in (at n = 100,
-    233,289 states, about 1.6e7 nonzeros and 0.8 GB); above that its row carries a note instead of figures.
+    where the largest chain solved (a doubling test: at most twice the chain kept) has at most ``MAX_STATES``
+    (400,000) states: the LU factors fill in; above that its row carries a note instead of figures.
 
 ``bench(quick)`` yields, per n, a jaxq row and a baseline row with keys engine, impl, system, n, cap, states (of
 the final chain), iterations (policy improvements over all caps), wall_s (the whole solve, all caps), J_star,
-truncation_change, updates_per_s and note. The rate ``updates_per_s`` is ``matvecs x states / wall_s`` of the
-jaxq row: matvecs are the sparse matrix-vector products of its policy evaluations (two per BiCGSTAB step, summed
-over every cap of the doubling) and states those of the final, largest chain, so it overstates the state updates
-done at the smaller caps. A direct solver does no such products: the baseline's ``updates_per_s`` is the jaxq
-row's work (matvecs x states) over the baseline's wall time, so that ``jaxq_ratio`` = baseline wall / jaxq wall,
+truncation_change, updates_per_s and note. The rate ``updates_per_s`` is ``updates / wall_s`` of the jaxq row:
+``updates`` is each solve's sparse matrix-vector products (two per BiCGSTAB step) times its chain's states, summed
+over every solve (:attr:`jaxq.mdp.pss2x2.Optimum.updates`). A direct solver does no such products: the
+baseline's ``updates_per_s`` is the jaxq row's work over the baseline's wall time, so that ``jaxq_ratio`` =
+baseline wall / jaxq wall,
 the speed-up on the same problem. The baseline row adds ``factorizations``, ``lu_nnz`` (the largest fill of
 L + U), ``J_star_rel_diff`` (``|J*_baseline - J*_jaxq| / J*_jaxq``) and ``J_star_agrees`` (at most
 :data:`AGREE_RTOL`). At n = 16 the figures are medians of 3 interleaved rounds after a first call; from n = 100 on,
@@ -51,15 +51,15 @@ def _jaxq_once(system, n: float) -> dict:
     t = time.perf_counter()
     o = dp.optimal_cost(system, n)
     wall = time.perf_counter() - t
-    return {"cap": o.cap, "states": o.states, "iterations": o.iterations, "matvecs": o.matvecs, "wall_s": wall,
-            "J_star": o.J_star, "truncation_change": o.truncation_change}
+    return {"cap": list(o.cap), "states": o.states, "iterations": o.iterations, "matvecs": o.matvecs,
+            "updates": o.updates, "wall_s": wall, "J_star": o.J_star, "truncation_change": o.truncation_change}
 
 
 def _base_once(base, system, n: float) -> dict:
     t = time.perf_counter()
     r = base.optimal_cost(system, n)
     wall = time.perf_counter() - t
-    return {"cap": r["cap"], "states": r["states"], "iterations": r["iterations"],
+    return {"cap": list(r["cap"]), "states": r["states"], "iterations": r["iterations"],
             "factorizations": r["factorizations"], "lu_nnz": r["lu_nnz"], "wall_s": wall, "J_star": r["J_star"],
             "truncation_change": r["truncation_change"]}
 
@@ -69,14 +69,14 @@ def _measure(system, n: float, base) -> tuple[dict, dict | None, str | None]:
     first = _jaxq_once(system, n)  # a first call (from ONE_ROUND_FROM on, the measurement): its size decides
     if base is None:
         skip = jaxq.bench.baseline_note("optimal")
-    elif first["states"] > base.MAX_STATES:
-        skip = (f"skipped: {first['states']:,} states > {base.MAX_STATES:,} (the LU factors' fill: memory and "
-                f"time)")
+    elif 2 * first["states"] > base.MAX_STATES:  # the doubling tests solve chains up to twice the one kept
+        skip = (f"skipped: doubling tests of up to {2 * first['states']:,} states > {base.MAX_STATES:,} (the LU "
+                f"factors' fill: memory and time)")
     else:
         skip = None
     if n >= ONE_ROUND_FROM:
         return first, (None if skip else _base_once(base, system, n)), skip
-    work = first["matvecs"] * first["states"]
+    work = first["updates"]
 
     def job(once):
         def run(seed):
@@ -110,7 +110,7 @@ def rows(system, n: int) -> list[dict]:
         j, b, skip = _measure(system, float(n), base)
     except InputError as e:  # a truncation beyond jaxq's limits (max_states): the rows say so, the run goes on
         return [{**head, "impl": impl, "updates_per_s": None, "note": str(e)} for impl in (JAXQ_IMPL, BASE_IMPL)]
-    work = j["matvecs"] * j["states"]
+    work = j["updates"]
     jrow = {**head, "impl": JAXQ_IMPL, **j, "updates_per_s": work / j["wall_s"], "note": JAXQ_NOTE}
     brow = {**head, "impl": BASE_IMPL}
     if b is None:
@@ -130,7 +130,7 @@ def bench(quick: bool) -> Iterator[dict]:
 
     Args:
         quick: n = 16 only (``JAXQ_BENCH_TINY=1`` and an accelerator run too: both solvers run on the host CPU);
-            full: n = 16 and 100 (about 2 minutes on a 2-core CPU, most of it the baseline at n = 100).
+            full: n = 16, 100 and 1000 (about 2 minutes on a 2-core CPU, most of it n = 1000 without its baseline).
 
     Yields:
         rows (see the module docstring).

@@ -18,11 +18,11 @@ from jaxq.diffusion.workload import analyze
 from jaxq.errors import InputError
 from jaxq.mdp import pss2x2 as dp
 from jaxq.model.pss2x2 import PSS2x2
-from jaxq.model.validate import check_float, check_int
+from jaxq.model.validate import check_bool, check_float, check_int
 from jaxq.policies.hook import Policy2x2
 
 LOWER_BOUND_NOTE = ("phases observed: J_star is the optimum of a controller that sees the phases of the phase-type "
-                    "primitives (to within truncation_change; J_star_lower is below it), a lower bound on J_n of "
+                    "primitives (to within truncation_change), a lower bound on J_n of "
                     "every non-anticipating policy; J_table is the exact cost of the phase-blind table policy "
                     "(result.policy)")
 
@@ -61,11 +61,12 @@ class Optimal:
             sees the phases, a lower bound for every non-anticipating policy), solved with the queues truncated at
             ``queue_cap`` and arrivals to a full queue charged as jobs never served: an upper bound on J*_n, the
             cost of a policy of the n-th system.
-        J_star_lower: The optimum with arrivals to a full queue charged the floor of their cost in the full system
-            (:func:`jaxq.mdp.pss2x2.charges`): a lower bound on J*_n.
-        truncation_change: ``(J_star - J_star_lower) / J_star``: J*_n lies in the bracket, and no larger cap moves
-            either truncation's optimum by more than this (relative).
-        queue_cap: The cap Q of both queues at which both were solved.
+        J_star_lower: With ``bracket``: the optimum with arrivals to a full queue charged the floor of their cost
+            in the full system (:func:`jaxq.mdp.pss2x2.charges`), a lower bound on J*_n; else None.
+        truncation_change: The relative change of ``J_star`` when the cap of class 1 is doubled plus the one when
+            the cap of class 2 is; with ``bracket``, ``(J_star - J_star_lower) / J_star`` (J*_n lies in the bracket,
+            and no larger cap moves either truncation's optimum by more).
+        queue_cap: The caps ``(Q_1, Q_2)`` of the two queues (equal with ``bracket``).
         states: States of that truncated chain.
         iterations: Policy improvements (all caps).
         wall_s: Seconds.
@@ -88,9 +89,9 @@ class Optimal:
 
     n: float
     J_star: float
-    J_star_lower: float
+    J_star_lower: float | None
     truncation_change: float
-    queue_cap: int
+    queue_cap: tuple[int, int]
     states: int
     iterations: int
     wall_s: float
@@ -116,7 +117,7 @@ class Optimal:
         ratio = (lambda a, b: None if a is None or b is None or b == 0 else a / b)  # noqa: E731
         return {"n": self.n, "J_star": self.J_star, "J_star_lower": self.J_star_lower,
                 "truncation_change": self.truncation_change,
-                "queue_cap": self.queue_cap, "states": self.states, "iterations": self.iterations,
+                "queue_cap": list(self.queue_cap), "states": self.states, "iterations": self.iterations,
                 "wall_s": self.wall_s, "V0": self.V0, "exact_cost": self.exact_cost, "policy": self.policy_name,
                 "theta": self.theta, "switch_at": self.switch_at, "J_table": self.J_table,
                 "J_star_over_V0": ratio(self.J_star, self.V0), "exact_cost_over_V0": ratio(self.exact_cost, self.V0),
@@ -127,20 +128,22 @@ class Optimal:
 
 def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_policy: bool = True,
             rtol: float = dp.TRUNCATION_RTOL, max_states: int = dp.MAX_STATES,
-            max_gib: float = dp.MAX_BYTES / 2**30) -> Optimal:
+            max_gib: float = dp.MAX_BYTES / 2**30, bracket: bool = False) -> Optimal:
     """J*_n, the optimal policy as a table, and Theorem 2.11's exact J_n and V0 beside them.
 
     Args:
         system: A 2x2 system with exponential or phase-type primitives (Erlang, hyperexponential, gamma with an
             integer shape); other laws are refused naming the primitive.
         n: The index of the system.
-        queue_cap: The cap of both queues; default: doubled from ``max(6, 4 sqrt(n))`` until the two truncations
-            (arrivals to a full queue charged the floor of their cost, or as jobs never served) agree to ``rtol``
-            relative.
+        queue_cap: The first cap of both queues (each class's doubling is then tested once); default:
+            ``max(6, 2 sqrt(n))``, each class's cap doubled until doubling it changes J_star by at most ``rtol / 2``
+            (:func:`jaxq.mdp.pss2x2.optimal_cost`).
         exact_policy: Also solve Theorem 2.11's policy exactly (:func:`jaxq.sim.exact_ctmc.policy_cost`).
         rtol: The truncation's tolerance.
         max_states: A larger chain is refused before it is built.
         max_gib: A chain of more GiB is refused before it is built.
+        bracket: Bracket J*_n between the floor and the never-served truncations at one cap of both queues
+            (:func:`jaxq.mdp.pss2x2.bracket_cost`, ``J_star_lower``): proven, and closes at small n.
 
     Returns:
         The optimum.
@@ -156,8 +159,10 @@ def optimal(system: PSS2x2, n: float, queue_cap: int | None = None, *, exact_pol
     rtol = check_float(rtol, "rtol", gt=0.0, lt=1.0)
     max_states = check_int(max_states, "max_states", lo=1)
     max_gib = check_float(max_gib, "max_gib", gt=0.0)
+    bracket = check_bool(bracket, "bracket")
     nth = system.at(n)  # a rate that is not positive at this n: refused before anything is solved
-    opt = dp.optimal_cost(nth, n, queue_cap, rtol=rtol, max_states=max_states, max_bytes=max_gib * 2**30)
+    opt = dp.optimal_cost(nth, n, queue_cap, rtol=rtol, max_states=max_states, max_bytes=max_gib * 2**30,
+                          bracket=bracket)
     sol = opt.solution
     ch = sol.chain
     acts = dp.actions(ch.lay)

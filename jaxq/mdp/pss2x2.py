@@ -12,26 +12,29 @@ and of each job in service are part of the state, and the controller sees them a
 change too. Its optimum is then a lower bound on the cost of every non-anticipating policy (which sees only the
 history of arrivals and completions), and J*_n of the phase-blind policies lies between the two.
 
-The queues are truncated at a cap Q per class, in two ways that bracket J*_n. An arrival to a full class is
-turned away and charged (:func:`charges`). Charged its *floor*, the truncated optimum is a lower bound: the
-truncated system can copy any policy of the full one (idling for the turned-away jobs' services), and each
-turned-away job costs the full system at least the floor, since it arrives behind Q jobs of its class and
+The queues are truncated at a cap Q_i per class. An arrival to a full class is turned away and charged
+(:func:`charges`). Charged ``h_i / (gamma sqrt(n))``, the cost of a job that is never served, the truncated optimum
+is an upper bound: the full system copies the truncated policy and never serves the jobs the truncation turned
+away, which costs exactly the charge. :func:`optimal_cost` doubles each class's cap until doubling it moves this
+optimum by at most 1e-6 (relative, both classes together). Charged its *floor*, the truncated optimum is a lower
+bound: the truncated system can copy any policy of the full one (idling for the turned-away jobs' services), and
+each turned-away job costs the full system at least the floor, since it arrives behind Q jobs of its class and
 (labelled the last of them to start) leaves only after Q completions of class i, which come at rate at most
-R_i. Charged ``h_i / (gamma sqrt(n))``, the cost of a job that is never served, the truncated optimum is an
-upper bound: the full system copies the truncated policy and never serves the jobs the truncation turned away,
-which costs exactly the charge. (Turned away for free, ``lost``, is the plain lower bound; its optimum lets a
-queue fill up near the cap, and the floor removes part of that gain.) For one cap the solver is Howard's policy
-iteration on the post-decision states: evaluate the policy by a sparse linear solve of
+R_i; :func:`bracket_cost` doubles one cap of both queues until the two truncations agree, a proven bracket that
+closes at small n (at large n the floor optimum games the cap: it lets a queue fill up near it). (Turned away for
+free, ``lost``, is the plain lower bound; its optimum games the cap more.) For one cap the solver is Howard's
+policy iteration on the post-decision states: evaluate the policy by a sparse linear solve of
 ``(gamma + r(y)) v(y) - sum_e r_e(y) v(pi(e(y))) = c(y)`` (BiCGSTAB with a diagonal preconditioner, warm
 started, to an error bound proven from the M-matrix structure), improve it greedily (ties keep the current
 action), until no action changes. The value is exact for the truncated chain to the solver's tolerance
-(1e-9 relative); :func:`optimal_cost` doubles the cap until the two truncations agree.
+(1e-9 relative).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -586,8 +589,15 @@ def warm_start(last: CapSolution, ch: Chain) -> tuple[np.ndarray, np.ndarray]:
 
 
 def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
-    """A solution on a smaller cap as the start of a larger one: values and decisions of the nearest state
-    inside the old cap (the decision re-checked for feasibility by the first improvement).
+    """A solution on a smaller cap as the start of a larger one: values and decisions of a state inside the old cap
+    (the decision re-checked for feasibility by the first improvement).
+
+    Along a queue whose cap grew from q to Q, a state up to ``q // 2`` takes its own values and decisions, and the
+    states above take those of ``q // 2 .. q`` stretched over ``q // 2 .. Q``: the states near the new cap decide
+    as the old chain does near its cap, where the charges of turned-away arrivals shape the decisions, and the
+    states between as in its interior. (The decisions at the old cap copied to every state beyond it would start
+    the new states with decisions shaped by the old cap, which policy iteration undoes a few states per
+    improvement: ``pss_T2`` at n = 1000, caps (64, 256) to (64, 512), takes 161 improvements so and 7 stretched.)
 
     Args:
         old: The smaller chain.
@@ -600,12 +610,17 @@ def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
     """
     lo, hi = old.lay, new.lay
     g = new.grids
-    x1 = np.minimum(g[0], lo.cap[0])
-    x2 = np.minimum(g[1], lo.cap[1])
+    xs = []
+    for i in (0, 1):
+        q, cap, x = lo.cap[i], hi.cap[i], g[i]
+        if cap > q:
+            half = q // 2
+            x = np.where(x <= half, x, half + np.rint((x - half) * (q - half) / (cap - half)).astype(x.dtype))
+        xs.append(np.minimum(x, q))
     st = _strides(lo.shape)
-    j = x1 * st[0] + x2 * st[1] + g[2] * st[2] + g[3] * st[3] + g[4] * st[4] + g[5] * st[5]
+    j = xs[0] * st[0] + xs[1] * st[1] + g[2] * st[2] + g[3] * st[3] + g[4] * st[4] + g[5] * st[5]
     h = new.h_hat
-    v = values[j] + (h[0] * (g[0] - x1) + h[1] * (g[1] - x2)) / new.gamma
+    v = values[j] + (h[0] * (g[0] - xs[0]) + h[1] * (g[1] - xs[1])) / new.gamma
     return v, policy[j]
 
 
@@ -726,53 +741,138 @@ def check_size(lay: StateSpace, max_states: int, max_bytes: float, key: str) -> 
 
 
 class Optimum(NamedTuple):
-    """J*_n bracketed by two truncations at one cap (see :func:`optimal_cost`).
+    """J*_n of one truncation, with what a larger cap changes (see :func:`optimal_cost`).
 
     Attributes:
-        J_star: The never-served truncation's optimum: an upper bound on J*_n, the cost of a policy.
-        J_lower: The floor truncation's optimum: a lower bound on J*_n.
-        truncation_change: ``(J_star - J_lower) / J_star``: what any larger cap could still change.
-        cap: The cap Q of both queues.
-        states: The states of the truncated chain.
+        J_star: The never-served truncation's optimum at ``cap``: an upper bound on J*_n, the cost of a policy.
+        J_lower: With ``bracket``: the floor truncation's optimum at ``cap``, a lower bound on J*_n; else None.
+        truncation_change: Without ``bracket``: the relative change of ``J_star`` when the cap of class 1 is
+            doubled plus the one when the cap of class 2 is; with ``bracket``: ``(J_star - J_lower) / J_star``.
+        cap: The caps ``(Q_1, Q_2)`` of the two queues.
+        states: The states of the truncated chain at ``cap``.
         iterations: Policy improvements (all solves).
         matvecs: Matrix-vector products (all solves).
+        updates: State updates: each solve's matrix-vector products times its chain's states, summed.
         wall_s: Seconds.
-        solution: The never-served truncation's: its decisions are the policy reported.
+        solution: The never-served truncation's at ``cap``: its decisions are the policy reported.
         phases_observed: Whether the primitives have phases.
     """
 
     J_star: float  # the never-served truncation's optimum: an upper bound on J*_n, the cost of a policy
-    J_lower: float  # the floor truncation's optimum: a lower bound on J*_n
-    truncation_change: float  # (J_star - J_lower) / J_star: what any larger cap could still change
-    cap: int
+    J_lower: float | None  # with bracket: the floor truncation's optimum, a lower bound on J*_n
+    truncation_change: float
+    cap: tuple[int, int]
     states: int
     iterations: int
     matvecs: int
+    updates: int  # sum over the solves of matrix-vector products x states
     wall_s: float
     solution: CapSolution  # the never-served truncation's: its decisions are the policy reported
     phases_observed: bool
 
 
 LOWER = "floor"
-FIRST_CAP_PER_ROOT_N = 4  # queue lengths live on the sqrt(n) scale
+FIRST_CAP_PER_ROOT_N = 2  # queue lengths live on the sqrt(n) scale; each class's cap doubles from here
+BRACKET_FIRST_CAP_PER_ROOT_N = 4
 MIN_CAP = 6
 TRUNCATION_RTOL = 1e-6
 
 
-def first_cap(n: float, queue_cap: int | None = None) -> int:
-    """The first queue cap of :func:`optimal_cost`: ``queue_cap``, or ``max(6, 4 sqrt(n))``.
+def first_cap(n: float, queue_cap: int | None = None, bracket: bool = False) -> int:
+    """The first queue cap of :func:`optimal_cost`: ``queue_cap``, or ``max(6, 2 sqrt(n))`` (``max(6, 4 sqrt(n))``
+    with ``bracket``).
 
     Args:
         n: The index of the system.
         queue_cap: The user's cap (None: none).
+        bracket: Whether the cap is the bracket's.
 
     Returns:
         The cap.
     """
-    return max(MIN_CAP, math.ceil(FIRST_CAP_PER_ROOT_N * math.sqrt(n))) if queue_cap is None else int(queue_cap)
+    if queue_cap is not None:
+        return int(queue_cap)
+    per_root = BRACKET_FIRST_CAP_PER_ROOT_N if bracket else FIRST_CAP_PER_ROOT_N
+    return max(MIN_CAP, math.ceil(per_root * math.sqrt(n)))
 
 
 def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None = None, *,
+                 rtol: float = TRUNCATION_RTOL, max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES,
+                 evaluate=None, bracket: bool = False) -> Optimum:
+    """J*_n of the n-th system from empty: the optimum of the truncation that charges arrivals to a full class the
+    cost of a job never served, at caps where doubling either class's cap changes it by at most ``rtol / 2``.
+
+    The never-served truncation's optimum ``J_star`` is an upper bound on J*_n and the cost of a policy of the n-th
+    system (the truncated decisions, the turned-away jobs never served); it falls as a cap grows. Each class's cap
+    starts at ``max(6, 2 sqrt(n))`` (or ``queue_cap``). In each round the two chains with one class's cap doubled
+    are solved (at once, on two threads), and when ``J_star`` moves by more than ``rtol / 2`` (relative) in either,
+    the doubled cap that moves it most is kept and the next round starts from it. ``truncation_change`` is the two
+    tests' changes added, at the caps reported. With ``queue_cap`` there is one round and no cap is kept doubled.
+    Every test starts from the solution kept (:func:`warm_start`).
+
+    With ``bracket`` the answer is instead a proven bracket at one cap Q of both queues (:func:`bracket_cost`).
+
+    Refuses (:class:`~jaxq.errors.InputError` naming ``queue_cap`` or ``n``) a truncation whose states or memory
+    exceed the limits, before building it.
+
+    Args:
+        system: The 2x2 system (exponential or phase-type primitives), or its n-th system
+            (:meth:`jaxq.model.pss2x2.PSS2x2.at`); every truncation is built from the one n-th system.
+        n: The index of the system.
+        queue_cap: The first cap of both queues (None: ``max(6, 2 sqrt(n))``, doubled per class as above).
+        rtol: The largest ``truncation_change`` accepted.
+        max_states: A larger chain is refused before it is built.
+        max_bytes: A chain that would take more bytes is refused before it is built.
+        evaluate (typing.Callable | None): The policy evaluation of :func:`policy_iteration` (None: :func:`solve`).
+        bracket: Bracket J*_n between the floor and the never-served truncations at one cap instead.
+
+    Returns:
+        The optimum and its truncation change, with the never-served truncation's solution.
+
+    Raises:
+        InputError: Naming ``queue_cap`` or ``n`` when a truncation exceeds the limits; naming ``n`` as
+            :func:`policy_iteration`; as :func:`jaxq.sim.exact_ctmc.system_phase_types` for a primitive that is not
+            phase-type.
+    """
+    if bracket:
+        return bracket_cost(system, n, queue_cap, rtol=rtol, max_states=max_states, max_bytes=max_bytes,
+                            evaluate=evaluate)
+    t0 = time.perf_counter()
+    phase_types = system_phase_types(system_of(system))
+    key = "n" if queue_cap is None else "queue_cap"
+    c = (first_cap(n, queue_cap),) * 2
+    check_size(layout_of(phase_types, c), max_states, max_bytes, key)
+    nth = system.at(n)  # the n-th system of every truncation below
+    counts = [0, 0, 0]
+
+    def run(cap, start=None):
+        ch = chain(nth, n, cap, phase_types, "never_served")
+        return policy_iteration(ch, *(warm_start(start, ch) if start is not None else (None, None)),
+                                evaluate=evaluate)
+
+    def count(out):
+        counts[0] += out.iterations
+        counts[1] += out.matvecs
+        counts[2] += out.matvecs * out.chain.lay.size
+        return out
+
+    kept = count(run(c))
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the two tests of a round, one per core (numpy and scipy
+        while True:                                  # release the GIL in their loops)
+            doubled = [tuple(2 * q if j == i else q for j, q in enumerate(c)) for i in (0, 1)]
+            for d in doubled:
+                check_size(layout_of(phase_types, d), max_states, max_bytes, key)
+            tests = [count(t) for t in pool.map(lambda d: run(d, kept), doubled)]
+            change = [abs(kept.start - t.start) / abs(t.start) for t in tests]
+            i = int(np.argmax(change))
+            if queue_cap is not None or change[i] <= rtol / 2:
+                break
+            kept, c = tests[i], doubled[i]
+    return Optimum(kept.start, None, change[0] + change[1], c, kept.chain.lay.size, *counts,
+                   time.perf_counter() - t0, kept, phase_types is not None)
+
+
+def bracket_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None = None, *,
                  rtol: float = TRUNCATION_RTOL, max_states: int = MAX_STATES, max_bytes: float = MAX_BYTES,
                  evaluate=None) -> Optimum:
     """J*_n of the n-th system from empty, bracketed by two truncations of the queues at one cap Q.
@@ -786,16 +886,14 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
 
     Every solve starts from the last one: the floor truncation from the never-served one at the same cap, a
     doubled cap from the last never-served solution (:func:`extend`). The floor truncation is solved only at a cap
-    where :func:`truncation_gap` (one linear solve) cannot prove that the two disagree by more than ``rtol``. Both optimise every decision. A turned-away
-    arrival that costs less than its real cost lets the lower truncation's optimum game the cap (let a queue fill
-    up near it); the floor charge removes part of that gain, so it settles in fewer improvements than a free loss.
-
-    Refuses (:class:`~jaxq.errors.InputError` naming ``queue_cap`` or ``n``) a truncation whose states or memory
-    exceed the limits, before building it.
+    where :func:`truncation_gap` (one linear solve) cannot prove that the two disagree by more than ``rtol``. Both
+    optimise every decision. A turned-away arrival that costs less than its real cost lets the lower truncation's
+    optimum game the cap (let a queue fill up near it); the floor charge removes part of that gain, so it settles
+    in fewer improvements than a free loss, but at large n the gain stays (at n = 1000 the floor optimum of
+    ``pss_P`` fills queue 1 up to a cap of 254 and lies 0.3% below the never-served one).
 
     Args:
-        system: The 2x2 system (exponential or phase-type primitives), or its n-th system
-            (:meth:`jaxq.model.pss2x2.PSS2x2.at`); every truncation is built from the one n-th system.
+        system: As :func:`optimal_cost`.
         n: The index of the system.
         queue_cap: The cap of both queues (None: doubled from ``max(6, 4 sqrt(n))`` until ``rtol``).
         rtol: The largest ``truncation_change`` accepted.
@@ -807,21 +905,20 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
         The bracket, with the never-served truncation's solution.
 
     Raises:
-        InputError: Naming ``queue_cap`` or ``n`` when a truncation exceeds the limits; naming ``n`` as
-            :func:`policy_iteration`; as :func:`jaxq.sim.exact_ctmc.system_phase_types` for a primitive that is not
-            phase-type.
+        InputError: As :func:`optimal_cost`.
     """
     t0 = time.perf_counter()
     phase_types = system_phase_types(system_of(system))
     key = "n" if queue_cap is None else "queue_cap"
-    c = first_cap(n, queue_cap)
-    counts = [0, 0]
+    c = first_cap(n, queue_cap, bracket=True)
+    counts = [0, 0, 0]
 
     def run(cap, truncation, v0=None, policy0=None):
         ch = chain(nth, n, (cap, cap), phase_types, truncation)
         out = policy_iteration(ch, v0, policy0, evaluate=evaluate)
         counts[0] += out.iterations
         counts[1] += out.matvecs
+        counts[2] += out.matvecs * ch.lay.size
         return out
 
     check_size(layout_of(phase_types, (c, c)), max_states, max_bytes, key)
@@ -832,6 +929,7 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
         if queue_cap is None:  # no need of the lower solve where the two cannot agree at this cap
             gap, work = truncation_gap(upper, chain(system, n, (c, c), phase_types, LOWER), rtol)
             counts[1] += work
+            counts[2] += work * upper.chain.lay.size
         if gap == 0.0:
             lower = run(c, LOWER, upper.value, upper.policy)
             change = max(upper.start - lower.start, 0.0) / abs(upper.start)
@@ -841,7 +939,7 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
         ch = chain(nth, n, (2 * c, 2 * c), phase_types, "never_served")
         upper = run(2 * c, "never_served", *warm_start(upper, ch))
         c *= 2
-    return Optimum(upper.start, lower.start, change, c, upper.chain.lay.size, counts[0], counts[1],
+    return Optimum(upper.start, lower.start, change, (c, c), upper.chain.lay.size, *counts,
                    time.perf_counter() - t0, upper, phase_types is not None)
 
 

@@ -235,7 +235,7 @@ class Experiment:
 
 # [grid] keys added after runs were recorded, with the value those runs had: a key at that value is left out of the
 # digests, so a run recorded before the key existed still reads and resumes, and any other value is a new run
-DIGEST_OMITS = {"theta_rule": "paper", "target_rel_se_at": {}}
+DIGEST_OMITS = {"theta_rule": "paper", "target_rel_se_at": {}, "bracket": True}
 
 
 def digested_grid(grid: dict) -> dict:

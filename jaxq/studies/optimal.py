@@ -2,8 +2,9 @@
 
 OptimalGrid: the experiment's 2x2 systems (exponential or phase-type primitives) x ``n`` (``n_for``: other values of n for
 the named systems, e.g. fewer for a phase-type system, whose chain is larger). Each point is one deterministic
-solve (:func:`jaxq.mdp.optimum.optimal`: policy iteration on the truncated Markov decision process, J*_n
-bracketed by two truncations at one queue cap) and the exact J_n of Theorem 2.11's policy on the same model
+solve (:func:`jaxq.mdp.optimum.optimal`: policy iteration on the truncated Markov decision process, each class's
+queue cap doubled until doubling it moves J*_n by at most ``rtol / 2``, or with ``bracket`` J*_n bracketed by two
+truncations at one queue cap) and the exact J_n of Theorem 2.11's policy on the same model
 (:func:`jaxq.sim.exact_ctmc.policy_cost`). With phase-type primitives J*_n is the optimum of a controller that sees
 the phases (a lower bound on every non-anticipating policy's J_n) and ``J_table`` the exact cost of the phase-blind
 table policy read off it.
@@ -54,8 +55,10 @@ class OptimalGrid(BaseModel):
     Attributes:
         n: The values of n.
         n_for: The values of n of the named systems, in place of n (phase-type systems: their chains are larger).
-        queue_cap: The queue cap of the truncation (default: doubled from max(6, 4 sqrt(n)) until converged).
+        queue_cap: The first queue cap of both classes (default: ``max(6, 2 sqrt(n))``, each class's cap doubled
+            until converged; :func:`jaxq.optimal`).
         rtol: The truncation's tolerance.
+        bracket: A proven bracket at one cap of both queues instead (``J_star_lower``; :func:`jaxq.optimal`).
         max_states: The most states of the truncated chain.
         max_gib: The most memory of the solve, in GiB.
         simulate_reps: > 0 (at least 2): J_n of Theorem 2.11's policy by Monte Carlo.
@@ -66,8 +69,9 @@ class OptimalGrid(BaseModel):
     n: Annotated[list[NValue], Field(min_length=1), Unique]
     # the values of n of the named systems, in place of n (phase-type systems: their chains are larger)
     n_for: dict[str, Annotated[list[NValue], Field(min_length=1), Unique]] = {}
-    queue_cap: Annotated[int, Field(ge=2)] | None = None  # default: doubled from max(6, 4 sqrt(n)) until converged
+    queue_cap: Annotated[int, Field(ge=2)] | None = None  # default: max(6, 2 sqrt(n)), doubled per class until converged
     rtol: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 1e-6  # the truncation's tolerance
+    bracket: bool = False  # a proven bracket at one cap of both queues instead (J_star_lower)
     max_states: Annotated[int, Field(ge=1)] = 3_000_000
     max_gib: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 8.0
     simulate_reps: Annotated[int, Field(ge=0)] = 0  # > 0 (at least 2): J_n of Theorem 2.11's policy by Monte Carlo
@@ -109,7 +113,7 @@ def _check_point(g, system, label, n) -> None:
         phase_types = system_phase_types(system)
     except InputError as e:
         raise InputError("experiment.systems", f"{where}: {e.key}: {e.reason}") from None
-    cap = dp.first_cap(n, g.queue_cap)
+    cap = dp.first_cap(n, g.queue_cap, g.bracket)
     key = "grid.queue_cap" if g.queue_cap is not None else _n_key(g, label)
     try:
         dp.check_size(dp.layout_of(phase_types, (cap, cap)), g.max_states, g.max_gib * 2**30, key)
@@ -223,16 +227,19 @@ def idles_with_waiting_weighted(sol) -> float:
 
 
 @lru_cache(maxsize=64)
-def _solve(path: str, mtime: float, n: float, queue_cap, rtol: float, max_states: int, max_gib: float) -> dict:
+def _solve(path: str, mtime: float, n: float, queue_cap, rtol: float, max_states: int, max_gib: float,
+           bracket: bool) -> dict:
     """The optimum of one point and Theorem 2.11's exact J_n beside it (cached per system file version)."""
     from jaxq.mdp.optimum import optimal
 
     system, _ = chunks.system_and_analysis(Path(path))
-    r = optimal(system, n, queue_cap, exact_policy=True, rtol=rtol, max_states=max_states, max_gib=max_gib)
+    r = optimal(system, n, queue_cap, exact_policy=True, rtol=rtol, max_states=max_states, max_gib=max_gib,
+                bracket=bracket)
     d = r.to_dict()
-    row = {k: d[k] for k in ("J_star", "J_star_lower", "truncation_change", "queue_cap", "states", "iterations", "wall_s", "V0",
-                             "exact_cost", "theta", "switch_at", "J_table", "phases_observed", "J_star_over_V0",
-                             "exact_cost_over_V0", "J_star_over_exact_cost")}
+    d["queue_cap_1"], d["queue_cap_2"] = r.queue_cap
+    row = {k: d[k] for k in ("J_star", "J_star_lower", "truncation_change", "queue_cap_1", "queue_cap_2", "states",
+                             "iterations", "wall_s", "V0", "exact_cost", "theta", "switch_at", "J_table",
+                             "phases_observed", "J_star_over_V0", "exact_cost_over_V0", "J_star_over_exact_cost")}
     row["idles_with_waiting"] = idles_with_waiting(r.table, n)
     row["idles_with_waiting_weighted"] = idles_with_waiting_weighted(r.solution)
     return row
@@ -261,7 +268,8 @@ def run_chunk(exp, pt, start, count, devices=None):
     g = exp.grid
     path = exp.system(pt["system"]).path
     with _point_keys(g, pt):
-        row = _solve(str(path), path.stat().st_mtime, float(pt["n"]), g.queue_cap, g.rtol, g.max_states, g.max_gib)
+        row = _solve(str(path), path.stat().st_mtime, float(pt["n"]), g.queue_cap, g.rtol, g.max_states, g.max_gib,
+                     g.bracket)
     rec = {k: np.full(count, np.nan if v is None else float(v)) for k, v in row.items()}
     if g.simulate_reps or g.tuned_reps:
         system, an = chunks.system_and_analysis(path)
@@ -299,7 +307,7 @@ def _value(rec, key):
     return v if np.isfinite(v) else None
 
 
-INTS = ("queue_cap", "states", "iterations", "theta")
+INTS = ("queue_cap_1", "queue_cap_2", "states", "iterations", "theta")
 
 
 def aggregate(exp, pts, records):
@@ -319,7 +327,7 @@ def aggregate(exp, pts, records):
         row = {"point": i, "system": pt["system"], "case": an.case, "policy": an.policy, "n": pt["n"],
                "seed": pt["seed"]}
         for key in ("J_star", "J_star_lower", "exact_cost", "V0", "J_star_over_V0", "exact_cost_over_V0",
-                    "J_star_over_exact_cost", "J_table", "truncation_change", "queue_cap", "states", "iterations", "wall_s", "theta",
+                    "J_star_over_exact_cost", "J_table", "truncation_change", "queue_cap_1", "queue_cap_2", "states", "iterations", "wall_s", "theta",
                     "switch_at", "phases_observed", "idles_with_waiting", "idles_with_waiting_weighted"):
             v = _value(rec, key)
             row[key] = (int(v) if key in INTS else bool(v) if key == "phases_observed" else v) if v is not None \

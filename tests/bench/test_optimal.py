@@ -20,7 +20,8 @@ def test_tiny_run_pairs_jaxq_with_the_lu_baseline_and_they_agree(rows):
         ("optimal_pi", optimal.JAXQ_IMPL, 16), ("optimal_pi", optimal.BASE_IMPL, 16)]
     j, b = rows
     assert j["system"] == b["system"] == "pss_P"
-    assert j["cap"] == b["cap"] and j["states"] == b["states"] == 9 * (j["cap"] + 1) ** 2  # the same final chain
+    q1, q2 = j["cap"]
+    assert j["cap"] == b["cap"] and j["states"] == b["states"] == 9 * (q1 + 1) * (q2 + 1)  # the same final chain
     assert b["J_star"] == pytest.approx(j["J_star"], rel=optimal.AGREE_RTOL)
     assert b["J_star_agrees"] is True and b["J_star_rel_diff"] <= optimal.AGREE_RTOL
     assert 0 < j["truncation_change"] <= dp.TRUNCATION_RTOL and 0 < b["truncation_change"] <= dp.TRUNCATION_RTOL
@@ -28,7 +29,8 @@ def test_tiny_run_pairs_jaxq_with_the_lu_baseline_and_they_agree(rows):
     assert b["lu_nnz"] > b["states"]  # the factors fill in
     for r in rows:
         assert r["updates_per_s"] > 0 and r["wall_s"] > 0 and r["note"]
-    work = j["matvecs"] * j["states"]
+    work = j["updates"]
+    assert 0 < work < 2 * j["states"] * j["matvecs"]  # each solve's own chain: at most twice the one kept
     assert j["updates_per_s"] == pytest.approx(work / j["wall_s"], rel=1e-12)
     assert b["updates_per_s"] == pytest.approx(work / b["wall_s"], rel=1e-12)  # the same work: a ratio of walls
     assert b["jaxq_ratio"] == pytest.approx(b["wall_s"] / j["wall_s"], rel=1e-9)
@@ -48,7 +50,7 @@ def test_baseline_is_skipped_above_its_size(tiny_bench):
     j, b = rows
     assert j["updates_per_s"] > 0
     assert b["updates_per_s"] is None and b["jaxq_ratio"] is None and b["states"] == j["states"]
-    assert b["note"].startswith(f"skipped: {j['states']:,} states > 1,000")
+    assert b["note"].startswith(f"skipped: doubling tests of up to {2 * j['states']:,} states > 1,000")
 
 
 def test_section_runs_without_its_baseline(tiny_bench):
@@ -70,6 +72,6 @@ def test_baseline_matches_jaxq_at_a_fixed_cap():
     base = jaxq.bench.baseline("optimal")
     j = dp.optimal_cost(system, 16.0, 8)
     b = base.optimal_cost(system, 16.0, 8)
-    assert (b["cap"], b["states"]) == (j.cap, j.states) == (8, 9 * 9**2)
+    assert (b["cap"], b["states"]) == (j.cap, j.states) == ((8, 8), 9 * 9**2)
     assert b["J_star"] == pytest.approx(j.J_star, rel=1e-8)
     assert b["truncation_change"] == pytest.approx(j.truncation_change, rel=1e-4)

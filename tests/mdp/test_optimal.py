@@ -227,18 +227,69 @@ def test_the_charge_is_the_lost_arrivals_times_a_never_served_job():
 
 
 def test_the_reported_bracket_holds_the_optimum_at_any_larger_cap():
-    res = jaxq.optimal("pss_P", 4, exact_policy=False)
-    assert res.truncation_change <= 1e-6
+    res = jaxq.optimal("pss_P", 4, exact_policy=False, bracket=True)
+    assert res.truncation_change <= 1e-6 and res.queue_cap[0] == res.queue_cap[1]
     assert res.J_star_lower <= res.J_star * (1 + 1e-9)
     assert res.truncation_change == pytest.approx((res.J_star - res.J_star_lower) / res.J_star, abs=1e-12)
-    again = jaxq.optimal("pss_P", 4, queue_cap=2 * res.queue_cap, exact_policy=False)  # no doubling past a cap
-    assert again.queue_cap == 2 * res.queue_cap
+    q = res.queue_cap[0]
+    again = jaxq.optimal("pss_P", 4, queue_cap=2 * q, exact_policy=False, bracket=True)  # no doubling past a cap
+    assert again.queue_cap == (2 * q, 2 * q)
     tol = 1e-8 * res.J_star
     for j in (again.J_star, again.J_star_lower):
         assert res.J_star_lower - tol <= j <= res.J_star + tol
-    small = jaxq.optimal("pss_P", 4, queue_cap=3, exact_policy=False)
+    small = jaxq.optimal("pss_P", 4, queue_cap=3, exact_policy=False, bracket=True)
     assert small.truncation_change > 1e-3  # a cap far too small shows in the bracket it reports
     assert small.J_star_lower - tol <= res.J_star and res.J_star_lower <= small.J_star + tol
+
+
+def _cold(system, n, cap):
+    """The never-served truncation's optimum at ``cap``, solved from scratch (no warm start)."""
+    return dp.policy_iteration(dp.chain(system, n, cap, None, "never_served")).start
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_the_doubling_reports_what_doubling_each_cap_changes(seed):
+    """The caps reported: doubling either changes J_star by what ``truncation_change`` adds up (each at most
+    rtol / 2, solved here from scratch), a cap doubled past the first one was needed (halving it changes J_star by
+    more than rtol / 2), and J_star lies in the proven bracket."""
+    system, n, rtol = random_system(seed), 9.0, 1e-6
+    res = dp.optimal_cost(system, n, rtol=rtol)
+    q1, q2 = res.cap
+    assert res.J_lower is None and res.states == 9 * (q1 + 1) * (q2 + 1)
+    j = _cold(system, n, res.cap)
+    assert res.J_star == pytest.approx(j, rel=1e-8)
+    changes = [abs(j - _cold(system, n, c)) / j for c in ((2 * q1, q2), (q1, 2 * q2))]
+    assert max(changes) <= rtol / 2 * (1 + 1e-3) + 2e-8
+    assert res.truncation_change == pytest.approx(sum(changes), abs=4e-8)
+    first = dp.first_cap(n)
+    for i, half in enumerate(((q1 // 2, q2), (q1, q2 // 2))):
+        if res.cap[i] > first:
+            assert abs(_cold(system, n, half) - j) / j > rtol / 2
+    br = dp.optimal_cost(system, n, rtol=rtol, bracket=True)
+    assert br.J_lower * (1 - 1e-9) <= res.J_star <= br.J_star * (1 + 1e-6)
+
+
+def test_the_doubling_follows_the_classes_when_they_are_swapped():
+    """Swapping the two classes (and the two servers) of a system keeps J*_n to within the truncation changes, and
+    the class whose cap needs doubling is found whichever it is (``pss_P`` at n = 100: class 1's cap grows to 80,
+    class 2's stays at 20; swapped, the first class tested, now the light one, takes 40 before the other is
+    tested, so the caps depend on the order of the tests, not the answer)."""
+    from dataclasses import replace
+
+    system = jaxq.load("pss_P")
+    swap = replace(system, lam=system.lam[::-1], mu=system.mu[::-1, ::-1], lambda_hat=system.lambda_hat[::-1],
+                   mu_hat=system.mu_hat[::-1, ::-1], h=system.h[::-1])
+    a, b = dp.optimal_cost(system, 100.0), dp.optimal_cost(swap, 100.0)
+    assert a.cap == (80, 20) and b.cap[1] == 80 and b.cap[0] < 80
+    assert abs(b.J_star - a.J_star) / a.J_star <= a.truncation_change + b.truncation_change + 1e-8
+
+
+def test_a_fixed_cap_tests_each_class_once():
+    res = jaxq.optimal("pss_P", 4, queue_cap=3, exact_policy=False)
+    assert res.queue_cap == (3, 3) and res.J_star_lower is None
+    assert res.truncation_change > 1e-3  # a cap far too small shows in the doubling
+    big = jaxq.optimal("pss_P", 4, exact_policy=False)
+    assert big.J_star <= res.J_star * (1 + 1e-9) and big.truncation_change <= 1e-6
 
 
 @pytest.mark.parametrize("seed", [1, 5])
@@ -271,9 +322,9 @@ def test_optimal_cost_skips_only_the_floor_solves_that_cannot_close(monkeypatch)
     """The answer is the one found with a floor solve at every cap (same caps, same bracket), with fewer
     improvements."""
     system = random_system(2)
-    fast = dp.optimal_cost(system, 9.0)
+    fast = dp.optimal_cost(system, 9.0, bracket=True)
     monkeypatch.setattr(dp, "truncation_gap", lambda *a: (0.0, 0))
-    slow = dp.optimal_cost(system, 9.0)
+    slow = dp.optimal_cost(system, 9.0, bracket=True)
     assert (fast.J_star, fast.J_lower, fast.cap) == (slow.J_star, slow.J_lower, slow.cap)
     assert fast.iterations < slow.iterations
 

@@ -34,7 +34,7 @@ def test_optimal_study_summary_matches_jaxq_optimal(tmp_path):
     assert row["J_star"] <= row["exact_cost"]
     assert row["J_star_over_V0"] == pytest.approx(ref.J_star / ref.V0, rel=1e-15)
     assert (row["case"], row["policy"], row["phases_observed"]) == ("single", "P", False)
-    assert row["queue_cap"] == ref.queue_cap and row["states"] == ref.states
+    assert (row["queue_cap_1"], row["queue_cap_2"]) == ref.queue_cap and row["states"] == ref.states
     assert 0.0 <= row["idles_with_waiting"] <= 1.0 and 0.0 <= row["idles_with_waiting_weighted"] <= 1.0
     assert "J_sim" not in row  # simulate_reps = 0: no Monte Carlo
     for f in ("summary.csv", "J_over_V0.png", "run.json", "records.csv"):

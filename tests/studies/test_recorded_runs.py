@@ -29,3 +29,17 @@ def test_another_rule_is_another_run():
     g = exp.grid.model_dump(mode="json")
     other = {**g, "theta_rule": "root"}
     assert ex.base_fingerprint("convergence", g, True) != ex.base_fingerprint("convergence", other, True)
+
+
+@pytest.mark.parametrize("name", ["optimal", "optimal_random"])
+def test_the_committed_optimum_runs_are_the_bracket_runs(name):
+    """The optimum studies were recorded before ``[grid] bracket`` existed, with the bracket: their files say
+    ``bracket = true``, which the digests leave out, and a run without it (the doubling) is another run."""
+    exp = ex.load_experiment(ROOT / "experiments" / f"{name}.toml")
+    assert exp.grid.bracket is True
+    man = json.loads((ROOT / "experiments" / "results" / name / "manifest.json").read_text())
+    assert exp.fingerprint() == man["fingerprint"] and exp.point_digests() == man["point_digests"]
+    doubling = exp.grid.model_copy(update={"bracket": False}).model_dump(mode="json")
+    keys = exp.study.enumeration_keys
+    assert ex.base_fingerprint("optimal", exp.grid.model_dump(mode="json"), exp.cv, keys) == exp.base_fingerprint()
+    assert ex.base_fingerprint("optimal", doubling, exp.cv, keys) != exp.base_fingerprint()
