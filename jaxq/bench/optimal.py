@@ -130,7 +130,7 @@ def bench(quick: bool) -> Iterator[dict]:
 
     Args:
         quick: n = 16 only (``JAXQ_BENCH_TINY=1`` and an accelerator run too: both solvers run on the host CPU);
-            full: n = 16, 100 and 1000 (about 2 minutes on a 2-core CPU, most of it n = 1000 without its baseline).
+            full: n = 16, 100 and 1000 (about 2 minutes on a 2-core CPU, most of it the two solves at n = 1000).
 
     Yields:
         rows (see the module docstring).

@@ -18,7 +18,7 @@ about ``family_target_events`` events each, whichever is shorter (the full CPU s
 ``pss2x2_mixed_reps`` the same for the mixed-primitive systems (the largest size only on an accelerator).
 ``optimal_n``: the indices n of the optimum's rows (policy iteration in numpy and scipy on the host CPU whatever
 the backend, so an accelerator run takes the quick size only); the full size runs n = 1000 too (about a minute
-on a 2-core CPU, the baseline skipped there: see docs/performance.md).
+on a 2-core CPU for each implementation: see docs/performance.md).
 """
 
 from __future__ import annotations

@@ -592,8 +592,8 @@ def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
     """A solution on a smaller cap as the start of a larger one: values and decisions of a state inside the old cap
     (the decision re-checked for feasibility by the first improvement).
 
-    Along a queue whose cap grew from q to Q, a state up to ``q // 2`` takes its own values and decisions, and the
-    states above take those of ``q // 2 .. q`` stretched over ``q // 2 .. Q``: the states near the new cap decide
+    Along a queue whose cap grew from q to Q, a state up to ``h = max(q // 2, min(q, 2))`` takes its own values and
+    decisions, and the states above take those of ``h .. q`` stretched over ``h .. Q``: the states near the new cap decide
     as the old chain does near its cap, where the charges of turned-away arrivals shape the decisions, and the
     states between as in its interior. (The decisions at the old cap copied to every state beyond it would start
     the new states with decisions shaped by the old cap, which policy iteration undoes a few states per
@@ -614,7 +614,7 @@ def extend(old: Chain, new: Chain, values: np.ndarray, policy: np.ndarray):
     for i in (0, 1):
         q, cap, x = lo.cap[i], hi.cap[i], g[i]
         if cap > q:
-            half = q // 2
+            half = max(q // 2, min(q, 2))  # two jobs of a class can be in service: those states map to themselves
             x = np.where(x <= half, x, half + np.rint((x - half) * (q - half) / (cap - half)).astype(x.dtype))
         xs.append(np.minimum(x, q))
     st = _strides(lo.shape)
@@ -735,8 +735,8 @@ def check_size(lay: StateSpace, max_states: int, max_bytes: float, key: str) -> 
     """
     size, nbytes = states_and_bytes(lay)
     if size > max_states or nbytes > max_bytes:
-        raise InputError(key, f"the optimum at queue cap {lay.cap[0]} needs {size:,} states and about "
-                              f"{nbytes / 2**30:.1f} GiB (limits: max_states = {max_states:,}, "
+        raise InputError(key, f"the optimum at queue caps ({lay.cap[0]}, {lay.cap[1]}) needs {size:,} states and "
+                              f"about {nbytes / 2**30:.1f} GiB (limits: max_states = {max_states:,}, "
                               f"{max_bytes / 2**30:.0f} GiB); take a smaller n or queue_cap")
 
 
@@ -841,7 +841,8 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
     phase_types = system_phase_types(system_of(system))
     key = "n" if queue_cap is None else "queue_cap"
     c = (first_cap(n, queue_cap),) * 2
-    check_size(layout_of(phase_types, c), max_states, max_bytes, key)
+    for cap in (c, *doubled_caps(c)):  # the first solve and its first tests: refused before any work
+        check_size(layout_of(phase_types, cap), max_states, max_bytes, key)
     nth = system.at(n)  # the n-th system of every truncation below
     counts = [0, 0, 0]
 
@@ -859,10 +860,14 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
     kept = count(run(c))
     with ThreadPoolExecutor(max_workers=2) as pool:  # the two tests of a round, one per core (numpy and scipy
         while True:                                  # release the GIL in their loops)
-            doubled = [tuple(2 * q if j == i else q for j, q in enumerate(c)) for i in (0, 1)]
+            doubled = doubled_caps(c)
             for d in doubled:
                 check_size(layout_of(phase_types, d), max_states, max_bytes, key)
-            tests = [count(t) for t in pool.map(lambda d: run(d, kept), doubled)]
+            together = sum(states_and_bytes(layout_of(phase_types, cap))[1] for cap in (c, *doubled))
+            if together <= max_bytes:
+                tests = [count(t) for t in pool.map(lambda d: run(d, kept), doubled)]
+            else:  # the two tests would not fit in memory together: one after the other
+                tests = [count(run(d, kept)) for d in doubled]
             change = [abs(kept.start - t.start) / abs(t.start) for t in tests]
             i = int(np.argmax(change))
             if queue_cap is not None or change[i] <= rtol / 2:
@@ -870,6 +875,18 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
             kept, c = tests[i], doubled[i]
     return Optimum(kept.start, None, change[0] + change[1], c, kept.chain.lay.size, *counts,
                    time.perf_counter() - t0, kept, phase_types is not None)
+
+
+def doubled_caps(cap: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The caps of the two doubling tests of :func:`optimal_cost`: class 1's cap doubled, class 2's doubled.
+
+    Args:
+        cap: The caps ``(Q_1, Q_2)``.
+
+    Returns:
+        ``((2 Q_1, Q_2), (Q_1, 2 Q_2))``.
+    """
+    return (2 * cap[0], cap[1]), (cap[0], 2 * cap[1])
 
 
 def bracket_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None = None, *,

@@ -113,10 +113,11 @@ def _check_point(g, system, label, n) -> None:
         phase_types = system_phase_types(system)
     except InputError as e:
         raise InputError("experiment.systems", f"{where}: {e.key}: {e.reason}") from None
-    cap = dp.first_cap(n, g.queue_cap, g.bracket)
+    cap = (dp.first_cap(n, g.queue_cap, g.bracket),) * 2
     key = "grid.queue_cap" if g.queue_cap is not None else _n_key(g, label)
-    try:
-        dp.check_size(dp.layout_of(phase_types, (cap, cap)), g.max_states, g.max_gib * 2**30, key)
+    try:  # the first solve and, without the bracket, its first doubling tests
+        for c in (cap,) if g.bracket else (cap, *dp.doubled_caps(cap)):
+            dp.check_size(dp.layout_of(phase_types, c), g.max_states, g.max_gib * 2**30, key)
     except InputError as e:
         raise InputError(key, f"{where}: {e.reason}") from None
 
@@ -161,9 +162,10 @@ def _tunable(an) -> bool:
 
 
 def idles_with_waiting(table: np.ndarray, n: float) -> float:
-    """The share of (observable state, idle server) pairs with x_1, x_2 <= 4 sqrt(n) at which ``table`` (the
-    :class:`jaxq.mdp.optimum.Optimal` table, ``table[x_1, x_2, s_1 + 1, s_2 + 1, k]``) leaves the server idle
-    although a job it could start still waits after both servers' decisions; NaN when the box has no such pair.
+    """The share of (observable state, idle server) pairs with x_1, x_2 <= 4 sqrt(n) (each within its queue's cap)
+    at which ``table`` (the :class:`jaxq.mdp.optimum.Optimal` table, ``table[x_1, x_2, s_1 + 1, s_2 + 1, k]``)
+    leaves the server idle although a job it could start still waits after both servers' decisions; NaN when the
+    box has no such pair.
 
     Args:
         table: The optimal table.
@@ -172,10 +174,10 @@ def idles_with_waiting(table: np.ndarray, n: float) -> float:
     Returns:
         The share.
     """
-    box = min(table.shape[0] - 1, table.shape[1] - 1, int(math.floor(BOX_PER_ROOT_N * math.sqrt(n))))
-    t = np.asarray(table[: box + 1, : box + 1], dtype=np.int64)
-    x1 = np.arange(box + 1).reshape(-1, 1)
-    x2 = np.arange(box + 1).reshape(1, -1)
+    box = [min(table.shape[i] - 1, int(math.floor(BOX_PER_ROOT_N * math.sqrt(n)))) for i in (0, 1)]  # per queue cap
+    t = np.asarray(table[: box[0] + 1, : box[1] + 1], dtype=np.int64)
+    x1 = np.arange(box[0] + 1).reshape(-1, 1)
+    x2 = np.arange(box[1] + 1).reshape(1, -1)
     pairs = idle = 0
     for c1 in range(3):  # server classes: 0 idle, 1 class 1, 2 class 2
         for c2 in range(3):
@@ -329,7 +331,8 @@ def aggregate(exp, pts, records):
         for key in ("J_star", "J_star_lower", "exact_cost", "V0", "J_star_over_V0", "exact_cost_over_V0",
                     "J_star_over_exact_cost", "J_table", "truncation_change", "queue_cap_1", "queue_cap_2", "states", "iterations", "wall_s", "theta",
                     "switch_at", "phases_observed", "idles_with_waiting", "idles_with_waiting_weighted"):
-            v = _value(rec, key)
+            old = key.startswith("queue_cap_") and key not in rec  # a chunk from before the two caps: one for both
+            v = _value(rec, "queue_cap" if old else key)
             row[key] = (int(v) if key in INTS else bool(v) if key == "phases_observed" else v) if v is not None \
                 else None
         for key in ("J_sim", "J_tuned"):

@@ -270,18 +270,45 @@ def test_the_doubling_reports_what_doubling_each_cap_changes(seed):
 
 
 def test_the_doubling_follows_the_classes_when_they_are_swapped():
-    """Swapping the two classes (and the two servers) of a system keeps J*_n to within the truncation changes, and
-    the class whose cap needs doubling is found whichever it is (``pss_P`` at n = 100: class 1's cap grows to 80,
-    class 2's stays at 20; swapped, the first class tested, now the light one, takes 40 before the other is
-    tested, so the caps depend on the order of the tests, not the answer)."""
+    """Swapping the two classes (and the two servers) of a system swaps the caps and keeps J*_n: each round tests
+    both classes from the same caps, so the class whose cap needs doubling is found whichever it is (``pss_P`` at
+    n = 100: class 1's cap grows to 80, class 2's stays at 20)."""
     from dataclasses import replace
 
     system = jaxq.load("pss_P")
     swap = replace(system, lam=system.lam[::-1], mu=system.mu[::-1, ::-1], lambda_hat=system.lambda_hat[::-1],
                    mu_hat=system.mu_hat[::-1, ::-1], h=system.h[::-1])
     a, b = dp.optimal_cost(system, 100.0), dp.optimal_cost(swap, 100.0)
-    assert a.cap == (80, 20) and b.cap[1] == 80 and b.cap[0] < 80
-    assert abs(b.J_star - a.J_star) / a.J_star <= a.truncation_change + b.truncation_change + 1e-8
+    assert a.cap == (80, 20) and b.cap == (20, 80)
+    assert b.J_star == pytest.approx(a.J_star, rel=1e-7)
+
+
+def test_the_first_doubling_tests_are_refused_before_any_solve(monkeypatch):
+    """A cap whose own chain fits but whose doubling tests do not is refused before the first solve, naming both
+    caps of the chain refused."""
+    monkeypatch.setattr(dp, "policy_iteration", lambda *a, **k: pytest.fail("solved before the refusal"))
+    with pytest.raises(InputError, match=r"^queue_cap: the optimum at queue caps \(20, 10\) needs 2,079 states"):
+        jaxq.optimal("pss_P", 4, queue_cap=10, exact_policy=False, max_states=9 * 11 * 11)
+
+
+def test_a_grown_cap_starts_from_the_old_solution_stretched():
+    """``extend``: along a grown queue the states up to half the old cap (at least 2: two jobs of a class can be in
+    service) keep their own values and decisions, the new cap takes the old cap's, and the map is monotone."""
+    system = jaxq.load("pss_P")
+    for q, big in ((2, 4), (3, 6), (8, 16), (9, 20)):
+        old, new = (dp.chain(system, 4.0, (q, 5), None, "never_served"), dp.chain(system, 4.0, (big, 5), None,
+                                                                                   "never_served"))
+        x_old = old.grids[0].astype(float)
+        v, p = dp.extend(old, new, x_old, np.arange(old.lay.size))
+        src, x = old.grids[0][p], new.grids[0]  # the old x_1 each new state reads, and its own
+        f = []
+        for k in range(big + 1):
+            (fk,) = set(src[x == k].tolist())  # one old x_1 per new x_1
+            f.append(fk)
+        h = max(q // 2, min(q, 2))
+        assert f[: h + 1] == list(range(h + 1)) and f[-1] == q and all(np.diff(f) >= 0)
+        assert (old.grids[1][p] == new.grids[1]).all()  # the queue whose cap did not grow maps to itself
+        np.testing.assert_allclose(v - x_old[p], system.h[0] / 2.0 * (x - src) / system.gamma)  # h / sqrt(n), n = 4
 
 
 def test_a_fixed_cap_tests_each_class_once():
