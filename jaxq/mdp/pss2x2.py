@@ -851,13 +851,7 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
         return policy_iteration(ch, *(warm_start(start, ch) if start is not None else (None, None)),
                                 evaluate=evaluate)
 
-    def count(out):
-        counts[0] += out.iterations
-        counts[1] += out.matvecs
-        counts[2] += out.matvecs * out.chain.lay.size
-        return out
-
-    kept = count(run(c))
+    kept = _tally(counts, run(c))
     with ThreadPoolExecutor(max_workers=2) as pool:  # the two tests of a round, one per core (numpy and scipy
         while True:                                  # release the GIL in their loops)
             doubled = doubled_caps(c)
@@ -865,9 +859,9 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
                 check_size(layout_of(phase_types, d), max_states, max_bytes, key)
             together = sum(states_and_bytes(layout_of(phase_types, cap))[1] for cap in (c, *doubled))
             if together <= max_bytes:
-                tests = [count(t) for t in pool.map(lambda d: run(d, kept), doubled)]
+                tests = [_tally(counts, t) for t in pool.map(lambda d: run(d, kept), doubled)]
             else:  # the two tests would not fit in memory together: one after the other
-                tests = [count(run(d, kept)) for d in doubled]
+                tests = [_tally(counts, run(d, kept)) for d in doubled]
             change = [abs(kept.start - t.start) / abs(t.start) for t in tests]
             i = int(np.argmax(change))
             if queue_cap is not None or change[i] <= rtol / 2:
@@ -875,6 +869,14 @@ def optimal_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
             kept, c = tests[i], doubled[i]
     return Optimum(kept.start, None, change[0] + change[1], c, kept.chain.lay.size, *counts,
                    time.perf_counter() - t0, kept, phase_types is not None)
+
+
+def _tally(counts: list, out: CapSolution) -> CapSolution:
+    """Add a solve's improvements, products and updates (products x its chain's states) to ``counts``."""
+    counts[0] += out.iterations
+    counts[1] += out.matvecs
+    counts[2] += out.matvecs * out.chain.lay.size
+    return out
 
 
 def doubled_caps(cap: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -932,11 +934,7 @@ def bracket_cost(system: PSS2x2 | ScaledPSS2x2, n: float, queue_cap: int | None 
 
     def run(cap, truncation, v0=None, policy0=None):
         ch = chain(nth, n, (cap, cap), phase_types, truncation)
-        out = policy_iteration(ch, v0, policy0, evaluate=evaluate)
-        counts[0] += out.iterations
-        counts[1] += out.matvecs
-        counts[2] += out.matvecs * ch.lay.size
-        return out
+        return _tally(counts, policy_iteration(ch, v0, policy0, evaluate=evaluate))
 
     check_size(layout_of(phase_types, (c, c)), max_states, max_bytes, key)
     nth = system.at(n)  # the n-th system of every truncation below
