@@ -49,7 +49,7 @@ from jaxq.mc.result import Estimate, SimResult, TruncatedEstimate, add_observed,
 
 DEFAULT_THETA_EXPONENT = thresholds.DEFAULT_THETA_EXPONENT  # jaxq.policies.thresholds
 DEFAULT_THETA_RULE = thresholds.DEFAULT_THETA_RULE
-COARSE_CONTROLS = model.COARSE_CONTROLS  # jaxq.sim.models.pss2x2: the coarse controls for few replications
+coarse_controls = model.coarse_controls  # the coarse groups by the number of control columns (either engine)
 THETA_RULES = thresholds.THETA_RULES
 POLICY_CHOICES = pol.CHOICES
 DISCOUNTED = Functional(discounted=True)
@@ -60,10 +60,25 @@ EXTENSIONS = 2
 # ... and aims at a bound of at most this share of the standard error (after the control variates): what remains
 # above it is said in the result's warnings; the interval ci95 is widened by whatever bound remains.
 STDERR_SHARE = 0.1
+# The second-order controls cap a variate at 1 + SECOND_ORDER_CAP sqrt(n) (jaxq.sim.models.pss2x2: its effect on
+# the cost is quadratic in v - 1 while the jobs it moves, about v - 1, are few against sqrt(n)).
+SECOND_ORDER_CAP = 2.0
 
 
 Levels = thresholds.Levels  # jaxq.policies.thresholds: z, Theta_n's exponent, rule and constant, perturbation
 Batching = replications.Batching  # jaxq.mc.replications: first replication, chunk, devices, progress
+
+
+def coarse_of(controls) -> tuple | None:
+    """The coarse groups of a run's per-replication controls ``(reps, columns)`` (None: no controls).
+
+    Args:
+        controls (numpy.typing.ArrayLike | None): The controls, or None.
+
+    Returns:
+        :func:`jaxq.sim.models.pss2x2.coarse_controls` of their number of columns, or None.
+    """
+    return None if controls is None else coarse_controls(np.shape(controls)[1])
 
 
 class Truncation(NamedTuple):
@@ -312,6 +327,7 @@ def setup(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = 
                           jnp.float64(tau_c * scale))
     alpha = np.asarray(an.modes.alpha)
     cv_scale = np.concatenate([-1.0 / alpha, [1.0 / alpha[i] for i in range(2) for _ in range(2)]]) / rn
+    cap = 1.0 + SECOND_ORDER_CAP * rn  # a variate's second-order effect saturates once its delay moves X by sqrt(n)
     named = pol.make(res, an.modes, n, theta)
     # a policy name is the built-in Policy2x2 of that name (its parameters: the policy as data)
     chosen = hk.builtin(named, perturb=q) if pl.given is None else pl.given
@@ -321,7 +337,9 @@ def setup(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = 
         gamma=jnp.float64(system.gamma), horizon=jnp.float64(pl.horizon),
         policy=named, t_rec=jnp.asarray(pl.record_times),
         table={k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()},
-        value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale), hpc=jnp.int32(an.p),
+        value=policy_value(an, res), cv_scale=jnp.asarray(cv_scale),
+        cv_cap=jnp.float64(cap), cv_m2=jnp.asarray([sampling.capped_variance(d, cap) for d in dists]),
+        hpc=jnp.int32(an.p),
         policy_params=jax.tree_util.tree_map(jnp.asarray, chosen.params))
     _checked(chosen.static(), params.policy_params)  # its functions' results, before any run (one InputError)
     return Setup(params, sampling.spec_of(dists), an, pl.policy, pl.theta, pl.switch_at, pl.modes_used, pl.horizon,
@@ -569,7 +587,7 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
     if controls is not None:
         samples["controls"] = controls
     est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, batching.start + np.arange(len(J)),
-                                                                         coarse=COARSE_CONTROLS),
+                                                                         coarse=coarse_of(controls)),
                                                   info["truncation_bound"])}  # ci95 widened by the tail left out
     if diagnostics:
         samples.update(diag.samples(observed["diagnostics"]))

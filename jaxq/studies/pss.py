@@ -323,7 +323,7 @@ def _point_rows(exp, pts, records):
             continue
         system, an = _system(exp, pt["system"])
         st, tuned = _point_setup(exp, system, an, pt, rec)
-        J, se, plain = controlled_estimate(rec, "J", coarse=sim.COARSE_CONTROLS)
+        J, se, plain = controlled_estimate(rec, "J", coarse=sim.coarse_controls)
         dn = _threshold_term(exp, an, st, pt["n"])
         p = an.p
         sp, sp_se = mean_stderr(rec[f"sup_X_hat_{p + 1}"]) if f"sup_X_hat_{p + 1}" in rec else (None, None)
@@ -785,7 +785,7 @@ def rel_se_J(exp, pt, rec) -> float:
     Returns:
         The relative standard error.
     """
-    J, se, _ = controlled_estimate(rec, "J", coarse=sim.COARSE_CONTROLS)
+    J, se, _ = controlled_estimate(rec, "J", coarse=sim.coarse_controls)
     return relative_se(J, se)
 
 

@@ -39,7 +39,7 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
 from jaxq.sim import pss2x2 as sim
 from jaxq.sim.diagnostics import limit_threshold_term
-from jaxq.sim.models.pss2x2 import COARSE_CONTROLS
+from jaxq.sim.models.pss2x2 import coarse_controls
 from jaxq.stats import controlled_values, mean_stderr
 from jaxq.studies import PointTarget, Study, Unique, figures, point_checked, register
 from jaxq.studies.pss import rel_se_J
@@ -363,7 +363,7 @@ def _rows(exp, pts, records) -> list[dict]:
     rows = []
     for i, (pt, rec) in enumerate(zip(pts, records)):
         d = drawn[pt["rsystem"]]
-        J, se, extra = controlled_estimate(rec, "J", coarse=COARSE_CONTROLS)
+        J, se, extra = controlled_estimate(rec, "J", coarse=coarse_controls)
         st = _setup(d, pt, rec, g.horizon)
         dn = limit_threshold_term(d.analysis, st.policy, st.theta, float(pt["n"]), st.switch_at)
         base = {**({"point": i} if "rel_se_target" in pt else {}),  # a targeted point's row takes its plan's columns
@@ -394,7 +394,7 @@ def _paired_difference(a: dict, b: dict) -> tuple[float, float]:
     vals = []
     for rec in (a, b):
         c = controls_of(rec)
-        y = rec["J"] if c is None else controlled_values(rec["J"], c, rec["rep"], coarse=COARSE_CONTROLS)[0]
+        y = rec["J"] if c is None else controlled_values(rec["J"], c, rec["rep"], coarse=coarse_controls(c.shape[1]))[0]
         vals.append(dict(zip(np.asarray(rec["rep"]).tolist(), np.asarray(y, dtype=np.float64).tolist())))
     common = sorted(set(vals[0]) & set(vals[1]))
     return mean_stderr(np.array([vals[0][r] - vals[1][r] for r in common]))

@@ -23,8 +23,11 @@ Control variates: with V the value function of the policy's diffusion limit
 (:mod:`jaxq.diffusion.value`), every unit-mean variate v drawn at time t for class i contributes
 ``exp(-gamma t) V'(W_hat(t)) (v - 1) s / (alpha_i sqrt(n))`` to the control of its stream, ``s = -1`` for an
 interarrival (a longer one removes arrivals) and ``+1`` for a service (a longer one removes departures):
-the weight is known when v is drawn and E[v - 1] = 0, so each control has mean exactly zero. The CTMC states the
-same idea as one approximating martingale per event (:data:`MARKOV_CV`).
+the weight is known when v is drawn and E[v - 1] = 0, so each control has mean exactly zero. Beside them, per
+stream, a control of second order: ``exp(-gamma t) ((min(v, K) - 1)^2 - m_K) (s / (alpha_i sqrt(n)))^2`` with
+the cap ``K = Params.cv_cap`` and ``m_K = E[(min(v, K) - 1)^2]`` of the law as sampled (``Params.cv_m2``): a long
+variate moves about ``v - 1`` jobs, and the cost of the queue it builds or drains grows with the square. The CTMC
+states the first-order idea as one approximating martingale per event (:data:`MARKOV_CV`).
 
 Diagnostics (:data:`DIAGNOSTICS`, docs/diagnostics.md): an observer (:mod:`jaxq.mc.observer`) of the post-decision
 state, folded by the event rule and by both Markov drivers (:data:`MARKOV_DIAGNOSTICS`) under the discounted
@@ -62,7 +65,8 @@ from jaxq.sim.event import EventModel
 from jaxq.sim.markov import Markov, MarkovModel, as_markov
 from jaxq.sim.models.pss2x2_diagnostics import (DIAGNOSTICS, MARKOV_DIAGNOSTICS, Diagnostics,  # noqa: F401
                                                View, markov_observer, markov_view)  # (public here too)
-from jaxq.sim.models.pss2x2_paths import CONTROLS, pack2, path_observers, unpack2  # noqa: F401  (public here too)
+from jaxq.sim.models.pss2x2_paths import (CONTROLS, RENEWAL_CONTROL_COUNT, pack2, path_observers,  # noqa: F401
+                                          unpack2)  # (public here too)
 from jaxq.mc.observer import Observer, Segment
 
 VIOLATIONS = hk.VIOLATIONS  # the built-ins' debug counters (Definition 2.7 invariants), in this order
@@ -86,6 +90,9 @@ class Params(NamedTuple):
         table: The samplers' per-stream parameters (:func:`jaxq.sim.sampling.param_table`).
         value: V of the policy's diffusion limit (control variates).
         cv_scale: (6,) effect of a unit variate of each stream on W_hat: -+1/(alpha_i sqrt(n)).
+        cv_cap: Where the second-order controls cap a variate: ``(min(v, cv_cap) - 1)^2``.
+        cv_m2: (6,) ``E[(min(v, cv_cap) - 1)^2]`` of each stream's law as sampled
+            (:func:`jaxq.sim.sampling.capped_variance`), subtracted so that the second-order controls have mean zero.
         hpc: int32: the high-priority class p (0-based; the diagnostics' X_hat_p).
         policy_params: The parameters of the Policy2x2 that decides (:attr:`jaxq.policies.hook.Policy2x2.params`).
     """
@@ -103,6 +110,8 @@ class Params(NamedTuple):
     table: dict  # the samplers' per-stream parameters (sampling.param_table)
     value: ValueFunction | None = None  # V of the policy's diffusion limit (control variates)
     cv_scale: jnp.ndarray | None = None  # (6,) effect of a unit variate of each stream on W_hat: -+1/(alpha_i sqrt(n))
+    cv_cap: jnp.ndarray | None = None  # where the second-order controls cap a variate
+    cv_m2: jnp.ndarray | None = None  # (6,) E[(min(v, cv_cap) - 1)^2] of each stream's law as sampled
     hpc: jnp.ndarray | None = None  # int32: the high-priority class p (0-based; the diagnostics' X_hat_p)
     policy_params: Any = None  # the parameters of the Policy2x2 that decides (jaxq.policies.hook.Policy2x2.params)
 
@@ -204,6 +213,22 @@ def real_events(s: State):
 # The coarse set where the replications do not afford all eleven (jaxq.stats.controlled_mean): the value function's
 # martingale summed over the six streams (its coefficient is 1 in the limit) and the two linear controls.
 COARSE_CONTROLS = (tuple(range(6)), (6,), (7,))
+# The renewal rule's coarse set: the first-order martingale summed, the second-order controls summed (the heaviest
+# law's control carries the sum), the two linear controls summed.
+RENEWAL_COARSE_CONTROLS = (tuple(range(6)), tuple(range(CONTROLS, RENEWAL_CONTROL_COUNT)), (6, 7))
+
+
+def coarse_controls(columns: int) -> tuple:
+    """The coarse groups of a 2x2 engine's controls by their number of columns (:func:`jaxq.stats.controlled_mean`).
+
+    Args:
+        columns: The number of control columns: :data:`CONTROLS` (the CTMC) or :data:`RENEWAL_CONTROL_COUNT` (the
+            renewal rule).
+
+    Returns:
+        :data:`COARSE_CONTROLS` or :data:`RENEWAL_COARSE_CONTROLS`.
+    """
+    return RENEWAL_COARSE_CONTROLS if columns == RENEWAL_CONTROL_COUNT else COARSE_CONTROLS
 VOID_PROPOSALS = 1  # Marsaglia-Tsang proposals per gamma variate in an event (the void protocol redoes the rest)
 
 
@@ -427,8 +452,9 @@ def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
     real = keep_ev & (t1 <= T)
     upd = {"rec": s.rec + (real.astype(i64) | ((real & (mode != mode0)).astype(i64) << 32))}
     martingale = None
-    if cv:  # exp(-gamma t) (v - 1) times the features of the stream's effect, per variate v drawn at t: per slot, the
-        # increments of the CONTROLS martingales (mean zero given the past: E[v - 1] = 0), summed by an observer
+    if cv:  # exp(-gamma t) (v - 1) times the features of the stream's effect, per variate v drawn at t, and the
+        # second order exp(-gamma t) ((min(v, cap) - 1)^2 - its mean) dW_hat^2 per stream: per slot, the increments of the
+        # RENEWAL_CONTROL_COUNT martingales (mean zero given the past), summed by an observer
         rn = p.inv_sqrt_n
         xh0, xh1 = x0.astype(f64) * rn, x1.astype(f64) * rn
         v_prime = keep(marginal(p.value, p.policy.alpha_inv[0] * xh0 + p.policy.alpha_inv[1] * xh1))
@@ -440,11 +466,16 @@ def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
             for j in range(1, 6):
                 d_w = _sel(is_s[j], p.cv_scale[j], d_w)
             wv = w * (v_prime * d_w)
+            m2 = p.cv_m2[0]  # E[(min(v, cap) - 1)^2] of the slot's stream
+            for j in range(1, 6):
+                m2 = _sel(is_s[j], p.cv_m2[j], m2)
+            w2 = _sel(used & real, disc1 * ((jnp.minimum(val, p.cv_cap) - 1.0) ** 2 - m2), 0.0) * (d_w * d_w)
             # jumps of X_hat: -1 for an interarrival of its class, +1 for a service of its class
             e0 = _sel(is_s[0], -rn, _sel(is_s[2] | is_s[3], rn, 0.0))
             e1 = _sel(is_s[1], -rn, _sel(is_s[4] | is_s[5], rn, 0.0))
             martingale.append(tuple(_sel(is_s[j], wv, 0.0) for j in range(6)) + (
-                w * e0, w * e1, w * (2.0 * xh0 * e0), w * (2.0 * xh1 * e1), w * (xh0 * e1 + xh1 * e0)))
+                w * e0, w * e1, w * (2.0 * xh0 * e0), w * (2.0 * xh1 * e1), w * (xh0 * e1 + xh1 * e0))
+                + tuple(_sel(is_s[j], w2, 0.0) for j in range(6)))
         martingale = tuple(martingale)
     # The observers (pss2x2_paths: the cost, X(T), sup X, W_hat at the record times; the diagnostics, a user's): the
     # state on [t0, min(t1, T)) with weight int exp(-gamma t) dt there (the cost integrated exactly: the state is
@@ -486,7 +517,7 @@ def _output(s: State, p: Params, observer=None, cv: bool = False):
             "x_T": jnp.stack(unpack2(o["x_T"])), "sup_x": jnp.stack(unpack2(o["sup"])),
             "viol": jnp.zeros(0, i32) if not s.viol else jnp.stack(s.viol),
             "eps": jnp.zeros(2, f64) if s.eps is None else s.eps,
-            "cv": jnp.stack(o["cv"]) if cv else jnp.zeros(CONTROLS, f64),
+            "cv": jnp.stack(o["cv"]) if cv else jnp.zeros(RENEWAL_CONTROL_COUNT, f64),
             "bad": jnp.zeros((), i32) if s.bad is None else s.bad,
             **({} if observer is None else {"observed": o["user"]})}
 

@@ -114,8 +114,11 @@ def _empty(p) -> View:
 W_AT_RECORD_TIMES = with_params(snapshots(w_hat, _empty), lambda p: (p, p.t_rec))
 
 # the control variates, per variate (renewal) or per event (CTMC): 6 per stream/event V'(W_hat) dW_hat, 2 linear in
-# X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2)
+# X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2); the renewal rule adds 6 of second order per stream,
+# ((v - 1)^2 - E[(v - 1)^2]) dW_hat^2
 CONTROLS = 11
+SECOND_ORDER = 6
+RENEWAL_CONTROL_COUNT = CONTROLS + SECOND_ORDER
 
 
 def _controls(acc, seg: Segment, p):
@@ -126,7 +129,8 @@ def _controls(acc, seg: Segment, p):
 
 
 # the renewal control variates: the sums of the increments the rule computes from the variates it draws
-RENEWAL_CONTROLS = Observer(lambda p: tuple(jnp.zeros((), jnp.float64) for _ in range(CONTROLS)), _controls,
+RENEWAL_CONTROLS = Observer(lambda p: tuple(jnp.zeros((), jnp.float64) for _ in range(RENEWAL_CONTROL_COUNT)),
+                            _controls,
                             lambda acc, mass, p: acc)
 
 PATH = {"cost": COST, "x_T": X_AT_HORIZON, "sup": SUPREMUM, "w_rec": W_AT_RECORD_TIMES}

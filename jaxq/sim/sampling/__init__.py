@@ -95,7 +95,8 @@ The previous sampler (one key per event, 53-bit uniforms, every family of both s
 The modules, in the order they build on each other: :mod:`~jaxq.sim.sampling.methods` (which method samples a law),
 :mod:`~jaxq.sim.sampling.kernels` (logarithm, normal quantile, sine and cosine, Box-Muller, the materialisation of a
 block), :mod:`~jaxq.sim.sampling.step_envelope` (the event form's gamma envelope), :mod:`~jaxq.sim.sampling.spec`
-(:class:`Spec`, :func:`words_needed`, :func:`param_table`), :mod:`~jaxq.sim.sampling.transforms` (exponential,
+(:class:`Spec`, :func:`words_needed`, :func:`param_table`, :func:`capped_variance`: a law's capped second moment as
+sampled), :mod:`~jaxq.sim.sampling.transforms` (exponential,
 Erlang, hyperexponential, lognormal, gammahalf), :mod:`~jaxq.sim.sampling.marsaglia_tsang` (gamma's proposals and
 fallback), :mod:`~jaxq.sim.sampling.slots` (the words of one call laid out over its slots),
 and :mod:`~jaxq.sim.sampling.draws` (:func:`sample`, the void protocol, :func:`sample_dist`). This package gives every name its callers use.
@@ -122,6 +123,7 @@ from jaxq.sim.sampling.spec import (
     _own_words,
     _step_gamma,
     param_table,
+    capped_variance,
     spec_of,
     with_proposals,
     words_needed,
