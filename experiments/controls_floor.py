@@ -7,7 +7,8 @@ replications, per system:
 
 * ``vr_first_128``, ``vr_128``: the variance reduction of the first-order controls (the 11 of the CTMC: V'(W_hat)
   dW_hat per stream, the linear and quadratic basis) and of all 17 (with the six second-order ones,
-  ``((v - 1)^2 - E[(v - 1)^2]) dW_hat^2`` per stream), the full sets (128 replications afford them);
+  ``((min(v, K_n) - 1)^2 - E[(min(v, K_n) - 1)^2]) dW_hat^2`` per stream, ``K_n = 1 + 2 sqrt(n)``), the full sets
+  (128 replications afford them);
 * ``vr_first_16``, ``vr_16``: the same two sets at 16 replications, the size of the study, where the replications
   afford only a coarse set of three (``jaxq.stats.controlled_mean``): the old coarse set (V' summed, the two linear
   controls) and the new one (V' summed, the second-order ones summed, the linear ones summed), each as the ratio

@@ -173,6 +173,37 @@ def test_every_renewal_control_has_mean_zero(dist):
     assert np.all(np.abs(z) <= 4), z
 
 
+@pytest.mark.slow  # (about 10 s)
+def test_every_renewal_control_has_mean_zero_with_a_law_per_stream():
+    """Six different laws, one per stream: each second-order control subtracts its own stream's capped moment (a
+    mix-up of streams would shift a mean)."""
+    data = tomllib.loads(path("pss_PP").read_text())
+    data["system"]["interarrival"] = ["lognormal:8", "gamma:0.3"]
+    data["system"]["service"] = [["hyperexponential:4", "erlang:0.25"], ["exponential", "gamma:2"]]
+    r = simulate(from_dict(data), 36, 1200, seed=9, truncation=PT.Truncation(engine="event", horizon=3.0))
+    c = r.samples["controls"]
+    live = c.std(axis=0) > 0
+    assert live[11:].sum() == live[:6].sum() >= 5  # a second-order control for every stream that draws
+    z = c[:, live].mean(axis=0) / (c[:, live].std(axis=0, ddof=1) / np.sqrt(c.shape[0]))
+    assert np.all(np.abs(z) <= 4), z
+
+
+def test_the_renewal_rule_fits_its_coarse_set_below_92_replications():
+    """The event engine's run of 96 replications fits all seventeen controls; its first 16 replications, estimated as
+    the run estimates (``coarse_of`` its controls), the renewal rule's three coarse sums; its first 8 the summed
+    martingale alone."""
+    from jaxq.mc.result import Estimate
+
+    r = simulate(family_system("hyperexponential:4"), 36, 96, seed=4,
+                 truncation=PT.Truncation(engine="event", horizon=3.0))
+    J, c = r.samples["J"], r.samples["controls"]
+    assert c.shape[1] == 17 and len(r.main.coefficients) == 17
+    for reps, fitted in ((16, 3), (8, 1)):
+        e = Estimate.with_controls(J[:reps], c[:reps], np.arange(reps), coarse=PT.coarse_of(c))
+        assert e.coefficients is not None and len(e.coefficients) == fitted, reps
+        assert e.stderr < e.plain_stderr
+
+
 @pytest.mark.slow
 def test_ctmc_and_network_controls_have_mean_zero():
     r = simulate(jaxq.load("pss_T2"), 36, 1200, seed=6, truncation=PT.Truncation(engine="uniformized"))

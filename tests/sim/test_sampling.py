@@ -145,7 +145,11 @@ def _capped_moment_of_law(d: Dist, cap: float) -> float:
                     + (cap - 1.0) ** 2 * law.sf(cap)) for p, law in laws)
 
 
-@pytest.mark.parametrize("d", DISTS, ids=str)
+# besides DISTS: an Erlang sampled as gamma(20) and a gamma whose shape snaps to the integer 3 (the erlang method)
+CAPPED_EXTRA = [Dist("erlang", 0.05), Dist("gamma", 1.0 / 3.0 * (1.0 + 1e-11))]
+
+
+@pytest.mark.parametrize("d", DISTS + CAPPED_EXTRA, ids=str)
 def test_capped_variance_is_the_moment_drawn(d):
     """``capped_variance`` (what the second-order controls subtract) is the law's ``E[(min(v, cap) - 1)^2]`` by
     numerical integration, its variance without a cap, and the draws' mean is within 4 standard errors of it."""

@@ -210,8 +210,8 @@ def real_events(s: State):
 
 
 # Control variates: per variate (renewal) or per event (CTMC) the features of its effect on the state.
-# The coarse set where the replications do not afford all eleven (jaxq.stats.controlled_mean): the value function's
-# martingale summed over the six streams (its coefficient is 1 in the limit) and the two linear controls.
+# The CTMC's coarse set where the replications do not afford all eleven (jaxq.stats.controlled_mean): the value
+# function's martingale summed over the six events (its coefficient is 1 in the limit) and the two linear controls.
 COARSE_CONTROLS = (tuple(range(6)), (6,), (7,))
 # The renewal rule's coarse set: the first-order martingale summed, the second-order controls summed (the heaviest
 # law's control carries the sum), the two linear controls summed.
@@ -533,7 +533,7 @@ def event_model(spec: sampling.Spec, debug: bool = False, cv: bool = False, obse
     Args:
         spec: The primitives' sampler spec.
         debug: Accumulate the Definition 2.7 invariant counters.
-        cv: The control variates (``Params.value`` and ``Params.cv_scale`` must be set).
+        cv: The control variates (``Params.value``, ``cv_scale``, ``cv_cap`` and ``cv_m2`` must be set).
         observer: An :class:`~jaxq.mc.observer.Observer` of :class:`View` segments (the :data:`DIAGNOSTICS`, which
             need ``Params.hpc``, a user's, or several :func:`combined <jaxq.mc.observer.combine>`; output
             ``observed``).

@@ -115,7 +115,7 @@ W_AT_RECORD_TIMES = with_params(snapshots(w_hat, _empty), lambda p: (p, p.t_rec)
 
 # the control variates, per variate (renewal) or per event (CTMC): 6 per stream/event V'(W_hat) dW_hat, 2 linear in
 # X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2); the renewal rule adds 6 of second order per stream,
-# ((v - 1)^2 - E[(v - 1)^2]) dW_hat^2
+# ((min(v, K) - 1)^2 - E[(min(v, K) - 1)^2]) dW_hat^2, capped at K = Params.cv_cap
 CONTROLS = 11
 SECOND_ORDER = 6
 RENEWAL_CONTROL_COUNT = CONTROLS + SECOND_ORDER
