@@ -160,7 +160,7 @@ def controlled_values(y, controls, index, folds: int = CROSS_FIT_FOLDS, coarse=N
         controls (numpy.typing.ArrayLike): Per-replication controls, (R, c).
         index (numpy.typing.ArrayLike): The global replication indices, (R,).
         folds: The number of folds (replication r belongs to fold r mod ``folds``).
-        coarse (tuple | None): Groups of control columns to fall back on, see :func:`controlled_mean`.
+        coarse (tuple | Callable | None): Groups of control columns to fall back on, see :func:`controlled_mean`.
 
     Returns:
         (tuple): ``(adjusted (R,) or (R, m), coefficients)``; ``y`` itself and None when a fold's complement has too
@@ -168,6 +168,8 @@ def controlled_values(y, controls, index, folds: int = CROSS_FIT_FOLDS, coarse=N
     """
     y = np.asarray(y, dtype=np.float64)
     c = np.asarray(controls, dtype=np.float64).reshape(y.shape[0], -1)
+    if callable(coarse):  # the groups as a function of the number of control columns
+        coarse = coarse(c.shape[1])
     Y = y[:, None] if y.ndim == 1 else y.reshape(y.shape[0], -1)
     fold = np.asarray(index) % folds
     present = np.unique(fold)
@@ -208,8 +210,8 @@ def controlled_mean(y, controls, index, coarse=None) -> Controlled:
     applied to, so unbiasedness is kept. For the same reason a control enters a fit only where it is nonzero in at
     least half of the fit's replications (:data:`SPARSE_SHARE`; the 2x2 renewal rule's control of an activity that a
     mode uses rarely is nonzero in a few replications: fitted on 5 of 128 it took a coefficient of -4,614 and
-    left a variance reduction of 3.8 where 648 was there to have); the choice, too, sees the fit's rows only. Its standard error is the sample standard deviation of the adjusted
-    values over sqrt(R) (the dependence through the fitted coefficients is O(1/R)). Eight folds rather than
+    left a variance reduction of 3.8 where 648 was there to have); the choice, too, sees the fit's rows only. Its
+    standard error is the sample standard deviation of the adjusted values over sqrt(R) (the dependence through the fitted coefficients is O(1/R)). Eight folds rather than
     two: each fit sees 7/8 of the replications, which matters when there are few replications per control
     (at 64 replications and 10 controls a two-fold split lost up to 30x of the reduction on some points).
 
@@ -217,7 +219,8 @@ def controlled_mean(y, controls, index, coarse=None) -> Controlled:
         y (numpy.typing.ArrayLike): Per-replication values, (R,) or (R, m) for m quantities sharing the controls.
         controls (numpy.typing.ArrayLike): Per-replication controls, (R, c) (columns with no variance are ignored).
         index (numpy.typing.ArrayLike): The global replication indices, (R,).
-        coarse (tuple | None): Optional groups of control columns (a tuple of index tuples) to sum when the replications
+        coarse (tuple | Callable | None): Optional groups of control columns (a tuple of index tuples, or a function of
+            the number of control columns giving them) to sum when the replications
             do not afford the full set (a fit or a fit of the gate would see fewer than ``ROWS_PER_CONTROL`` = 4
             replications per control): the groups' sums are used where they are afforded, else the first group's alone,
             else none. The choice depends on the replication indices only, never on the values, and sums of mean-zero

@@ -69,18 +69,6 @@ Levels = thresholds.Levels  # jaxq.policies.thresholds: z, Theta_n's exponent, r
 Batching = replications.Batching  # jaxq.mc.replications: first replication, chunk, devices, progress
 
 
-def coarse_of(controls) -> tuple | None:
-    """The coarse groups of a run's per-replication controls ``(reps, columns)`` (None: no controls).
-
-    Args:
-        controls (numpy.typing.ArrayLike | None): The controls, or None.
-
-    Returns:
-        :func:`jaxq.sim.models.pss2x2.coarse_controls` of their number of columns, or None.
-    """
-    return None if controls is None else coarse_controls(np.shape(controls)[1])
-
-
 class Truncation(NamedTuple):
     """Which driver runs and where it truncates the discounted integral (2.6).
 
@@ -587,7 +575,7 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
     if controls is not None:
         samples["controls"] = controls
     est = {"J_hat": TruncatedEstimate.of_estimate(Estimate.with_controls(J, controls, batching.start + np.arange(len(J)),
-                                                                         coarse=coarse_of(controls)),
+                                                                         coarse=coarse_controls),
                                                   info["truncation_bound"])}  # ci95 widened by the tail left out
     if diagnostics:
         samples.update(diag.samples(observed["diagnostics"]))

@@ -394,7 +394,7 @@ def _paired_difference(a: dict, b: dict) -> tuple[float, float]:
     vals = []
     for rec in (a, b):
         c = controls_of(rec)
-        y = rec["J"] if c is None else controlled_values(rec["J"], c, rec["rep"], coarse=coarse_controls(c.shape[1]))[0]
+        y = rec["J"] if c is None else controlled_values(rec["J"], c, rec["rep"], coarse=coarse_controls)[0]
         vals.append(dict(zip(np.asarray(rec["rep"]).tolist(), np.asarray(y, dtype=np.float64).tolist())))
     common = sorted(set(vals[0]) & set(vals[1]))
     return mean_stderr(np.array([vals[0][r] - vals[1][r] for r in common]))

@@ -101,9 +101,8 @@ def controlled_estimate(rec: dict, key: str, coarse=None) -> tuple[float, float,
     Args:
         rec: A point's records (the controls ``cv_0, cv_1, ...`` and the replication index ``rep``, when controlled).
         key: The column.
-        coarse (tuple | Callable | None): The coarse groups of control columns (:func:`jaxq.stats.controlled_mean`),
-            or a function of the number of control columns that gives them (a study whose points ran on either
-            engine: :func:`jaxq.sim.models.pss2x2.coarse_controls`).
+        coarse (tuple | Callable | None): The coarse groups of control columns, or a function of their number that
+            gives them (:func:`jaxq.stats.controlled_mean`; :func:`jaxq.sim.models.pss2x2.coarse_controls`).
 
     Returns:
         ``(mean, stderr, extra columns)``; the extra columns are empty without controls.
@@ -112,7 +111,7 @@ def controlled_estimate(rec: dict, key: str, coarse=None) -> tuple[float, float,
     if c is None:
         m, se = mean_stderr(rec[key])
         return m, se, {}
-    r = controlled_mean(rec[key], c, rec["rep"], coarse=coarse(c.shape[1]) if callable(coarse) else coarse)
+    r = controlled_mean(rec[key], c, rec["rep"], coarse=coarse)
     vr = (r.plain_stderr / r.stderr) ** 2 if r.stderr > 0 else None
     return r.mean, r.stderr, {f"{key}_plain": r.plain, f"{key}_plain_stderr": r.plain_stderr, "variance_reduction": vr}
 

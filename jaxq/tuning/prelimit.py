@@ -40,7 +40,7 @@ from jaxq.model.pss2x2 import PSS2x2
 from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
 from jaxq.policies.thresholds import THETA_MAX
-from jaxq.sim.pss2x2 import (DEFAULT_THETA_EXPONENT, coarse_of, Batching, Levels, Outputs, grouped, setup,
+from jaxq.sim.pss2x2 import (DEFAULT_THETA_EXPONENT, coarse_controls, Batching, Levels, Outputs, grouped, setup,
                               simulate, simulate_bounded)
 from jaxq.mc.rng import EVALUATION, SEARCH, derived_seed  # noqa: F401  (the seeds of a tuning run)
 from jaxq.mc.target import run_reps
@@ -205,7 +205,7 @@ def _controlled(r) -> np.ndarray:
     J = np.asarray(r.samples["J"], dtype=np.float64)
     if "controls" not in r.samples:
         return J
-    adjusted, _ = controlled_values(J, r.samples["controls"], np.arange(len(J)), coarse=coarse_of(r.samples["controls"]))
+    adjusted, _ = controlled_values(J, r.samples["controls"], np.arange(len(J)), coarse=coarse_controls)
     return np.asarray(adjusted, dtype=np.float64)
 
 

@@ -190,7 +190,7 @@ def test_every_renewal_control_has_mean_zero_with_a_law_per_stream():
 
 def test_the_renewal_rule_fits_its_coarse_set_below_92_replications():
     """The event engine's run of 96 replications fits all seventeen controls; its first 16 replications, estimated as
-    the run estimates (``coarse_of`` its controls), the renewal rule's three coarse sums; its first 8 the summed
+    the run estimates (``coarse_controls`` of its columns), the renewal rule's three coarse sums; its first 8 the summed
     martingale alone."""
     from jaxq.mc.result import Estimate
 
@@ -199,7 +199,7 @@ def test_the_renewal_rule_fits_its_coarse_set_below_92_replications():
     J, c = r.samples["J"], r.samples["controls"]
     assert c.shape[1] == 17 and len(r.main.coefficients) == 17
     for reps, fitted in ((16, 3), (8, 1)):
-        e = Estimate.with_controls(J[:reps], c[:reps], np.arange(reps), coarse=PT.coarse_of(c))
+        e = Estimate.with_controls(J[:reps], c[:reps], np.arange(reps), coarse=PT.coarse_controls)
         assert e.coefficients is not None and len(e.coefficients) == fitted, reps
         assert e.stderr < e.plain_stderr
 

@@ -229,6 +229,8 @@ def coarse_controls(columns: int) -> tuple:
         :data:`COARSE_CONTROLS` or :data:`RENEWAL_COARSE_CONTROLS`.
     """
     return RENEWAL_COARSE_CONTROLS if columns == RENEWAL_CONTROL_COUNT else COARSE_CONTROLS
+
+
 VOID_PROPOSALS = 1  # Marsaglia-Tsang proposals per gamma variate in an event (the void protocol redoes the rest)
 
 
@@ -463,12 +465,11 @@ def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
             w = _sel(used & real, disc1 * (val - 1.0), 0.0)
             is_s = [slot == j for j in range(6)]
             d_w = p.cv_scale[0]  # jump of W_hat per unit of (v - 1)
-            for j in range(1, 6):
-                d_w = _sel(is_s[j], p.cv_scale[j], d_w)
-            wv = w * (v_prime * d_w)
             m2 = p.cv_m2[0]  # E[(min(v, cap) - 1)^2] of the slot's stream
             for j in range(1, 6):
+                d_w = _sel(is_s[j], p.cv_scale[j], d_w)
                 m2 = _sel(is_s[j], p.cv_m2[j], m2)
+            wv = w * (v_prime * d_w)
             w2 = _sel(used & real, disc1 * ((jnp.minimum(val, p.cv_cap) - 1.0) ** 2 - m2), 0.0) * (d_w * d_w)
             # jumps of X_hat: -1 for an interarrival of its class, +1 for a service of its class
             e0 = _sel(is_s[0], -rn, _sel(is_s[2] | is_s[3], rn, 0.0))

@@ -167,9 +167,14 @@ def with_proposals(spec: Spec, proposals: int) -> Spec:
     return spec._replace(proposals=int(proposals))
 
 
+def _hyper_p1(d: Dist) -> float:
+    """A balanced-means hyperexponential's phase-1 probability ``p_1 = (1 + sqrt((c - 1)/(c + 1)))/2``."""
+    return 0.5 * (1.0 + math.sqrt((d.scv - 1.0) / (d.scv + 1.0)))
+
+
 def _hyper_threshold(d: Dist) -> tuple[int, float]:
     """A hyperexponential's phase threshold ``T = round(p_1 2^32)`` and the phase-1 probability it samples, T 2^-32."""
-    t = min(int(round(0.5 * (1.0 + math.sqrt((d.scv - 1.0) / (d.scv + 1.0))) * 2.0**32)), 2**32 - 1)
+    t = min(int(round(_hyper_p1(d) * 2.0**32)), 2**32 - 1)
     return t, t * 2.0**-32
 
 
@@ -199,22 +204,25 @@ def capped_variance(d: Dist, cap: float = math.inf) -> float:
         p1 = _hyper_threshold(d)[1]
         phases = ((p1, 0.5 / p1), (1.0 - p1, 0.5 / (1.0 - p1)))  # (probability, mean): the means balanced
         var = sum(p * 2.0 * mean**2 for p, mean in phases) - 1.0
-        tails = [sum(p * math.factorial(j) * mean**j * float(gammaincc(j + 1, cap / mean)) for p, mean in phases)
-                 for j in range(3)] if math.isfinite(cap) else [0.0, 0.0, 0.0]
+
+        def tail(j):
+            return sum(p * math.factorial(j) * mean**j * float(gammaincc(j + 1, cap / mean)) for p, mean in phases)
     elif m == "lognormal":
         s2 = math.log1p(d.scv)  # the table's s^2; mu = -s^2/2
         var = math.expm1(s2)
-        s = math.sqrt(s2)
-        tails = [math.exp(s2 * j * (j - 1) / 2) * float(ndtr(-(math.log(cap) + s2 / 2 - j * s2) / s))
-                 for j in range(3)] if math.isfinite(cap) else [0.0, 0.0, 0.0]
+
+        def tail(j):
+            return math.exp(s2 * j * (j - 1) / 2) * float(ndtr(-(math.log(cap) + s2 / 2 - j * s2) / math.sqrt(s2)))
     else:  # gamma with shape a, mean 1 (exponential a = 1, Erlang a = k, gammahalf a = k + 1/2): E v^2 = 1 + 1/a
         a = {"exponential": 1.0, "erlang": float(_phases(d)), "gammahalf": _phases(d) + 0.5}.get(m, _shape(d))
         var = 1.0 / a
-        moments = (1.0, 1.0, 1.0 + 1.0 / a)
-        tails = [moments[j] * float(gammaincc(a + j, a * cap)) for j in range(3)] if math.isfinite(cap) \
-            else [0.0, 0.0, 0.0]
-    t0, t1, t2 = tails
-    return var - t2 + 2.0 * t1 - t0 + (cap - 1.0) ** 2 * t0 if math.isfinite(cap) else var
+
+        def tail(j):
+            return (1.0, 1.0, 1.0 + 1.0 / a)[j] * float(gammaincc(a + j, a * cap))
+    if not math.isfinite(cap):
+        return var
+    t0, t1, t2 = (tail(j) for j in range(3))
+    return var - t2 + 2.0 * t1 - t0 + (cap - 1.0) ** 2 * t0
 
 
 def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
@@ -246,7 +254,7 @@ def param_table(dists: Sequence[Dist]) -> dict[str, np.ndarray]:
         elif d.name == "lognormal":
             a.append(math.sqrt(math.log1p(d.scv)))
         elif d.name == "hyperexponential":
-            a.append(0.5 * (1.0 + math.sqrt((d.scv - 1.0) / (d.scv + 1.0))))
+            a.append(_hyper_p1(d))
         else:
             a.append(1.0)
         if m == "erlang":
