@@ -20,6 +20,7 @@ limit; empty where the formula does not apply), and the idle and mode diagnostic
     python experiments/hard_systems.py                      # n = 10^2 ... 10^5 for all (about an hour, 2 cores)
     python experiments/hard_systems.py --n 1000000 --limit 4   # 10^6 for the four worst (resumable: rows kept)
     python experiments/hard_systems.py --n 1000000 --systems T2_017 T2T1_019   # 10^6 for the systems named
+    sh experiments/gpu/hard_systems_1e6.sh   # 10^6 for the rest, 4096 replications each (an accelerator's size)
 
 Writes ``experiments/results/hard_systems/``: ``runs.csv`` (one row per system and n, rewritten as runs finish; a row above the target runs again with a
 pilot four times as long),
@@ -62,12 +63,13 @@ def hard_systems(limit: float = 1.3) -> list[tuple[str, str, float]]:
     return [(r["system"], r["case"], float(r["J_over_V0"])) for r in sorted(rows, key=lambda r: -float(r["J_over_V0"]))]
 
 
-def run_point(system, label: str, case: str, n: int, pilot_reps: int = PILOT) -> dict:
+def run_point(system, label: str, case: str, n: int, pilot_reps: int = PILOT, min_reps: int = 0) -> dict:
     """J_n of the default policy to a standard error of at most SE_OF_V0 V0: a pilot of PILOT replications on its
     own seed (``derived_seed(SEED, PILOT)``) measures the standard error, and the run is replications
     ``0 .. R-1`` of the study's seed with ``R`` from the pilot alone (:func:`jaxq.mc.target.plan`, its safety
-    factor, never fewer than the pilot's), so the estimate is unbiased (the target is absolute, in units of V0,
-    which a relative target on J_n cannot state before J_n is known)."""
+    factor, never fewer than the pilot's nor than ``min_reps``: an accelerator wants thousands at once), so the
+    estimate is unbiased (the target is absolute, in units of V0, which a relative target on J_n cannot state
+    before J_n is known)."""
     from jaxq.mc.rng import PILOT as PILOT_SEED, derived_seed
     from jaxq.mc.target import plan
     from jaxq.mc.result import with_work_of
@@ -76,7 +78,7 @@ def run_point(system, label: str, case: str, n: int, pilot_reps: int = PILOT) ->
     t0 = time.perf_counter()
     pilot = pss2x2.simulate(system, n, pilot_reps, seed=derived_seed(SEED, PILOT_SEED))
     v0 = float(pilot.info["V0"])
-    reps = int(min(plan(pilot.stderr, pilot_reps, SE_OF_V0 * v0), MAX_REPS))
+    reps = int(min(max(plan(pilot.stderr, pilot_reps, SE_OF_V0 * v0), min_reps), MAX_REPS))
     res = with_work_of(pss2x2.simulate(system, n, reps, seed=SEED), pilot)
     wall = time.perf_counter() - t0
     diag = res.info.get("diagnostics") or {}
@@ -186,6 +188,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="only the first (worst) systems")
     ap.add_argument("--systems", nargs="+", default=None, help="only these systems (labels, e.g. T2T2_015)")
     ap.add_argument("--budget", type=float, default=None, help="stop starting new runs after this many seconds")
+    ap.add_argument("--min-reps", type=int, default=0,
+                    help="at least this many replications per run (an accelerator's size: experiments/gpu/)")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, "runs.csv")
@@ -211,7 +215,8 @@ def main() -> None:
                 print("budget spent; rerun to continue", flush=True)
                 write_outputs(runs)
                 return
-            row = run_point(systems[label], label, case, n, 4 * PILOT if (label, n) in missed else PILOT)
+            row = run_point(systems[label], label, case, n, 4 * PILOT if (label, n) in missed else PILOT,
+                            args.min_reps)
             runs = [r for r in runs if (r["system"], r["n"]) != (label, n)] + [row]
             with open(path + ".tmp", "w", newline="") as f:  # rewritten whole after every run (atomic rename)
                 w = csv.DictWriter(f, fieldnames=RUN_COLUMNS)

@@ -18,7 +18,10 @@ about ``family_target_events`` events each, whichever is shorter (the full CPU s
 ``pss2x2_mixed_reps`` the same for the mixed-primitive systems (the largest size only on an accelerator).
 ``optimal_n``: the indices n of the optimum's rows (policy iteration in numpy and scipy on the host CPU whatever
 the backend, so an accelerator run takes the quick size only); the full size runs n = 1000 too (about a minute
-on a 2-core CPU for each implementation: see docs/performance.md).
+on a 2-core CPU for each implementation: see docs/performance.md). ``verdict_n`` and ``verdict_rel_se``: the n and
+the relative standard error of the time to a verdict (:mod:`jaxq.bench.verdict`); ``verdict_bundled_n`` a larger n
+at which the bundled cases run too (None: not run; the full CPU size: 10^6, the size of the goal of 2.5 minutes a
+case).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def grid(quick: bool) -> dict:
                 "mmc_reps": 1000, "mmc_horizon": 5.0, "ciw_horizon": 0.5, "rep_events": None,
                 "lockstep_chunk": 1 << 16, "event_chunk": 10_000,
                 "sde_paths": (256,), "sde_chunk": 256, "fastslow_ctmc": ((32, 2_000),), "network_reps": (64, 256), "mmc_scale": (),
-                "optimal_n": (16,), "verdict_n": 100, "verdict_rel_se": 0.05}
+                "optimal_n": (16,), "verdict_n": 100, "verdict_rel_se": 0.05, "verdict_bundled_n": None}
     if accel:
         return {"target_events": 2e7 if quick else 1e8, "lockstep_target_events": 1e9 if quick else 4e9,
                 "pss2x2_event_reps": (1, 100, 10_000) if quick else (1, 100, 10_000, 100_000),
@@ -64,7 +67,8 @@ def grid(quick: bool) -> dict:
                 "sde_paths": (10_000, 1_000_000), "sde_chunk": 1 << 20,
                 "fastslow_ctmc": ((10_000, 2_000), (100_000, 2_000)),
                 "network_reps": (256, 100_000), "mmc_scale": ((100, 1_000_000), (10_000, 100_000)),
-                "optimal_n": (16,), "verdict_n": 10_000 if quick else 1_000_000, "verdict_rel_se": 0.001}
+                "optimal_n": (16,), "verdict_n": 10_000 if quick else 1_000_000, "verdict_rel_se": 0.001,
+                "verdict_bundled_n": None}
     return {"target_events": 2e6 if quick else 2e7, "lockstep_target_events": 2e6 if quick else 2e8,
             "pss2x2_event_reps": (1, 100) if quick else (1, 100, 10_000),
             "pss2x2_family_reps": (1_000,) if quick else (10_000,),
@@ -79,4 +83,5 @@ def grid(quick: bool) -> dict:
             "network_reps": (64, 256) if quick else (256, 4096),
             "mmc_scale": () if quick else ((100, 100), (10_000, 100), (10_000, 10_000)),
             "optimal_n": (16,) if quick else (16, 100, 1000),
-            "verdict_n": 1_000 if quick else 100_000, "verdict_rel_se": 0.01 if quick else 0.001}
+            "verdict_n": 1_000 if quick else 100_000, "verdict_rel_se": 0.01 if quick else 0.001,
+            "verdict_bundled_n": None if quick else 1_000_000}

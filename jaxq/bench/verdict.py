@@ -15,9 +15,11 @@ replication is that of the cheapest policy; its variance is the policy's own.
 
 The systems: the six bundled cases (``pss_P``, ``pss_T2``, ``pss_PP``, ``pss_T2T2``, ``pss_T1T2``, ``pss_T2T1``)
 and the six random systems furthest above V0 at n = 10^5 in the hard-systems study (the random-systems draw with
-``draw_seed`` 0, 40 per case: :func:`jaxq.studies.random_draw.draw_system`).
+``draw_seed`` 0, 40 per case: :func:`jaxq.studies.random_draw.draw_system`), at ``verdict_n``; then the bundled
+cases at ``verdict_bundled_n`` where the size has one (the full CPU size: 10^6).
 
-``bench(quick)`` yields a row per system: system, case, n, rel_se_target, reps, stopped_by, rel_se, J_hat,
+``bench(quick)`` yields a row per system and n: system, case, n, rel_se_target, pilot_stages (the pilot's
+replications per stage, :mod:`jaxq.mc.target`), reps, stopped_by, rel_se, J_hat,
 J_hat_stderr, V0, J_over_V0, variance_reduction, events, wall_s, plain_var, baseline_s_per_rep, baseline_reps,
 baseline_s, ratio (baseline_s / wall_s) and note.
 """
@@ -91,7 +93,8 @@ def row(label: str, system, n: float, target: float, base) -> dict:
     plain_var = float(J.var(ddof=1))
     info = r.info
     out = {"system": label, "case": jaxq.analyze(system).case, "policy": info.get("policy"), "n": n,
-           "rel_se_target": target, "reps": r.reps, "stopped_by": info.get("stopped_by"),
+           "rel_se_target": target, "pilot_stages": info["pilot"]["stages"], "reps": r.reps,
+           "stopped_by": info.get("stopped_by"),
            "rel_se": info.get("rel_se"), "J_hat": r.value, "J_hat_stderr": r.stderr, "V0": info.get("V0"),
            "J_over_V0": r.value / info["V0"], "variance_reduction": r.main.variance_reduction,
            "events": r.events, "wall_s": wall, "plain_var": plain_var,
@@ -112,18 +115,75 @@ def bench(quick: bool) -> Iterator[dict]:
     """Time to a verdict per system (module docstring), a row as each is measured.
 
     Args:
-        quick: n = 1000 and a 1% target (about a minute a system on a 2-core CPU); full: n = 10^5 and 0.1%
-            (an accelerator run: 10^6 and 0.1%).
+        quick: n = 1000 and a 1% target (about a minute a system on a 2-core CPU); full: n = 10^5 and 0.1%,
+            then the bundled cases at 10^6 (an accelerator run: 10^6 and 0.1%).
 
     Yields:
         rows (see the module docstring).
     """
     sizes = grid(quick)
     base = jaxq.bench.baseline("pss2x2")
-    for label, system in systems():
-        yield row(label, system, float(sizes["verdict_n"]), float(sizes["verdict_rel_se"]), base)
+    target = float(sizes["verdict_rel_se"])
+    every = systems()
+    for label, system in every:
+        yield row(label, system, float(sizes["verdict_n"]), target, base)
+    if sizes["verdict_bundled_n"] is not None:
+        for label, system in every:
+            if label in BUNDLED:
+                yield row(label, system, float(sizes["verdict_bundled_n"]), target, base)
 
 
-if __name__ == "__main__":
-    for r in bench(quick=True):
-        print(r)
+def _secs(s: float) -> str:
+    """Seconds as the performance page writes them: ``6.7 s``, ``2.1 min``, ``3.4 h``."""
+    if s < 100:
+        return f"{s:.3g} s"
+    if s < 6000:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _per_rep(s: float) -> str:
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def _vr(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def _n(n: float) -> str:
+    k = round(math.log10(n))
+    return f"10^{k}" if 10.0 ** k == n else f"{n:g}"
+
+
+def markdown(rows: list[dict]) -> str:
+    """The table of docs/performance.md's "Time to a verdict" from a record's rows (``bench`` above).
+
+    Args:
+        rows: The rows of a ``jaxq bench --only verdict`` record.
+
+    Returns:
+        A markdown table, one line per row: system, case (policy), n, replications (and the pilot's stages where
+        the record has them), relative standard error, J_n / V0, variance reduction, jaxq's wall time, the plain
+        loop's replications, seconds per replication and time, and their ratio.
+    """
+    out = ["| system | case (policy) | n | reps (pilot) | rel. se | J_n / V0 | variance reduction | "
+           "jaxq wall (pilot, compile, run) | plain loop: reps, s/rep, time | plain loop / jaxq |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        stages = r.get("pilot_stages")
+        reps = f"{r['reps']:,}" + ("" if not stages else f" ({' + '.join(str(m) for m in stages)})")
+        base = ("" if r["baseline_s"] is None else
+                f"{r['baseline_reps']:,}, {_per_rep(r['baseline_s_per_rep'])}, {_secs(r['baseline_s'])}")
+        ratio = "" if r["ratio"] is None else f"**{r['ratio']:.3g}x**"
+        out.append(f"| `{r['system']}` | {r['case']} ({r['policy']}) | {_n(r['n'])} | {reps} | "
+                   f"{r['rel_se']:.3g} | {r['J_over_V0']:.4g} | {_vr(r['variance_reduction'])} | "
+                   f"{_secs(r['wall_s'])} | {base} | {ratio} |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # python -m jaxq.bench.verdict RECORD.json: the page's table of a record
+    import json
+    import sys
+
+    with open(sys.argv[1]) as f:
+        print(markdown(json.load(f)["sections"]["verdict"]["rows"]))

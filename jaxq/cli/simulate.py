@@ -62,7 +62,8 @@ def register(sub) -> None:
         choices=ENGINES,
         default="auto",
         help="event-driven (any primitives) or uniformised lockstep (exponential only, faster); "
-        "auto = uniformized for exponential primitives without --horizon/--check-invariants",
+        "auto = uniformized for exponential primitives without --horizon/--check-invariants, unless fewer than 256 "
+        "replications of more than 5e6 steps each (large n)",
     )
     add_cv(p)
     add_common(p, seed=True)
@@ -145,8 +146,9 @@ def _stop(r: dict) -> str:
     """How a run with a precision target ended, for the estimate's line."""
     if "stopped_by" not in r:
         return ""
+    stages = r["pilot"].get("stages", [r["pilot"]["reps"]])
     return (f"; target {r['rel_se_target']:g} of J_hat, stopped by {r['stopped_by']}, pilot "
-            f"{r['pilot']['reps']} replications")
+            f"{' then '.join(str(m) for m in stages)} replications")
 
 
 def diagnostics_lines(d: dict) -> list[str]:

@@ -3,14 +3,20 @@
 ``run_to_target(run, seed, target)`` turns any simulator ``run(reps, seed) -> SimResult`` into one that stops when
 the standard error is at most ``target.rel_se`` times the estimate, in two stages:
 
-1. **Pilot**: ``target.pilot_reps`` replications on the seed ``derived_seed(seed, PILOT)``
-   (:func:`jaxq.mc.rng.derived_seed`), a stream the result never uses. It measures the relative
-   standard error ``q`` and the seconds per replication.
+1. **Pilot**: replications of the seed ``derived_seed(seed, PILOT)`` (:func:`jaxq.mc.rng.derived_seed`), a stream
+   the result never uses. It measures the relative standard error ``q`` and the seconds per replication. It runs
+   :data:`PILOT_FIRST` replications first, then ``target.pilot_reps`` (:data:`PILOT_REPS`) of the same stream
+   (repeating the first ones), which plan the run instead, where those cost at most :data:`PILOT_EVENTS` events
+   (at the first stage's events per replication: a deterministic count, so the plan does not depend on the
+   machine) or the first stage plans a run longer than them. A run that needs few replications of a large system
+   (n = 10^6: about 10^8 events each) so pays for 16 pilot replications, not 128; a small system's run, or a long
+   one, is planned by the larger pilot, whose plan is steadier (a smaller safety factor, control variates fitted as
+   the run's are). With a budget, the larger pilot runs only where the budget affords it and a run as long.
 2. **The run**: replications ``0 .. R-1`` of ``seed``, ``R = max(m, ceil(m (q / rel_se)^2 s))`` with ``m`` the
-   pilot's replications and ``s = 1 + 2 sqrt(2 / (m - 1))`` (the pilot's variance two of its standard errors high,
-   for normal samples), capped by ``max_reps`` and by what ``budget`` seconds leave after the pilot. At least
-   ``m``: the control variates are fitted on the run's own replications, and with fewer than the pilot's a run
-   can be much noisier than the pilot measured (8 coefficients fitted on 14 replications once gave 3x the
+   planning pilot's replications and ``s = 1 + 2 sqrt(2 / (m - 1))`` (the pilot's variance two of its standard
+   errors high, for normal samples), capped by ``max_reps`` and by what ``budget`` seconds leave after the pilot.
+   At least ``m``: the control variates are fitted on the run's own replications, and with fewer than the pilot's
+   a run can be much noisier than the pilot measured (8 coefficients fitted on 14 replications once gave 3x the
    standard error planned).
 
 The run is ``run(R, seed)`` itself: replication r uses ``fold_in(PRNGKey(seed), r)``, so a targeted run is a prefix
@@ -36,7 +42,9 @@ from jaxq.errors import InputError
 from jaxq.mc.rng import PILOT, derived_seed
 from jaxq.mc.result import SimResult, with_work_of
 
-PILOT_REPS = 128  # replications of the pilot (at most max_reps)
+PILOT_FIRST = 16  # replications of the pilot's first stage
+PILOT_REPS = 128  # replications of the larger pilot (at most max_reps)
+PILOT_EVENTS = 2e8  # the larger pilot runs where it costs at most these events, or where the first plans a longer run
 STOPS = ("target", "max_reps", "budget")
 
 
@@ -47,7 +55,8 @@ class Target(NamedTuple):
         rel_se: The standard error over the estimate.
         max_reps: The most replications of the run.
         budget: The most seconds for the pilot and the run together (None: no limit).
-        pilot_reps: The replications of the pilot (at most ``max_reps``).
+        pilot_reps: The replications of the larger pilot (at most ``max_reps``), run after the first stage
+            (:data:`PILOT_FIRST`, or ``pilot_reps`` when smaller) where it is cheap or the first plans a longer run.
         strict: A target that needs more than ``max_reps`` is refused before the run (False: the run stops at
             ``max_reps``).
     """
@@ -149,6 +158,34 @@ def plan(q: float, pilot_reps: int, rel_se: float) -> float:
     return max(float(pilot_reps), math.ceil(pilot_reps * (q / rel_se) ** 2 * safety(pilot_reps)))
 
 
+def pilot_stages(target: Target) -> tuple[int, ...]:
+    """The replications of the pilot's stages: :data:`PILOT_FIRST`, then ``pilot_reps`` (each at most ``max_reps``).
+
+    Args:
+        target: The precision target.
+
+    Returns:
+        One or two sizes, increasing.
+    """
+    last = min(target.pilot_reps, target.max_reps)
+    first = min(PILOT_FIRST, last)
+    return (first, last) if first < last else (last,)
+
+
+def _spent(pilots: list[SimResult]) -> float:
+    return sum(p.wall_s for p in pilots)
+
+
+def _per_rep(pilot: SimResult) -> float:
+    """Seconds per replication of a pilot, its compilation left out."""
+    return max(pilot.wall_s - pilot.compile_s, 1e-9) / pilot.reps
+
+
+def _left(target: Target, pilots: list[SimResult]) -> float:
+    """What the budget leaves after the pilots for a run that may compile again for its own shape."""
+    return target.budget - _spent(pilots) - pilots[-1].compile_s
+
+
 def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Target, *, key: str = "rel_se",
                   estimate: str | None = None) -> SimResult:
     """``run(reps, seed)`` with the replications planned by a pilot.
@@ -165,17 +202,26 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
     Returns:
         The run's result, with ``wall_s``, ``compile_s`` and ``events`` counting the pilot too, and in ``info``:
             ``rel_se_target``, ``rel_se`` (reached), ``stopped_by`` (``target``, ``max_reps`` or ``budget``) and
-            ``pilot`` (its seed, replications, relative standard error, seconds).
+            ``pilot`` (its seed, the replications and relative standard error of the stage that planned the run, the
+            seconds of every stage, ``stages``: the replications of each stage).
 
     Raises:
         InputError: Naming ``key`` where the pilot's estimate is 0 or not finite, or (``strict``) the target needs more
             than ``max_reps``; naming ``budget`` where no run fits in what the pilot left of it.
     """
     pilot_seed = derived_seed(seed, PILOT)
-    m = min(target.pilot_reps, target.max_reps)
-    pilot = run(m, pilot_seed)
-    q = relative_stderr(pilot, estimate)
-    need = plan(q, m, target.rel_se)
+    pilots = []
+    for m in pilot_stages(target):
+        if pilots:  # a larger pilot: cheap, or the first plans a longer run; and a budget affords it and its run
+            cheap = pilot.events / pilot.reps * m <= PILOT_EVENTS
+            unaffordable = target.budget is not None and _left(target, pilots) < 2 * m * _per_rep(pilot)
+            if not (cheap or need > m) or unaffordable:
+                break
+        pilot = run(m, pilot_seed)
+        pilots.append(pilot)
+        q = relative_stderr(pilot, estimate)
+        need = plan(q, m, target.rel_se)
+    m = pilot.reps
     if not math.isfinite(need):
         why = "is 0" if q == math.inf else "is not finite"
         raise InputError(key, f"the pilot's estimate {why} (relative standard error {q:.3g} over {m} replications): "
@@ -188,11 +234,10 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
                                   "raise max_reps or loosen the target")
         reps, stopped = target.max_reps, "max_reps"
     if target.budget is not None:
-        per_rep = max(pilot.wall_s - pilot.compile_s, 1e-9) / m
-        left = target.budget - pilot.wall_s - pilot.compile_s  # the run may compile again for its own shape
-        fit = int(left // per_rep) if left > 0 else 0
+        left = _left(target, pilots)
+        fit = int(left // _per_rep(pilot)) if left > 0 else 0
         if fit < 2:
-            raise InputError("budget", f"the pilot of {m} replications took {pilot.wall_s:.3g} s of the budget of "
+            raise InputError("budget", f"the pilot of {m} replications took {_spent(pilots):.3g} s of the budget of "
                                        f"{target.budget:g} s: no run fits in what is left")
         if fit < reps:
             reps, stopped = fit, "budget"
@@ -204,9 +249,10 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
                if stopped == "target" else f"stopped by {stopped} at {reps:,} replications (the pilot asked for about "
                                            f"{int(need):,})")
         notes += (f"the relative standard error {reached:.3g} is above the target {target.rel_se:g}: {why}",)
-    out = with_work_of(res, pilot, rel_se_target=target.rel_se, rel_se=reached, stopped_by=stopped,
+    out = with_work_of(res, *pilots, rel_se_target=target.rel_se, rel_se=reached, stopped_by=stopped,
                        **({} if estimate is None else {"rel_se_of": estimate}),
-                       pilot={"seed": pilot_seed, "reps": m, "rel_se": q, "wall_s": pilot.wall_s})
+                       pilot={"seed": pilot_seed, "reps": m, "rel_se": q, "wall_s": _spent(pilots),
+                              "stages": [p.reps for p in pilots]})
     return dataclasses.replace(out, warnings=notes)
 
 

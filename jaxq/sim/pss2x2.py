@@ -11,7 +11,9 @@ builds the typed parameters of :mod:`jaxq.sim.models.pss2x2`, picks the driver (
   the discounted cost Rao-Blackwellised over the Poisson event times, ``sum_k c(X_k) r^k/(Lambda + gamma)``
   (unbiased, no time draws), truncated after K steps with a rigorous tail bound;
 * ``auto``: uniformized for exponential primitives unless the run needs the event rule (a fixed horizon,
-  invariant counters, recorded paths, perturbed parameters), event otherwise.
+  invariant counters, recorded paths, perturbed parameters) or its replications are long and few
+  (:func:`jaxq.sim.simulate_markov.slow_lockstep`: n of 10^5 and more with fewer than 256 replications, where a
+  precision target's runs are), event otherwise.
 
 Replication r uses ``fold_in(PRNGKey(seed), r)``: results do not depend on ``chunk`` or devices.
 """
@@ -43,7 +45,7 @@ from jaxq.mc import replications
 from jaxq.sim import event, sampling, uniformized
 from jaxq.sim.markov import Functional
 from jaxq.sim.models import pss2x2 as model
-from jaxq.sim.simulate_markov import choose_engine
+from jaxq.sim.simulate_markov import choose_engine, slow_lockstep
 from jaxq.mc.observer import check_observers, combine, tree_layout
 from jaxq.mc.result import Estimate, SimResult, TruncatedEstimate, add_observed, timed, with_work_of
 
@@ -542,6 +544,9 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
         if steps is not None and not (isinstance(steps, (int, np.integer)) and steps >= 1):
             raise InputError("steps", f"need a positive whole number of steps, got {steps!r}")
         k = ctmc_steps(nth, big, an.V0, rel_tol) if steps is None else int(steps)
+        if engine == "auto" and steps is None and slow_lockstep(reps, k):
+            used = choose_engine(engine, True, needs_event, long_and_few=True)
+    if used == "uniformized":
         check_work("n", reps, float(k), unit="steps", per_replication_limit=uniformized.MAX_STEPS, reps_key="reps")
         out, timing, uinfo = uniformized.run(model.markov(st.policy2x2, bool(cv)), st.params, DISCOUNTED, reps, seed,
                                              gamma=system.gamma, steps=k, batching=batching,

@@ -44,12 +44,34 @@ SNAPSHOTS_NEED_EVENT = ("snap_times", "snapshots at fixed times need the event e
 """The refusal of the uniformised driver for a run with snapshots at fixed times: ``(key, message)``."""
 
 
+LOCKSTEP_BATCH = 256
+LOCKSTEP_LONG = 5_000_000
+"""``auto`` gives a run of fewer than LOCKSTEP_BATCH replications of more than LOCKSTEP_LONG uniformised steps each to
+the event driver. In a small batch each lockstep step costs about 0.5 us a replication on a CPU (the 2x2 pss_P at
+n = 10^5, 16 replications: 9.4 s a replication, the event driver 1.5 s), and a precision target at large n needs
+few replications (its pilot's 16 and a run as long)."""
+
+
+def slow_lockstep(reps: int, steps: float) -> bool:
+    """Whether ``reps`` replications of ``steps`` uniformised steps each are few and long (:data:`LOCKSTEP_BATCH`).
+
+    Args:
+        reps: The replications of the run.
+        steps: The uniformised steps of a replication.
+
+    Returns:
+        True where ``auto`` takes the event driver for them.
+    """
+    return reps < LOCKSTEP_BATCH and steps > LOCKSTEP_LONG
+
+
 def choose_engine(engine, rate_bound: bool, needs_event: bool = False, *, no_rate_bound: str = NO_RATE_BOUND,
-                  event_only: tuple[str, str] = SNAPSHOTS_NEED_EVENT) -> str:
+                  event_only: tuple[str, str] = SNAPSHOTS_NEED_EVENT, long_and_few: bool = False) -> str:
     """The driver that runs a model: the one rule of every simulator with the ``engine`` option.
 
-    ``"auto"`` is the uniformised driver (:mod:`jaxq.sim.uniformized`) when the model has a rate bound and the run
-    asks for nothing only the event driver gives, else the event driver (:mod:`jaxq.sim.event`); ``"event"`` and
+    ``"auto"`` is the uniformised driver (:mod:`jaxq.sim.uniformized`) when the model has a rate bound, the run
+    asks for nothing only the event driver gives and its replications are not few and long (``long_and_few``,
+    :func:`slow_lockstep`), else the event driver (:mod:`jaxq.sim.event`); ``"event"`` and
     ``"uniformized"`` are taken as given. The Markov simulators pass whether the model has a rate bound and whether
     snapshots at fixed times are asked for; the 2x2 system (:func:`jaxq.sim.pss2x2.simulate`) whether its
     primitives are exponential and whether the run needs the event driver, with its own messages.
@@ -61,6 +83,8 @@ def choose_engine(engine, rate_bound: bool, needs_event: bool = False, *, no_rat
         no_rate_bound: The message of the InputError naming ``engine`` for the uniformised driver without a rate
             bound.
         event_only: The key and message of the InputError for the uniformised driver when ``needs_event``.
+        long_and_few: The run's replications are few and long (:func:`slow_lockstep`): ``auto`` takes the event
+            driver.
 
     Returns:
         ``"event"`` or ``"uniformized"``.
@@ -72,7 +96,7 @@ def choose_engine(engine, rate_bound: bool, needs_event: bool = False, *, no_rat
     if engine not in ENGINES:
         raise InputError("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "auto":
-        return "uniformized" if rate_bound and not needs_event else "event"
+        return "uniformized" if rate_bound and not needs_event and not long_and_few else "event"
     if engine == "uniformized" and not rate_bound:
         raise InputError("engine", no_rate_bound)
     if engine == "uniformized" and needs_event:

@@ -19,36 +19,69 @@ from jaxq.cli import main
 from jaxq.errors import InputError
 from jaxq.mc.rng import PILOT, derived_seed
 from jaxq.mc.result import Estimate, SimResult
-from jaxq.mc.target import Target, checked_target, plan, relative_stderr, run_to_target, safety
+from jaxq.mc.target import PILOT_EVENTS, PILOT_FIRST, Target, checked_target, plan, relative_stderr, run_to_target, safety
 
 _spec = importlib.util.spec_from_file_location("markov_examples", Path(__file__).parents[1] / "sim" / "markov_examples.py")
 ex = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ex)
 
 
-def fake(sigma=1.0, value=2.0, per_rep=0.01, compile_s=0.5):
-    """A simulator with standard error sigma / sqrt(reps), per_rep seconds a replication; records its calls."""
+def fake(sigma=1.0, value=2.0, per_rep=0.01, compile_s=0.5, events=10):
+    """A simulator with standard error sigma / sqrt(reps), per_rep seconds and ``events`` events a replication;
+    records its calls."""
     calls = []
 
     def run(reps, seed):
         calls.append((reps, seed))
         est = Estimate(value, sigma / math.sqrt(reps))
-        return SimResult("J_hat", {"J_hat": est}, reps, 10 * reps, compile_s + per_rep * reps, compile_s, "fake")
+        return SimResult("J_hat", {"J_hat": est}, reps, events * reps, compile_s + per_rep * reps, compile_s, "fake")
 
     return run, calls
 
 
 def test_the_plan_is_the_pilots_variance_over_the_target_squared_with_its_safety_factor():
+    """The first stage plans more than 128 replications: the larger pilot plans the run."""
     run, calls = fake(sigma=1.0, value=2.0)
     res = run_to_target(run, 7, Target(0.01, pilot_reps=128))
     q = (1.0 / math.sqrt(128)) / 2.0
     want = math.ceil(128 * (q / 0.01) ** 2 * safety(128))
-    assert calls == [(128, derived_seed(7, PILOT)), (want, 7)]
+    p = derived_seed(7, PILOT)
+    assert calls == [(PILOT_FIRST, p), (128, p), (want, 7)]
     assert res.reps == want and res.info["stopped_by"] == "target" and res.info["rel_se"] <= 0.01
-    assert res.info["pilot"] == {"seed": derived_seed(7, PILOT), "reps": 128, "rel_se": q, "wall_s": 0.5 + 1.28}
-    assert res.wall_s == pytest.approx(0.5 + 1.28 + 0.5 + 0.01 * want)  # the pilot's time counts
-    assert res.events == 10 * (128 + want) and res.warnings == ()
+    pilots_s = 0.5 + 0.01 * PILOT_FIRST + 0.5 + 1.28
+    assert res.info["pilot"] == {"seed": p, "reps": 128, "rel_se": q, "wall_s": pytest.approx(pilots_s),
+                                 "stages": [PILOT_FIRST, 128]}
+    assert res.wall_s == pytest.approx(pilots_s + 0.5 + 0.01 * want)  # both pilots' time counts
+    assert res.events == 10 * (PILOT_FIRST + 128 + want) and res.warnings == ()
     assert derived_seed(7, PILOT) != 7
+
+
+def test_a_short_run_of_an_expensive_system_is_planned_by_the_first_stage_alone():
+    """Where the first 16 replications plan at most 128 and 128 would cost more than PILOT_EVENTS events, the larger
+    pilot does not run: at n = 10^6 a verdict pays for 16 pilot replications, not 128."""
+    run, calls = fake(sigma=1.0, value=20.0, events=PILOT_EVENTS / 100)
+    res = run_to_target(run, 7, Target(0.01))
+    q = (1.0 / math.sqrt(PILOT_FIRST)) / 20.0
+    want = math.ceil(PILOT_FIRST * (q / 0.01) ** 2 * safety(PILOT_FIRST))
+    assert PILOT_FIRST < want <= 128
+    assert calls == [(PILOT_FIRST, derived_seed(7, PILOT)), (want, 7)]
+    assert res.info["pilot"]["stages"] == [PILOT_FIRST] and res.info["pilot"]["reps"] == PILOT_FIRST
+
+
+def test_a_cheap_larger_pilot_plans_the_run_as_a_pilot_of_128_alone_would():
+    """Where 128 replications cost at most PILOT_EVENTS events the larger pilot runs whatever the first planned, and
+    the run is the one it plans (a small system's run does not depend on the first stage)."""
+    short, calls = fake(sigma=1.0, value=20.0, events=PILOT_EVENTS / 128)
+    res = run_to_target(short, 7, Target(0.01))
+    assert [c[0] for c in calls] == [PILOT_FIRST, 128, 128] and res.info["pilot"]["stages"] == [PILOT_FIRST, 128]
+
+
+def test_a_budget_that_cannot_afford_the_larger_pilot_and_its_run_keeps_the_first_stages_plan():
+    run, calls = fake(sigma=1.0, value=2.0, per_rep=0.1, compile_s=0.5)
+    # the first stage took 0.5 + 1.6 s; 128 more and a run as long need 25.6 s, more than the 25 s budget leaves
+    res = run_to_target(run, 0, Target(0.01, budget=25.0))
+    assert [c[0] for c in calls[:-1]] == [PILOT_FIRST] and res.info["stopped_by"] == "budget"
+    assert res.reps == int((25.0 - 2.1 - 0.5) // 0.1)
 
 
 def test_the_run_never_has_fewer_replications_than_its_pilot():
@@ -56,14 +89,17 @@ def test_the_run_never_has_fewer_replications_than_its_pilot():
     on its own replications, and a shorter run was noisier than the pilot measured."""
     run, calls = fake(sigma=1.0, value=100.0)
     res = run_to_target(run, 3, Target(0.01, pilot_reps=64))
-    assert calls[1] == (64, 3) and res.reps == 64
+    assert calls[-1] == (64, 3) and res.reps == 64
+    run, calls = fake(sigma=1.0, value=100.0, events=PILOT_EVENTS)  # the larger pilot is not run
+    res = run_to_target(run, 3, Target(0.01, pilot_reps=64))
+    assert calls[-1] == (PILOT_FIRST, 3) and res.reps == PILOT_FIRST
 
 
 def test_max_reps_refuses_an_unreachable_target_before_the_run_or_stops_there():
     run, calls = fake(sigma=1.0, value=1.0)
     with pytest.raises(InputError, match=r"^rel_se: the target 0.001 needs about .* more than max_reps = 500"):
         run_to_target(run, 0, Target(0.001, max_reps=500))
-    assert len(calls) == 1  # only the pilot ran
+    assert [c[0] for c in calls] == [PILOT_FIRST, 128]  # only the pilot ran: the larger stage decided
     run, calls = fake(sigma=1.0, value=1.0)
     res = run_to_target(run, 0, Target(0.001, max_reps=500, strict=False))
     assert res.reps == 500 and res.info["stopped_by"] == "max_reps"
@@ -73,11 +109,12 @@ def test_max_reps_refuses_an_unreachable_target_before_the_run_or_stops_there():
 def test_the_budget_stops_the_run_at_what_fits():
     run, calls = fake(sigma=1.0, value=1.0, per_rep=0.01, compile_s=0.5)
     res = run_to_target(run, 0, Target(1e-4, max_reps=10**9, budget=20.0))
-    # the pilot took 0.5 + 1.28 s; the run may compile again (0.5 s): (20 - 1.78 - 0.5) / 0.01 replications
-    assert res.info["stopped_by"] == "budget" and res.reps == int((20.0 - 1.78 - 0.5) // 0.01)
+    # the pilots took 0.5 + 0.16 and 0.5 + 1.28 s; the run may compile again (0.5 s)
+    assert res.info["pilot"]["stages"] == [PILOT_FIRST, 128]
+    assert res.info["stopped_by"] == "budget" and res.reps == int((20.0 - 2.44 - 0.5) // 0.01)
     assert res.wall_s <= 20.0 + 1e-9
     with pytest.raises(InputError, match="^budget: the pilot"):
-        run_to_target(fake(per_rep=0.1)[0], 0, Target(1e-4, max_reps=10**9, budget=13.0))
+        run_to_target(fake(per_rep=0.1)[0], 0, Target(1e-4, max_reps=10**9, budget=2.5))
 
 
 def test_a_run_that_ends_above_its_target_says_so():
@@ -117,6 +154,18 @@ def test_a_targeted_2x2_run_is_the_prefix_of_the_fixed_run_and_meets_its_target(
     assert res.value == fixed.value and res.stderr == fixed.stderr
     assert res.info["stopped_by"] == "target" and res.stderr <= 0.004 * res.value
     assert res.to_dict()["rel_se_target"] == 0.004 and res.to_dict()["stopped_by"] == "target"
+
+
+def test_a_run_planned_by_the_first_stage_alone_is_still_the_prefix_of_the_fixed_run(monkeypatch):
+    """With the larger pilot priced out (as at n = 10^6), 16 pilot replications plan a 2x2 run: it is replications
+    0 .. R-1 of the seed, at least 16."""
+    import jaxq.mc.target as target
+
+    monkeypatch.setattr(target, "PILOT_EVENTS", 1.0)
+    res = jaxq.simulate("pss_T2", n=16, rel_se=0.01, seed=5)
+    assert res.info["pilot"]["stages"] == [PILOT_FIRST] and res.reps >= PILOT_FIRST
+    fixed = jaxq.simulate("pss_T2", n=16, reps=res.reps, seed=5)
+    assert res.value == fixed.value and res.stderr == fixed.stderr
 
 
 @pytest.mark.slow

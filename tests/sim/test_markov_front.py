@@ -17,7 +17,7 @@ import pytest
 
 import jaxq
 from jaxq.sim import fastslow, network
-from jaxq.sim.simulate_markov import choose_engine
+from jaxq.sim.simulate_markov import LOCKSTEP_BATCH, LOCKSTEP_LONG, choose_engine, slow_lockstep
 
 PACKAGE = Path(jaxq.__file__).parent
 
@@ -90,12 +90,30 @@ def test_the_one_rule_for_auto():
     assert choose_engine("auto", rate_bound=True) == "uniformized"
     assert choose_engine("auto", rate_bound=True, needs_event=True) == "event"
     assert choose_engine("auto", rate_bound=False) == "event"
+    assert choose_engine("auto", rate_bound=True, long_and_few=True) == "event"
+    assert choose_engine("uniformized", rate_bound=True, long_and_few=True) == "uniformized"  # as given
+    assert slow_lockstep(LOCKSTEP_BATCH - 1, LOCKSTEP_LONG + 1)
+    assert not slow_lockstep(LOCKSTEP_BATCH, LOCKSTEP_LONG + 1) and not slow_lockstep(16, LOCKSTEP_LONG)
     refused = (("uniformized", False, False, "engine"), ("uniformized", True, True, "snap_times"),
                ("fast", True, False, "engine"))
     for engine, bound, snaps, key in refused:
         with pytest.raises(jaxq.InputError) as e:
             choose_engine(engine, bound, snaps)
         assert e.value.key == key
+
+
+def test_auto_gives_few_long_2x2_replications_to_the_event_driver(monkeypatch):
+    """With replications priced as long (as at n = 10^5), 8 of pss_P run on the event driver, 256 and an explicit
+    engine='uniformized' on the uniformised one."""
+    from jaxq.sim import simulate_markov
+
+    assert jaxq.simulate("pss_P", n=16, reps=8, seed=1).engine == "uniformized"
+    monkeypatch.setattr(simulate_markov, "LOCKSTEP_LONG", 1)
+    few = jaxq.simulate("pss_P", n=16, reps=8, seed=1)
+    assert few.engine == "event"
+    assert few.value == jaxq.simulate("pss_P", n=16, reps=8, seed=1, engine="event").value
+    assert jaxq.simulate("pss_P", n=16, reps=8, seed=1, engine="uniformized").engine == "uniformized"
+    assert jaxq.simulate("pss_P", n=16, reps=LOCKSTEP_BATCH, seed=1).engine == "uniformized"
 
 
 def _driver_calls(tree: ast.AST) -> list[str]:

@@ -52,3 +52,33 @@ def test_the_results_page_shows_the_committed_verdicts():
     start = page.index(written[0])
     assert page[start:start + len(written)] == written
     assert not page[start + len(written)].startswith("|")  # no row the script did not write
+
+
+def test_min_reps_raises_a_run_to_an_accelerators_size_and_keeps_the_prefix(monkeypatch):
+    """--min-reps: the run has at least that many replications, replications 0 .. R-1 of the study's seed (the
+    pilot still plans; a fixed floor does not look at the values, so the estimate stays unbiased)."""
+    import jaxq
+    from jaxq.precision import in_float64
+    from jaxq.sim import pss2x2
+    from jaxq.studies.random_draw import draw_system
+
+    with in_float64():
+        system = draw_system(0, "T2", 1).system
+    monkeypatch.setattr(hs, "SE_OF_V0", 0.5)  # a loose target: the pilot plans its own 8
+    row = hs.run_point(system, "T2_001", "T2", 16, pilot_reps=8, min_reps=40)
+    assert row["reps"] == 40
+    fixed = pss2x2.simulate(system, 16, 40, seed=hs.SEED)
+    assert row["J_hat"] == fixed.value and row["J_hat_stderr"] == fixed.stderr
+    assert row["V0"] == pytest.approx(jaxq.analyze(system).V0, rel=1e-12)
+
+
+def test_the_accelerator_file_runs_the_systems_the_page_leaves_open():
+    """experiments/gpu/hard_systems_1e6.sh names exactly the hard systems with no row at n = 10^6."""
+    import csv
+
+    with open(ROOT / "experiments" / "results" / "hard_systems" / "runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    open_ = {r["system"] for r in rows} - {r["system"] for r in rows if float(r["n"]) == 1e6}
+    script = (ROOT / "experiments" / "gpu" / "hard_systems_1e6.sh").read_text()
+    named = set(script.split("--systems", 1)[1].split('"$@"')[0].replace("\\", " ").split())
+    assert named == open_
