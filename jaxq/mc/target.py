@@ -19,10 +19,12 @@ the standard error is at most ``target.rel_se`` times the estimate, in two stage
    a run can be much noisier than the pilot measured (8 coefficients fitted on 14 replications once gave 3x the
    standard error planned).
 
-The run is ``run(R, seed)`` itself: replication r uses ``fold_in(PRNGKey(seed), r)``, so a targeted run is a prefix
-of a fixed run with the same seed, bit for bit, and its control variates are fitted (cross-fitted by replication
-index) as that fixed run's are. Its replications are not chosen by their own values (``R`` depends on the pilot
-only), so the estimate is unbiased whatever the pilot said. The price: the target is met with high probability,
+The run is ``run(R, seed)`` itself: replication r uses ``fold_in(PRNGKey(seed), r)``, so a targeted run is the fixed
+run of R replications with the same seed, bit for bit (and a prefix of a longer one where the simulator's driver does
+not depend on the replications: the 2x2 system's ``engine="auto"`` gives fewer than 256 long replications to the
+event driver, :func:`jaxq.sim.simulate_markov.slow_lockstep`), and its control variates are fitted (cross-fitted by
+replication index) as that fixed run's are. Its replications are not chosen by their own values (``R`` depends on the
+pilot only), so the estimate is unbiased whatever the pilot said. The price: the target is met with high probability,
 not surely. A run that ends above its target says so in its ``warnings``.
 
 The relative standard error of a result is that of its primary estimate, of a named one (a network's mean queue
@@ -165,11 +167,11 @@ def pilot_stages(target: Target) -> tuple[int, ...]:
         target: The precision target.
 
     Returns:
-        One or two sizes, increasing.
+        One or two sizes, increasing (one where the larger is under twice the first: it would mostly repeat it).
     """
     last = min(target.pilot_reps, target.max_reps)
     first = min(PILOT_FIRST, last)
-    return (first, last) if first < last else (last,)
+    return (first, last) if 2 * first <= last else (last,)
 
 
 def _spent(pilots: list[SimResult]) -> float:
@@ -214,8 +216,10 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
     for m in pilot_stages(target):
         if pilots:  # a larger pilot: cheap, or the first plans a longer run; and a budget affords it and its run
             cheap = pilot.events / pilot.reps * m <= PILOT_EVENTS
-            unaffordable = target.budget is not None and _left(target, pilots) < 2 * m * _per_rep(pilot)
-            if not (cheap or need > m) or unaffordable:
+            # the budget must leave room for this stage, a run as long, and the run's own compilation
+            unaffordable = target.budget is not None and \
+                _left(target, pilots) - pilot.compile_s < 2 * m * _per_rep(pilot)
+            if not (cheap or (math.isfinite(need) and need > m)) or unaffordable:
                 break
         pilot = run(m, pilot_seed)
         pilots.append(pilot)
@@ -237,8 +241,9 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
         left = _left(target, pilots)
         fit = int(left // _per_rep(pilot)) if left > 0 else 0
         if fit < 2:
-            raise InputError("budget", f"the pilot of {m} replications took {_spent(pilots):.3g} s of the budget of "
-                                       f"{target.budget:g} s: no run fits in what is left")
+            sizes = " + ".join(str(p.reps) for p in pilots)
+            raise InputError("budget", f"the pilot's {sizes} replications took {_spent(pilots):.3g} s of the budget "
+                                       f"of {target.budget:g} s: no run fits in what is left")
         if fit < reps:
             reps, stopped = fit, "budget"
     res = run(reps, seed)

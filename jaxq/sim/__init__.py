@@ -10,6 +10,7 @@ STREAM_VERSION = 9
 # The drivers a simulator runs on, for every simulator (the 2x2 system, networks, M/M/c, a user's MarkovModel):
 # "event" (exact holding times, jaxq.sim.event), "uniformized" (a fixed rate, jaxq.sim.uniformized) and "auto",
 # chosen by one rule (jaxq.sim.simulate_markov.choose_engine: uniformised when the model has a rate bound, for the
-# 2x2 system exponential primitives, and the run asks for nothing only the event driver gives).
+# 2x2 system exponential primitives, the run asks for nothing only the event driver gives, and its replications are
+# not few and long: jaxq.sim.simulate_markov.slow_lockstep).
 ENGINES = ("auto", "event", "uniformized")
 """The engines of a simulation: ``auto``, ``event`` (any primitives) and ``uniformized`` (exponential ones)."""

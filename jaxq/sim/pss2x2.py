@@ -12,8 +12,8 @@ builds the typed parameters of :mod:`jaxq.sim.models.pss2x2`, picks the driver (
   (unbiased, no time draws), truncated after K steps with a rigorous tail bound;
 * ``auto``: uniformized for exponential primitives unless the run needs the event rule (a fixed horizon,
   invariant counters, recorded paths, perturbed parameters) or its replications are long and few
-  (:func:`jaxq.sim.simulate_markov.slow_lockstep`: n of 10^5 and more with fewer than 256 replications, where a
-  precision target's runs are), event otherwise.
+  (:func:`jaxq.sim.simulate_markov.slow_lockstep`: from about n = 5 x 10^4 with fewer than 256 replications, where a
+  precision target's runs are; so under ``auto`` the driver depends on ``reps``), event otherwise.
 
 Replication r uses ``fold_in(PRNGKey(seed), r)``: results do not depend on ``chunk`` or devices.
 """

@@ -48,8 +48,8 @@ LOCKSTEP_BATCH = 256
 LOCKSTEP_LONG = 5_000_000
 """``auto`` gives a run of fewer than LOCKSTEP_BATCH replications of more than LOCKSTEP_LONG uniformised steps each to
 the event driver. In a small batch each lockstep step costs about 0.5 us a replication on a CPU (the 2x2 pss_P at
-n = 10^5, 16 replications: 9.4 s a replication, the event driver 1.5 s), and a precision target at large n needs
-few replications (its pilot's 16 and a run as long)."""
+n = 10^5, a fixed run of 16 replications: 9.4 s a replication, the event driver 1.5 s), and a precision target at
+large n needs few replications (its pilot's 16 and a run as long)."""
 
 
 def slow_lockstep(reps: int, steps: float) -> bool:

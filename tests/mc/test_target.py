@@ -76,6 +76,41 @@ def test_a_cheap_larger_pilot_plans_the_run_as_a_pilot_of_128_alone_would():
     assert [c[0] for c in calls] == [PILOT_FIRST, 128, 128] and res.info["pilot"]["stages"] == [PILOT_FIRST, 128]
 
 
+def test_an_expensive_first_stage_that_plans_a_long_run_hands_it_to_the_larger_pilot():
+    """128 replications cost more than PILOT_EVENTS, but the 16 plan more than 128: the 128 plan the run."""
+    run, calls = fake(sigma=1.0, value=2.0, events=PILOT_EVENTS)
+    res = run_to_target(run, 7, Target(0.01))
+    q = (1.0 / math.sqrt(128)) / 2.0
+    assert [c[0] for c in calls] == [PILOT_FIRST, 128, math.ceil(128 * (q / 0.01) ** 2 * safety(128))]
+    assert res.info["pilot"]["stages"] == [PILOT_FIRST, 128]
+
+
+def test_an_expensive_first_stage_with_an_estimate_of_zero_is_refused_without_the_larger_pilot():
+    run, calls = fake(sigma=1.0, value=0.0, events=PILOT_EVENTS)
+    with pytest.raises(InputError, match=r"^rel_se: the pilot's estimate is 0 .* over 16 replications"):
+        run_to_target(run, 0, Target(0.01))
+    assert [c[0] for c in calls] == [PILOT_FIRST]
+
+
+def test_few_max_reps_make_a_pilot_of_one_stage():
+    for cap in (10, 17, 31):  # under twice the first stage: the larger would mostly repeat it
+        run, calls = fake(sigma=1.0, value=100.0)
+        run_to_target(run, 0, Target(0.01, max_reps=cap))
+        assert calls[0][0] == cap and calls[1][1] == 0  # one pilot, then the run
+    run, calls = fake(sigma=1.0, value=100.0)
+    run_to_target(run, 0, Target(0.01, max_reps=32))
+    assert [c[0] for c in calls[:2]] == [PILOT_FIRST, 32]
+
+
+def test_the_larger_pilot_is_skipped_where_the_budget_cannot_also_pay_the_runs_compilation():
+    """First stage 5 + 1.6 s; the 128 and a run as long need 25.6 s and the run compiles again (5 s): with 40 s
+    the budget leaves 40 - 6.6 - 5 = 28.4 s, of which 23.4 after the run's compilation: no larger pilot."""
+    run, calls = fake(sigma=1.0, value=2.0, per_rep=0.1, compile_s=5.0)
+    res = run_to_target(run, 0, Target(0.01, budget=40.0))
+    assert [c[0] for c in calls[:-1]] == [PILOT_FIRST]
+    assert res.info["stopped_by"] == "budget" and abs(res.reps - (40.0 - 6.6 - 5.0) / 0.1) <= 1  # rounding
+
+
 def test_a_budget_that_cannot_afford_the_larger_pilot_and_its_run_keeps_the_first_stages_plan():
     run, calls = fake(sigma=1.0, value=2.0, per_rep=0.1, compile_s=0.5)
     # the first stage took 0.5 + 1.6 s; 128 more and a run as long need 25.6 s, more than the 25 s budget leaves
@@ -166,6 +201,16 @@ def test_a_run_planned_by_the_first_stage_alone_is_still_the_prefix_of_the_fixed
     assert res.info["pilot"]["stages"] == [PILOT_FIRST] and res.reps >= PILOT_FIRST
     fixed = jaxq.simulate("pss_T2", n=16, reps=res.reps, seed=5)
     assert res.value == fixed.value and res.stderr == fixed.stderr
+
+
+def test_the_printed_line_names_the_pilots_stages(capsys, monkeypatch):
+    import jaxq.mc.target as target
+
+    assert main(["simulate", "pss_T2", "--n", "16", "--rel-se", "0.05"]) == 0
+    assert "pilot 16 then 128 replications" in capsys.readouterr().out
+    monkeypatch.setattr(target, "PILOT_EVENTS", 1.0)
+    assert main(["simulate", "pss_T2", "--n", "16", "--rel-se", "0.05"]) == 0
+    assert "pilot 16 replications" in capsys.readouterr().out
 
 
 @pytest.mark.slow

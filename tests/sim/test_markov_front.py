@@ -114,6 +114,10 @@ def test_auto_gives_few_long_2x2_replications_to_the_event_driver(monkeypatch):
     assert few.value == jaxq.simulate("pss_P", n=16, reps=8, seed=1, engine="event").value
     assert jaxq.simulate("pss_P", n=16, reps=8, seed=1, engine="uniformized").engine == "uniformized"
     assert jaxq.simulate("pss_P", n=16, reps=LOCKSTEP_BATCH, seed=1).engine == "uniformized"
+    assert jaxq.simulate("pss_P", n=16, reps=8, seed=1, steps=4000).engine == "uniformized"  # steps: the lockstep's
+    targeted = jaxq.simulate("pss_P", n=16, rel_se=0.02, seed=2)  # the fixed run with the same R, same engine
+    assert targeted.engine == "event" and targeted.reps < LOCKSTEP_BATCH
+    assert targeted.value == jaxq.simulate("pss_P", n=16, reps=targeted.reps, seed=2).value
 
 
 def _driver_calls(tree: ast.AST) -> list[str]:
