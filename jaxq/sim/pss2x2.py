@@ -531,21 +531,21 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
         check_pss_horizon(system, n, horizon_checked, "horizon")
     smoothed = perturb is not None or getattr(policy, "perturb", None) is not None  # Levels' or a Policy2x2's own
     needs_event = horizon is not None or debug or smoothed or len(np.atleast_1d(record_times)) > 0
-    used = choose_engine(engine, system_of(system).exponential, needs_event, no_rate_bound=NOT_EXPONENTIAL,
-                         event_only=NEEDS_EVENT)
+    exponential = system_of(system).exponential
     st = setup(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
                analysis=analysis)
     an, nth = st.analysis, st.nth
     system, rn, lam_n = nth.system, nth.sqrt_n, nth.lam_n
     info = {"n": n, "policy": st.policy, "theta": st.theta, "switch_at": st.switch_at, "modes_used": st.modes_used,
             "V0": an.V0, "hpc": an.p + 1}
-    if used == "uniformized":
+    k = None  # the uniformised steps of a replication, where the lockstep driver may run
+    if exponential and not needs_event and engine in ("auto", "uniformized"):
         big = model.MARKOV.bound(st.params)
         if steps is not None and not (isinstance(steps, (int, np.integer)) and steps >= 1):
             raise InputError("steps", f"need a positive whole number of steps, got {steps!r}")
         k = ctmc_steps(nth, big, an.V0, rel_tol) if steps is None else int(steps)
-        if engine == "auto" and steps is None and slow_lockstep(reps, k):
-            used = choose_engine(engine, True, needs_event, long_and_few=True)
+    used = choose_engine(engine, exponential, needs_event, no_rate_bound=NOT_EXPONENTIAL, event_only=NEEDS_EVENT,
+                         long_and_few=k is not None and steps is None and slow_lockstep(reps, k))
     if used == "uniformized":
         check_work("n", reps, float(k), unit="steps", per_replication_limit=uniformized.MAX_STEPS, reps_key="reps")
         out, timing, uinfo = uniformized.run(model.markov(st.policy2x2, bool(cv)), st.params, DISCOUNTED, reps, seed,
