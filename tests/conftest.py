@@ -17,8 +17,11 @@ os.environ["JAXQ_CACHE_DIR"] = _cache  # the jaxq command
 os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache  # any other process that imports jax (scripts, notebooks)
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
-# Keep XLA to the cores we have and make tests deterministic in their threading.
+# Keep XLA to the cores we have and make tests deterministic in their threading: one host device per process (the
+# xdist workers fill the cores; a second device would compile every program twice), the default of one device per
+# core tested where it is the subject (tests/test_xla_flags.py, tests/mc/test_replications.py).
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+os.environ.setdefault("JAXQ_HOST_DEVICES", "1")
 # Progress reports of jobs that run long on a loaded machine must not change what tests read on stderr: they are
 # off here (no job counts as long: jaxq.progress) and tested where they are the subject (tests/cli/test_progress.py).
 os.environ.setdefault("JAXQ_LONG_JOB_S", "1e9")

@@ -1,5 +1,7 @@
 """``import jaxq`` leaves the user's JAX configuration alone; jaxq computes in float64 whatever it says, and
-its numbers are the same with JAX_ENABLE_X64=0 (a subprocess) as with 1 (this process: tests/conftest.py)."""
+its numbers are the same with JAX_ENABLE_X64=0 (a subprocess) as with 1 (this process: tests/conftest.py). The
+subprocess also has two host devices (``JAXQ_HOST_DEVICES=2``, the tests' process one) and spreads every run over
+both (``SPREAD_WORK = 0``), so the same numbers also say that the device count changes none (:mod:`jaxq.xla_flags`)."""
 
 import contextlib
 import io
@@ -19,6 +21,9 @@ import jax
 before = bool(jax.config.jax_enable_x64)
 import jaxq
 after_import = bool(jax.config.jax_enable_x64)
+if len(jax.devices("cpu")) > 1:  # the subprocess (module docstring): every run over both devices
+    import jaxq.mc.replications
+    jaxq.mc.replications.SPREAD_WORK = 0.0
 a = jaxq.analyze("pss_T2T1")
 r = jaxq.simulate("pss_PP", 25, 64, seed=2)
 s = jaxq.simulate_sde("pss_P", paths=256, seed=1)
@@ -36,7 +41,7 @@ from jaxq.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     rc = main(["simulate", "pss_PP", "--n", "25", "--reps", "64", "--json"])
-json.dump({"flags": [before, after_import, after_calls], "user_dtype": user_dtype,
+json.dump({"flags": [before, after_import, after_calls], "user_dtype": user_dtype, "cpu_devices": len(jax.devices("cpu")),
            "result_dtype": str(r.info.get("J", r.value).__class__.__name__),
            "analysis": a.to_dict(), "sim": r.to_dict(), "sde": s.to_dict(), "net": net.to_dict(),
            "tune": float(t.z), "wcp_cost": wcp_cost, "direct_dtype": direct_dtype, "cli_rc": rc, "cli": json.loads(out.getvalue())}, sys.stdout, default=repr)
@@ -44,7 +49,8 @@ json.dump({"flags": [before, after_import, after_calls], "user_dtype": user_dtyp
 
 
 def _run(x64: str) -> dict:
-    env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT))  # the session's compilation cache (conftest)
+    env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT), JAXQ_HOST_DEVICES="2")  # the session's
+    # compilation cache (conftest); a second host device (the module docstring)
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
@@ -78,6 +84,7 @@ def test_import_and_calls_leave_the_users_configuration(both):
     off, on = both
     assert off["flags"] == [False, False, False] and off["user_dtype"] == "float32"
     assert on["flags"] == [True, True, True] and on["user_dtype"] == "float64"
+    assert (off["cpu_devices"], on["cpu_devices"]) == (2, 1)  # the numbers below: two devices against one
 
 
 def test_numbers_are_the_same_either_way(both):

@@ -174,7 +174,7 @@ def markdown(rows: list[dict]) -> str:
         reps = f"{r['reps']:,}" + ("" if not stages else f" ({' + '.join(str(m) for m in stages)})")
         base = ("" if r["baseline_s"] is None else
                 f"{r['baseline_reps']:,}, {_per_rep(r['baseline_s_per_rep'])}, {_secs(r['baseline_s'])}")
-        ratio = "" if r["ratio"] is None else f"**{r['ratio']:.3g}x**"
+        ratio = "" if r["ratio"] is None else f"**{_vr(r['ratio'])}x**"
         out.append(f"| `{r['system']}` | {r['case']} ({r['policy']}) | {_n(r['n'])} | {reps} | "
                    f"{r['rel_se']:.3g} | {r['J_over_V0']:.4g} | {_vr(r['variance_reduction'])} | "
                    f"{_secs(r['wall_s'])} | {base} | {ratio} |")

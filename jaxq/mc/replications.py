@@ -15,14 +15,18 @@ and this module does everything else, once, for all of them:
   replications: XLA:CPU computes the tail of a loop that is not a multiple of its vector width with
   scalar code whose rounding can differ in the last bit, so whole vectors keep every replication on one
   code path (bit-identical results for any ``chunk``);
-* **core slices**: on a single CPU device a chunk is cut into slices dispatched asynchronously (XLA
-  runs one vectorised loop on one core; several slices use several cores); slices are capped in size so
-  that a lockstep state stays in cache;
-* **devices**: with several devices each chunk is cut into one slice per device, and every slice runs the
-  same single-device program on its own device (dispatched asynchronously; no communication until results
-  are gathered). One program for every device count keeps a replication's numbers bit-identical: the SPMD
-  partitioner compiles a sharded program differently and can change the last bit of some replications;
-* **compile cache**: each program is compiled ahead of time once per shape (:func:`compiled`), and the
+* **devices**: with several devices each chunk is cut into one slice per device (at most one per vector of
+  ``LANES`` replications), and every slice runs the same single-device program on its own device (dispatched
+  asynchronously; no communication until results are gathered). One program for every device count keeps a
+  replication's numbers bit-identical: the SPMD partitioner compiles a sharded program differently and can
+  change the last bit of some replications. On a CPU the cores are devices: ``import jaxq`` asks XLA for one
+  host device per core (:mod:`jaxq.xla_flags`: two computations on one CPU device run one after the other, so
+  slices on one device would not use a second core), and a run of the default devices is spread over them when
+  its work is at least ``SPREAD_WORK`` (each device compiles the program once);
+* **cache-sized slices**: on a single CPU device a chunk is cut into slices of at most ``MAX_SLICE`` so that a
+  lockstep state stays in cache;
+* **compile cache**: each program is compiled ahead of time once per shape and device (:func:`compiled`), the
+  devices' programs side by side (one thread each: a run on K devices compiles in about the time of one), and the
   compile time is reported apart from the run time;
 * **progress**: ``advance`` returns how much work it did (events, steps), and the host loop reports it
   after every call, so a progress bar moves within seconds even inside one chunk.
@@ -33,9 +37,10 @@ Nothing here knows what is simulated: a driver (:mod:`jaxq.sim.event`, :mod:`jax
 
 from __future__ import annotations
 
-import os
+import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -47,8 +52,12 @@ from jaxq.errors import InputError
 from jaxq.mc.rng import keys
 
 LANES = 8  # a batch is a whole number of vectors (see the module docstring)
-MIN_SLICE = 256  # replications per core slice below which splitting a chunk costs more than it gains
 MAX_SLICE = 16384  # replications per slice above which a lockstep state no longer fits a core's cache
+# The work (events, steps, path-steps) from which a run on the CPU's default devices is spread over all of them (one
+# per core, jaxq.xla_flags): XLA compiles a program once per device (about 1.2 s more per device for the 2x2 event
+# engine on the 2-core Xeon, the compilations not side by side there: one already uses both cores), a cost a short
+# run does not recover; 2e8 events take about 20 s on one core.
+SPREAD_WORK = 2e8
 CACHE_SIZE = 64  # compiled programs kept (least recently used dropped first)
 # Programs (and the engines they are built from) kept by the drivers' cached constructors. A program's jitted
 # functions keep JAX's traces and executables of it alive, so an unbounded cache grows by every program a
@@ -96,7 +105,7 @@ def small_run_devices(reps: int, devices=None, backend: str | None = None):
 
     Returns:
         (typing.Any): ``devices`` as given, except that None on an accelerator with fewer than :data:`HOST_BELOW`
-            replications becomes the host CPU (where the process has one).
+            replications becomes the host CPU (its first device, where the process has one).
     """
     backend = jax.default_backend() if backend is None else backend
     if devices is not None or backend == "cpu" or reps >= HOST_BELOW:
@@ -151,14 +160,6 @@ class Timing(NamedTuple):
     wall_s: float
 
 
-def core_count() -> int:
-    """CPU cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 class Slicing(NamedTuple):
     """How ``reps`` replications are cut.
 
@@ -178,33 +179,35 @@ class Slicing(NamedTuple):
 DEFAULT_CHUNK = {"cpu": 1 << 16}  # replications per chunk when none is given (accelerators: 1 << 20)
 
 
-def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE) -> Slicing:
+def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX_SLICE,
+         work: float | None = None) -> Slicing:
     """The chunk/slice/device layout for ``reps`` replications.
 
     Args:
         reps: The replications.
         chunk: None: all replications, at most ``DEFAULT_CHUNK`` at once (memory).
         devices (typing.Any): None (all local devices of the default backend) or the devices named, used even when one
-            is not the default (a CPU device on a GPU machine is sliced over the cores).
-        max_slice: The largest slice on a single CPU device (None: one slice per core at most, no cap; 0: never slice).
+            is not the default (the host CPU's devices on a GPU machine). Several devices: one slice on each, at most
+            one slice per vector of ``LANES`` replications (the first devices).
+        max_slice: The largest slice on a single CPU device (None or 0: no cap).
+        work: The run's expected work (events, steps, path-steps; None: not known). With devices None on a CPU with
+            several devices, the run is spread over them from :data:`SPREAD_WORK` on, and stays on the first below.
 
     Returns:
         The layout.
     """
     devs = jax.local_devices() if devices is None else list(devices)
     platform = jax.default_backend() if devices is None else devs[0].platform
+    if devices is None and platform == "cpu" and (work is None or work < SPREAD_WORK):
+        devs = devs[:1]
     cap = DEFAULT_CHUNK.get(platform, 1 << 20)
     chunk = min(reps, cap) if chunk is None else max(1, min(int(chunk), reps))
     if len(devs) > 1:
-        parts, devs = len(devs), tuple(devs)
+        parts = min(len(devs), -(-chunk // LANES))  # no device gets only padding
+        devs = tuple(devs[:parts])
     else:
         devs = None if devices is None else tuple(devs)  # a device named is used, even when it is not the default
-        if platform != "cpu" or max_slice == 0:
-            parts = 1
-        else:
-            parts = max(1, min(core_count(), chunk // MIN_SLICE))
-            if max_slice:
-                parts = max(parts, -(-chunk // max_slice))
+        parts = -(-chunk // max_slice) if platform == "cpu" and max_slice else 1
     unit = parts * LANES
     chunk = -(-chunk // unit) * unit
     return Slicing(chunk, parts, chunk // parts, devs)
@@ -228,6 +231,19 @@ def _signature(tree) -> tuple:
 
 
 _COMPILED: OrderedDict = OrderedDict()
+_COMPILED_LOCK = threading.Lock()  # the devices' programs are compiled in threads (compiled_side_by_side)
+
+
+def _key(fn, args) -> tuple:
+    shard = tuple(getattr(a, "sharding", None) for a in jax.tree_util.tree_leaves(args))
+    return (fn, _signature(args), shard)
+
+
+def _store(key, exe) -> None:
+    with _COMPILED_LOCK:
+        _COMPILED[key] = exe
+        while len(_COMPILED) > CACHE_SIZE:
+            _COMPILED.popitem(last=False)
 
 
 def compiled(fn, *args):
@@ -240,17 +256,41 @@ def compiled(fn, *args):
     Returns:
         (tuple): ``(executable, seconds spent compiling)`` (0 when it was cached).
     """
-    shard = tuple(getattr(a, "sharding", None) for a in jax.tree_util.tree_leaves(args))
-    key = (fn, _signature(args), shard)
-    if key in _COMPILED:
-        _COMPILED.move_to_end(key)
-        return _COMPILED[key], 0.0
+    return compiled_side_by_side([(fn, args)])[0]
+
+
+def compiled_side_by_side(calls: list) -> list:
+    """:func:`compiled` of several ``(fn, args)`` at once: traced and lowered here, then compiled in a thread each
+    (XLA compiles one program per device, and a thread releases the interpreter while it compiles, so K devices'
+    programs compile in about the time of one where there are K cores).
+
+    Args:
+        calls (list): ``(fn, args)`` pairs.
+
+    Returns:
+        (list): ``(executable, seconds)`` per pair, the seconds of the compilation they waited for (0 when cached).
+    """
+    keys_ = [_key(fn, args) for fn, args in calls]
+    found = []
+    with _COMPILED_LOCK:
+        for k in keys_:
+            if k in _COMPILED:
+                _COMPILED.move_to_end(k)
+            found.append(_COMPILED.get(k))
+    todo = {k: (fn, args) for k, (fn, args), e in zip(keys_, calls, found) if e is None}
+    if not todo:
+        return [(e, 0.0) for e in found]
     t0 = time.perf_counter()
-    exe = fn.lower(*args).compile()
-    _COMPILED[key] = exe
-    while len(_COMPILED) > CACHE_SIZE:
-        _COMPILED.popitem(last=False)
-    return exe, time.perf_counter() - t0
+    lowered = {k: fn.lower(*args) for k, (fn, args) in todo.items()}  # tracing reads this thread's JAX config
+    if len(lowered) == 1:
+        exes = {k: low.compile() for k, low in lowered.items()}
+    else:
+        with ThreadPoolExecutor(len(lowered)) as pool:
+            exes = dict(zip(lowered, pool.map(lambda low: low.compile(), lowered.values())))
+    for k, exe in exes.items():
+        _store(k, exe)
+    secs = time.perf_counter() - t0
+    return [(e, 0.0) if e is not None else (exes[k], secs) for k, e in zip(keys_, found)]
 
 
 def _pad(k: jax.Array, size: int) -> jax.Array:
@@ -260,7 +300,7 @@ def _pad(k: jax.Array, size: int) -> jax.Array:
 
 
 def run(program: Program, args, reps: int, seed: int, *, batching: Batching = Batching(),
-        max_slice: int | None = MAX_SLICE) -> tuple[Any, Timing]:
+        max_slice: int | None = MAX_SLICE, work: float | None = None) -> tuple[Any, Timing]:
     """Run replications ``start .. start+reps-1`` of a program; outputs are numpy arrays (axis 0: replications).
 
     Args:
@@ -272,12 +312,14 @@ def run(program: Program, args, reps: int, seed: int, *, batching: Batching = Ba
             results), the devices each chunk is cut over (default all local devices) and the progress callback,
             called with the work done (in ``program.unit``) after every ``advance`` call (:class:`Batching`).
         max_slice: See :func:`plan`.
+        work: The run's expected work in ``program.unit`` (None: not known), read by :func:`plan` (the drivers tell the
+            progress callback, :func:`announce`, before they build the program).
 
     Returns:
         ``(outputs, timing)``.
     """
     start, chunk, devices, progress = batching
-    p = plan(reps, chunk, devices, max_slice)
+    p = plan(reps, chunk, devices, max_slice, work)
     placed = {}
 
     def on(j):
@@ -302,15 +344,27 @@ def run(program: Program, args, reps: int, seed: int, *, batching: Batching = Ba
         compile_s += c
         return exe(*a)
 
+    def side_by_side(fn, first):
+        """``fn`` compiled for every slice's device at once (:func:`compiled_side_by_side`), with slice j's first
+        argument ``first[j]``; adds the time waited to ``compile_s``."""
+        nonlocal compile_s
+        got = compiled_side_by_side([(fn, (first[j], on(j)[1])) for j in range(p.parts)])
+        compile_s += max(c for _, c in got)
+        return [e for e, _ in got]
+
     outs = []
     for lo in range(0, reps, p.chunk):  # chunks of replications, not single ones
         m = min(p.chunk, reps - lo)
         k = _pad(keys(seed, start + lo, m), p.chunk)
-        carries = [call(program.start, place(k[j * p.size:(j + 1) * p.size], j), on(j)[1]) for j in range(p.parts)]
+        sliced = [place(k[j * p.size:(j + 1) * p.size], j) for j in range(p.parts)]  # also places the arguments
+        carries = [exe(sliced[j], on(j)[1]) for j, exe in enumerate(side_by_side(program.start, sliced))]
+        if p.parts > 1:  # the devices' advance and finish compiled side by side before the loop
+            side_by_side(program.advance, carries)
+            side_by_side(program.finish, carries)
         live = list(range(p.parts))
         while live:
             interrupt.check()  # a Ctrl-C that a finalizer swallowed (jaxq.interrupt)
-            stepped = {j: call(program.advance, carries[j], on(j)[1]) for j in live}  # asynchronous: one slice a core
+            stepped = {j: call(program.advance, carries[j], on(j)[1]) for j in live}  # asynchronous: a slice a device
             work = 0
             for j, (c, done, w) in stepped.items():
                 carries[j] = c

@@ -437,13 +437,14 @@ def run_loop(prog: replications.Program, args, paths: int, seed: int, batching: 
         paths: The number of paths.
         seed: The random seed (path r uses ``fold_in(PRNGKey(seed), r)``).
         batching: First path, paths per compiled call, devices, progress.
-        work: The path-steps expected (told to the progress callback before any work).
+        work: The path-steps expected (told to the progress callback before any work; spreads a long run over the
+            CPU's devices: :func:`jaxq.mc.replications.plan`).
 
     Returns:
         (tuple): ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
     """
     replications.announce(batching.progress, work, "path-steps")
-    return replications.run(prog, args, paths, seed, batching=batching)
+    return replications.run(prog, args, paths, seed, batching=batching, work=work)
 
 
 class PathArgs(NamedTuple):

@@ -134,7 +134,8 @@ def blocks_per_call(size: int, block: int) -> int:
 
 
 def run(model: EventModel, params, reps: int, seed: int, *, block: int = 128,
-        batching: replications.Batching = replications.Batching(), max_slice: int | None = None):
+        batching: replications.Batching = replications.Batching(), max_slice: int | None = None,
+        work: float | None = None):
     """Run ``reps`` replications of an event model; returns ``(outputs, timing)`` (numpy, axis 0 replications).
 
     Args:
@@ -144,14 +145,15 @@ def run(model: EventModel, params, reps: int, seed: int, *, block: int = 128,
         seed: Replication r is keyed by ``fold_in(PRNGKey(seed), r)``.
         block: Events per block.
         batching: How the replications are executed (:class:`~jaxq.mc.replications.Batching`).
-        max_slice: Caps the replications of a core slice (default None: one slice per core at most).
+        max_slice: Caps the replications of a slice on a single CPU device (default None: no cap).
+        work: The events expected in all (None: not known; :func:`jaxq.mc.replications.run`).
 
     Returns:
         (tuple): ``(outputs, timing)`` of :func:`jaxq.mc.replications.run`.
     """
-    p = replications.plan(reps, batching.chunk, batching.devices, max_slice)
+    p = replications.plan(reps, batching.chunk, batching.devices, max_slice, work)
     prog = program(model, int(block), blocks_per_call(p.size, int(block)))
-    return replications.run(prog, params, reps, seed, batching=batching, max_slice=max_slice)
+    return replications.run(prog, params, reps, seed, batching=batching, max_slice=max_slice, work=work)
 
 
 # ------------------------------------------------------------------------------------ Markov chains
@@ -310,10 +312,11 @@ def run_markov(markov: Markov, params, functional: Functional, reps: int, seed: 
     gamma, warmup, horizon = (float(t) for t in times)
     snap_times = jnp.asarray(snap_times, jnp.float64).reshape(-1)
     a = MarkovArgs(params, Horizon(jnp.float64(gamma), jnp.float64(warmup), jnp.float64(horizon)), snap_times)
-    if batching.progress is not None and markov.bound is not None:  # an upper estimate
-        replications.announce(batching.progress, float(reps) * markov.bound(params) * horizon, "events")
+    work = None if markov.bound is None else float(reps) * markov.bound(params) * horizon  # an upper estimate
+    if work is not None:
+        replications.announce(batching.progress, work, "events")
     model = markov_event_model(markov, functional, observer, bool(snap_times.shape[0]))
-    out, timing = run(model, a, reps, seed, block=block, batching=batching)
+    out, timing = run(model, a, reps, seed, block=block, batching=batching, work=work)
     res = {"state": out["state"], "events": out["events"], "invalid_rates": out["invalid"], "wrapped": out["wrapped"],
            "before": out["before"],
            **results(markov, functional, out)}

@@ -561,9 +561,10 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
         info.update(steps=uinfo["steps"], horizon=uinfo["steps"] / big)
     else:
         check_work("n", reps, 2.0 * float(np.sum(lam_n)) * st.horizon, unit="events", reps_key="reps")
-        replications.announce(batching.progress, float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon, "events")
+        work = float(reps) * 2.0 * float(np.sum(lam_n)) * st.horizon
+        replications.announce(batching.progress, work, "events")
         out, timing = event.run(model.event_model(st.spec, bool(debug), bool(cv), watch, st.policy2x2),
-                                st.params, reps, seed, block=block, batching=batching)
+                                st.params, reps, seed, block=block, batching=batching, work=work)
         refused(out["bad"], st.policy)
         observed = out.get("observed")
         J = out["cost"]

@@ -353,10 +353,11 @@ def run(markov: Markov, params, functional: Functional, reps: int, seed: int, *,
     r = big / (big + gamma) if functional.discounted else 1.0
     a = Args(params, jnp.asarray(words, jnp.uint32), jnp.float64(r), jnp.int64(warm_steps), jnp.int64(total),
              jnp.int64(pages), jnp.float64(big))
-    p = replications.plan(reps, batching.chunk, batching.devices)
+    work = float(reps) * pages * PAGE
+    replications.announce(batching.progress, work, "steps")
+    p = replications.plan(reps, batching.chunk, batching.devices, work=work)
     prog = program(markov, functional, pages_per_call(p.size), observer)
-    replications.announce(batching.progress, float(reps) * pages * PAGE, "steps")
-    out, timing = replications.run(prog, a, reps, seed, batching=batching)
+    out, timing = replications.run(prog, a, reps, seed, batching=batching, work=work)
     res = {"state": out["state"], "events": out["events"], **results(markov, functional, out)}
     if np.size(out["over"]):
         flags = np.asarray(out["over"])

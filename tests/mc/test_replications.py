@@ -84,6 +84,31 @@ def test_plan_whole_vectors_and_slices():
     assert p.chunk % replications.LANES == 0 and p.parts == 1
     p = replications.plan(100_000, None)
     assert p.size <= replications.MAX_SLICE and p.size % replications.LANES == 0 and p.parts * p.size == p.chunk
+    # several devices: a slice on each, but no device gets only padding (one slice per vector of LANES at most)
+    cpu = jax.devices("cpu")[0]
+    four = [cpu] * 4  # the plan reads the count and the platform only
+    assert replications.plan(1000, None, four)[:3] == (1024, 4, 256)
+    assert replications.plan(20, None, four)[:3] == (24, 3, 8) and len(replications.plan(20, None, four).devices) == 3
+    assert replications.plan(5, None, four)[:3] == (8, 1, 8)
+    # one CPU device: slices only where a lockstep state would leave the cache (two slices on one device run one
+    # after the other: jaxq.xla_flags)
+    assert replications.plan(1000, None, [cpu])[:3] == (1000, 1, 1000)
+    assert replications.plan(40_000, None, [cpu]).parts == 3
+    assert replications.plan(40_000, None, [cpu], max_slice=None).parts == 1
+
+
+def test_a_long_run_is_spread_over_the_cpus_devices(monkeypatch):
+    """With several host devices (one per core: jaxq.xla_flags) a run of the default devices is spread over them
+    from SPREAD_WORK on (each device compiles the program once), and stays on the first below or when its work is
+    not known; devices named are used whatever the work."""
+    cpu = jax.devices("cpu")[0]
+    monkeypatch.setattr(replications.jax, "local_devices", lambda: [cpu, cpu])
+    monkeypatch.setattr(replications.jax, "default_backend", lambda: "cpu")
+    long = replications.plan(64, None, None, work=replications.SPREAD_WORK)
+    assert (long.parts, long.size, long.devices) == (2, 32, (cpu, cpu))
+    for work in (None, 0.5 * replications.SPREAD_WORK):
+        assert replications.plan(64, None, None, work=work)[:4] == (64, 1, 64, None)
+    assert replications.plan(64, None, [cpu, cpu], work=1.0).parts == 2
 
 
 @pytest.mark.slow
@@ -155,7 +180,7 @@ def test_one_and_four_devices_give_identical_network_and_2x2_results():
 def test_small_single_runs_on_an_accelerator_go_to_the_host_cpu():
     """small_run_devices: with devices=None on an accelerator, a run of fewer than HOST_BELOW replications gets the
     host CPU; as many or more, named devices, or a CPU backend keep what they have (the backend is passed in, so
-    this runs on any machine). A named CPU device is planned on the CPU, sliced over its cores."""
+    this runs on any machine). A named CPU device is planned on the CPU."""
     from jaxq.mc import replications as R
 
     cpu = jax.devices("cpu")[0]
@@ -164,5 +189,5 @@ def test_small_single_runs_on_an_accelerator_go_to_the_host_cpu():
     assert R.small_run_devices(100, [cpu], backend="gpu") == [cpu]
     assert R.small_run_devices(100, None, backend="cpu") is None
     host = R.plan(100, None, [cpu])
-    assert host.devices == (cpu,) and host.parts == max(1, min(R.core_count(), host.chunk // R.MIN_SLICE))
+    assert host.devices == (cpu,) and host.parts == 1
     assert R.plan(100, None, None).parts == host.parts and R.plan(100, None, None).devices is None
