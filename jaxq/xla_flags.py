@@ -10,8 +10,9 @@ use (``--xla_force_host_platform_device_count``), and :mod:`jaxq.mc.replications
 (from :data:`jaxq.mc.replications.SPREAD_WORK`: XLA compiles a program once per device, a cost a short run keeps
 off by staying on the first). A replication's numbers do not change (every slice runs the same single-device
 program on whole vectors of replications). ``JAXQ_HOST_DEVICES=K`` asks for K instead (``1``: XLA's one device);
-a device count already in ``XLA_FLAGS`` wins. ``jax.devices("cpu")`` then lists K devices; a user's own
-``jax.jit`` runs on the first, as before.
+a device count already in ``XLA_FLAGS`` wins. The flag is written into ``os.environ``, so child processes inherit
+it. ``jax.devices("cpu")`` then lists K devices: a user's own ``jax.jit`` runs on the first, as before, while code
+that maps over all devices (``jax.pmap``, a ``Mesh`` of ``jax.devices()``) sees K.
 
 **512-bit vectors.** XLA:CPU vectorises a loop for 256-bit registers by default, also on CPUs with AVX-512. jaxq's
 simulators are loops over replications of long chains of float64 arithmetic (the event engine's step, the
@@ -103,7 +104,7 @@ def host_devices(environ=os.environ, cores: int | None = None) -> str | None:
     count = core_count() if cores is None else int(cores)
     asked = environ.get("JAXQ_HOST_DEVICES", "").strip()
     if asked:
-        if asked.isdigit() and int(asked) >= 1:
+        if asked.isdecimal() and asked.isascii() and int(asked) >= 1:
             count = int(asked)
         else:
             warnings.warn(f"JAXQ_HOST_DEVICES: expected a whole number >= 1, got {asked!r}; using one host device "

@@ -1,7 +1,8 @@
 """``import jaxq`` leaves the user's JAX configuration alone; jaxq computes in float64 whatever it says, and
 its numbers are the same with JAX_ENABLE_X64=0 (a subprocess) as with 1 (this process: tests/conftest.py). The
-subprocess also has two host devices (``JAXQ_HOST_DEVICES=2``, the tests' process one) and spreads every run over
-both (``SPREAD_WORK = 0``), so the same numbers also say that the device count changes none (:mod:`jaxq.xla_flags`)."""
+subprocess also has two host devices (``JAXQ_HOST_DEVICES=2``, the tests' process one) and spreads every run whose
+work is known over both (``SPREAD_WORK = 0``), so the same numbers also say that the device count changes none
+(:mod:`jaxq.xla_flags`)."""
 
 import contextlib
 import io
@@ -49,8 +50,8 @@ json.dump({"flags": [before, after_import, after_calls], "user_dtype": user_dtyp
 
 
 def _run(x64: str) -> dict:
-    env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT), JAXQ_HOST_DEVICES="2")  # the session's
-    # compilation cache (conftest); a second host device (the module docstring)
+    env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT), JAXQ_HOST_DEVICES="2",  # the session's
+               XLA_FLAGS="--xla_cpu_multi_thread_eigen=false")  # compilation cache (conftest); a second host device
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)

@@ -6,6 +6,7 @@
 # Expected work: about 1.2e12 events (3.0e8 a replication summed over the four, from their events at 10^5):
 # about 2.5 hours on one H200 (1.3e8 events/s at 4096 replications of a bundled system, heavier laws run slower;
 # benchmarks/results/gpu_h200_small_batches.json),
-# about 3 days on 2 CPU cores. Resumable: rows already in experiments/results/hard_systems/runs.csv are kept.
+# about 1-3 days on 2 CPU cores (1.2e7 events/s with both, bundled pss_P; heavier laws run slower).
+# Resumable: rows already in experiments/results/hard_systems/runs.csv are kept.
 exec python "$(dirname "$0")/../hard_systems.py" --n 1000000 --min-reps 4096 \
     --systems T2_011 T2T2_001 T2T2_005 T2_001 "$@"

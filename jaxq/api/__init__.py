@@ -449,7 +449,9 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
         - ``chunk`` (None): replications per compiled call; None: all, at most the backend's
           ``jaxq.mc.replications.DEFAULT_CHUNK``.
         - ``devices`` (None): the devices each chunk is cut over; None: all local devices (the host CPU for a run
-          of few replications on an accelerator), a count K (the first K) or a list of local JAX devices.
+          of few replications on an accelerator; on a CPU, one device per core for a run of at least
+          ``jaxq.mc.replications.SPREAD_WORK`` events or steps, the first below), a count K (the first K) or a list
+          of local JAX devices.
         - ``progress`` (None): called with the work done after every call.
     - ``analysis`` (None): the system's analysis (:func:`analyze`; computed when None).
 

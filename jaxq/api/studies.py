@@ -126,7 +126,9 @@ def run_study(experiment, out: str | os.PathLike, *, resume: bool = False, devic
         experiment (jaxq.studies.experiment.Experiment): The validated experiment.
         out: The folder.
         resume: Keep the chunks of an earlier run of the same experiment and compute the rest.
-        devices (list | None): None (all local devices) or a list of local JAX devices to shard each chunk over.
+        devices (list | None): None (all local devices; on a CPU, a chunk of at least
+            ``jaxq.mc.replications.SPREAD_WORK`` events or steps, the first device below) or a list of local JAX
+            devices to shard each chunk over.
         distributed: This process is one of several ``jax.distributed`` processes sharing ``out``.
         progress: The bar (None: on a terminal).
 

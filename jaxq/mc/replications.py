@@ -26,8 +26,8 @@ and this module does everything else, once, for all of them:
 * **cache-sized slices**: on a single CPU device a chunk is cut into slices of at most ``MAX_SLICE`` so that a
   lockstep state stays in cache;
 * **compile cache**: each program is compiled ahead of time once per shape and device (:func:`compiled`), the
-  devices' programs side by side (one thread each: a run on K devices compiles in about the time of one), and the
-  compile time is reported apart from the run time;
+  devices' programs in threads (side by side where one compilation leaves cores idle; on the 2-core Xeon one already
+  uses both), and the compile time is reported apart from the run time;
 * **progress**: ``advance`` returns how much work it did (events, steps), and the host loop reports it
   after every call, so a progress bar moves within seconds even inside one chunk.
 
@@ -56,9 +56,9 @@ MAX_SLICE = 16384  # replications per slice above which a lockstep state no long
 # The work (events, steps, path-steps) from which a run on the CPU's default devices is spread over all of them (one
 # per core, jaxq.xla_flags): XLA compiles a program once per device (about 1.2 s more per device for the 2x2 event
 # engine on the 2-core Xeon, the compilations not side by side there: one already uses both cores), a cost a short
-# run does not recover; 2e8 events take about 20 s on one core.
+# run does not recover; 2e8 events take 20 to 45 s on one core (4.3-8.9e6 events/s in the verdict bench).
 SPREAD_WORK = 2e8
-CACHE_SIZE = 64  # compiled programs kept (least recently used dropped first)
+CACHE_SIZE = 64  # compiled programs kept per device (least recently used dropped first)
 # Programs (and the engines they are built from) kept by the drivers' cached constructors. A program's jitted
 # functions keep JAX's traces and executables of it alive, so an unbounded cache grows by every program a
 # process has run (tens of MB each: a study over hundreds of systems ran out of memory); the least recently used
@@ -124,7 +124,8 @@ class Batching(NamedTuple):
     Attributes:
         start: The index of the first replication (replication r uses ``fold_in(PRNGKey(seed), r)``).
         chunk: Replications per compiled call (None: all, at most ``DEFAULT_CHUNK``).
-        devices: The devices each chunk is cut over (None: all local devices).
+        devices: The devices each chunk is cut over (None: all local devices; on a CPU, all of them for a run of at least
+            ``SPREAD_WORK`` and the first below).
         progress: Called with the work done after every call (an object with a ``start(total, unit)`` method is told
             the expected work first).
     """
@@ -189,7 +190,8 @@ def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX
         devices (typing.Any): None (all local devices of the default backend) or the devices named, used even when one
             is not the default (the host CPU's devices on a GPU machine). Several devices: one slice on each, at most
             one slice per vector of ``LANES`` replications (the first devices).
-        max_slice: The largest slice on a single CPU device (None or 0: no cap).
+        max_slice: The largest slice on a CPU (None or 0: no cap); with several devices, slice j runs on device
+            ``j % K``.
         work: The run's expected work (events, steps, path-steps; None: not known). With devices None on a CPU with
             several devices, the run is spread over them from :data:`SPREAD_WORK` on, and stays on the first below.
 
@@ -198,16 +200,18 @@ def plan(reps: int, chunk: int | None, devices=None, max_slice: int | None = MAX
     """
     devs = jax.local_devices() if devices is None else list(devices)
     platform = jax.default_backend() if devices is None else devs[0].platform
-    if devices is None and platform == "cpu" and (work is None or work < SPREAD_WORK):
+    if devices is None and platform == "cpu" and not (work is not None and work >= SPREAD_WORK):  # NaN: first
         devs = devs[:1]
     cap = DEFAULT_CHUNK.get(platform, 1 << 20)
     chunk = min(reps, cap) if chunk is None else max(1, min(int(chunk), reps))
+    vectors = -(-chunk // LANES)
+    per_device = -(-chunk // max(LANES, max_slice)) if platform == "cpu" and max_slice else 1  # cache-sized slices
     if len(devs) > 1:
-        parts = min(len(devs), -(-chunk // LANES))  # no device gets only padding
-        devs = tuple(devs[:parts])
+        k = min(len(devs), vectors)  # no device gets only padding
+        parts, devs = min(vectors, k * -(-per_device // k)), tuple(devs[:k])
     else:
         devs = None if devices is None else tuple(devs)  # a device named is used, even when it is not the default
-        parts = -(-chunk // max_slice) if platform == "cpu" and max_slice else 1
+        parts = min(vectors, per_device)
     unit = parts * LANES
     chunk = -(-chunk // unit) * unit
     return Slicing(chunk, parts, chunk // parts, devs)
@@ -239,10 +243,19 @@ def _key(fn, args) -> tuple:
     return (fn, _signature(args), shard)
 
 
+def _capacity() -> int:
+    """Programs kept: ``CACHE_SIZE`` per device (a program is compiled once per device it runs on)."""
+    try:
+        count = max(jax.local_device_count(), len(jax.devices("cpu")))
+    except RuntimeError:  # no CPU backend in this process
+        count = jax.local_device_count()
+    return CACHE_SIZE * max(1, count)
+
+
 def _store(key, exe) -> None:
     with _COMPILED_LOCK:
         _COMPILED[key] = exe
-        while len(_COMPILED) > CACHE_SIZE:
+        while len(_COMPILED) > _capacity():
             _COMPILED.popitem(last=False)
 
 
@@ -260,9 +273,9 @@ def compiled(fn, *args):
 
 
 def compiled_side_by_side(calls: list) -> list:
-    """:func:`compiled` of several ``(fn, args)`` at once: traced and lowered here, then compiled in a thread each
-    (XLA compiles one program per device, and a thread releases the interpreter while it compiles, so K devices'
-    programs compile in about the time of one where there are K cores).
+    """:func:`compiled` of several ``(fn, args)`` at once: traced and lowered here (in the caller's JAX configuration),
+    then compiled in threads (XLA compiles one program per device and releases the interpreter meanwhile: side by
+    side where one compilation leaves cores idle).
 
     Args:
         calls (list): ``(fn, args)`` pairs.
@@ -285,7 +298,9 @@ def compiled_side_by_side(calls: list) -> list:
     if len(lowered) == 1:
         exes = {k: low.compile() for k, low in lowered.items()}
     else:
-        with ThreadPoolExecutor(len(lowered)) as pool:
+        from jaxq.xla_flags import core_count
+
+        with ThreadPoolExecutor(min(len(lowered), core_count())) as pool:
             exes = dict(zip(lowered, pool.map(lambda low: low.compile(), lowered.values())))
     for k, exe in exes.items():
         _store(k, exe)
@@ -365,14 +380,14 @@ def run(program: Program, args, reps: int, seed: int, *, batching: Batching = Ba
         while live:
             interrupt.check()  # a Ctrl-C that a finalizer swallowed (jaxq.interrupt)
             stepped = {j: call(program.advance, carries[j], on(j)[1]) for j in live}  # asynchronous: a slice a device
-            work = 0
+            done_now = 0
             for j, (c, done, w) in stepped.items():
                 carries[j] = c
-                work += int(w)
+                done_now += int(w)
                 if bool(done):
                     live.remove(j)
-            if progress is not None and work:
-                progress(work)
+            if progress is not None and done_now:
+                progress(done_now)
         parts = [call(program.finish, c, on(j)[1]) for j, c in enumerate(carries)]
         outs.append(jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs])[:m], *parts))
     result = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *outs)

@@ -627,12 +627,12 @@ def simulate(scheme: Scheme, params, z0: float, gamma: float, grid: TimeGrid, pa
     n_blocks = math.ceil(steps / block)
     a = PathArgs(params, jnp.float64(z0), jnp.float64(gamma), jnp.float64(dt), jnp.int64(n_blocks), jnp.asarray(snap_steps),
              value, jnp.float64(steps))
-    plan = replications.plan(paths, batching.chunk, batching.devices)
+    work = float(paths) * n_blocks * block
+    plan = replications.plan(paths, batching.chunk, batching.devices, work=work)  # the layout run_loop's run takes
     per_call = 1 << max(0, ((1 << 22) // (block * plan.size)).bit_length() - 1)  # a power of two: few programs
     masked = steps % block != 0
     run = folded(combine(observers) if observers else None, value is not None)
-    out, timing = run_loop(program(scheme, block, per_call, run, DISCOUNTED, masked), a, paths, seed, batching,
-                           float(paths) * n_blocks * block)
+    out, timing = run_loop(program(scheme, block, per_call, run, DISCOUNTED, masked), a, paths, seed, batching, work)
     control = out["control"] if value is not None else np.zeros(np.shape(out["cost"]), np.float64)
     return {"cost": out["cost"], "snaps": out["snaps"], "control": control, "observed": out.get("observed", {}),
             "horizon": steps * dt, "steps": steps, "wall_s": timing.wall_s, "compile_s": timing.compile_s}

@@ -109,6 +109,10 @@ def test_a_long_run_is_spread_over_the_cpus_devices(monkeypatch):
     for work in (None, 0.5 * replications.SPREAD_WORK):
         assert replications.plan(64, None, None, work=work)[:4] == (64, 1, 64, None)
     assert replications.plan(64, None, [cpu, cpu], work=1.0).parts == 2
+    assert replications.plan(64, None, None, work=float("nan")).parts == 1  # not a number: not long
+    # cache-sized slices on each device: 65,536 over two devices are four slices of MAX_SLICE, two a device
+    wide = replications.plan(100_000, None, None, work=1e12)
+    assert (wide.chunk, wide.parts, wide.size, len(wide.devices)) == (65_536, 4, replications.MAX_SLICE, 2)
 
 
 @pytest.mark.slow
@@ -134,8 +138,10 @@ DEVICES_MM1 = textwrap.dedent(
     from jaxq.sim import event, network, pss2x2
     assert len(jax.local_devices()) == 4
     p = (jnp.float64(0.5), jnp.float64(1.0), jnp.float64(50.0))
-    outs = [event.run(MM1, p, 10, 1, batching=replications.Batching(chunk=c, devices=jax.local_devices()[:d]))[0]
-            for d, c in ((1, 10), (2, 4), (4, 7))]
+    for d, c in ((2, 17), (4, 33)):  # every device gets a slice (at most one a vector of 8 replications)
+        assert replications.plan(c, c, jax.local_devices()[:d]).parts == d
+    outs = [event.run(MM1, p, 40, 1, batching=replications.Batching(chunk=c, devices=jax.local_devices()[:d]))[0]
+            for d, c in ((1, 40), (2, 17), (4, 33))]
     for o in outs[1:]:
         for k in o:
             np.testing.assert_array_equal(outs[0][k], o[k])
@@ -144,15 +150,15 @@ DEVICES_MM1 = textwrap.dedent(
 DEVICES_MODELS = textwrap.dedent(
     """
     net = load(path("network_N"))
-    res = [network.simulate(net, 16, "priority", reps=12, window=network.Window(1.0, 6.0), seed=2,
+    res = [network.simulate(net, 16, "priority", reps=40, window=network.Window(1.0, 6.0), seed=2,
                             outputs=network.NetworkOutputs(hist_bins=0),
                             batching=network.Batching(chunk=c, devices=jax.local_devices()[:d]))
-           for d, c in ((1, 12), (4, 5))]
+           for d, c in ((1, 40), (4, 33))]
     for r in res[1:]:
         np.testing.assert_array_equal(res[0].samples["mean_queue"], r.samples["mean_queue"])
     sy = load(path("pss_P"))
-    res = [pss2x2.simulate(sy, 16, 12, seed=2, batching=pss2x2.Batching(chunk=c, devices=jax.local_devices()[:d]))
-           for d, c in ((1, 12), (4, 5))]
+    res = [pss2x2.simulate(sy, 16, 40, seed=2, batching=pss2x2.Batching(chunk=c, devices=jax.local_devices()[:d]))
+           for d, c in ((1, 40), (4, 33))]
     np.testing.assert_array_equal(res[0].samples["J"], res[1].samples["J"])
     """
 )

@@ -226,7 +226,7 @@ DEVICES_SCRIPT = textwrap.dedent(
     assert len(jax.local_devices()) == 4
     text = sys.argv[1]
     outs = []
-    for d, chunk, sde_chunk in ((1, 5, 6), (4, 3, 5)):  # 2 devices: covered by the sim layer test
+    for d, chunk, sde_chunk in ((1, 40, 40), (4, 33, 25)):  # 4 slices (2 devices: the sim layer's test)
         data = tomllib.loads(text)
         data["experiment"]["chunk"] = chunk
         data["grid"]["sde_chunk"] = sde_chunk
@@ -243,13 +243,13 @@ WEAK_TINY = """
 [experiment]
 study = "weak"
 system = "pss_PP"
-replications = 5
-chunk = 5
+replications = 40
+chunk = 40
 [grid]
 n = [9]
 times = [0.5]
-sde_paths = 6
-sde_chunk = 6
+sde_paths = 40
+sde_chunk = 40
 sde_dt = 0.05
 """
 
