@@ -1,7 +1,8 @@
 """XLA:CPU for the machine jaxq runs on: one host device per core, 512-bit vectors where the CPU has them.
 
-**One device per core.** XLA:CPU runs a computation on one thread, and two computations dispatched to the same
-CPU device run one after the other: a batch of replications on XLA's one host device uses one core, whatever its
+**One device per core.** XLA:CPU runs a computation's loop on about one thread (its executor may hand independent
+kernels of a step to another, which an engine's sequential steps hardly use), and two computations dispatched to
+the same CPU device run one after the other: a batch of replications on XLA's one host device uses one core, whatever its
 size, and cutting it into slices on that device does not help (2-core Intel Xeon, AVX-512, jax 0.10.2, 2x2 event
 engine: 1,024 replications of pss_P at n = 1000 in 18.0 s as one slice, 23.4 s as two slices on one device,
 8.1 s as one slice on each of two host devices; the uniformised engine 8.7 s, 12.3 s, 3.9 s; 32 replications at

@@ -29,8 +29,8 @@ chunk and pilot and ends with the bytes of an uninterrupted run. The tables get 
 
 With several processes (``jax.distributed``), process p computes the tasks t with ``t % P == p`` and
 writes them to the shared output directory; after a barrier process 0 reads all chunks, aggregates and
-draws. Within a process each chunk's replications are cut into one slice per local device, every slice
-running the same single-device program (:mod:`jaxq.mc.replications`).
+draws. Within a process each chunk's replications are cut into one slice per local device (on a CPU, for a
+chunk of at least ``SPREAD_WORK``), every slice running the same single-device program (:mod:`jaxq.mc.replications`).
 """
 
 from __future__ import annotations
