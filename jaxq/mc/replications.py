@@ -25,9 +25,8 @@ and this module does everything else, once, for all of them:
   its work is at least ``SPREAD_WORK`` (each device compiles the program once);
 * **cache-sized slices**: on a single CPU device a chunk is cut into slices of at most ``MAX_SLICE`` so that a
   lockstep state stays in cache;
-* **compile cache**: each program is compiled ahead of time once per shape and device (:func:`compiled`), the
-  devices' programs in threads (side by side where one compilation leaves cores idle; on the 2-core Xeon one already
-  uses both), and the compile time is reported apart from the run time;
+* **compile cache**: each program is compiled ahead of time once per shape and device (:func:`compiled`), and the
+  compile time is reported apart from the run time;
 * **progress**: ``advance`` returns how much work it did (events, steps), and the host loop reports it
   after every call, so a progress bar moves within seconds even inside one chunk.
 
@@ -37,10 +36,8 @@ Nothing here knows what is simulated: a driver (:mod:`jaxq.sim.event`, :mod:`jax
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -55,8 +52,9 @@ LANES = 8  # a batch is a whole number of vectors (see the module docstring)
 MAX_SLICE = 16384  # replications per slice above which a lockstep state no longer fits a core's cache
 # The work (events, steps, path-steps) from which a run on the CPU's default devices is spread over all of them (one
 # per core, jaxq.xla_flags): XLA compiles a program once per device (about 1.2 s more per device for the 2x2 event
-# engine on the 2-core Xeon, the compilations not side by side there: one already uses both cores), a cost a short
-# run does not recover; 2e8 events take 20 to 45 s on one core (4.3-8.9e6 events/s in the verdict bench).
+# engine on the 2-core Xeon; compiling the devices' programs in threads did not shorten it, one compilation already
+# uses both cores), which a short run does not recover; 2e8 events take 20 to 45 s on one core (4.3-8.9e6 events/s
+# in the verdict bench).
 SPREAD_WORK = 2e8
 CACHE_SIZE = 64  # compiled programs kept per device (least recently used dropped first)
 # Programs (and the engines they are built from) kept by the drivers' cached constructors. A program's jitted
@@ -124,8 +122,8 @@ class Batching(NamedTuple):
     Attributes:
         start: The index of the first replication (replication r uses ``fold_in(PRNGKey(seed), r)``).
         chunk: Replications per compiled call (None: all, at most ``DEFAULT_CHUNK``).
-        devices: The devices each chunk is cut over (None: all local devices; on a CPU, all of them for a run of at least
-            ``SPREAD_WORK`` and the first below).
+        devices: The devices each chunk is cut over (None: all local devices; on a CPU, all of them for a run of at
+            least ``SPREAD_WORK`` and the first below).
         progress: Called with the work done after every call (an object with a ``start(total, unit)`` method is told
             the expected work first).
     """
@@ -235,12 +233,6 @@ def _signature(tree) -> tuple:
 
 
 _COMPILED: OrderedDict = OrderedDict()
-_COMPILED_LOCK = threading.Lock()  # the devices' programs are compiled in threads (compiled_side_by_side)
-
-
-def _key(fn, args) -> tuple:
-    shard = tuple(getattr(a, "sharding", None) for a in jax.tree_util.tree_leaves(args))
-    return (fn, _signature(args), shard)
 
 
 def _capacity() -> int:
@@ -250,13 +242,6 @@ def _capacity() -> int:
     except RuntimeError:  # no CPU backend in this process
         count = jax.local_device_count()
     return CACHE_SIZE * max(1, count)
-
-
-def _store(key, exe) -> None:
-    with _COMPILED_LOCK:
-        _COMPILED[key] = exe
-        while len(_COMPILED) > _capacity():
-            _COMPILED.popitem(last=False)
 
 
 def compiled(fn, *args):
@@ -269,43 +254,17 @@ def compiled(fn, *args):
     Returns:
         (tuple): ``(executable, seconds spent compiling)`` (0 when it was cached).
     """
-    return compiled_side_by_side([(fn, args)])[0]
-
-
-def compiled_side_by_side(calls: list) -> list:
-    """:func:`compiled` of several ``(fn, args)`` at once: traced and lowered here (in the caller's JAX configuration),
-    then compiled in threads (XLA compiles one program per device and releases the interpreter meanwhile: side by
-    side where one compilation leaves cores idle).
-
-    Args:
-        calls (list): ``(fn, args)`` pairs.
-
-    Returns:
-        (list): ``(executable, seconds)`` per pair, the seconds of the compilation they waited for (0 when cached).
-    """
-    keys_ = [_key(fn, args) for fn, args in calls]
-    found = []
-    with _COMPILED_LOCK:
-        for k in keys_:
-            if k in _COMPILED:
-                _COMPILED.move_to_end(k)
-            found.append(_COMPILED.get(k))
-    todo = {k: (fn, args) for k, (fn, args), e in zip(keys_, calls, found) if e is None}
-    if not todo:
-        return [(e, 0.0) for e in found]
+    shard = tuple(getattr(a, "sharding", None) for a in jax.tree_util.tree_leaves(args))
+    key = (fn, _signature(args), shard)
+    if key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        return _COMPILED[key], 0.0
     t0 = time.perf_counter()
-    lowered = {k: fn.lower(*args) for k, (fn, args) in todo.items()}  # tracing reads this thread's JAX config
-    if len(lowered) == 1:
-        exes = {k: low.compile() for k, low in lowered.items()}
-    else:
-        from jaxq.xla_flags import core_count
-
-        with ThreadPoolExecutor(min(len(lowered), core_count())) as pool:
-            exes = dict(zip(lowered, pool.map(lambda low: low.compile(), lowered.values())))
-    for k, exe in exes.items():
-        _store(k, exe)
-    secs = time.perf_counter() - t0
-    return [(e, 0.0) if e is not None else (exes[k], secs) for k, e in zip(keys_, found)]
+    exe = fn.lower(*args).compile()
+    _COMPILED[key] = exe
+    while len(_COMPILED) > _capacity():
+        _COMPILED.popitem(last=False)
+    return exe, time.perf_counter() - t0
 
 
 def _pad(k: jax.Array, size: int) -> jax.Array:
@@ -359,23 +318,11 @@ def run(program: Program, args, reps: int, seed: int, *, batching: Batching = Ba
         compile_s += c
         return exe(*a)
 
-    def side_by_side(fn, first):
-        """``fn`` compiled for every slice's device at once (:func:`compiled_side_by_side`), with slice j's first
-        argument ``first[j]``; adds the time waited to ``compile_s``."""
-        nonlocal compile_s
-        got = compiled_side_by_side([(fn, (first[j], on(j)[1])) for j in range(p.parts)])
-        compile_s += max(c for _, c in got)
-        return [e for e, _ in got]
-
     outs = []
     for lo in range(0, reps, p.chunk):  # chunks of replications, not single ones
         m = min(p.chunk, reps - lo)
         k = _pad(keys(seed, start + lo, m), p.chunk)
-        sliced = [place(k[j * p.size:(j + 1) * p.size], j) for j in range(p.parts)]  # also places the arguments
-        carries = [exe(sliced[j], on(j)[1]) for j, exe in enumerate(side_by_side(program.start, sliced))]
-        if p.parts > 1:  # the devices' advance and finish compiled side by side before the loop
-            side_by_side(program.advance, carries)
-            side_by_side(program.finish, carries)
+        carries = [call(program.start, place(k[j * p.size:(j + 1) * p.size], j), on(j)[1]) for j in range(p.parts)]
         live = list(range(p.parts))
         while live:
             interrupt.check()  # a Ctrl-C that a finalizer swallowed (jaxq.interrupt)
