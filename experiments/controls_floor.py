@@ -6,7 +6,8 @@ default policy, seed 1), with 128 replications instead of 16: the study's 16 are
 replications, per system:
 
 * ``vr_first_128``, ``vr_128``: the variance reduction of the first-order controls (the 11 of the CTMC: V'(W_hat)
-  dW_hat per stream, the linear and quadratic basis) and of all 17 (with the six second-order ones,
+  dW_hat per stream, the renewal clocks' martingales in their age filtration; the linear and quadratic basis) and of
+  all 17 (with the six second-order ones,
   ``((min(v, K_n) - 1)^2 - E[(min(v, K_n) - 1)^2]) dW_hat^2`` per stream, ``K_n = 1 + 2 sqrt(n)``), the full sets
   (128 replications afford them);
 * ``vr_first_16``, ``vr_16``: the same two sets at 16 replications, the size of the study, where the replications
@@ -16,8 +17,10 @@ replications, per system:
 
     python experiments/controls_floor.py              # about 40 minutes on 2 cores (resumable: rows kept)
     python experiments/controls_floor.py --summary    # the table of the results page from the CSV
+    python experiments/controls_floor.py --summary --csv experiments/results/controls_floor/systems_variate.csv
 
-Writes ``experiments/results/controls_floor/systems.csv``.
+Writes ``experiments/results/controls_floor/systems.csv``. ``systems_variate.csv`` beside it is the same run with the
+first-order controls of the variates (a weight fixed when the variate is drawn), before the age filtration.
 """
 
 from __future__ import annotations
@@ -81,9 +84,10 @@ def main() -> None:
     ap.add_argument("--summary", action="store_true", help="print the table from the CSV and stop")
     ap.add_argument("--limit", type=int, default=None, help="only the first systems (a check)")
     ap.add_argument("--raw", default=None, help="also keep each system's J and controls here (.npz)")
+    ap.add_argument("--csv", default=os.path.join(OUT, "systems.csv"), help="the table written (or summarised)")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    path = os.path.join(OUT, "systems.csv")
+    path = args.csv
     rows = list(csv.DictReader(open(path))) if os.path.exists(path) else []
     if args.summary:
         print(summary(rows))

@@ -5,7 +5,7 @@
 # mixes numbers of two versions. Bump it with every change that alters any simulator's output for the same inputs
 # (tests/sim/test_stream_version.py pins it to the golden files' contents, which such a change regenerates).
 # What each version changed: CHANGELOG.md ("stream version N").
-STREAM_VERSION = 9
+STREAM_VERSION = 10
 
 # The drivers a simulator runs on, for every simulator (the 2x2 system, networks, M/M/c, a user's MarkovModel):
 # "event" (exact holding times, jaxq.sim.event), "uniformized" (a fixed rate, jaxq.sim.uniformized) and "auto",

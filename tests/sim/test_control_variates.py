@@ -153,6 +153,71 @@ def test_value_function_derivative():
     assert float(marginal(value_function(bL, sL, bH, sH, g, np.inf), 0.0)) == 0.0
 
 
+def _survival(d):
+    """An independent statement of a mean-1 law's survival function (scipy), as the sampler draws it."""
+    from scipy import stats
+
+    if d.name == "exponential":
+        return stats.expon().sf
+    if d.name in ("erlang", "gamma"):
+        a = float(d.k) if d.name == "erlang" else 1.0 / d.scv
+        return stats.gamma(a, scale=1.0 / a).sf
+    if d.name == "lognormal":
+        s = np.sqrt(np.log1p(d.scv))
+        return stats.lognorm(s, scale=np.exp(-s * s / 2)).sf
+    assert d.name == "hyperexponential"
+    p = 0.5 * (1.0 + np.sqrt((d.scv - 1.0) / (d.scv + 1.0)))  # balanced means 1/(2p), 1/(2(1-p))
+    return lambda u: p * np.exp(-2.0 * p * u) + (1.0 - p) * np.exp(-2.0 * (1.0 - p) * u)
+
+
+def test_mean_residual_life_against_its_integral():
+    """``m(u) = int_u^inf S / S(u)`` by quadrature of scipy's survival function, for every family and sampling
+    method (Erlang by its finite sum, Erlang-20 and gamma by Q's series and continued fraction on both sides of
+    ``x = a + 1``, gammahalf, lognormal, hyperexponential with its phase probability rounded as sampled), at ages
+    from 0 to far in the tail; deterministic ``max(1 - u, 0)``."""
+    import jax.numpy as jnp
+    from scipy import integrate
+
+    from jaxq.model.distributions import parse
+    from jaxq.sim import sampling
+
+    laws = ["exponential", "erlang:0.25", "erlang:0.05", "gamma:0.4", "gamma:0.3", "gamma:3", "gamma:10",
+            "gamma:0.1", "lognormal:0.2", "lognormal:8", "hyperexponential:4", "deterministic"]
+    dists = [parse(s, "law") for s in laws]
+    spec = sampling.spec_of(dists)
+    assert set(spec.methods) == {"exponential", "erlang", "gamma", "gammahalf", "lognormal", "hyperexponential",
+                                 "deterministic"}
+    table = {k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}
+    ages = np.array([0.0, 0.05, 0.3, 0.9, 1.0, 1.7, 2.5, 4.0, 7.0, 12.0])
+    for j, d in enumerate(dists):
+        got = np.array([float(sampling.mean_residual(jnp.float64(u), spec, table, jnp.int32(j))) for u in ages])
+        if d.name == "deterministic":
+            np.testing.assert_array_equal(got, np.maximum(1.0 - ages, 0.0))
+            continue
+        sf = _survival(d)
+        for u, m in zip(ages, got):
+            if sf(u) < 1e-200:
+                continue
+            ref = integrate.quad(sf, u, np.inf, limit=500, epsabs=0.0, epsrel=1e-13)[0] / sf(u)
+            tol = 1e-9 if d.name == "hyperexponential" else 1e-10  # (the phase probability rounded to 2^-32)
+            assert m == pytest.approx(ref, rel=tol), (laws[j], u, m, ref)
+
+
+def test_renewal_controls_do_not_depend_on_chunk_or_block_with_every_method():
+    """The clocks' controls evaluate every law's mean residual life (closed forms, the gamma series and continued
+    fraction, the deterministic clock's zero): bit for bit the same for chunks of 64 and 7 and blocks of 128 and 32
+    (each product rounded once, whatever loop XLA compiles it into)."""
+    data = tomllib.loads(path("pss_PP").read_text())
+    data["system"]["interarrival"] = ["lognormal:8", "deterministic"]
+    data["system"]["service"] = [["hyperexponential:4", "erlang:0.25"], ["gamma:0.3", "erlang:0.05"]]
+    s = from_dict(data)
+    a = simulate(s, 36, 64, seed=9, truncation=PT.Truncation(engine="event", horizon=3.0))
+    b = simulate(s, 36, 64, seed=9, truncation=PT.Truncation(engine="event", horizon=3.0, block=32),
+                 batching=PT.Batching(chunk=7))
+    np.testing.assert_array_equal(a.samples["controls"], b.samples["controls"])
+    assert a.value == b.value and a.stderr == b.stderr
+
+
 # the fast set: the hyperexponential family (two uniforms a variate); the other families with the slow checks
 @pytest.mark.parametrize("dist", [d if d in ("hyperexponential:4",)
                                   else pytest.param(d, marks=pytest.mark.slow) for d in FAMILIES])
@@ -275,9 +340,10 @@ def test_sde_controlled_value_against_the_ode(switch_at):
 @pytest.mark.slow  # n = 10^4, 128 replications of a random system (about 20 s)
 def test_second_order_controls_raise_the_weakest_variance_reduction():
     """T2_011 of the random draw (lognormal interarrivals with SCV 7.6, a hyperexponential service with SCV 7.1)
-    had the weakest first-order controls of the 160 threshold systems: the second-order ones (fitted on the same
-    replications) reduce the variance more than twice as much (measured 2.6x at seed 1, 3.1-3.4x at 256
-    replications of seeds 1 and 2), and the controlled estimate agrees with the plain one."""
+    had the weakest controls of the 160 threshold systems: 47.8 with all seventeen when the first-order ones were
+    the variates' (a weight fixed at the draw); with the clocks' martingales in their age filtration 118 (seed 1),
+    and the second-order ones, fitted on the same replications, still double the first-order set's (60.5 to 118).
+    The controlled estimate agrees with the plain one."""
     from jaxq.precision import in_float64
     from jaxq.studies.random_draw import draw_system
 
@@ -288,5 +354,6 @@ def test_second_order_controls_raise_the_weakest_variance_reduction():
     assert c.shape[1] == 17
     first = controlled_mean(J, c[:, :11], np.arange(128))
     both = controlled_mean(J, c, np.arange(128))
-    assert (first.stderr / both.stderr) ** 2 > 2.0, (first.stderr, both.stderr)
+    assert (first.stderr / both.stderr) ** 2 > 1.5, (first.stderr, both.stderr)
+    assert (both.plain_stderr / both.stderr) ** 2 > 80.0, (both.plain_stderr, both.stderr)
     assert abs(both.mean - both.plain) <= 4 * both.plain_stderr

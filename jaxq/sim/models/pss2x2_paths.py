@@ -113,7 +113,8 @@ def _empty(p) -> View:
 # W_hat of the state held at each record time (Params.t_rec)
 W_AT_RECORD_TIMES = with_params(snapshots(w_hat, _empty), lambda p: (p, p.t_rec))
 
-# the control variates, per variate (renewal) or per event (CTMC): 6 per stream/event V'(W_hat) dW_hat, 2 linear in
+# the control variates, per clock and event (renewal: pss2x2._age_controls) or per event (CTMC): 6 per stream/event
+# V'(W_hat) dW_hat; per variate (renewal) or per event (CTMC): 2 linear in
 # X_hat_i, 3 quadratic (X_hat_1^2, X_hat_2^2, X_hat_1 X_hat_2); the renewal rule adds 6 of second order per stream,
 # ((min(v, K) - 1)^2 - E[(min(v, K) - 1)^2]) dW_hat^2, capped at K = Params.cv_cap
 CONTROLS = 11
@@ -122,7 +123,8 @@ RENEWAL_CONTROL_COUNT = CONTROLS + SECOND_ORDER
 
 
 def _controls(acc, seg: Segment, p):
-    """Add the event's martingale increments, one tuple per variate slot, in the order drawn."""
+    """Add the event's martingale increments: tuples of increments (the renewal rule: its clocks', then one per
+    variate slot, in the order drawn)."""
     for inc in seg.martingale:
         acc = tuple(a + m for a, m in zip(acc, inc))
     return acc

@@ -99,7 +99,8 @@ block), :mod:`~jaxq.sim.sampling.step_envelope` (the event form's gamma envelope
 sampled), :mod:`~jaxq.sim.sampling.transforms` (exponential,
 Erlang, hyperexponential, lognormal, gammahalf), :mod:`~jaxq.sim.sampling.marsaglia_tsang` (gamma's proposals and
 fallback), :mod:`~jaxq.sim.sampling.slots` (the words of one call laid out over its slots),
-and :mod:`~jaxq.sim.sampling.draws` (:func:`sample`, the void protocol, :func:`sample_dist`). This package gives every name its callers use.
+and :mod:`~jaxq.sim.sampling.draws` (:func:`sample`, the void protocol, :func:`sample_dist`); :mod:`~jaxq.sim.sampling.residual`
+(the mean residual life of a law as sampled, for the controls). This package gives every name its callers use.
 """
 
 # Every name the callers (the engines, tests, benchmarks) take from jaxq.sim.sampling; the private ones are the tests'.
@@ -129,3 +130,4 @@ from jaxq.sim.sampling.spec import (
     words_needed,
 )
 from jaxq.sim.sampling.draws import draw, sample, sample_dist, sample_or_void, slot_values
+from jaxq.sim.sampling.residual import mean_residual, random_stream

@@ -46,6 +46,8 @@ class Spec(NamedTuple):
         steps: Every gamma shape in STEP_SHAPES: the event form (P = 1) takes a step envelope; the largest q
             (0: none).
         steps_log: Some stream's step envelope has c > 0: the test takes log y (:func:`.step_envelope.step_scale`).
+        stream_methods: The sampling method of each stream, in order (:func:`jaxq.sim.sampling.mean_residual`
+            evaluates only the methods of the streams a clock can run).
     """
 
     families: tuple[str, ...]
@@ -58,6 +60,7 @@ class Spec(NamedTuple):
     shared: bool = False  # every stream has the same law: its parameters are read from row 0, no select
     steps: int = 0  # every gamma shape in STEP_SHAPES: the event form (P = 1) takes a step envelope; the largest q
     steps_log: bool = False  # some stream's step envelope has c > 0: the test takes log y (step_scale)
+    stream_methods: tuple[str, ...] = ()  # the sampling method of each stream, in order
 
     @property
     def uniforms(self) -> int:
@@ -142,7 +145,8 @@ def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
     boost = any(_method(d) == "gamma" and _shape(d) < 1.0 for d in dists)
     khalf = max([_phases(d) for d in dists if _method(d) == "gammahalf"] + [0])
     shared = len({(d.name, float(d.scv)) for d in dists}) == 1
-    spec = Spec(fams, kmax, methods, kdirect, DEFAULT_PROPOSALS, boost, khalf, shared, *_step_spec(dists))
+    spec = Spec(fams, kmax, methods, kdirect, DEFAULT_PROPOSALS, boost, khalf, shared, *_step_spec(dists),
+                tuple(_method(d) for d in dists))
     return with_proposals(spec, int(proposals))
 
 
