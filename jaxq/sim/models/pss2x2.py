@@ -382,7 +382,8 @@ def _age_controls(s: State, p: Params, spec, end, live, real, fired, restart, t1
     ``-w du`` as it ages, and ``+(w' - w) m(u)`` where its weight changes from ``w`` to ``w'`` at age ``u``; at a
     constant weight it is ``w (1 - v)``, the variate's own first-order control. A clock starts with the weight
     ``exp(-gamma t) V'(W_hat) d`` of the state after the event, and at every event the clocks that run on take the
-    weight of the state then: the weight follows ``V'(W_hat)`` while the clock runs, as the CTMC's martingales do
+    weight of the state then (past the horizon 0: a clock still running at T is settled there, ``-w m(u_T)``): the
+    weight follows ``V'(W_hat)`` while the clock runs, as the CTMC's martingales do
     (a weight fixed at the draw, the variate's control, measured 4 to 10 times the residual variance on the random
     systems at n = 10^4).
 
@@ -405,14 +406,16 @@ def _age_controls(s: State, p: Params, spec, end, live, real, fired, restart, t1
         d_new = tuple(_sel(sampling.random_stream(spec, p.table, j), d, 0.0) for j, d in zip(new_streams, d_new))
     running = (live, live, live & (s0 >= 0), live & (s1 >= 0))
     streams = (0, 1, 2 + 2 * jnp.maximum(s0, 0), 3 + 2 * jnp.maximum(s1, 0))
-    refresh = [running[k] & ~(fired[k] & real) & real for k in range(4)]  # the clocks that run on
+    # the clocks that run on take the new weight; past the horizon (an event beyond T: not real) that weight is 0, so
+    # every clock still running at T is settled there, -w m(u_T)
+    refresh = [running[k] & ~(fired[k] & real) for k in range(4)]
     m_of = [keep(sampling.mean_residual(_sel(refresh[k], rates[k] * (end - s.born[k]), 0.0), spec, p.table,
                                         streams[k], can)) for k, can in enumerate(((0,), (1,), (2, 4), (3, 5)))]
     cols, born, weight = [0.0] * 6, [], []
     for k in range(4):
         w = s.weight[k]
         start = restart[k] & real
-        w_new = c_new * d_new[k]
+        w_new = keep(c_new * d_new[k])
         # each product materialised before it is added: one rounding whatever the batch (no fused multiply-add in
         # some compiled loops and not in others)
         aging = keep(_sel(running[k], w * rates[k] * (end - s.t), 0.0))
@@ -421,7 +424,7 @@ def _age_controls(s: State, p: Params, spec, end, live, real, fired, restart, t1
         if k < 2:  # an arrival clock's stream is its class
             cols[k] = keep(aging - fresh)
         else:  # a service clock's stream: the class it serves on the segment (aging), after the event (the rest)
-            old, new = (s0, n0) if k == 2 else (s1, n1)
+            old, new = (s0, _sel(real, n0, s0)) if k == 2 else (s1, _sel(real, n1, s1))  # past T: the class served
             cols[k] = -(_sel(new == 0, fresh, 0.0) - _sel(old == 0, aging, 0.0))
             cols[k + 2] = -(_sel(new == 1, fresh, 0.0) - _sel(old == 1, aging, 0.0))
         born.append(_sel(start, t1, s.born[k]))

@@ -19,6 +19,8 @@ METHOD_CODE = {**FAMILY_CODE, "gammahalf": len(NAMES)}
 NORMAL_METHODS = {"lognormal", "gammahalf", "gamma"}  # methods that take a standard normal (proposal 0's for gamma)
 SHAPE_TOL = 1e-9  # a gamma shape within this (relative) of an integer or half-integer is that number (as Erlang k)
 ERLANG_DIRECT_MAX = 12  # Erlang-k with larger k is sampled as gamma(k): fewer words
+GAMMA_FIXED_MAX = 50.0  # gamma shapes up to this take mean_residual's fixed-depth Q (rel. error < 1e-12); above,
+# the iterative igammac (Spec.large_gamma)
 
 
 def _method(d: Dist) -> str:

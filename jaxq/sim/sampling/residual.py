@@ -6,16 +6,17 @@ is ``int m h du = (u1 - u0) + m(u1) - m(u0)`` (``h`` the hazard rate: ``m' = h m
 ``m``. Per family (a unit-mean law; ``Q`` the regularised upper incomplete gamma function):
 
 * exponential: 1;
-* gamma with shape ``a`` (Erlang-k: ``a = k``, by its finite sum; gammahalf and gamma: ``Q`` by its series and
-  continued fraction, to a relative 1e-12), ``x = a u``:
+* gamma with shape ``a`` (Erlang-k: ``a = k``, by its finite sum; gammahalf and gamma: ``Q`` by 60 terms of its
+  series and continued fraction, to a relative 1e-12 for shapes up to ``GAMMA_FIXED_MAX`` = 50; above, by XLA's
+  iterative ``igammac``), ``x = a u``:
   ``m = 1 - u + x^a e^-x / (Gamma(a + 1) Q(a, x))``;
 * lognormal with ``s^2 = log(1 + c)``, ``d = log(u)/s + s/2``: ``m = Phi(s - d) / Phi(-d) - u``;
 * hyperexponential with phases ``(p, M_1)``, ``(1 - p, M_2)`` as sampled (``M_j = 1/(2 p_j)``):
   ``m = (p M_1 e^{-u/M_1} + (1-p) M_2 e^{-u/M_2}) / (p e^{-u/M_1} + (1-p) e^{-u/M_2})``;
 * deterministic: ``max(1 - u, 0)``.
 
-The stream is a traced index; every method of the spec is evaluated and the stream's is selected (as the samplers
-do, :mod:`jaxq.sim.sampling`).
+The stream is a traced index; the methods of the streams it can be (``streams``; all the spec's by default) are
+evaluated and the stream's is selected (as the samplers do, :mod:`jaxq.sim.sampling`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ import math
 
 import jax.numpy as jnp
 
-from jax.scipy.special import erfc, gammaln
+from jax.scipy.special import erfc, gammaincc, gammaln
 
-from jaxq.sim.sampling.methods import ERLANG_DIRECT_MAX, METHOD_CODE
+from jaxq.sim.sampling.methods import ERLANG_DIRECT_MAX, GAMMA_FIXED_MAX, METHOD_CODE
 from jaxq.sim.sampling.kernels import log
 from jaxq.sim.sampling.spec import Spec, _lookup, _stream_eq
 
@@ -49,7 +50,7 @@ def _erlang(u, k):
 GAMMA_TERMS = 60  # terms of the series and depth of the continued fraction of Q (relative error below 1e-12)
 
 
-def _gamma(u, a):
+def _gamma(u, a, large: bool = False):
     """``1 - u + x^a e^-x / (Gamma(a+1) Q(a, x))``, ``x = a u``: below ``x = a + 1`` by the series of ``P = 1 - Q``,
     above by the continued fraction of ``Q`` (Numerical Recipes' ``gser``/``gcf``) at a fixed depth, as a loop
     of the vectorised step costs a quarter of the iterative ``gammaincc`` (measured 28 against 108 ns an element)."""
@@ -65,7 +66,11 @@ def _gamma(u, a):
     for i in range(GAMMA_TERMS - 1, -1, -1):
         tail = (x + (2 * i + 1) - a) - (i + 1) * (i + 1 - a) / tail
     fraction = tail / a  # Q = g Gamma(a + 1) / (a tail)
-    return 1.0 - u + jnp.where(x < a + 1.0, series, fraction)
+    r = jnp.where(x < a + 1.0, series, fraction)
+    if large:  # shapes beyond the fixed depth's reach: XLA's iterative igammac (about 4x the cost)
+        iterated = jnp.where(x > 0.0, jnp.exp(a * log(safe) - x - gammaln(a + 1.0) - log(gammaincc(a, x))), 0.0)
+        r = jnp.where(a > GAMMA_FIXED_MAX, iterated, r)
+    return 1.0 - u + r
 
 
 def _lognormal(u, s):
@@ -111,7 +116,7 @@ def mean_residual(u, spec: Spec, table: dict, stream, streams: tuple[int, ...] |
         elif name == "gammahalf":
             m = _gamma(u, c0 + 0.5)
         elif name == "gamma":
-            m = _gamma(u, 1.0 / jnp.where(c3 > 0.0, c3, 1.0))
+            m = _gamma(u, 1.0 / jnp.where(c3 > 0.0, c3, 1.0), spec.large_gamma)
         elif name == "lognormal":
             m = _lognormal(u, jnp.where(c0 > 0.0, c0, 1.0))
         elif name == "hyperexponential":

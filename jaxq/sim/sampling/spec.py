@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxq.model.distributions import Dist
-from jaxq.sim.sampling.methods import FAMILY_CODE, METHOD_CODE, NORMAL_METHODS, _method, _phases, _shape
+from jaxq.sim.sampling.methods import (FAMILY_CODE, GAMMA_FIXED_MAX, METHOD_CODE, NORMAL_METHODS, _method, _phases,
+                                       _shape)
 from jaxq.sim.sampling.step_envelope import STEP_BITS, _NO_STEPS, _step_form, _step_spec, step_envelope
 
 __all__ = ["DEFAULT_PROPOSALS", "Spec", "param_table", "capped_variance", "spec_of", "with_proposals", "words_needed"]
@@ -48,6 +49,8 @@ class Spec(NamedTuple):
         steps_log: Some stream's step envelope has c > 0: the test takes log y (:func:`.step_envelope.step_scale`).
         stream_methods: The sampling method of each stream, in order (:func:`jaxq.sim.sampling.mean_residual`
             evaluates only the methods of the streams a clock can run).
+        large_gamma: Some gamma-method stream has a shape above ``GAMMA_FIXED_MAX``: its mean residual life takes
+            the iterative incomplete gamma function.
     """
 
     families: tuple[str, ...]
@@ -61,6 +64,7 @@ class Spec(NamedTuple):
     steps: int = 0  # every gamma shape in STEP_SHAPES: the event form (P = 1) takes a step envelope; the largest q
     steps_log: bool = False  # some stream's step envelope has c > 0: the test takes log y (step_scale)
     stream_methods: tuple[str, ...] = ()  # the sampling method of each stream, in order
+    large_gamma: bool = False  # some gamma-method stream has a shape above GAMMA_FIXED_MAX (mean_residual)
 
     @property
     def uniforms(self) -> int:
@@ -146,7 +150,8 @@ def spec_of(dists: Sequence[Dist], proposals: int = DEFAULT_PROPOSALS) -> Spec:
     khalf = max([_phases(d) for d in dists if _method(d) == "gammahalf"] + [0])
     shared = len({(d.name, float(d.scv)) for d in dists}) == 1
     spec = Spec(fams, kmax, methods, kdirect, DEFAULT_PROPOSALS, boost, khalf, shared, *_step_spec(dists),
-                tuple(_method(d) for d in dists))
+                tuple(_method(d) for d in dists),
+                any(_method(d) == "gamma" and _shape(d) > GAMMA_FIXED_MAX for d in dists))
     return with_proposals(spec, int(proposals))
 
 
