@@ -398,14 +398,19 @@ def _age_controls(s: State, p: Params, spec, end, live, real, fired, restart, t1
     c_new = keep(_sel(real, disc1, 0.0) * marginal(p.value, (ai[0] * x0.astype(f64) + ai[1] * x1.astype(f64))
                                                    * p.inv_sqrt_n))
     rates = (p.lam[0], p.lam[1], _sel(s0 == 1, p.mu[1, 0], p.mu[0, 0]), _sel(s1 == 1, p.mu[1, 1], p.mu[0, 1]))
-    d_old = (p.cv_scale[0], p.cv_scale[1], _sel(s0 == 1, p.cv_scale[4], p.cv_scale[2]),
-             _sel(s1 == 1, p.cv_scale[5], p.cv_scale[3]))
-    d_new = d_old[:2] + (_sel(n0 == 1, p.cv_scale[4], p.cv_scale[2]), _sel(n1 == 1, p.cv_scale[5], p.cv_scale[3]))
-    if "deterministic" in spec.methods:  # a deterministic clock keeps the weight 0: its control is exactly 0
-        new_streams = (0, 1, 2 + 2 * jnp.maximum(n0, 0), 3 + 2 * jnp.maximum(n1, 0))
-        d_new = tuple(_sel(sampling.random_stream(spec, p.table, j), d, 0.0) for j, d in zip(new_streams, d_new))
+
+    def clock_streams(c0, c1):  # the four clocks' streams when the servers serve classes c0, c1
+        return 0, 1, service_stream(jnp.maximum(c0, 0), 0), service_stream(jnp.maximum(c1, 0), 1)
+
+    streams = clock_streams(s0, s1)  # on the segment
+    # the effect d of each clock's stream after the event; a deterministic clock keeps the weight 0 (its control is 0)
+    d_new = tuple(_sel(j == 4, p.cv_scale[4], p.cv_scale[2]) if k == 2 else
+                  _sel(j == 5, p.cv_scale[5], p.cv_scale[3]) if k == 3 else p.cv_scale[k]
+                  for k, j in enumerate(clock_streams(n0, n1)))
+    if "deterministic" in spec.methods:
+        d_new = tuple(_sel(sampling.random_stream(spec, p.table, j), d, 0.0)
+                      for j, d in zip(clock_streams(n0, n1), d_new))
     running = (live, live, live & (s0 >= 0), live & (s1 >= 0))
-    streams = (0, 1, 2 + 2 * jnp.maximum(s0, 0), 3 + 2 * jnp.maximum(s1, 0))
     # the clocks that run on take the new weight; past the horizon (an event beyond T: not real) that weight is 0, so
     # every clock still running at T is settled there, -w m(u_T)
     refresh = [running[k] & ~(fired[k] & real) for k in range(4)]

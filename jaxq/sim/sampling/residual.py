@@ -56,7 +56,8 @@ def _gamma(u, a, large: bool = False):
     of the vectorised step costs a quarter of the iterative ``gammaincc`` (measured 28 against 108 ns an element)."""
     x = a * u
     safe = jnp.where(x > 0.0, x, 1.0)
-    g = jnp.exp(a * log(safe) - x - gammaln(a + 1.0))  # x^a e^-x / Gamma(a + 1)
+    log_g = a * log(safe) - x - gammaln(a + 1.0)
+    g = jnp.exp(log_g)  # x^a e^-x / Gamma(a + 1)
     term, total = jnp.ones_like(x), jnp.ones_like(x)
     for j in range(1, GAMMA_TERMS + 1):  # unrolled: one fused loop over the replications (a fori_loop: 2.3x slower)
         term = term * x / (a + j)
@@ -68,7 +69,7 @@ def _gamma(u, a, large: bool = False):
     fraction = tail / a  # Q = g Gamma(a + 1) / (a tail)
     r = jnp.where(x < a + 1.0, series, fraction)
     if large:  # shapes beyond the fixed depth's reach: XLA's iterative igammac (about 4x the cost)
-        iterated = jnp.where(x > 0.0, jnp.exp(a * log(safe) - x - gammaln(a + 1.0) - log(gammaincc(a, x))), 0.0)
+        iterated = jnp.where(x > 0.0, jnp.exp(log_g - log(gammaincc(a, x))), 0.0)
         r = jnp.where(a > GAMMA_FIXED_MAX, iterated, r)
     return 1.0 - u + r
 
