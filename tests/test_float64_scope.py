@@ -27,9 +27,11 @@ if len(jax.devices("cpu")) > 1:  # the subprocess (module docstring): every run 
     jaxq.mc.replications.SPREAD_WORK = 0.0
 a = jaxq.analyze("pss_T2T1")
 r = jaxq.simulate("pss_PP", 25, 64, seed=2)
-s = jaxq.simulate_sde("pss_P", paths=256, seed=1)
-net = jaxq.simulate("network_N", 9, 4, horizon=5.0, warmup=1.0, seed=3)
-t = jaxq.tune("pss_T2T1")
+more = {}
+if FULL:  # the other simulators and the tuner (the slow checks: about 30 s of compilation in the subprocess)
+    more = {"sde": jaxq.simulate_sde("pss_P", paths=256, seed=1).to_dict(),
+            "net": jaxq.simulate("network_N", 9, 4, horizon=5.0, warmup=1.0, seed=3).to_dict(),
+            "tune": float(jaxq.tune("pss_T2T1").z)}
 wcp_cost = float(a.wcp_cost(0.0))  # a returned object's JAX method, after the call
 from jaxq.sim import pss2x2
 direct_dtype = str(pss2x2.simulate(jaxq.load("pss_P"), 25, 4, seed=1, outputs=pss2x2.Outputs(diagnostics=False)).samples["J"].dtype)
@@ -44,15 +46,14 @@ with contextlib.redirect_stdout(out):
     rc = main(["simulate", "pss_PP", "--n", "25", "--reps", "64", "--json"])
 json.dump({"flags": [before, after_import, after_calls], "user_dtype": user_dtype, "cpu_devices": len(jax.devices("cpu")),
            "result_dtype": str(r.info.get("J", r.value).__class__.__name__),
-           "analysis": a.to_dict(), "sim": r.to_dict(), "sde": s.to_dict(), "net": net.to_dict(),
-           "tune": float(t.z), "wcp_cost": wcp_cost, "direct_dtype": direct_dtype, "cli_rc": rc, "cli": json.loads(out.getvalue())}, sys.stdout, default=repr)
+           "analysis": a.to_dict(), "sim": r.to_dict(), **more, "wcp_cost": wcp_cost, "direct_dtype": direct_dtype, "cli_rc": rc, "cli": json.loads(out.getvalue())}, sys.stdout, default=repr)
 """
 
 
-def _run(x64: str) -> dict:
+def _run(x64: str, full: bool) -> dict:
     env = dict(os.environ, JAX_ENABLE_X64=x64, PYTHONPATH=str(ROOT), JAXQ_HOST_DEVICES="2",  # the session's
                XLA_FLAGS="--xla_cpu_multi_thread_eigen=false")  # compilation cache (conftest); a second host device
-    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run([sys.executable, "-c", f"FULL = {full}\n" + SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
 
@@ -67,18 +68,18 @@ def _strip_times(d):
     return d
 
 
-def _run_here() -> dict:
+def _run_here(full: bool) -> dict:
     """The script in this process, whose JAX configuration has float64 on (tests/conftest.py): the same programs
     as other tests, so mostly compiled already."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(SCRIPT, {"__name__": "float64_scope"})
+        exec(SCRIPT, {"__name__": "float64_scope", "FULL": full})
     return json.loads(out.getvalue())
 
 
 @pytest.fixture(scope="module")
 def both():
-    return _run("0"), _run_here()
+    return _run("0", False), _run_here(False)
 
 
 def test_import_and_calls_leave_the_users_configuration(both):
@@ -90,8 +91,17 @@ def test_import_and_calls_leave_the_users_configuration(both):
 
 def test_numbers_are_the_same_either_way(both):
     off, on = both
+    for key in ("analysis", "sim"):
+        assert _strip_times(off[key]) == _strip_times(on[key]), key
+
+
+@pytest.mark.slow
+def test_every_simulator_and_the_tuner_give_the_same_numbers_either_way():
+    """The SDE paths, a network and the tuner too (float32 default and two devices against float64 and one)."""
+    off, on = _run("0", True), _run_here(True)
     for key in ("analysis", "sim", "sde", "net", "tune"):
         assert _strip_times(off[key]) == _strip_times(on[key]), key
+    assert off["cli"]["J_hat"] > 0 and _strip_times(off["cli"]) == _strip_times(on["cli"])
 
 
 def test_the_cli_computes_in_float64_whatever_the_environment(both):

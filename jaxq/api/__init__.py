@@ -428,6 +428,9 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
         - ``rel_tol`` (1e-4): the tail bound the default truncation aims at, relative to V0.
         - ``block`` (128): events per block of the event driver (how often it checks that every replication is
           done).
+        - ``se_floor`` (None): the standard error, relative to J_hat, below which the default truncation is not
+          lengthened; a precision target (``rel_se``) sets it to ``rel_se`` unless given (None: the run's own
+          standard error).
     - ``levels`` (``jaxq.Levels``): the levels of Theorem 2.11's policy in the n-th system.
         - ``switch_at`` (None): the switching level z in scaled workload; None: the rule's, z* of the analysis for
           every rule but ``excursion``.
@@ -538,13 +541,13 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     if policy == "tuned":  # the search of jaxq.tuning.prelimit, then fresh replications of the tuned policy
         from jaxq.tuning.prelimit import simulate_tuned
 
-        options = _options("pss2x2_tuned", options)
+        options = _held_to(target, _options("pss2x2_tuned", options))
         engine = _one_engine(options, engine)
         reps = 1000 if reps is None else reps
         return simulate_tuned(system, n, reps, engine=engine, seed=seed, target=target,
                               **_placed(options, target.max_reps if target else reps))
 
-    options = _options("pss2x2", options)
+    options = _held_to(target, _options("pss2x2", options))
     engine = _one_engine(options, engine)
     return _run(lambda r, s: pss2x2.simulate_bounded(
         system, n, r, **pss2x2.grouped({"policy": policy or "auto", "seed": s, "engine": engine,
@@ -560,6 +563,14 @@ def _options(kind: str, options: dict) -> dict:
     spec = KINDS[kind]
     out = flat(spec, options, lambda key, names: _unknown(key, names | set(OWN), spec.where))
     return {k: _CHECKS[k](x, k) if k in _CHECKS and k not in options else x for k, x in out.items()}
+
+
+def _held_to(target, options: dict) -> dict:
+    """A precision target's 2x2 runs hold their truncation to the standard error asked for (``se_floor``, unless
+    given): one below it, as the control variates often reach, does not lengthen the horizon."""
+    if target is not None and options.get("se_floor") is None:
+        options = {**options, "se_floor": target.rel_se}
+    return options
 
 
 def _one_engine(options: dict, engine: str) -> str:

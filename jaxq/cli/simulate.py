@@ -105,7 +105,7 @@ def run(args) -> dict:
             return simulate_2x2(system, n, reps, policy=args.policy, seed=seed, engine=args.engine,
                                 horizon=args.horizon, theta_exponent=args.theta_exponent, switch_at=args.switch_at,
                                 theta_rule=args.theta_rule, chunk=chunk, debug=args.check_invariants, progress=tick,
-                                cv=args.cv == "on")
+                                cv=args.cv == "on", se_floor=target.rel_se if target is not None else None)
 
         res = run_reps(go, args.reps, args.seed, target, key="rel-se")
     out = res.to_dict()

@@ -82,6 +82,10 @@ class Truncation(NamedTuple):
             :func:`ctmc_steps`).
         rel_tol: The default truncation's tail bound relative to V0.
         block: Events per block of the event driver (how often it checks that every replication is done).
+        se_floor: The standard error, relative to J_hat, below which the default truncation is not lengthened:
+            :func:`simulate_bounded` holds the tail bound to a share of ``max(stderr, se_floor J_hat)``. A precision
+            target sets it to its ``rel_se`` (a standard error below the one asked for does not buy a longer
+            horizon); None or 0: the run's own standard error.
     """
 
     engine: str = "auto"
@@ -89,6 +93,7 @@ class Truncation(NamedTuple):
     steps: int | None = None
     rel_tol: float = 1e-4
     block: int = 128
+    se_floor: float | None = None
 
 
 class Outputs(NamedTuple):
@@ -208,7 +213,8 @@ class Plan(NamedTuple):
 
 
 def plan(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
-         horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Plan:
+         horizon: float | None = None, record_times=(), analysis: Analysis | None = None,
+         rel_tol: float = 1e-4) -> Plan:
     """What :func:`setup` checks and chooses (the policy, its threshold and switching level, the horizon).
 
     With the same one-line InputErrors, without building the simulator's parameters: what an experiment file's
@@ -224,6 +230,7 @@ def plan(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = "
         horizon: The event driver's truncation time (default :func:`default_horizon`).
         record_times (array_like): The times at which W_hat(t) is recorded.
         analysis: The system's analysis (computed when not given).
+        rel_tol: The default horizon's tail bound relative to V0 (:attr:`Truncation.rel_tol`).
 
     Returns:
         The plan.
@@ -248,7 +255,7 @@ def plan(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = "
     nth = system.at(n)
     given = horizon is not None
     if horizon is None:
-        horizon = default_horizon(nth, n, scale=an.V0)
+        horizon = default_horizon(nth, n, rel_tol, scale=an.V0)
     if not (math.isfinite(horizon) and horizon > 0):
         raise InputError("horizon", f"must be a positive number, got {horizon}")
     expected_events = 2.0 * float(np.sum(nth.lam_n)) * horizon
@@ -276,7 +283,8 @@ def plan(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = "
 
 
 def setup(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = "auto", levels: Levels = Levels(),
-          horizon: float | None = None, record_times=(), analysis: Analysis | None = None) -> Setup:
+          horizon: float | None = None, record_times=(), analysis: Analysis | None = None,
+          rel_tol: float = 1e-4) -> Setup:
     """Parameters of the n-th system under a policy (validated; one-line InputErrors).
 
     A :class:`jaxq.Policy2x2` ``policy`` decides alone: it takes no threshold, switching level or perturbation (the
@@ -294,6 +302,7 @@ def setup(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = 
         horizon: The event driver's truncation time (default :func:`default_horizon`).
         record_times (array_like): The times at which W_hat(t) is recorded.
         analysis: The system's analysis (computed when not given).
+        rel_tol: The default horizon's tail bound relative to V0 (:attr:`Truncation.rel_tol`).
 
     Returns:
         The setup.
@@ -303,7 +312,7 @@ def setup(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = 
             (:func:`jaxq.policies.hook.check`).
     """
     pl = plan(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
-              analysis=analysis)
+              analysis=analysis, rel_tol=rel_tol)
     an, res, theta, theta_constant = pl.analysis, pl.resolved, pl.theta, pl.theta_constant
     theta_exponent, perturb = levels.theta_exponent, levels.perturb
     nth = pl.nth
@@ -514,7 +523,7 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
             ``horizon``, ``steps``, ``observers``), a job beyond the work limits, or ``policy`` for a Policy2x2 that
             made invalid assignments.
     """
-    engine, horizon, steps, rel_tol, block = truncation
+    engine, horizon, steps, rel_tol, block, _ = truncation  # se_floor: simulate_bounded's
     record_times, cv, diagnostics, debug, observers = outputs
     observers = check_observers(observers)
     if "diagnostics" in observers:
@@ -533,7 +542,7 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
     needs_event = horizon is not None or debug or smoothed or len(np.atleast_1d(record_times)) > 0
     exponential = system_of(system).exponential
     st = setup(system, n, policy=policy, levels=levels, horizon=horizon, record_times=record_times,
-               analysis=analysis)
+               analysis=analysis, rel_tol=rel_tol)
     an, nth = st.analysis, st.nth
     system, rn, lam_n = nth.system, nth.sqrt_n, nth.lam_n
     info = {"n": n, "policy": st.policy, "theta": st.theta, "switch_at": st.switch_at, "modes_used": st.modes_used,
@@ -604,7 +613,8 @@ def simulate_bounded(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, **args)
     The default horizon (or number of uniformised steps) is sized before the run against V0 or, where that is
     smaller, the no-departure cost that bounds J_n (:func:`jaxq.model.validate.pss_cost_scale`); neither is J_n
     itself, nor its standard error, which the control variates can make tiny. So after the run the bound on the
-    neglected tail (``truncation_bound``) must be at most :data:`STDERR_SHARE` of the standard error and at most
+    neglected tail (``truncation_bound``) must be at most :data:`STDERR_SHARE` of the standard error (held to at least
+    ``Truncation.se_floor`` J_hat: a precision target's ``rel_se``, set by ``jaxq.simulate``) and at most
     :data:`TRUNCATION_SHARE` (or ``10 rel_tol``) of ``max(J_hat, stderr)``: if it is not, the run is repeated
     (same seeds) with the truncation extended to where the bound is about ``rel_tol`` of ``max(J_hat, stderr)``
     and at most half :data:`STDERR_SHARE` standard errors, at most :data:`EXTENSIONS` times and within the work
@@ -643,7 +653,7 @@ def _bounded(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, **args) -> SimR
     first = res.info["horizon"]
     refused = None
     for attempt in range(EXTENSIONS + 1):
-        longer = _longer_truncation(res, system_of(system).gamma, rel_tol)
+        longer = _longer_truncation(res, system_of(system).gamma, rel_tol, tr.se_floor)
         if longer is None:
             return res
         key, value, horizon = longer
@@ -657,7 +667,7 @@ def _bounded(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, **args) -> SimR
             refused = f"the horizon {horizon:.4g} it needs is refused: {e.reason}"
             break
     if _within_share(res, rel_tol):  # a small share of J_hat, not yet of the standard error: said, and in ci95
-        bound, se = res.info["truncation_bound"], res.stderr
+        bound, se = res.info["truncation_bound"], _held_se(res, tr.se_floor)
         why = refused or f"after {EXTENSIONS} longer runs"
         note = (f"the truncation bound {bound:.3g} on the tail left out at horizon {res.info['horizon']:.4g} is "
                 f"{bound / se:.2g} standard errors ({why}); ci95 is widened by it, the estimate may be low by up to "
@@ -686,12 +696,19 @@ def _within_share(res: SimResult, rel_tol: float) -> bool:
     return res.info["truncation_bound"] <= max(TRUNCATION_SHARE, 10.0 * rel_tol) * _scale(res)
 
 
-def _longer_truncation(res: SimResult, gamma: float, rel_tol: float):
+def _held_se(res: SimResult, se_floor: float | None) -> float:
+    """The standard error the truncation is held to: ``max(stderr, se_floor |J_hat|)`` (:class:`Truncation`)."""
+    se = res.stderr
+    floor = (se_floor or 0.0) * abs(res.value) if math.isfinite(res.value) else 0.0
+    return max(se, floor) if math.isfinite(se) else se
+
+
+def _longer_truncation(res: SimResult, gamma: float, rel_tol: float, se_floor: float | None = None):
     """None when ``truncation_bound`` is within :func:`_within_share` and at most ``STDERR_SHARE stderr`` (where
-    there is a standard error); else ``(option, value, horizon)``: the ``horizon`` (event engine) or ``steps``
-    (uniformised) at which the bound, shrinking like ``exp(-gamma T)`` (``r^K``), would be ``rel_tol max(J_hat,
-    stderr)`` and at most half ``STDERR_SHARE stderr``."""
-    bound, se = res.info["truncation_bound"], res.stderr
+    there is a standard error; ``stderr`` at least ``se_floor |J_hat|``, :func:`_held_se`); else ``(option, value,
+    horizon)``: the ``horizon`` (event engine) or ``steps`` (uniformised) at which the bound, shrinking like
+    ``exp(-gamma T)`` (``r^K``), would be ``rel_tol max(J_hat, stderr)`` and at most half ``STDERR_SHARE stderr``."""
+    bound, se = res.info["truncation_bound"], _held_se(res, se_floor)
     has_se = math.isfinite(se) and se > 0
     if bound <= 0.0 or (_within_share(res, rel_tol) and (bound <= STDERR_SHARE * se or not has_se)):
         return None

@@ -77,6 +77,30 @@ def test_extension_of_the_truncation_aims_at_rel_tol():
     r = 1000.0 / (1000.0 + gamma)
     assert key == "steps" and isinstance(k, int) and 0.05 * r ** (k - 2000) <= 1e-4 < 0.05 * r ** (k - 2001)
     assert np.isfinite(t)
+    # a bound of 0.15 standard errors (0.0015 against 0.01): a rerun, unless the standard error is held to a floor
+    # (a precision target's rel_se: 0.02 of J_hat = 1, so the bound is 0.075 of it)
+    assert _longer_truncation(result("event", 1.5e-3, horizon=20.0), gamma, 1e-2) is not None
+    assert _longer_truncation(result("event", 1.5e-3, horizon=20.0), gamma, 1e-2, 0.02) is None
+    assert _longer_truncation(result("event", 1.5e-3, horizon=20.0), gamma, 1e-2, 0.005) is not None
+
+
+def test_a_precision_target_holds_the_truncation_to_the_standard_error_asked_for():
+    """A targeted run (rel_se 0.1) whose standard error ends far below the target (the pilot's 128 replications) keeps
+    its default horizon (rel_tol 1e-2: a bound near the standard error reached, a twelfth of the one asked for) where
+    a fixed run of the same replications, held to its own standard error, is lengthened; given the target's se_floor
+    the fixed run is the targeted run, bit for bit. The default horizon follows rel_tol."""
+    import jaxq
+    from jaxq.sim import pss2x2
+
+    kw = dict(n=16, seed=4, engine="event", rel_tol=1e-2)
+    targeted = jaxq.simulate("pss_T2", rel_se=0.1, **kw)
+    assert "truncation_reruns" not in targeted.info and targeted.stderr < 0.02 * targeted.value
+    assert pss2x2.STDERR_SHARE * targeted.stderr < targeted.info["truncation_bound"] <= pss2x2.STDERR_SHARE * 0.1 * targeted.value
+    assert targeted.info["horizon"] < pss2x2.default_horizon(jaxq.load("pss_T2"), 16, scale=targeted.info["V0"])
+    fixed = jaxq.simulate("pss_T2", reps=targeted.reps, **kw)
+    assert fixed.info["truncation_reruns"] >= 1 and fixed.info["horizon"] > targeted.info["horizon"]
+    held = jaxq.simulate("pss_T2", reps=targeted.reps, se_floor=0.1, **kw)
+    assert held.value == targeted.value and held.stderr == targeted.stderr
 
 
 def test_too_short_a_horizon_is_refused_as_jaxq_run_refuses_it(capsys):

@@ -83,11 +83,11 @@ def test_the_system_is_analysed_once_per_call_reruns_included(monkeypatch):
     longer = pss2x2._longer_truncation
     asked = []
 
-    def once_longer(res, gamma, rel_tol):  # ask for one rerun, then the real rule
+    def once_longer(res, gamma, rel_tol, se_floor):  # ask for one rerun, then the real rule
         if not asked:
             asked.append(1)
             return "horizon", res.info["horizon"] * 1.5, res.info["horizon"] * 1.5
-        return longer(res, gamma, rel_tol)
+        return longer(res, gamma, rel_tol, se_floor)
 
     monkeypatch.setattr(pss2x2, "_longer_truncation", once_longer)
     r = jaxq.simulate("pss_T2T1", n=100, reps=16, seed=1, engine="event")

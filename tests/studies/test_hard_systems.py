@@ -58,14 +58,13 @@ def test_min_reps_raises_a_run_to_an_accelerators_size_and_keeps_the_prefix(monk
     """--min-reps: the run has at least that many replications, replications 0 .. R-1 of the study's seed (the
     pilot still plans; a fixed floor does not look at the values, so the estimate stays unbiased)."""
     import jaxq
-    from jaxq.precision import in_float64
+    from jaxq.examples import path
+    from jaxq.model import load
     from jaxq.sim import pss2x2
-    from jaxq.studies.random_draw import draw_system
 
-    with in_float64():
-        system = draw_system(0, "T2", 1).system
+    system = load(path("pss_T2"))  # any system: the floor does not depend on it (an exponential one compiles fast)
     monkeypatch.setattr(hs, "SE_OF_V0", 0.5)  # a loose target: the pilot plans its own 8
-    row = hs.run_point(system, "T2_001", "T2", 16, pilot_reps=8, min_reps=40)
+    row = hs.run_point(system, "pss_T2", "T2", 16, pilot_reps=8, min_reps=40)
     assert row["reps"] == 40
     fixed = pss2x2.simulate(system, 16, 40, seed=hs.SEED)
     assert row["J_hat"] == fixed.value and row["J_hat_stderr"] == fixed.stderr
