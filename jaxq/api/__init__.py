@@ -160,6 +160,8 @@ _CHECKS = {
     "dt": _optional(_number(gt=0)),
     "z0": _number(ge=0),
     "switch_at": _optional(_number(ge=0)),
+    "se_floor": _optional(_number(ge=0, lt=1)),
+    "rel_tol": _number(gt=0, lt=1),
     "source": lambda x, k: _file_name(x, k, _SYSTEM_FILE),
     "experiment": lambda x, k: v.check_path(x, k, "an experiment file (or give its TOML text)"),
     "out": lambda x, k: v.check_path(x, k, "an output folder"),
@@ -429,8 +431,8 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
         - ``block`` (128): events per block of the event driver (how often it checks that every replication is
           done).
         - ``se_floor`` (None): the standard error, relative to J_hat, below which the default truncation is not
-          lengthened; a precision target (``rel_se``) sets it to ``rel_se`` unless given (None: the run's own
-          standard error).
+          lengthened; None: a precision target's ``rel_se`` under a target, else the run's own standard error; 0: always
+          the run's own.
     - ``levels`` (``jaxq.Levels``): the levels of Theorem 2.11's policy in the n-th system.
         - ``switch_at`` (None): the switching level z in scaled workload; None: the rule's, z* of the analysis for
           every rule but ``excursion``.
@@ -541,13 +543,13 @@ def simulate(system, n: float | None = None, reps: int | None = None, *, policy:
     if policy == "tuned":  # the search of jaxq.tuning.prelimit, then fresh replications of the tuned policy
         from jaxq.tuning.prelimit import simulate_tuned
 
-        options = _held_to(target, _options("pss2x2_tuned", options))
+        options = _options("pss2x2_tuned", options)
         engine = _one_engine(options, engine)
         reps = 1000 if reps is None else reps
         return simulate_tuned(system, n, reps, engine=engine, seed=seed, target=target,
                               **_placed(options, target.max_reps if target else reps))
 
-    options = _held_to(target, _options("pss2x2", options))
+    options = pss2x2.held_to(target, _options("pss2x2", options))
     engine = _one_engine(options, engine)
     return _run(lambda r, s: pss2x2.simulate_bounded(
         system, n, r, **pss2x2.grouped({"policy": policy or "auto", "seed": s, "engine": engine,
@@ -563,14 +565,6 @@ def _options(kind: str, options: dict) -> dict:
     spec = KINDS[kind]
     out = flat(spec, options, lambda key, names: _unknown(key, names | set(OWN), spec.where))
     return {k: _CHECKS[k](x, k) if k in _CHECKS and k not in options else x for k, x in out.items()}
-
-
-def _held_to(target, options: dict) -> dict:
-    """A precision target's 2x2 runs hold their truncation to the standard error asked for (``se_floor``, unless
-    given): one below it, as the control variates often reach, does not lengthen the horizon."""
-    if target is not None and options.get("se_floor") is None:
-        options = {**options, "se_floor": target.rel_se}
-    return options
 
 
 def _one_engine(options: dict, engine: str) -> str:

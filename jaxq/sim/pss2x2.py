@@ -85,7 +85,8 @@ class Truncation(NamedTuple):
         se_floor: The standard error, relative to J_hat, below which the default truncation is not lengthened:
             :func:`simulate_bounded` holds the tail bound to a share of ``max(stderr, se_floor J_hat)``. A precision
             target sets it to its ``rel_se`` (a standard error below the one asked for does not buy a longer
-            horizon); None or 0: the run's own standard error.
+            horizon); None: the precision target's ``rel_se`` under a target, else the run's own standard error; 0:
+            always the run's own.
     """
 
     engine: str = "auto"
@@ -241,6 +242,7 @@ def plan(system: PSS2x2 | ScaledPSS2x2, n: float, *, policy: str | Policy2x2 = "
     """
     switch_at, theta_exponent, theta_rule, theta_constant, perturb = levels
     check_float(n, "n", ge=1)
+    check_float(rel_tol, "rel_tol", gt=0.0, lt=1.0)
     check_float(theta_exponent, "theta_exponent", ge=0.0, le=1.0)  # (2.28) asks for (1/3, 1/2)
     if switch_at is not None:
         check_float(switch_at, "switch_at", ge=0.0)
@@ -669,8 +671,9 @@ def _bounded(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, **args) -> SimR
     if _within_share(res, rel_tol):  # a small share of J_hat, not yet of the standard error: said, and in ci95
         bound, se = res.info["truncation_bound"], _held_se(res, tr.se_floor)
         why = refused or f"after {EXTENSIONS} longer runs"
+        of = "standard errors" if se == res.stderr else f"times the standard error asked for ({se:.3g})"
         note = (f"the truncation bound {bound:.3g} on the tail left out at horizon {res.info['horizon']:.4g} is "
-                f"{bound / se:.2g} standard errors ({why}); ci95 is widened by it, the estimate may be low by up to "
+                f"{bound / se:.2g} {of} ({why}); ci95 is widened by it, the estimate may be low by up to "
                 "that much (pass a longer horizon to shrink it)")
         return dataclasses.replace(res, warnings=res.warnings + (note,))
     if refused is not None:
@@ -696,11 +699,30 @@ def _within_share(res: SimResult, rel_tol: float) -> bool:
     return res.info["truncation_bound"] <= max(TRUNCATION_SHARE, 10.0 * rel_tol) * _scale(res)
 
 
+def held_to(target, options: dict) -> dict:
+    """The flat options of a precision target's runs: their truncation held to the standard error asked for
+    (``se_floor = target.rel_se``, unless given), so that a standard error far below it, as the control variates
+    and the pilot's floor of replications often reach, does not lengthen the horizon.
+
+    Args:
+        target (jaxq.mc.target.Target | None): The precision target (None: the options as given).
+        options: Flat options of :func:`simulate_bounded` (``jaxq.simulate``'s).
+
+    Returns:
+        The options.
+    """
+    if target is not None and options.get("se_floor") is None:
+        options = {**options, "se_floor": target.rel_se}
+    return options
+
+
 def _held_se(res: SimResult, se_floor: float | None) -> float:
     """The standard error the truncation is held to: ``max(stderr, se_floor |J_hat|)`` (:class:`Truncation`)."""
     se = res.stderr
     floor = (se_floor or 0.0) * abs(res.value) if math.isfinite(res.value) else 0.0
-    return max(se, floor) if math.isfinite(se) else se
+    if not math.isfinite(se):  # no standard error (one replication): the floor where there is one
+        return floor if floor > 0.0 else se
+    return max(se, floor)
 
 
 def _longer_truncation(res: SimResult, gamma: float, rel_tol: float, se_floor: float | None = None):

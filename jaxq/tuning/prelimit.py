@@ -41,7 +41,7 @@ from jaxq.policies import pss2x2 as pol
 from jaxq.policies import thresholds
 from jaxq.policies.thresholds import THETA_MAX
 from jaxq.sim.pss2x2 import (DEFAULT_THETA_EXPONENT, coarse_controls, Batching, Levels, Outputs, grouped, setup,
-                              simulate, simulate_bounded)
+                              held_to, simulate, simulate_bounded)
 from jaxq.mc.rng import EVALUATION, SEARCH, derived_seed  # noqa: F401  (the seeds of a tuning run)
 from jaxq.mc.target import run_reps
 from jaxq.stats import controlled_values, mean_stderr, t95, t_interval
@@ -544,7 +544,7 @@ def simulate_tuned(system: PSS2x2, n: float, reps: int, *, policy: str = "auto",
                       start=Start(theta_exponent=theta_exponent), evaluation=Evaluation(evaluate_result=False),
                       analysis=a)
     exponent = DEFAULT_THETA_EXPONENT if theta_exponent is None else theta_exponent
-    args = grouped(options)  # the flat options of jaxq.simulate (engine, horizon, chunk, ...), typed
+    args = grouped(held_to(target, options))  # the flat options of jaxq.simulate (engine, horizon, ...), typed
     levels = Levels.absolute(t.z, exponent, t.c)
 
     def go(r, s):

@@ -103,6 +103,17 @@ def test_a_precision_target_holds_the_truncation_to_the_standard_error_asked_for
     assert held.value == targeted.value and held.stderr == targeted.stderr
 
 
+@pytest.mark.parametrize("key, value", [("se_floor", -0.1), ("se_floor", float("nan")), ("se_floor", 1.0),
+                                        ("rel_tol", 0.0), ("rel_tol", -1e-4), ("rel_tol", float("inf"))])
+def test_truncation_shares_out_of_range_are_refused_by_name(key, value):
+    import jaxq
+    from jaxq.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        jaxq.simulate("pss_T2", n=16, reps=8, engine="event", **{key: value})
+    assert e.value.key == key
+
+
 def test_too_short_a_horizon_is_refused_as_jaxq_run_refuses_it(capsys):
     """Was J_hat 0 +- 0; the rule and the words of `jaxq run`'s grid.horizon."""
     err = _refused(["simulate", "pss_PP", "--n", "4", "--horizon", "1e-6"], capsys, "horizon")
