@@ -160,8 +160,6 @@ _CHECKS = {
     "dt": _optional(_number(gt=0)),
     "z0": _number(ge=0),
     "switch_at": _optional(_number(ge=0)),
-    "se_floor": _optional(_number(ge=0, lt=1)),
-    "rel_tol": _number(gt=0, lt=1),
     "source": lambda x, k: _file_name(x, k, _SYSTEM_FILE),
     "experiment": lambda x, k: v.check_path(x, k, "an experiment file (or give its TOML text)"),
     "out": lambda x, k: v.check_path(x, k, "an output folder"),

@@ -525,7 +525,9 @@ def simulate(system: PSS2x2 | ScaledPSS2x2, n: float, reps: int, *, policy: str 
             ``horizon``, ``steps``, ``observers``), a job beyond the work limits, or ``policy`` for a Policy2x2 that
             made invalid assignments.
     """
-    engine, horizon, steps, rel_tol, block, _ = truncation  # se_floor: simulate_bounded's
+    engine, horizon, steps, rel_tol, block, se_floor = truncation  # se_floor: simulate_bounded's, checked here
+    if se_floor is not None:
+        check_float(se_floor, "se_floor", ge=0.0, lt=1.0)
     record_times, cv, diagnostics, debug, observers = outputs
     observers = check_observers(observers)
     if "diagnostics" in observers:
