@@ -70,16 +70,19 @@ def run_point(system, label: str, case: str, n: int, pilot_reps: int = PILOT, mi
     factor, never fewer than the pilot's nor than ``min_reps``: an accelerator wants thousands at once), so the
     estimate is unbiased (the target is absolute, in units of V0, which a relative target on J_n cannot state
     before J_n is known)."""
+    from jaxq.mc import replications
     from jaxq.mc.rng import PILOT as PILOT_SEED, derived_seed
     from jaxq.mc.target import plan
     from jaxq.mc.result import with_work_of
     from jaxq.sim import pss2x2
 
     t0 = time.perf_counter()
-    pilot = pss2x2.simulate(system, n, pilot_reps, seed=derived_seed(SEED, PILOT_SEED))
-    v0 = float(pilot.info["V0"])
-    reps = int(min(max(plan(pilot.stderr, pilot_reps, SE_OF_V0 * v0), min_reps), MAX_REPS))
-    res = with_work_of(pss2x2.simulate(system, n, reps, seed=SEED), pilot)
+    # the run has at least the pilot's replications: its first run beside the pilot, in one batch (bit for bit)
+    with replications.ahead(derived_seed(SEED, PILOT_SEED), SEED, pilot_reps):
+        pilot = pss2x2.simulate(system, n, pilot_reps, seed=derived_seed(SEED, PILOT_SEED))
+        v0 = float(pilot.info["V0"])
+        reps = int(min(max(plan(pilot.stderr, pilot_reps, SE_OF_V0 * v0), min_reps), MAX_REPS))
+        res = with_work_of(pss2x2.simulate(system, n, reps, seed=SEED), pilot)
     wall = time.perf_counter() - t0
     diag = res.info.get("diagnostics") or {}
     idle = diag.get("idle_while_waiting") or [math.nan, math.nan]

@@ -19,7 +19,8 @@ and the six random systems furthest above V0 at n = 10^5 in the hard-systems stu
 cases at ``verdict_bundled_n`` where the size has one (the full CPU size: 10^6).
 
 ``bench(quick)`` yields a row per system and n: system, case, n, rel_se_target, pilot_stages (the pilot's
-replications per stage, :mod:`jaxq.mc.target`), reps, stopped_by, rel_se, J_hat,
+replications per stage, :mod:`jaxq.mc.target`), pilot_ahead (the run's replications computed beside the first
+stage), reps, stopped_by, rel_se, J_hat,
 J_hat_stderr, V0, J_over_V0, variance_reduction, events, wall_s, plain_var, baseline_s_per_rep, baseline_reps,
 baseline_s, ratio (baseline_s / wall_s) and note.
 """
@@ -93,7 +94,8 @@ def row(label: str, system, n: float, target: float, base) -> dict:
     plain_var = float(J.var(ddof=1))
     info = r.info
     out = {"system": label, "case": jaxq.analyze(system).case, "policy": info.get("policy"), "n": n,
-           "rel_se_target": target, "pilot_stages": info["pilot"]["stages"], "reps": r.reps,
+           "rel_se_target": target, "pilot_stages": info["pilot"]["stages"],
+           "pilot_ahead": info["pilot"].get("ahead", 0), "reps": r.reps,
            "stopped_by": info.get("stopped_by"),
            "rel_se": info.get("rel_se"), "J_hat": r.value, "J_hat_stderr": r.stderr, "V0": info.get("V0"),
            "J_over_V0": r.value / info["V0"], "variance_reduction": r.main.variance_reduction,
@@ -163,15 +165,16 @@ def markdown(rows: list[dict]) -> str:
 
     Returns:
         A markdown table, one line per row: system, case (policy), n, replications (and the pilot's stages where
-        the record has them), relative standard error, J_n / V0, variance reduction, jaxq's wall time, the plain
+        the record has them, with the run's replications computed beside the first), relative standard error, J_n / V0, variance reduction, jaxq's wall time, the plain
         loop's replications, seconds per replication and time, and their ratio.
     """
     out = ["| system | case (policy) | n | reps (pilot) | rel. se | J_n / V0 | variance reduction | "
            "jaxq wall (pilot, compile, run) | plain loop: reps, s/rep, time | plain loop / jaxq |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        stages = r.get("pilot_stages")
-        reps = f"{r['reps']:,}" + ("" if not stages else f" ({' + '.join(str(m) for m in stages)})")
+        stages, ahead = r.get("pilot_stages"), r.get("pilot_ahead")
+        beside = f"; {ahead} ahead" if ahead else ""  # the run's replications computed in the pilot's batch
+        reps = f"{r['reps']:,}" + ("" if not stages else f" ({' + '.join(str(m) for m in stages)}{beside})")
         base = ("" if r["baseline_s"] is None else
                 f"{r['baseline_reps']:,}, {_per_rep(r['baseline_s_per_rep'])}, {_secs(r['baseline_s'])}")
         ratio = "" if r["ratio"] is None else f"**{_vr(r['ratio'])}x**"

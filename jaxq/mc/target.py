@@ -19,6 +19,14 @@ the standard error is at most ``target.rel_se`` times the estimate, in two stage
    a run can be much noisier than the pilot measured (8 coefficients fitted on 14 replications once gave 3x the
    standard error planned).
 
+``R`` is never below the first stage's replications, so replications ``0 .. AHEAD PILOT_FIRST - 1`` of ``seed``
+(:data:`AHEAD`, at most ``max_reps``) run beside the first stage, in its batch (:func:`jaxq.mc.replications.ahead`),
+and the run takes them instead of computing them again: lanes of a small batch cost little, so a long run of at
+most 32 replications costs about one stage's time instead of two. The pilot never reads them, and a replication's
+outputs are the same in any batch on one platform (the run takes none computed on another). The batch's time is
+shared by replications: the pilot's stage counts its own, the run the rest. Not under a budget (the pilot's seconds
+would depend on the run's replications, the longest of a batch setting its time).
+
 The run is ``run(R, seed)`` itself: replication r uses ``fold_in(PRNGKey(seed), r)``, so a targeted run is the fixed
 run of R replications with the same seed, bit for bit (and a prefix of a longer one where the simulator's driver does
 not depend on the replications: the 2x2 system's ``engine="auto"`` gives fewer than 256 long replications to the
@@ -42,10 +50,16 @@ import numpy as np
 
 from jaxq.errors import InputError
 from jaxq.mc.rng import PILOT, derived_seed
+from jaxq.mc.replications import ahead
 from jaxq.mc.result import SimResult, with_work_of
 
 PILOT_FIRST = 16  # replications of the pilot's first stage
 PILOT_REPS = 128  # replications of the larger pilot (at most max_reps)
+# The run's replications computed beside the first stage, in its batch: this many times the stage's. Lanes of a small
+# batch cost little (2x2 event engine with its controls at n = 10^5, one core: 16, 32, 64 replications in lockstep
+# take 1.0, 1.2, 1.5 times the time a step of 8 takes), and a run of 17 replications would otherwise cost a whole
+# stage for its 17th.
+AHEAD = 2
 PILOT_EVENTS = 2e8  # the larger pilot runs where it costs at most these events, or where the first plans a longer run
 STOPS = ("target", "max_reps", "budget")
 
@@ -205,15 +219,27 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
         The run's result, with ``wall_s``, ``compile_s`` and ``events`` counting the pilot too, and in ``info``:
             ``rel_se_target``, ``rel_se`` (reached), ``stopped_by`` (``target``, ``max_reps`` or ``budget``) and
             ``pilot`` (its seed, the replications and relative standard error of the stage that planned the run, the
-            seconds of every stage, ``stages``: the replications of each stage).
+            seconds of every stage, ``stages``: the replications of each stage, ``ahead``: the run's replications
+            computed beside the first stage, 0 where the run's program or arguments are not the pilot's).
 
     Raises:
         InputError: Naming ``key`` where the pilot's estimate is 0 or not finite, or (``strict``) the target needs more
             than ``max_reps``; naming ``budget`` where no run fits in what the pilot left of it.
     """
     pilot_seed = derived_seed(seed, PILOT)
+    stages = pilot_stages(target)
+    # the run's first replications run beside the first stage, in its batch, and the run takes them
+    # (jaxq.mc.replications.ahead): it never has fewer than the first stage's. Not under a budget: the seconds the
+    # pilot measures would then depend on the run's own replications (a batch lasts as long as its longest), and
+    # the replications the budget leaves with them.
+    count = 0 if target.budget is not None else min(AHEAD * stages[0], target.max_reps)
+    with ahead(pilot_seed, seed, count) as early:
+        return _planned(run, seed, target, key, estimate, pilot_seed, stages, early)
+
+
+def _planned(run, seed, target, key, estimate, pilot_seed, stages, early) -> SimResult:
     pilots = []
-    for m in pilot_stages(target):
+    for m in stages:
         if pilots:  # a larger pilot: cheap, or the first plans a longer run; and a budget affords it and its run
             cheap = pilot.events / pilot.reps * m <= PILOT_EVENTS
             # the budget must leave room for this stage, a run as long, and the run's own compilation
@@ -254,10 +280,12 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
                if stopped == "target" else f"stopped by {stopped} at {reps:,} replications (the pilot asked for about "
                                            f"{int(need):,})")
         notes += (f"the relative standard error {reached:.3g} is above the target {target.rel_se:g}: {why}",)
+    if not early.charged:  # replications run ahead that the run did not take: their time counts here
+        res = dataclasses.replace(res, wall_s=res.wall_s + early.ahead_s)
     out = with_work_of(res, *pilots, rel_se_target=target.rel_se, rel_se=reached, stopped_by=stopped,
                        **({} if estimate is None else {"rel_se_of": estimate}),
                        pilot={"seed": pilot_seed, "reps": m, "rel_se": q, "wall_s": _spent(pilots),
-                              "stages": [p.reps for p in pilots]})
+                              "stages": [p.reps for p in pilots], "ahead": early.used})
     return dataclasses.replace(out, warnings=notes)
 
 

@@ -509,7 +509,8 @@ def program(scheme: Scheme, block: int, blocks_per_call: int, observer: Observer
         _, _, obs = carry
         return _finish(observer, obs, observed(a), weights.mass(a, a.n_steps))
 
-    return loop_program(Loop(start, one_block, finish, lambda a: a.n_blocks, block), blocks_per_call)
+    return loop_program(Loop(start, one_block, finish, lambda a: a.n_blocks, block), blocks_per_call)._replace(
+        same=("sde", scheme, block, observer, weights))  # masked or not: the same numbers
 
 
 def step_count(dt: float, horizon: float) -> int:

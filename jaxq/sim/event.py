@@ -117,7 +117,7 @@ def program(model: EventModel, block: int, blocks_per_call: int) -> replications
     def finish(states, params):
         return jax.vmap(lambda s: model.output(s, params))(states)
 
-    return replications.Program(start, advance, finish, unit="events")
+    return replications.Program(start, advance, finish, unit="events", same=("event", model, block))
 
 
 def blocks_per_call(size: int, block: int) -> int:

@@ -289,7 +289,7 @@ def program(markov: Markov, functional: Functional, pages_per_call: int,
             out["win"] = jax.vmap(lambda o: win.finish(o, steps / a.big, a.params))(c["win"])
         return out
 
-    return replications.Program(start, advance, finish, unit="steps")
+    return replications.Program(start, advance, finish, unit="steps", same=("uniformized", markov, functional, observer))
 
 
 def pages_per_call(size: int) -> int:

@@ -197,3 +197,71 @@ def test_small_single_runs_on_an_accelerator_go_to_the_host_cpu():
     host = R.plan(100, None, [cpu])
     assert host.devices == (cpu,) and host.parts == 1
     assert R.plan(100, None, None).parts == host.parts and R.plan(100, None, None).devices is None
+
+
+def test_replications_run_ahead_beside_a_pilot_are_the_ones_a_run_computes():
+    """Inside ``ahead``, the pilot's first run also runs replications 0 .. 15 of the run's seed in its batch; a run
+    of that seed with the same program and arguments takes them and computes only the rest: its outputs are those
+    of the plain run, for fewer, as many and more replications than were run ahead, in any chunk."""
+    short = (PARAMS[0], PARAMS[1], jnp.float64(40.0))
+    plain = {r: event.run(MM1, short, r, 5, block=32)[0] for r in (5, 16, 40)}  # noqa: F821
+    pilot_plain = event.run(MM1, short, 16, 9, block=32)[0]  # noqa: F821
+    for reps, chunk in ((5, None), (16, None), (40, None), (40, 8)):
+        with replications.ahead(9, 5, 16) as early:
+            pilot = event.run(MM1, short, 16, 9, block=32, batching=replications.Batching(chunk=chunk))[0]  # noqa: F821
+            assert early.ran == 16 and early.used == 0
+            got = event.run(MM1, short, reps, 5, block=32, batching=replications.Batching(chunk=chunk))[0]  # noqa: F821
+            assert early.used == min(reps, 16)
+        assert all(np.array_equal(pilot[k], pilot_plain[k]) for k in pilot)  # the pilot is its own
+        assert all(np.array_equal(got[k], plain[reps][k]) for k in got), (reps, chunk)
+    with replications.ahead(9, 5, 16) as early:  # other arguments (a longer horizon): computed, not taken
+        event.run(MM1, short, 16, 9, block=32)  # noqa: F821
+        got = event.run(MM1, PARAMS, 5, 5, block=32)[0]  # noqa: F821
+        assert early.ran == 16 and early.used == 0
+    want = event.run(MM1, PARAMS, 5, 5, block=32)[0]  # noqa: F821
+    assert all(np.array_equal(got[k], want[k]) for k in got)
+    assert replications._AHEAD.get() is None  # nothing outlives the block
+
+
+def test_the_batch_time_is_shared_by_the_pilot_and_the_run_that_takes_its_replications():
+    """The pilot's timing is its share of the batch, the run's the rest of it (plus what it still computes): their
+    sum is the batch's time, and a run whose replications were all run ahead has a positive time."""
+    import time
+
+    short = (PARAMS[0], PARAMS[1], jnp.float64(40.0))
+    with replications.ahead(9, 5, 16) as early:
+        t0 = time.perf_counter()
+        _, pilot = event.run(MM1, short, 16, 9, block=32)  # noqa: F821
+        elapsed = time.perf_counter() - t0
+        _, taken = event.run(MM1, short, 10, 5, block=32)  # noqa: F821
+    assert early.charged and taken.wall_s == early.ahead_s > 0 and taken.compile_s == 0.0
+    assert pilot.wall_s + taken.wall_s <= elapsed
+    with replications.ahead(9, 5, 16) as early:  # not taken (other arguments): charged to nobody here
+        event.run(MM1, short, 16, 9, block=32)  # noqa: F821
+        event.run(MM1, PARAMS, 10, 5, block=32)  # noqa: F821
+    assert not early.charged and early.ahead_s > 0
+
+
+def test_progress_counts_the_replications_run_ahead():
+    """The pilot's progress is told the work of its batch with the replications run ahead, the run's the work it
+    still does."""
+    short = (PARAMS[0], PARAMS[1], jnp.float64(40.0))
+
+    class Bar:
+        def __init__(self):
+            self.total, self.done = [], 0
+
+        def start(self, total, unit):
+            self.total.append(total)
+
+        def __call__(self, done):
+            self.done += done
+
+    with replications.ahead(9, 5, 16):
+        bar = Bar()
+        out, _ = event.run(MM1, short, 16, 9, block=32, batching=replications.Batching(progress=bar),  # noqa: F821
+                           work=1000.0)
+        assert bar.total[-1] == 2000.0
+        bar = Bar()
+        event.run(MM1, short, 24, 5, block=32, batching=replications.Batching(progress=bar), work=2400.0)  # noqa: F821
+        assert bar.total[-1] == pytest.approx(800.0)

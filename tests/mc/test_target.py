@@ -50,7 +50,7 @@ def test_the_plan_is_the_pilots_variance_over_the_target_squared_with_its_safety
     assert res.reps == want and res.info["stopped_by"] == "target" and res.info["rel_se"] <= 0.01
     pilots_s = 0.5 + 0.01 * PILOT_FIRST + 0.5 + 1.28
     assert res.info["pilot"] == {"seed": p, "reps": 128, "rel_se": q, "wall_s": pytest.approx(pilots_s),
-                                 "stages": [PILOT_FIRST, 128]}
+                                 "stages": [PILOT_FIRST, 128], "ahead": 0}
     assert res.wall_s == pytest.approx(pilots_s + 0.5 + 0.01 * want)  # both pilots' time counts
     assert res.events == 10 * (PILOT_FIRST + 128 + want) and res.warnings == ()
     assert derived_seed(7, PILOT) != 7
@@ -187,6 +187,7 @@ def test_a_targeted_2x2_run_is_the_prefix_of_the_fixed_run_and_meets_its_target(
     res = jaxq.simulate("pss_P", n=16, rel_se=0.004, seed=3)
     fixed = jaxq.simulate("pss_P", n=16, reps=res.reps, seed=3)
     assert res.value == fixed.value and res.stderr == fixed.stderr
+    assert res.info["pilot"]["ahead"] == 2 * PILOT_FIRST  # its first 32 ran beside the pilot's first stage
     assert res.info["stopped_by"] == "target" and res.stderr <= 0.004 * res.value
     assert res.to_dict()["rel_se_target"] == 0.004 and res.to_dict()["stopped_by"] == "target"
 
@@ -201,6 +202,7 @@ def test_a_run_planned_by_the_first_stage_alone_is_still_the_prefix_of_the_fixed
     assert res.info["pilot"]["stages"] == [PILOT_FIRST] and res.reps >= PILOT_FIRST
     fixed = jaxq.simulate("pss_T2", n=16, reps=res.reps, seed=5)
     assert res.value == fixed.value and res.stderr == fixed.stderr
+    assert res.info["pilot"]["ahead"] == 2 * PILOT_FIRST
 
 
 def test_the_printed_line_names_the_pilots_stages(capsys, monkeypatch):
@@ -218,15 +220,33 @@ def test_targeted_runs_of_the_network_the_markov_model_and_the_sde_are_prefixes(
     net = jaxq.simulate("network_N", n=25, rel_se=0.02, seed=1, horizon=40.0, warmup=5.0)
     fixed = jaxq.simulate("network_N", n=25, reps=net.reps, seed=1, horizon=40.0, warmup=5.0)
     assert np.array_equal(net.estimates["mean_queue"].value, fixed.estimates["mean_queue"].value)
+    assert net.info["pilot"]["ahead"] == 2 * PILOT_FIRST
     assert net.info["rel_se_of"] == "mean_queue"  # a plan that fell short (this seed's, by 0.3%) says so
     assert net.info["rel_se"] <= 0.02 or any("above the target 0.02" in w for w in net.warnings)
     kw = dict(horizon=5.0, discount=0.5, params=ex.MMCM_PARAMS)
     mk = jaxq.simulate(ex.MMCM, rel_se=0.01, seed=2, **kw)
     again = jaxq.simulate(ex.MMCM, reps=mk.reps, seed=2, **kw)
     assert all(mk.estimates[k].value == again.estimates[k].value for k in again.estimates)
+    assert mk.info["pilot"]["ahead"] == 2 * PILOT_FIRST
     assert max(e.stderr / e.value for e in mk.estimates.values()) == mk.info["rel_se"]  # every estimate targeted
     sde = jaxq.simulate_sde("pss_P", rel_se=0.005, seed=4)
     assert sde.value == jaxq.simulate_sde("pss_P", paths=sde.reps, seed=4).value
+    assert sde.info["pilot"]["ahead"] == 2 * PILOT_FIRST
+
+
+def test_no_replications_run_ahead_under_a_budget():
+    """With a budget the pilot's seconds plan the run: they must not depend on the run's own replications."""
+    res = jaxq.simulate("pss_T2", n=16, rel_se=0.05, seed=5, budget=600)
+    assert res.info["pilot"]["ahead"] == 0
+    fixed = jaxq.simulate("pss_T2", n=16, reps=res.reps, seed=5)
+    assert res.value == fixed.value and res.stderr == fixed.stderr
+
+
+def test_a_targeted_sde_run_taken_whole_from_its_pilots_batch_reports_a_true_speed():
+    """Its path-steps per second are over the share of the pilot's batch its paths took, not over no time."""
+    r = jaxq.simulate_sde("pss_P", rel_se=0.05, seed=4, max_reps=32)
+    assert r.reps <= 32 and r.info["pilot"]["ahead"] == r.reps
+    assert r.info["path_steps_per_s"] <= 20 * r.events_per_s
 
 
 @pytest.mark.slow
