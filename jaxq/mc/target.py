@@ -220,7 +220,8 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
             ``rel_se_target``, ``rel_se`` (reached), ``stopped_by`` (``target``, ``max_reps`` or ``budget``) and
             ``pilot`` (its seed, the replications and relative standard error of the stage that planned the run, the
             seconds of every stage, ``stages``: the replications of each stage, ``ahead``: the run's replications
-            computed beside the first stage, 0 where the run's program or arguments are not the pilot's).
+            taken from those computed beside the first stage, 0 where the run's program, arguments or platform are
+            not the pilot's).
 
     Raises:
         InputError: Naming ``key`` where the pilot's estimate is 0 or not finite, or (``strict``) the target needs more
@@ -228,10 +229,7 @@ def run_to_target(run: Callable[[int, int], SimResult], seed: int, target: Targe
     """
     pilot_seed = derived_seed(seed, PILOT)
     stages = pilot_stages(target)
-    # the run's first replications run beside the first stage, in its batch, and the run takes them
-    # (jaxq.mc.replications.ahead): it never has fewer than the first stage's. Not under a budget: the seconds the
-    # pilot measures would then depend on the run's own replications (a batch lasts as long as its longest), and
-    # the replications the budget leaves with them.
+    # runs ahead (module docstring), not under a budget
     count = 0 if target.budget is not None else min(AHEAD * stages[0], target.max_reps)
     with ahead(pilot_seed, seed, count) as early:
         return _planned(run, seed, target, key, estimate, pilot_seed, stages, early)
