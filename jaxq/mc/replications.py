@@ -446,6 +446,14 @@ class _Ahead:
 _AHEAD: contextvars.ContextVar = contextvars.ContextVar("jaxq_ahead", default=None)
 
 
+def ahead_seconds() -> float:
+    """The seconds of the pilot's batch spent on replications run ahead that no run has been charged yet (0 outside
+    :func:`ahead`): a timer around a call subtracts what this grew by (the pilot's call ran them for the run) and
+    adds what it fell by (the run's call took them without running them; :func:`jaxq.mc.result.timed`)."""
+    early = _AHEAD.get()
+    return 0.0 if early is None or early.charged else early.ahead_s
+
+
 @contextlib.contextmanager
 def ahead(pilot_seed: int, seed: int, count: int):
     """Within it, the first run of ``pilot_seed`` (from replication 0) also runs replications ``0 .. count-1`` of

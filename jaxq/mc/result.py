@@ -307,7 +307,8 @@ def timed(fn):
 
     The setup, the checks and the fit of the control variates after the compiled program, not only the program
     (``events_per_s`` is then what a user gets). ``wall_s`` only grows (a result that already counts earlier runs keeps
-    them).
+    them). The share of a pilot's batch that went to replications run ahead for the run
+    (:func:`jaxq.mc.replications.ahead`) counts in the run that takes them, not in the pilot.
 
     Args:
         fn (typing.Callable): The simulator.
@@ -317,9 +318,11 @@ def timed(fn):
     """
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        t0 = time.perf_counter()
+        from jaxq.mc.replications import ahead_seconds
+
+        t0, shared = time.perf_counter(), ahead_seconds()
         res = fn(*args, **kwargs)
-        elapsed = time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0 - (ahead_seconds() - shared)
         if isinstance(res, SimResult) and elapsed > res.wall_s:
             res = dataclasses.replace(res, wall_s=elapsed)
         return res

@@ -265,3 +265,31 @@ def test_progress_counts_the_replications_run_ahead():
         bar = Bar()
         event.run(MM1, short, 24, 5, block=32, batching=replications.Batching(progress=bar), work=2400.0)  # noqa: F821
         assert bar.total[-1] == pytest.approx(800.0)
+
+
+def test_a_timer_counts_the_batch_run_ahead_in_the_run_that_takes_it_not_in_the_pilot():
+    """``jaxq.mc.result.timed`` around the pilot's call does not count the share of its batch kept for the run (0.15 s of
+    its 0.2 s), and around the run's call adds it, even where the run's own work takes longer than its program."""
+    import time
+
+    from jaxq.mc.result import Estimate, SimResult, timed
+
+    def result(wall):
+        return SimResult(None, {"q": Estimate(np.array([1.0]), np.array([0.1]))}, 2, 2, wall, 0.0, "x")
+
+    with replications.ahead(1, 2, 4) as early:
+        @timed
+        def pilot():
+            time.sleep(0.2)
+            early.keep(None, 0.15)
+            return result(0.05)
+
+        @timed
+        def run():
+            time.sleep(0.2)  # the run's setup and fit: longer than its program's own 0.01 s
+            return result(0.01 + early.charge())
+
+        p, r = pilot(), run()
+    assert 0.05 <= p.wall_s < 0.15  # its own share (and the sleep's slack), not the whole batch
+    assert r.wall_s >= 0.35  # its 0.2 s and the 0.15 s its replications took in the pilot's batch
+    assert replications.ahead_seconds() == 0.0  # outside a run to a target
