@@ -1,4 +1,5 @@
-"""XLA:CPU for the machine jaxq runs on: one host device per core, 512-bit vectors where the CPU has them.
+"""XLA:CPU for the machine jaxq runs on: one host device per core, 512-bit vectors where the CPU has them, while
+loops compiled as one function.
 
 **One device per core.** XLA:CPU runs a computation's loop on about one thread (its executor may hand independent
 kernels of a step to another, which an engine's sequential steps hardly use), and two computations dispatched to
@@ -26,6 +27,22 @@ golden-output tests pass with either width. :func:`configure` adds ``--xla_cpu_p
 CPU reports ``avx512f`` (Linux ``/proc/cpuinfo``), unless ``XLA_FLAGS`` already sets a vector width (the user's
 choice wins) or ``JAXQ_VECTOR_WIDTH`` is set (``256`` keeps XLA's default, ``512`` forces the flag).
 
+**While loops in one function, loops not unrolled.** XLA:CPU runs a computation as a sequence of kernels
+("thunks"), one per fused loop over the replications, and a ``lax.scan`` of an engine's steps paid that dispatch on
+every step: the 2x2 event step with its control variates and diagnostics is about 70 kernels of a few dozen
+nanoseconds each, so on the small batches of a long run (16-24 replications a core) most of a step was dispatch.
+XLA emits a while loop whose accessed bytes are below ``xla_cpu_small_while_loop_byte_threshold`` as one compiled
+function instead (its ``SmallWhileLoopHoistingPass``), with the same kernels and the same arithmetic. In that
+function a batch's loops are short (two or three 512-bit vectors), and LLVM's interleaving of two vectors an
+iteration left a batch of 24 with a scalar remainder of 8 replications; ``xla_cpu_disable_loop_unrolling`` keeps one
+vector an iteration. :func:`configure` passes both through ``--xla_backend_extra_options`` (:data:`LOOP_OPTIONS`,
+the threshold at every loop jaxq runs), each unless the user's ``XLA_FLAGS`` already names it, none with
+``JAXQ_LOOP_OPTIONS=off``. Measured (2-core AMD EPYC, AVX-512, jax 0.10.2; the 2x2 event engine at n = 10^6 with
+controls and diagnostics, one core, us a step): pss_P, 24 replications 2.80 -> 1.46 (threshold) -> 1.31 (with
+the materialised slot controls of :mod:`jaxq.sim.models.pss2x2`); pss_T2T2, 16 replications 1.27 -> 1.05 and 24
+replications 1.72 -> 1.58 (unrolling off); 2048 replications 105 -> 104 (no loss where dispatch was already small).
+The numbers are bit for bit the same (every engine's golden outputs).
+
 XLA reads its flags once, when its first backend starts, so ``import jaxq`` must come before the first JAX
 computation of the process (it does for the CLI and for ``import jaxq`` at the top of a script).
 """
@@ -37,6 +54,10 @@ import warnings
 
 FLAG = "--xla_cpu_prefer_vector_width"
 DEVICES_FLAG = "--xla_force_host_platform_device_count"
+EXTRA_FLAG = "--xla_backend_extra_options"
+# XLA:CPU backend options (module docstring): every while loop as one compiled function instead of a kernel dispatch
+# per fused loop; one vector an iteration (no scalar remainder on short batches)
+LOOP_OPTIONS = {"xla_cpu_small_while_loop_byte_threshold": str(1 << 40), "xla_cpu_disable_loop_unrolling": None}
 
 
 def cpu_has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
@@ -117,8 +138,39 @@ def host_devices(environ=os.environ, cores: int | None = None) -> str | None:
     return added
 
 
+def loop_options(environ=os.environ) -> str | None:
+    """Add :data:`LOOP_OPTIONS` to XLA:CPU's backend options (module docstring); returns the options added or None.
+
+    They join an ``--xla_backend_extra_options`` already in ``XLA_FLAGS`` (its own options kept); an option the user's
+    ``XLA_FLAGS`` already names is left to the user.
+
+    Args:
+        environ (collections.abc.MutableMapping[str, str]): The environment (default ``os.environ``).
+
+    Returns:
+        The options added (comma-separated ``key[=value]``), or None: none to add, or ``JAXQ_LOOP_OPTIONS`` is
+        ``off`` (or ``0``, ``false``, ``no``).
+    """
+    flags = environ.get("XLA_FLAGS", "")
+    if environ.get("JAXQ_LOOP_OPTIONS", "").strip().lower() in ("off", "0", "false", "no"):
+        return None
+    added = ",".join(k if v is None else f"{k}={v}" for k, v in LOOP_OPTIONS.items() if k not in flags)
+    if not added:
+        return None
+    words = flags.split()
+    for i, w in enumerate(words):
+        if w.startswith(EXTRA_FLAG + "="):
+            words[i] = f"{w},{added}" if w != EXTRA_FLAG + "=" else f"{w}{added}"
+            break
+    else:
+        words.append(f"{EXTRA_FLAG}={added}")
+    environ["XLA_FLAGS"] = " ".join(words)
+    return added
+
+
 def configure(environ=os.environ, cpuinfo: str = "/proc/cpuinfo", cores: int | None = None) -> list[str]:
-    """Both settings of this module (:func:`vector_width`, :func:`host_devices`); returns the flags added.
+    """The settings of this module (:func:`vector_width`, :func:`host_devices`, :func:`loop_options`); returns the
+    flags added.
 
     Args:
         environ (collections.abc.MutableMapping[str, str]): The environment (default ``os.environ``).
@@ -126,6 +178,6 @@ def configure(environ=os.environ, cpuinfo: str = "/proc/cpuinfo", cores: int | N
         cores: The cores to count on (default :func:`core_count`).
 
     Returns:
-        The flags added to ``environ["XLA_FLAGS"]`` (none, one or both).
+        The flags (and backend options) added to ``environ["XLA_FLAGS"]``.
     """
-    return [f for f in (vector_width(environ, cpuinfo), host_devices(environ, cores)) if f]
+    return [f for f in (vector_width(environ, cpuinfo), host_devices(environ, cores), loop_options(environ)) if f]

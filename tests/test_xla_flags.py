@@ -52,4 +52,56 @@ def test_one_host_device_per_core_unless_told(monkeypatch):
     monkeypatch.setattr(xla_flags, "cpu_has_avx512", lambda cpuinfo="": True)
     env = {}
     assert xla_flags.configure(env, cores=2) == ["--xla_cpu_prefer_vector_width=512",
-                                                "--xla_force_host_platform_device_count=2"]
+                                                "--xla_force_host_platform_device_count=2",
+                                                f"{_THRESHOLD}={1 << 40},{_UNROLL}"]
+
+
+_THRESHOLD, _UNROLL = "xla_cpu_small_while_loop_byte_threshold", "xla_cpu_disable_loop_unrolling"
+
+
+def test_loop_options_join_the_users():
+    """Every while loop as one function and no unrolling, joined to the user's own backend options; an option already
+    in XLA_FLAGS is the user's, and JAXQ_LOOP_OPTIONS=off adds none."""
+    both = f"{_THRESHOLD}={1 << 40},{_UNROLL}"
+    env = {}
+    assert xla_flags.loop_options(env) == both and env["XLA_FLAGS"] == f"--xla_backend_extra_options={both}"
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2 --xla_backend_extra_options=foo=1"}
+    xla_flags.loop_options(env)
+    assert env["XLA_FLAGS"] == f"--xla_force_host_platform_device_count=2 --xla_backend_extra_options=foo=1,{both}"
+    mine = f"--xla_backend_extra_options={_THRESHOLD}=64"
+    env = {"XLA_FLAGS": mine}
+    assert xla_flags.loop_options(env) == _UNROLL and env["XLA_FLAGS"] == f"{mine},{_UNROLL}"
+    env = {"XLA_FLAGS": f"{mine},{_UNROLL}"}
+    assert xla_flags.loop_options(env) is None and env["XLA_FLAGS"] == f"{mine},{_UNROLL}"
+    for off in ("off", "0", "False"):
+        env = {"JAXQ_LOOP_OPTIONS": off}
+        assert xla_flags.loop_options(env) is None and "XLA_FLAGS" not in env
+
+
+_SCAN = """
+import jax, jax.numpy as jnp
+import jaxq
+jax.config.update("jax_enable_x64", True)
+f = jax.jit(lambda x: jax.lax.scan(lambda c, _: (jnp.sqrt(c + 1.0) * 0.75 + jnp.exp(-c) / 3.0, None), x, None,
+                                   length=64)[0])
+exe = f.lower(jnp.linspace(0.0, 1.0, 4096)).compile()
+print("xla_cpu_small_call" in exe.as_text(), [float(v).hex() for v in exe(jnp.linspace(0.0, 1.0, 4096))])
+"""
+
+
+def test_loop_options_take_effect():
+    """The options reach XLA: a scan is compiled as one small call, and its numbers are those without them."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def run(**env):
+        out = subprocess.run([sys.executable, "-c", _SCAN], env={**os.environ, "JAXQ_CACHE_DIR": "off", **env},
+                             capture_output=True, text=True, check=True).stdout.split(" ", 1)
+        return out[0] == "True", json.loads(out[1].replace("'", '"'))
+
+    on, with_option = run(XLA_FLAGS="")
+    off, without = run(XLA_FLAGS="", JAXQ_LOOP_OPTIONS="off")
+    assert on and not off
+    assert with_option == without

@@ -21,8 +21,8 @@ the standard error is at most ``target.rel_se`` times the estimate, in two stage
 
 ``R`` is never below the first stage's replications, so replications ``0 .. AHEAD PILOT_FIRST - 1`` of ``seed``
 (:data:`AHEAD`, at most ``max_reps``) run beside the first stage, in its batch (:func:`jaxq.mc.replications.ahead`),
-and the run takes them instead of computing them again: lanes of a small batch cost little, so a long run of at
-most 32 replications costs about one stage's time instead of two. The pilot never reads them, and a replication's
+and the run takes them instead of computing them again: a long run of 16 replications (the least a run takes) costs
+about one stage's time instead of two. The pilot never reads them, and a replication's
 outputs are the same in any batch on one platform (the run takes none computed on another). The batch's time is
 shared by replications: the pilot's stage counts its own, the run the rest. Not under a budget (the pilot's seconds
 would depend on the run's replications, the longest of a batch setting its time).
@@ -55,11 +55,12 @@ from jaxq.mc.result import SimResult, with_work_of
 
 PILOT_FIRST = 16  # replications of the pilot's first stage
 PILOT_REPS = 128  # replications of the larger pilot (at most max_reps)
-# The run's replications computed beside the first stage, in its batch: this many times the stage's. Lanes of a small
-# batch cost little (2x2 event engine with its controls at n = 10^5, one core: 16, 32, 64 replications in lockstep
-# take 1.0, 1.2, 1.5 times the time a step of 8 takes), and a run of 17 replications would otherwise cost a whole
-# stage for its 17th.
-AHEAD = 2
+# The run's replications computed beside the first stage, in its batch: this many times the stage's, the run's least.
+# With every while loop compiled as one function (jaxq.xla_flags) a replication's lanes cost about their share of a
+# step (2x2 event engine with controls and diagnostics at n = 10^6, one core: 8, 16, 24, 32 replications in lockstep
+# take 0.56, 1.06, 1.57, 2.08 us a step), so each replication run ahead and not taken costs what it would in a later
+# pass: 16 more (the run's 17th to 32nd) cost a long run of 16 half its time again.
+AHEAD = 1
 PILOT_EVENTS = 2e8  # the larger pilot runs where it costs at most these events, or where the first plans a longer run
 STOPS = ("target", "max_reps", "budget")
 

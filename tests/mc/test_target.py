@@ -19,7 +19,7 @@ from jaxq.cli import main
 from jaxq.errors import InputError
 from jaxq.mc.rng import PILOT, derived_seed
 from jaxq.mc.result import Estimate, SimResult
-from jaxq.mc.target import PILOT_EVENTS, PILOT_FIRST, Target, checked_target, plan, relative_stderr, run_to_target, safety
+from jaxq.mc.target import AHEAD, PILOT_EVENTS, PILOT_FIRST, Target, checked_target, plan, relative_stderr, run_to_target, safety
 
 _spec = importlib.util.spec_from_file_location("markov_examples", Path(__file__).parents[1] / "sim" / "markov_examples.py")
 ex = importlib.util.module_from_spec(_spec)
@@ -187,7 +187,7 @@ def test_a_targeted_2x2_run_is_the_prefix_of_the_fixed_run_and_meets_its_target(
     res = jaxq.simulate("pss_P", n=16, rel_se=0.004, seed=3)
     fixed = jaxq.simulate("pss_P", n=16, reps=res.reps, seed=3)
     assert res.value == fixed.value and res.stderr == fixed.stderr
-    assert res.info["pilot"]["ahead"] == 2 * PILOT_FIRST  # its first 32 ran beside the pilot's first stage
+    assert res.info["pilot"]["ahead"] == AHEAD * PILOT_FIRST  # its first 32 ran beside the pilot's first stage
     assert res.info["stopped_by"] == "target" and res.stderr <= 0.004 * res.value
     assert res.to_dict()["rel_se_target"] == 0.004 and res.to_dict()["stopped_by"] == "target"
 
@@ -202,7 +202,7 @@ def test_a_run_planned_by_the_first_stage_alone_is_still_the_prefix_of_the_fixed
     assert res.info["pilot"]["stages"] == [PILOT_FIRST] and res.reps >= PILOT_FIRST
     fixed = jaxq.simulate("pss_T2", n=16, reps=res.reps, seed=5)
     assert res.value == fixed.value and res.stderr == fixed.stderr
-    assert res.info["pilot"]["ahead"] == 2 * PILOT_FIRST
+    assert res.info["pilot"]["ahead"] == AHEAD * PILOT_FIRST
 
 
 def test_the_printed_line_names_the_pilots_stages(capsys, monkeypatch):
@@ -220,18 +220,18 @@ def test_targeted_runs_of_the_network_the_markov_model_and_the_sde_are_prefixes(
     net = jaxq.simulate("network_N", n=25, rel_se=0.02, seed=1, horizon=40.0, warmup=5.0)
     fixed = jaxq.simulate("network_N", n=25, reps=net.reps, seed=1, horizon=40.0, warmup=5.0)
     assert np.array_equal(net.estimates["mean_queue"].value, fixed.estimates["mean_queue"].value)
-    assert net.info["pilot"]["ahead"] == 2 * PILOT_FIRST
+    assert net.info["pilot"]["ahead"] == AHEAD * PILOT_FIRST
     assert net.info["rel_se_of"] == "mean_queue"  # a plan that fell short (this seed's, by 0.3%) says so
     assert net.info["rel_se"] <= 0.02 or any("above the target 0.02" in w for w in net.warnings)
     kw = dict(horizon=5.0, discount=0.5, params=ex.MMCM_PARAMS)
     mk = jaxq.simulate(ex.MMCM, rel_se=0.01, seed=2, **kw)
     again = jaxq.simulate(ex.MMCM, reps=mk.reps, seed=2, **kw)
     assert all(mk.estimates[k].value == again.estimates[k].value for k in again.estimates)
-    assert mk.info["pilot"]["ahead"] == 2 * PILOT_FIRST
+    assert mk.info["pilot"]["ahead"] == AHEAD * PILOT_FIRST
     assert max(e.stderr / e.value for e in mk.estimates.values()) == mk.info["rel_se"]  # every estimate targeted
     sde = jaxq.simulate_sde("pss_P", rel_se=0.005, seed=4)
     assert sde.value == jaxq.simulate_sde("pss_P", paths=sde.reps, seed=4).value
-    assert sde.info["pilot"]["ahead"] == 2 * PILOT_FIRST
+    assert sde.info["pilot"]["ahead"] == AHEAD * PILOT_FIRST
 
 
 def test_no_replications_run_ahead_under_a_budget():
@@ -244,8 +244,8 @@ def test_no_replications_run_ahead_under_a_budget():
 
 def test_a_targeted_sde_run_taken_whole_from_its_pilots_batch_reports_a_true_speed():
     """Its path-steps per second are over the share of the pilot's batch its paths took, not over no time."""
-    r = jaxq.simulate_sde("pss_P", rel_se=0.05, seed=4, max_reps=32)
-    assert r.reps <= 32 and r.info["pilot"]["ahead"] == r.reps
+    r = jaxq.simulate_sde("pss_P", rel_se=0.05, seed=4, max_reps=AHEAD * PILOT_FIRST)
+    assert r.reps == AHEAD * PILOT_FIRST and r.info["pilot"]["ahead"] == r.reps
     assert r.info["path_steps_per_s"] <= 20 * r.events_per_s
 
 

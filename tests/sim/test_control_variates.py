@@ -204,6 +204,26 @@ def test_mean_residual_life_against_its_integral():
             assert m == pytest.approx(ref, rel=tol), (laws[j], u, m, ref)
 
 
+def test_a_clock_whose_laws_are_all_exponential_is_memoryless_and_only_such_a_clock():
+    """``memoryless``: the static case where m(u) = 1 is not computed (the 2x2 rule's clocks skip it); per stream
+    where the spec says each stream's method, else over all the spec's methods."""
+    import jax.numpy as jnp
+
+    from jaxq.model.distributions import parse
+    from jaxq.sim import sampling
+
+    dists = [parse(s, "law") for s in ("exponential", "exponential", "hyperexponential:4", "erlang:0.25",
+                                       "exponential", "lognormal:2")]
+    spec = sampling.spec_of(dists)
+    assert sampling.memoryless(spec, (0, 1)) and sampling.memoryless(spec, (0, 4))
+    assert not sampling.memoryless(spec, (2, 4)) and not sampling.memoryless(spec, (3, 5))
+    assert not sampling.memoryless(spec) and not sampling.memoryless(spec._replace(stream_methods=()), (0, 1))
+    assert sampling.memoryless(sampling.spec_of([parse("exponential", "law")] * 6))
+    table = {k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}
+    for u in (0.0, 0.7, 9.0):  # where it says 1, mean_residual is 1
+        assert float(sampling.mean_residual(jnp.float64(u), spec, table, jnp.int32(4), (0, 4))) == 1.0
+
+
 @pytest.mark.slow  # every method in one program: about 20 s of compilation (the fast set: tests/studies/test_runner.py)
 def test_renewal_controls_do_not_depend_on_chunk_or_block_with_every_method():
     """The clocks' controls evaluate every law's mean residual life (closed forms, the gamma series and continued

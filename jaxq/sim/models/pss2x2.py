@@ -414,8 +414,10 @@ def _age_controls(s: State, p: Params, spec, end, live, real, fired, restart, t1
     # the clocks that run on take the new weight; past the horizon (an event beyond T: not real) that weight is 0, so
     # every clock still running at T is settled there, -w m(u_T)
     refresh = [running[k] & ~(fired[k] & real) for k in range(4)]
-    m_of = [keep(sampling.mean_residual(_sel(refresh[k], rates[k] * (end - s.born[k]), 0.0), spec, p.table,
-                                        streams[k], can)) for k, can in enumerate(((0,), (1,), (2, 4), (3, 5)))]
+    # m(u) of each clock at its age; 1 for a clock whose laws are all exponential (static: nothing to compute or keep)
+    m_of = [1.0 if sampling.memoryless(spec, can) else
+            keep(sampling.mean_residual(_sel(refresh[k], rates[k] * (end - s.born[k]), 0.0), spec, p.table, streams[k],
+                                        can)) for k, can in enumerate(((0,), (1,), (2, 4), (3, 5)))]
     cols, born, weight = [0.0] * 6, [], []
     for k in range(4):
         w = s.weight[k]
@@ -542,17 +544,17 @@ def _step(s: State, p: Params, spec, debug, cv, observer, policy: hk.Policy2x2):
                                                           (arr0, arr1, st0, st1), t1, disc1, (x0, x1, n0, n1), keep)
         martingale = [first + (0.0,) * (RENEWAL_CONTROL_COUNT - 6)]
         for slot, used, val in ((slot0, used0, v0), (slot1, used1, v1)):
-            w = _sel(used & real, disc1 * (val - 1.0), 0.0)
+            w = keep(_sel(used & real, disc1 * (val - 1.0), 0.0))
             is_s = [slot == j for j in range(6)]
             d_w = p.cv_scale[0]  # jump of W_hat per unit of (v - 1)
             m2 = p.cv_m2[0]  # E[(min(v, cap) - 1)^2] of the slot's stream
             for j in range(1, 6):
                 d_w = _sel(is_s[j], p.cv_scale[j], d_w)
                 m2 = _sel(is_s[j], p.cv_m2[j], m2)
-            w2 = _sel(used & real, disc1 * ((jnp.minimum(val, p.cv_cap) - 1.0) ** 2 - m2), 0.0) * (d_w * d_w)
+            w2 = keep(_sel(used & real, disc1 * ((jnp.minimum(val, p.cv_cap) - 1.0) ** 2 - m2), 0.0) * (d_w * d_w))
             # jumps of X_hat: -1 for an interarrival of its class, +1 for a service of its class
-            e0 = _sel(is_s[0], -rn, _sel(is_s[2] | is_s[3], rn, 0.0))
-            e1 = _sel(is_s[1], -rn, _sel(is_s[4] | is_s[5], rn, 0.0))
+            e0 = keep(_sel(is_s[0], -rn, _sel(is_s[2] | is_s[3], rn, 0.0)))
+            e1 = keep(_sel(is_s[1], -rn, _sel(is_s[4] | is_s[5], rn, 0.0)))
             martingale.append((0.0,) * 6 + (
                 w * e0, w * e1, w * (2.0 * xh0 * e0), w * (2.0 * xh1 * e1), w * (xh0 * e1 + xh1 * e0))
                 + tuple(_sel(is_s[j], w2, 0.0) for j in range(6)))

@@ -130,4 +130,4 @@ from jaxq.sim.sampling.spec import (
     words_needed,
 )
 from jaxq.sim.sampling.draws import draw, sample, sample_dist, sample_or_void, slot_values
-from jaxq.sim.sampling.residual import mean_residual, random_stream
+from jaxq.sim.sampling.residual import mean_residual, memoryless, random_stream

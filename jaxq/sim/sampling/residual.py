@@ -33,7 +33,7 @@ from jaxq.sim.sampling.spec import Spec, _lookup, _stream_eq
 
 _SQRT_HALF = math.sqrt(0.5)
 
-__all__ = ["mean_residual", "random_stream"]
+__all__ = ["mean_residual", "memoryless", "random_stream"]
 
 
 def _erlang(u, k):
@@ -88,6 +88,27 @@ def _hyperexponential(u, m1, m2):
     return (0.5 * e1 + 0.5 * e2) / (p * e1 + (1.0 - p) * e2)
 
 
+def _methods(spec: Spec, streams: tuple[int, ...] | None) -> tuple[str, ...]:
+    """The sampling methods ``streams`` can have (static; all of the spec's where it does not say per stream)."""
+    if streams is None or not spec.stream_methods:
+        return spec.methods
+    present = {spec.stream_methods[j] for j in streams}
+    return tuple(m for m in spec.methods if m in present)
+
+
+def memoryless(spec: Spec, streams: tuple[int, ...] | None = None) -> bool:
+    """Whether every law ``streams`` can have is exponential, so that :func:`mean_residual` is 1 at every age (static).
+
+    Args:
+        spec: The streams' static spec.
+        streams: The streams (default all).
+
+    Returns:
+        True where ``m(u) = 1`` whatever the stream and age.
+    """
+    return all(m == "exponential" for m in _methods(spec, streams))
+
+
 def mean_residual(u, spec: Spec, table: dict, stream, streams: tuple[int, ...] | None = None):
     """``E[v - u | v > u]`` of stream ``stream``'s mean-1 law (module docstring).
 
@@ -102,10 +123,7 @@ def mean_residual(u, spec: Spec, table: dict, stream, streams: tuple[int, ...] |
         (jax.Array): m(u), float64.
     """
     eq = _stream_eq(stream, len(table["code"]))
-    methods = spec.methods
-    if streams is not None and spec.stream_methods:
-        present = {spec.stream_methods[j] for j in streams}
-        methods = tuple(m for m in methods if m in present)
+    methods = _methods(spec, streams)
     method = _lookup(table, "method", eq) if len(methods) > 1 else None
     c0, c1, c3 = (_lookup(table, f"c{j}", eq) for j in (0, 1, 3))
     out = jnp.ones_like(u)  # exponential
