@@ -29,7 +29,8 @@ import importlib
 
 from jaxq import xla_flags
 
-xla_flags.configure()  # a host device per core, 512-bit vectors on AVX-512: before XLA starts (jaxq.xla_flags)
+xla_flags.configure()  # a host device per core, 512-bit vectors on AVX-512, while loops as one function: before XLA
+# starts (jaxq.xla_flags)
 
 # Analytics and accumulators are float64 throughout (see SPEC.md), whatever the user's JAX configuration:
 # every public function of jaxq.api runs inside ``jax.enable_x64(True)`` (the command line, which owns its

@@ -28,20 +28,21 @@ CPU reports ``avx512f`` (Linux ``/proc/cpuinfo``), unless ``XLA_FLAGS`` already 
 choice wins) or ``JAXQ_VECTOR_WIDTH`` is set (``256`` keeps XLA's default, ``512`` forces the flag).
 
 **While loops in one function, loops not unrolled.** XLA:CPU runs a computation as a sequence of kernels
-("thunks"), one per fused loop over the replications, and a ``lax.scan`` of an engine's steps paid that dispatch on
-every step: the 2x2 event step with its control variates and diagnostics is about 70 kernels of a few dozen
-nanoseconds each, so on the small batches of a long run (16-24 replications a core) most of a step was dispatch.
-XLA emits a while loop whose accessed bytes are below ``xla_cpu_small_while_loop_byte_threshold`` as one compiled
-function instead (its ``SmallWhileLoopHoistingPass``), with the same kernels and the same arithmetic. In that
-function a batch's loops are short (two or three 512-bit vectors), and LLVM's interleaving of two vectors an
-iteration left a batch of 24 with a scalar remainder of 8 replications; ``xla_cpu_disable_loop_unrolling`` keeps one
-vector an iteration. :func:`configure` passes both through ``--xla_backend_extra_options`` (:data:`LOOP_OPTIONS`,
-the threshold at every loop jaxq runs), each unless the user's ``XLA_FLAGS`` already names it, none with
-``JAXQ_LOOP_OPTIONS=off``. Measured (2-core AMD EPYC, AVX-512, jax 0.10.2; the 2x2 event engine at n = 10^6 with
-controls and diagnostics, one core, us a step): pss_P, 24 replications 2.80 -> 1.46 (threshold) -> 1.31 (with
-the materialised slot controls of :mod:`jaxq.sim.models.pss2x2`); pss_T2T2, 16 replications 1.27 -> 1.05 and 24
-replications 1.72 -> 1.58 (unrolling off); 2048 replications 105 -> 104 (no loss where dispatch was already small).
-The numbers are bit for bit the same (every engine's golden outputs).
+("thunks"), one per fused loop over the replications, each dispatched by its executor; inside a ``lax.scan`` of an
+engine's steps that dispatch comes on every step (the 2x2 event step with its control variates and diagnostics is
+70 to 90 fused loops and copies), and on the small batches of a long run (16-24 replications a core) it is most of
+a step. XLA emits a while loop whose accessed bytes are below ``xla_cpu_small_while_loop_byte_threshold`` as one
+compiled function instead (its ``SmallWhileLoopHoistingPass``), with the same kernels and the same arithmetic. In
+that function a batch's loops are short (two or three 512-bit vectors), and LLVM's interleaving of two vectors an
+iteration leaves a batch of 24 with a scalar remainder of 8 replications; ``xla_cpu_disable_loop_unrolling`` keeps
+one vector an iteration. :func:`configure` passes both through ``--xla_backend_extra_options`` (:data:`LOOP_OPTIONS`,
+the threshold past any loop's size): they apply to every XLA:CPU while loop of the process (a user's own ``jax.jit``
+too; XLA leaves out loops with a dot or a custom call), each unless ``XLA_FLAGS``' backend options already name it,
+none with ``JAXQ_LOOP_OPTIONS=off``. Measured with and without them (2-core AMD EPYC, AVX-512, jax 0.10.2; the 2x2
+event engine at n = 10^6 with controls and diagnostics, one core; ``benchmarks/step_cost.py``, record
+``benchmarks/results/step_cost_cpu_avx512.json``): a step of 8 to 32 replications 1.9 to 6.2 times faster, of 256
+1.2-1.3 times, of 2048 the same; the numbers are bit for bit the same (``tests/test_xla_flags.py`` compares the 2x2 engine's outputs, controls
+included, with and without them).
 
 XLA reads its flags once, when its first backend starts, so ``import jaxq`` must come before the first JAX
 computation of the process (it does for the CLI and for ``import jaxq`` at the top of a script).
@@ -50,6 +51,7 @@ computation of the process (it does for the CLI and for ``import jaxq`` at the t
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 FLAG = "--xla_cpu_prefer_vector_width"
@@ -138,33 +140,45 @@ def host_devices(environ=os.environ, cores: int | None = None) -> str | None:
     return added
 
 
+def _extra_keys(flags: str) -> set[str]:
+    """The keys of the backend options in ``flags`` (every ``--xla_backend_extra_options=k[=v],...``)."""
+    keys = set()
+    for m in re.finditer(re.escape(EXTRA_FLAG) + r"=(\S*)", flags):
+        keys |= {item.split("=", 1)[0] for item in m.group(1).split(",") if item}
+    return keys
+
+
 def loop_options(environ=os.environ) -> str | None:
     """Add :data:`LOOP_OPTIONS` to XLA:CPU's backend options (module docstring); returns the options added or None.
 
-    They join an ``--xla_backend_extra_options`` already in ``XLA_FLAGS`` (its own options kept); an option the user's
-    ``XLA_FLAGS`` already names is left to the user.
+    They join the first ``--xla_backend_extra_options`` already in ``XLA_FLAGS`` (its own options kept, the rest of
+    ``XLA_FLAGS`` as it was); an option the user's backend options already name is left to the user. A
+    ``JAXQ_LOOP_OPTIONS`` other than ``off``, ``0``, ``false``, ``no``, ``on``, ``1``, ``true``, ``yes`` or empty is
+    named in a warning and the options are added.
 
     Args:
         environ (collections.abc.MutableMapping[str, str]): The environment (default ``os.environ``).
 
     Returns:
-        The options added (comma-separated ``key[=value]``), or None: none to add, or ``JAXQ_LOOP_OPTIONS`` is
-        ``off`` (or ``0``, ``false``, ``no``).
+        The options added (comma-separated ``key[=value]``), or None: none to add, or ``JAXQ_LOOP_OPTIONS`` is off.
     """
-    flags = environ.get("XLA_FLAGS", "")
-    if environ.get("JAXQ_LOOP_OPTIONS", "").strip().lower() in ("off", "0", "false", "no"):
+    asked = environ.get("JAXQ_LOOP_OPTIONS", "").strip().lower()
+    if asked in ("off", "0", "false", "no"):
         return None
-    added = ",".join(k if v is None else f"{k}={v}" for k, v in LOOP_OPTIONS.items() if k not in flags)
+    if asked not in ("", "on", "1", "true", "yes"):
+        warnings.warn(f"JAXQ_LOOP_OPTIONS: expected off or on, got {asked!r}; using XLA:CPU's loop options",
+                      stacklevel=2)
+    flags = environ.get("XLA_FLAGS", "")
+    named = _extra_keys(flags)
+    added = ",".join(k if v is None else f"{k}={v}" for k, v in LOOP_OPTIONS.items() if k not in named)
     if not added:
         return None
-    words = flags.split()
-    for i, w in enumerate(words):
-        if w.startswith(EXTRA_FLAG + "="):
-            words[i] = f"{w},{added}" if w != EXTRA_FLAG + "=" else f"{w}{added}"
-            break
+    m = re.search(re.escape(EXTRA_FLAG) + r"=(\S*)", flags)
+    if m is None:
+        environ["XLA_FLAGS"] = f"{flags} {EXTRA_FLAG}={added}".strip()
     else:
-        words.append(f"{EXTRA_FLAG}={added}")
-    environ["XLA_FLAGS"] = " ".join(words)
+        joined = f"{m.group(1)},{added}" if m.group(1) else added
+        environ["XLA_FLAGS"] = flags[:m.start(1)] + joined + flags[m.end(1):]
     return added
 
 

@@ -60,14 +60,20 @@ _THRESHOLD, _UNROLL = "xla_cpu_small_while_loop_byte_threshold", "xla_cpu_disabl
 
 
 def test_loop_options_join_the_users():
-    """Every while loop as one function and no unrolling, joined to the user's own backend options; an option already
-    in XLA_FLAGS is the user's, and JAXQ_LOOP_OPTIONS=off adds none."""
+    """Every while loop as one function and no unrolling, joined to the user's own backend options (the rest of
+    XLA_FLAGS as it was); an option the user's backend options name is the user's, and JAXQ_LOOP_OPTIONS=off adds
+    none (a value that is neither off nor on is named in a warning)."""
     both = f"{_THRESHOLD}={1 << 40},{_UNROLL}"
     env = {}
     assert xla_flags.loop_options(env) == both and env["XLA_FLAGS"] == f"--xla_backend_extra_options={both}"
-    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2 --xla_backend_extra_options=foo=1"}
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2  --xla_backend_extra_options=foo=1 --xla_b=1"}
     xla_flags.loop_options(env)
-    assert env["XLA_FLAGS"] == f"--xla_force_host_platform_device_count=2 --xla_backend_extra_options=foo=1,{both}"
+    assert env["XLA_FLAGS"] == ("--xla_force_host_platform_device_count=2  --xla_backend_extra_options=foo=1,"
+                                f"{both} --xla_b=1")
+    env = {"XLA_FLAGS": "--xla_backend_extra_options="}
+    assert xla_flags.loop_options(env) == both and env["XLA_FLAGS"] == f"--xla_backend_extra_options={both}"
+    env = {"XLA_FLAGS": f"--xla_dump_to=/tmp/{_UNROLL}"}  # the name elsewhere in XLA_FLAGS is not the option
+    assert xla_flags.loop_options(env) == both
     mine = f"--xla_backend_extra_options={_THRESHOLD}=64"
     env = {"XLA_FLAGS": mine}
     assert xla_flags.loop_options(env) == _UNROLL and env["XLA_FLAGS"] == f"{mine},{_UNROLL}"
@@ -76,6 +82,8 @@ def test_loop_options_join_the_users():
     for off in ("off", "0", "False"):
         env = {"JAXQ_LOOP_OPTIONS": off}
         assert xla_flags.loop_options(env) is None and "XLA_FLAGS" not in env
+    with pytest.warns(UserWarning, match="JAXQ_LOOP_OPTIONS: expected off or on, got 'maybe'"):
+        assert xla_flags.loop_options({"JAXQ_LOOP_OPTIONS": "maybe"}) == both
 
 
 _SCAN = """
@@ -101,7 +109,34 @@ def test_loop_options_take_effect():
                              capture_output=True, text=True, check=True).stdout.split(" ", 1)
         return out[0] == "True", json.loads(out[1].replace("'", '"'))
 
-    on, with_option = run(XLA_FLAGS="")
+    on, with_option = run(XLA_FLAGS="", JAXQ_LOOP_OPTIONS="")
     off, without = run(XLA_FLAGS="", JAXQ_LOOP_OPTIONS="off")
     assert on and not off
     assert with_option == without
+
+
+_ENGINE = """
+import json
+import numpy as np
+import jaxq
+r = jaxq.simulate("pss_T2T2", n=100, reps=8, seed=1, engine="event")
+print(json.dumps([float(v).hex() for v in np.concatenate([r.samples["J"], np.ravel(r.samples["controls"])])]))
+"""
+
+
+def test_the_2x2_engine_with_its_controls_gives_the_same_numbers_with_and_without_the_loop_options():
+    """Bit for bit: the event rule of a system with exponential, Erlang and hyperexponential laws, its costs and every
+    control variate (the renewal clocks' mean residual lives included), with XLA:CPU's loop options and without."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def run(**env):
+        out = subprocess.run([sys.executable, "-c", _ENGINE], env={**os.environ, "JAXQ_CACHE_DIR": "off", **env},
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)
+
+    with_options = run(XLA_FLAGS="", JAXQ_LOOP_OPTIONS="")
+    assert len(with_options) == 8 * 18
+    assert with_options == run(XLA_FLAGS="", JAXQ_LOOP_OPTIONS="off")

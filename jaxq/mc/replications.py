@@ -32,10 +32,9 @@ and this module does everything else, once, for all of them:
 * **runs ahead**: inside :func:`ahead` (a precision target, :mod:`jaxq.mc.target`), the first run of a pilot's
   seed also runs, in the same batch, the first replications of the seed its run will use (a targeted run never
   has fewer than its pilot's first stage), and the run of that seed with the same program, arguments and platform
-  takes them instead of computing them again. Lanes of a small batch cost little (2x2 event engine with its
-  controls at n = 10^5, one core: 16, 32 and 64 replications in lockstep take 1.0, 1.2 and 1.5 times the time a
-  step of 8 takes), so a long run that stops near its pilot's size costs about one stage instead of two. The
-  numbers do not change: a replication's outputs are the same in any batch on one platform.
+  takes them instead of computing them again, so a long run of its pilot's size costs about one stage instead of
+  two (a lane costs about its share of a step: :data:`jaxq.mc.target.AHEAD` runs ahead no more than a run's
+  least). The numbers do not change: a replication's outputs are the same in any batch on one platform.
 
 Nothing here knows what is simulated: a driver (:mod:`jaxq.sim.event`, :mod:`jaxq.sim.uniformized`,
 :mod:`jaxq.sde.driver`) turns a model into a Program.

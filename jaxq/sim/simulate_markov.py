@@ -47,9 +47,11 @@ SNAPSHOTS_NEED_EVENT = ("snap_times", "snapshots at fixed times need the event e
 LOCKSTEP_BATCH = 256
 LOCKSTEP_LONG = 5_000_000
 """``auto`` gives a run of fewer than LOCKSTEP_BATCH replications of more than LOCKSTEP_LONG uniformised steps each to
-the event driver. In a small batch each lockstep step costs about 0.5 us a replication on a CPU (the 2x2 pss_P at
-n = 10^5, a fixed run of 16 replications: 9.4 s a replication, the event driver 1.5 s), and a precision target at
-large n needs few replications (its pilot's 16 and a run as long)."""
+the event driver. Measured without the loop options of :mod:`jaxq.xla_flags`: in a small batch each lockstep step cost
+about 0.5 us a replication on a CPU (the 2x2 pss_P at n = 10^5, a fixed run of 16 replications: 9.4 s a replication,
+the event driver 1.5 s), and a precision target at large n needs few replications (its pilot's 16 and a run as
+long). With them both engines are faster and the order may have turned (pss_P at n = 10^5, 32 replications, two
+cores: the event driver 19.9 s, the uniformised 11.8 s for the same number of events, docs/performance.md)."""
 
 
 def slow_lockstep(reps: int, steps: float) -> bool:

@@ -187,7 +187,7 @@ def test_a_targeted_2x2_run_is_the_prefix_of_the_fixed_run_and_meets_its_target(
     res = jaxq.simulate("pss_P", n=16, rel_se=0.004, seed=3)
     fixed = jaxq.simulate("pss_P", n=16, reps=res.reps, seed=3)
     assert res.value == fixed.value and res.stderr == fixed.stderr
-    assert res.info["pilot"]["ahead"] == AHEAD * PILOT_FIRST  # its first 32 ran beside the pilot's first stage
+    assert res.info["pilot"]["ahead"] == AHEAD * PILOT_FIRST  # its first 16 ran beside the pilot's first stage
     assert res.info["stopped_by"] == "target" and res.stderr <= 0.004 * res.value
     assert res.to_dict()["rel_se_target"] == 0.004 and res.to_dict()["stopped_by"] == "target"
 

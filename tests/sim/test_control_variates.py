@@ -220,8 +220,9 @@ def test_a_clock_whose_laws_are_all_exponential_is_memoryless_and_only_such_a_cl
     assert not sampling.memoryless(spec) and not sampling.memoryless(spec._replace(stream_methods=()), (0, 1))
     assert sampling.memoryless(sampling.spec_of([parse("exponential", "law")] * 6))
     table = {k: jnp.asarray(v) for k, v in sampling.param_table(dists).items()}
-    for u in (0.0, 0.7, 9.0):  # where it says 1, mean_residual is 1
+    for u in (0.0, 0.7, 9.0):  # where it says 1, mean_residual is 1, also through the table of every method
         assert float(sampling.mean_residual(jnp.float64(u), spec, table, jnp.int32(4), (0, 4))) == 1.0
+        assert float(sampling.mean_residual(jnp.float64(u), spec, table, jnp.int32(4))) == 1.0
 
 
 @pytest.mark.slow  # every method in one program: about 20 s of compilation (the fast set: tests/studies/test_runner.py)
