@@ -20,7 +20,6 @@ limit; empty where the formula does not apply), and the idle and mode diagnostic
     python experiments/hard_systems.py                      # n = 10^2 ... 10^5 for all (about an hour, 2 cores)
     python experiments/hard_systems.py --n 1000000 --limit 4   # 10^6 for the four worst (resumable: rows kept)
     python experiments/hard_systems.py --n 1000000 --systems T2_017 T2T1_019   # 10^6 for the systems named
-    sh experiments/gpu/hard_systems_1e6.sh   # 10^6 for the rest, 4096 replications each (an accelerator's size)
 
 Writes ``experiments/results/hard_systems/``: ``runs.csv`` (one row per system and n, rewritten as runs finish; a row above the target runs again with a
 pilot four times as long),

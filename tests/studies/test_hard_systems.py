@@ -72,12 +72,16 @@ def test_min_reps_raises_a_run_to_an_accelerators_size_and_keeps_the_prefix(monk
 
 
 def test_the_accelerator_file_runs_the_systems_the_page_leaves_open():
-    """experiments/gpu/hard_systems_1e6.sh names exactly the hard systems with no row at n = 10^6."""
+    """Every hard system has a row at n = 10^6, or experiments/gpu/hard_systems_1e6.sh names exactly those without."""
     import csv
 
     with open(ROOT / "experiments" / "results" / "hard_systems" / "runs.csv") as f:
         rows = list(csv.DictReader(f))
     open_ = {r["system"] for r in rows} - {r["system"] for r in rows if float(r["n"]) == 1e6}
-    script = (ROOT / "experiments" / "gpu" / "hard_systems_1e6.sh").read_text()
+    path = ROOT / "experiments" / "gpu" / "hard_systems_1e6.sh"
+    if not path.exists():
+        assert open_ == set()
+        return
+    script = path.read_text()
     named = set(script.split("--systems", 1)[1].split('"$@"')[0].replace("\\", " ").split())
     assert named == open_
