@@ -41,8 +41,8 @@ too; XLA leaves out loops with a dot or a custom call), each unless ``XLA_FLAGS`
 none with ``JAXQ_LOOP_OPTIONS=off``. Measured with and without them (2-core AMD EPYC, AVX-512, jax 0.10.2; the 2x2
 event engine at n = 10^6 with controls and diagnostics, one core; ``benchmarks/step_cost.py``, record
 ``benchmarks/results/step_cost_cpu_avx512.json``): a step of 8 to 32 replications 1.9 to 6.2 times faster, of 256
-1.2-1.3 times, of 2048 the same; the numbers are bit for bit the same (``tests/test_xla_flags.py`` compares the 2x2 engine's outputs, controls
-included, with and without them).
+1.2-1.3 times, of 2048 the same; the numbers are bit for bit the same (``tests/test_xla_flags.py`` compares the 2x2
+engine's outputs, controls included, with and without them).
 
 XLA reads its flags once, when its first backend starts, so ``import jaxq`` must come before the first JAX
 computation of the process (it does for the CLI and for ``import jaxq`` at the top of a script).
@@ -60,6 +60,7 @@ EXTRA_FLAG = "--xla_backend_extra_options"
 # XLA:CPU backend options (module docstring): every while loop as one compiled function instead of a kernel dispatch
 # per fused loop; one vector an iteration (no scalar remainder on short batches)
 LOOP_OPTIONS = {"xla_cpu_small_while_loop_byte_threshold": str(1 << 40), "xla_cpu_disable_loop_unrolling": None}
+_EXTRA = re.compile(re.escape(EXTRA_FLAG) + r"=(\S*)")  # a backend-options flag; group 1: its comma-separated options
 
 
 def cpu_has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
@@ -143,7 +144,7 @@ def host_devices(environ=os.environ, cores: int | None = None) -> str | None:
 def _extra_keys(flags: str) -> set[str]:
     """The keys of the backend options in ``flags`` (every ``--xla_backend_extra_options=k[=v],...``)."""
     keys = set()
-    for m in re.finditer(re.escape(EXTRA_FLAG) + r"=(\S*)", flags):
+    for m in _EXTRA.finditer(flags):
         keys |= {item.split("=", 1)[0] for item in m.group(1).split(",") if item}
     return keys
 
@@ -173,7 +174,7 @@ def loop_options(environ=os.environ) -> str | None:
     added = ",".join(k if v is None else f"{k}={v}" for k, v in LOOP_OPTIONS.items() if k not in named)
     if not added:
         return None
-    m = re.search(re.escape(EXTRA_FLAG) + r"=(\S*)", flags)
+    m = _EXTRA.search(flags)
     if m is None:
         environ["XLA_FLAGS"] = f"{flags} {EXTRA_FLAG}={added}".strip()
     else:

@@ -58,8 +58,9 @@ PILOT_REPS = 128  # replications of the larger pilot (at most max_reps)
 # The run's replications computed beside the first stage, in its batch: this many times the stage's, the run's least.
 # With every while loop compiled as one function (jaxq.xla_flags) a replication's lanes cost about their share of a
 # step (2x2 event engine with controls and diagnostics at n = 10^6, one core: 8, 16, 24, 32 replications in lockstep
-# take 0.57, 1.17, 1.55, 2.01 us a step, benchmarks/results/step_cost_cpu_avx512.json), so each replication run ahead and not taken costs what it would in a later
-# pass: 16 more (the run's 17th to 32nd) cost a long run of 16 half its time again.
+# take 0.57, 1.17, 1.55, 2.01 us a step, benchmarks/results/step_cost_cpu_avx512.json), so each replication run ahead
+# and not taken costs what it would in a later pass: 16 more (the run's 17th to 32nd) cost a long run of 16 half its
+# time again.
 AHEAD = 1
 PILOT_EVENTS = 2e8  # the larger pilot runs where it costs at most these events, or where the first plans a longer run
 STOPS = ("target", "max_reps", "budget")
