@@ -137,3 +137,26 @@ def test_random_dual_mode_problems_against_finite_differences(bL, db, sL, ds, g)
     x, u, mode = fd(*coef, x_max=x_max, n=max(n, 20000))
     assert u[0] == pytest.approx(float(cost(0.0, z, *coef)), rel=2e-3)
     assert hjb_fd.switching_point(x, mode) == pytest.approx(z, rel=2e-2, abs=3 * (x[1] - x[0]))
+
+
+@pytest.mark.parametrize("coef", DUAL)
+def test_marginal_equals_both_sides_computed_and_one_selected(coef):
+    """``_marginal`` selects each point's side before its exponentials (three instead of six): W and W' are those of
+    both sides evaluated in full and the point's side taken, bit for bit, on both sides of z, at z and far above
+    (op by op, as compiled programs may fuse a product and a sum differently)."""
+    bL, sL, bH, sH, g = coef
+    z = float(zstar(bL, sL, bH, sH, g))
+    a, c, f, p, q, r = hjb._coefficients(z, bL, sL, bH, sH, g)
+    z0 = jnp.concatenate([jnp.linspace(0.0, 4.0 * z + 1.0, 997), jnp.array([z, 0.5 * z, 60.0])])
+    w, dw, lower = hjb._marginal(z0, z, bL, a, c, f, p, q, r)
+    m = jnp.minimum(z0 - z, 0.0)
+    el, eq = jnp.exp(p * m), jnp.exp(q * z0)
+    base = jnp.where(bL < 0, -jnp.expm1(q * z0), -jnp.expm1(p * m))
+    dbase = jnp.where(bL < 0, -q * eq, -p * el)
+    d = jnp.maximum(z0 - z, 0.0)
+    er = jnp.exp(r * d)
+    want_w = jnp.where(z0 < z, base + a * el + c * eq, -jnp.expm1(r * d) + f * er)
+    want_dw = jnp.where(z0 < z, dbase + a * p * el + c * q * eq, r * (f - 1.0) * er)
+    assert bool(jnp.any(lower)) and not bool(jnp.all(lower))
+    np.testing.assert_array_equal(np.asarray(w), np.asarray(want_w))
+    np.testing.assert_array_equal(np.asarray(dw), np.asarray(want_dw))

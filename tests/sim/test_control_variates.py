@@ -225,6 +225,27 @@ def test_a_clock_whose_laws_are_all_exponential_is_memoryless_and_only_such_a_cl
         assert float(sampling.mean_residual(jnp.float64(u), spec, table, jnp.int32(4))) == 1.0
 
 
+def test_mean_residual_shortcuts_are_exact():
+    """The hyperexponential's m(u) takes one exponential (the phase of the larger mean has exponent 0) and the Erlang's
+    sum stops at the largest k of the spec: the same numbers, bit for bit, as both phases' exponentials and the sum to
+    ``ERLANG_DIRECT_MAX``."""
+    import jax.numpy as jnp
+
+    from jaxq.sim.sampling import residual
+    from jaxq.sim.sampling.methods import ERLANG_DIRECT_MAX
+
+    u = jnp.linspace(0.0, 40.0, 4001)
+    for m1, m2 in ((4.0, 0.5714285714285714), (0.6, 3.0), (1.0, 1.0), (2.0, 2.0 / 3.0)):
+        m1, m2 = jnp.float64(m1), jnp.float64(m2)
+        p, top = 0.5 / m1, jnp.maximum(m1, m2)
+        e1, e2 = jnp.exp(u / top - u / m1), jnp.exp(u / top - u / m2)
+        want = (0.5 * e1 + 0.5 * e2) / (p * e1 + (1.0 - p) * e2)
+        np.testing.assert_array_equal(np.asarray(residual._hyperexponential(u, m1, m2)), np.asarray(want))
+    for k in (1, 2, 4, 7):
+        np.testing.assert_array_equal(np.asarray(residual._erlang(u, jnp.float64(k), k)),
+                                      np.asarray(residual._erlang(u, jnp.float64(k), ERLANG_DIRECT_MAX)))
+
+
 @pytest.mark.slow  # every method in one program: about 20 s of compilation (the fast set: tests/studies/test_runner.py)
 def test_renewal_controls_do_not_depend_on_chunk_or_block_with_every_method():
     """The clocks' controls evaluate every law's mean residual life (closed forms, the gamma series and continued

@@ -36,11 +36,12 @@ _SQRT_HALF = math.sqrt(0.5)
 __all__ = ["mean_residual", "memoryless", "random_stream"]
 
 
-def _erlang(u, k):
-    """``1 - u + (x^k/k!) / sum_{j<k} x^j/j!`` with ``x = k u`` (the finite sums of Q(k, x), no exponential)."""
+def _erlang(u, k, kmax: int = ERLANG_DIRECT_MAX):
+    """``1 - u + (x^k/k!) / sum_{j<k} x^j/j!`` with ``x = k u`` (the finite sums of Q(k, x), no exponential), for
+    ``k <= kmax`` (static: the terms past every stream's k add nothing)."""
     x = k * u
     term, below, top = jnp.ones_like(u), jnp.ones_like(u), jnp.zeros_like(u)
-    for j in range(1, ERLANG_DIRECT_MAX + 1):
+    for j in range(1, kmax + 1):
         term = term * x / j
         below = below + jnp.where(j < k, term, 0.0)
         top = jnp.where(j == k, term, top)
@@ -84,7 +85,10 @@ def _lognormal(u, s):
 def _hyperexponential(u, m1, m2):
     p = 0.5 / m1  # the sampled phase probability (the means are balanced: p M_1 = (1 - p) M_2 = 1/2)
     top = jnp.maximum(m1, m2)
-    e1, e2 = jnp.exp(u / top - u / m1), jnp.exp(u / top - u / m2)
+    # each phase's exp(u / top - u / M_j): exactly 1 for the phase of the larger mean, one exp for the other's
+    e = jnp.exp(u / top - u / jnp.minimum(m1, m2))
+    first = m1 >= m2
+    e1, e2 = jnp.where(first, 1.0, e), jnp.where(first, e, 1.0)
     return (0.5 * e1 + 0.5 * e2) / (p * e1 + (1.0 - p) * e2)
 
 
@@ -131,7 +135,7 @@ def mean_residual(u, spec: Spec, table: dict, stream, streams: tuple[int, ...] |
         if name == "exponential":
             continue
         if name == "erlang":
-            m = _erlang(u, c0)
+            m = _erlang(u, c0, spec.kdirect)
         elif name == "gammahalf":
             m = _gamma(u, c0 + 0.5)
         elif name == "gamma":
