@@ -57,14 +57,6 @@ def measure(systems: list[str], lanes: list[int], n: float, repeats: int) -> lis
     return rows
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
-    except OSError:
-        return "unknown"
-
-
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--systems", default="pss_P,pss_T2T2")
@@ -96,8 +88,7 @@ def main(argv=None) -> dict:
     rows = [{"system": a["system"], "lanes": a["lanes"], "us_per_step_off": a["us_per_step"],
              "us_per_step_on": b["us_per_step"], "ratio": a["us_per_step"] / b["us_per_step"]}
             for a, b in zip(out["off"], out["on"])]
-    record = {"machine": {**jaxq.bench.machine(), "cpu_model": _cpu_model(),
-                          "vector_width": 512 if xla_flags.cpu_has_avx512() else 256},
+    record = {"machine": jaxq.bench.machine(),
               "n": args.n, "block": BLOCK, "blocks": BLOCKS, "loop_options": xla_flags.LOOP_OPTIONS, "rows": rows}
     print(f"{'system':10s} {'reps':>5s} {'off us/step':>12s} {'on us/step':>11s} {'off/on':>7s}")
     for r in rows:

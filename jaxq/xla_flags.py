@@ -63,6 +63,19 @@ LOOP_OPTIONS = {"xla_cpu_small_while_loop_byte_threshold": str(1 << 40), "xla_cp
 _EXTRA = re.compile(re.escape(EXTRA_FLAG) + r"=(\S*)")  # a backend-options flag; group 1: its comma-separated options
 
 
+def _cpuinfo(field: str, cpuinfo: str = "/proc/cpuinfo") -> str | None:
+    """The value of the first line of ``cpuinfo`` that starts with ``field`` (None where there is none or the file
+    cannot be read)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(field) and ":" in line:
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def cpu_has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
     """Whether the CPU reports the AVX-512 foundation instructions (False where that cannot be read).
 
@@ -72,14 +85,31 @@ def cpu_has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
     Returns:
         Whether its ``flags`` line has ``avx512f``.
     """
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return "avx512f" in line.split()
-    except OSError:
-        pass
-    return False
+    return "avx512f" in (_cpuinfo("flags", cpuinfo) or "").split()
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name (``unknown`` where it cannot be read).
+
+    Args:
+        cpuinfo: The file to read (``/proc/cpuinfo``).
+
+    Returns:
+        Its ``model name``, e.g. ``AMD EPYC``.
+    """
+    return _cpuinfo("model name", cpuinfo) or "unknown"
+
+
+def vector_bits(environ=os.environ) -> int:
+    """The vector width XLA:CPU prefers in this process: 512 where ``XLA_FLAGS`` asks for it, else XLA's 256.
+
+    Args:
+        environ (collections.abc.Mapping[str, str]): The environment (default ``os.environ``).
+
+    Returns:
+        512 or 256.
+    """
+    return 512 if f"{FLAG}=512" in environ.get("XLA_FLAGS", "") else 256
 
 
 def vector_width(environ=os.environ, cpuinfo: str = "/proc/cpuinfo") -> str | None:

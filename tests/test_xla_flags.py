@@ -33,6 +33,21 @@ def test_the_users_choice_wins(tmp_path):
     assert xla_flags.vector_width(env, _cpuinfo(tmp_path, "avx2")) == "--xla_cpu_prefer_vector_width=512"
 
 
+def test_the_cpu_model_and_vector_width_a_record_names(tmp_path):
+    """jaxq.bench.machine() records the CPU's model and XLA:CPU's vector width beside every figure."""
+    import jaxq.bench
+
+    p = tmp_path / "cpuinfo"
+    p.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654\nflags\t\t: fpu avx2\n")
+    assert xla_flags.cpu_model(str(p)) == "AMD EPYC 9654" and not xla_flags.cpu_has_avx512(str(p))
+    assert xla_flags.cpu_model(str(tmp_path / "missing")) == "unknown"
+    assert xla_flags.vector_bits({"XLA_FLAGS": "--xla_cpu_prefer_vector_width=512"}) == 512
+    assert xla_flags.vector_bits({"XLA_FLAGS": "--xla_cpu_prefer_vector_width=256"}) == 256
+    assert xla_flags.vector_bits({}) == 256
+    m = jaxq.bench.machine()
+    assert m["cpu_model"] == xla_flags.cpu_model() and m["vector_width"] == xla_flags.vector_bits()
+
+
 def test_one_host_device_per_core_unless_told(monkeypatch):
     """One host device per core (two computations on one CPU device run one after the other), JAXQ_HOST_DEVICES=K
     for K, a device count in XLA_FLAGS wins, one core or K = 1 adds nothing; a bad K is named in a warning."""

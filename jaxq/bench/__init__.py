@@ -28,6 +28,7 @@ from types import ModuleType
 import jax
 
 import jaxq
+from jaxq import xla_flags
 
 SECTIONS = ("pss2x2", "mmc", "network", "sde", "fastslow", "optimal")  # run by default
 ON_REQUEST = ("verdict",)  # run when named (``--only verdict``): hours at the full size
@@ -93,11 +94,14 @@ def baseline_note(name: str) -> str:
 
 
 def machine() -> dict:
-    """What the figures were measured on."""
+    """What the figures were measured on: the CPU's model and XLA:CPU's vector width among it (a ratio depends on
+    both)."""
     dev = jax.devices()[0]
     return {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": xla_flags.cpu_model(),
+        "vector_width": xla_flags.vector_bits(),
         "cpu_count": os.cpu_count(),
         "jax": jax.__version__,
         "backend": jax.default_backend(),
