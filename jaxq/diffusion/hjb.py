@@ -80,15 +80,17 @@ def _lower_exponent(x, z, p, q, bL):
     return jnp.where(bL < 0, q * x, p * jnp.minimum(x - z, 0.0))
 
 
+def _lower_slope(eq, ep, p, q, bL):
+    """``B'`` from the lower side's exponentials ``eq = exp(q x)`` and ``ep = exp(p (x - z))``."""
+    return jnp.where(bL < 0, -q * eq, -p * ep)
+
+
 def _lower_base(x, z, p, q, bL):
     """The bounded part ``B`` of W on the lower side and ``B'``: ``-expm1(q x)`` when b_L < 0 (q is then the
     small root) and ``-expm1(p (x - z))`` when b_L >= 0 (p small). Both are ``1 +`` a homogeneous solution;
     the one built on the small root is itself small where W is, so (a, c) stay as small as W."""
-    eq = jnp.exp(q * x)
-    ep = jnp.exp(p * jnp.minimum(x - z, 0.0))
     base = -jnp.expm1(_lower_exponent(x, z, p, q, bL))
-    dbase = jnp.where(bL < 0, -q * eq, -p * ep)
-    return base, dbase
+    return base, _lower_slope(jnp.exp(q * x), jnp.exp(p * jnp.minimum(x - z, 0.0)), p, q, bL)
 
 
 def _coefficients(z, bL, sL, bH, sH, gamma):
@@ -127,12 +129,13 @@ def _marginal(z0, z, bL, a, c, f, p, q, r):
     exponent selected first (the same numbers as both sides' computed and one selected, at half the cost).
     """
     lower = z0 < z
-    e = jnp.exp(jnp.where(lower, p * jnp.minimum(z0 - z, 0.0), r * jnp.maximum(z0 - z, 0.0)))
+    above = r * jnp.maximum(z0 - z, 0.0)
+    e = jnp.exp(jnp.where(lower, p * jnp.minimum(z0 - z, 0.0), above))
     eq = jnp.exp(q * z0)
-    em = jnp.expm1(jnp.where(lower, _lower_exponent(z0, z, p, q, bL), r * jnp.maximum(z0 - z, 0.0)))
+    em = jnp.expm1(jnp.where(lower, _lower_exponent(z0, z, p, q, bL), above))
     # below z: e = exp(p (z0 - z)), B = -em (_lower_base); above: e = exp(r (z0 - z)), -em = -expm1(r (z0 - z))
     w_lo = -em + a * e + c * eq
-    dw_lo = jnp.where(bL < 0, -q * eq, -p * e) + a * p * e + c * q * eq
+    dw_lo = _lower_slope(eq, e, p, q, bL) + a * p * e + c * q * eq
     w_hi = -em + f * e
     dw_hi = r * (f - 1.0) * e
     return jnp.where(lower, w_lo, w_hi), jnp.where(lower, dw_lo, dw_hi), lower

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from jax.scipy.special import erfc, gammaincc, gammaln
 
-from jaxq.sim.sampling.methods import ERLANG_DIRECT_MAX, GAMMA_FIXED_MAX, METHOD_CODE
+from jaxq.sim.sampling.methods import GAMMA_FIXED_MAX, METHOD_CODE
 from jaxq.sim.sampling.kernels import log
 from jaxq.sim.sampling.spec import Spec, _lookup, _stream_eq
 
@@ -36,7 +36,7 @@ _SQRT_HALF = math.sqrt(0.5)
 __all__ = ["mean_residual", "memoryless", "random_stream"]
 
 
-def _erlang(u, k, kmax: int = ERLANG_DIRECT_MAX):
+def _erlang(u, k, kmax: int):
     """``1 - u + (x^k/k!) / sum_{j<k} x^j/j!`` with ``x = k u`` (the finite sums of Q(k, x), no exponential), for
     ``k <= kmax`` (static: the terms past every stream's k add nothing)."""
     x = k * u
